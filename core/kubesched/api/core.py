@@ -1,0 +1,408 @@
+"""core/v1 models the scheduler reads: Pod, Node, Namespace, Service and their parts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from pydantic import ConfigDict, Field, model_validator
+
+from .meta import (
+    KubeModel,
+    KubeObject,
+    LabelSelector,
+    NullableDict,
+    NullableList,
+)
+from .quantity import Quantity
+
+__all__ = [
+    "Affinity",
+    "Container",
+    "ContainerImage",
+    "ContainerPort",
+    "Namespace",
+    "NamespaceSpec",
+    "NamespaceStatus",
+    "Node",
+    "NodeAffinity",
+    "NodeCondition",
+    "NodeSelector",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "NodeSpec",
+    "NodeStatus",
+    "PersistentVolumeClaimVolumeSource",
+    "Pod",
+    "PodAffinity",
+    "PodAffinityTerm",
+    "PodAntiAffinity",
+    "PodCondition",
+    "PodSchedulingGate",
+    "PodSpec",
+    "PodStatus",
+    "PreferredSchedulingTerm",
+    "ResourceRequirements",
+    "Service",
+    "ServiceSpec",
+    "Taint",
+    "Toleration",
+    "TopologySpreadConstraint",
+    "Volume",
+    "WeightedPodAffinityTerm",
+]
+
+
+# --- containers -------------------------------------------------------------------------
+
+
+class ContainerPort(KubeModel):
+    """``v1.ContainerPort``; ``protocol`` defaults to TCP as the API server defaults it."""
+
+    name: str | None = None
+    container_port: int = 0
+    host_port: int = 0
+    protocol: str = "TCP"
+    host_ip: str = Field(default="", alias="hostIP")
+
+
+class ResourceRequirements(KubeModel):
+    """``v1.ResourceRequirements``: requests and limits by resource name."""
+
+    requests: NullableDict[str, Quantity] = Field(default_factory=dict)
+    limits: NullableDict[str, Quantity] = Field(default_factory=dict)
+
+
+class Container(KubeModel):
+    """``v1.Container``; ``restart_policy: Always`` on an init container makes it a sidecar."""
+
+    name: str = ""
+    image: str | None = None
+    image_pull_policy: str | None = None
+    ports: NullableList[ContainerPort] = Field(default_factory=list)
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    restart_policy: str | None = None
+
+
+# --- node selection ---------------------------------------------------------------------
+
+
+class NodeSelectorRequirement(KubeModel):
+    """``v1.NodeSelectorRequirement``: operators In, NotIn, Exists, DoesNotExist, Gt, Lt."""
+
+    key: str
+    operator: str
+    values: NullableList[str] = Field(default_factory=list)
+
+
+class NodeSelectorTerm(KubeModel):
+    """``v1.NodeSelectorTerm``: expressions on labels AND expressions on fields."""
+
+    match_expressions: NullableList[NodeSelectorRequirement] = Field(default_factory=list)
+    match_fields: NullableList[NodeSelectorRequirement] = Field(default_factory=list)
+
+
+class NodeSelector(KubeModel):
+    """``v1.NodeSelector``: the terms are ORed."""
+
+    node_selector_terms: NullableList[NodeSelectorTerm] = Field(default_factory=list)
+
+
+class PreferredSchedulingTerm(KubeModel):
+    """``v1.PreferredSchedulingTerm``: a weight (1-100) for nodes matching ``preference``."""
+
+    weight: int
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(KubeModel):
+    """``v1.NodeAffinity``."""
+
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: NullableList[PreferredSchedulingTerm] = (
+        Field(default_factory=list)
+    )
+
+
+class PodAffinityTerm(KubeModel):
+    """``v1.PodAffinityTerm``: pods matching the selector, in a topology domain."""
+
+    label_selector: LabelSelector | None = None
+    namespaces: NullableList[str] = Field(default_factory=list)
+    topology_key: str = ""
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: NullableList[str] = Field(default_factory=list)
+    mismatch_label_keys: NullableList[str] = Field(default_factory=list)
+
+
+class WeightedPodAffinityTerm(KubeModel):
+    """``v1.WeightedPodAffinityTerm``."""
+
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(KubeModel):
+    """``v1.PodAffinity``."""
+
+    required_during_scheduling_ignored_during_execution: NullableList[PodAffinityTerm] = Field(
+        default_factory=list
+    )
+    preferred_during_scheduling_ignored_during_execution: NullableList[WeightedPodAffinityTerm] = (
+        Field(default_factory=list)
+    )
+
+
+class PodAntiAffinity(PodAffinity):
+    """``v1.PodAntiAffinity`` (same shape as ``PodAffinity``)."""
+
+
+class Affinity(KubeModel):
+    """``v1.Affinity``."""
+
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAntiAffinity | None = None
+
+
+class Toleration(KubeModel):
+    """``v1.Toleration``. An empty/None operator means Equal; empty key with Exists matches all."""
+
+    key: str | None = None
+    operator: str | None = None
+    value: str | None = None
+    effect: str | None = None
+    toleration_seconds: int | None = None
+
+
+class Taint(KubeModel):
+    """``v1.Taint``: effect NoSchedule, PreferNoSchedule or NoExecute."""
+
+    key: str
+    value: str | None = None
+    effect: str
+    time_added: datetime | None = None
+
+
+class TopologySpreadConstraint(KubeModel):
+    """``v1.TopologySpreadConstraint``; None policies mean upstream's defaults (Honor / Ignore)."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: NullableList[str] = Field(default_factory=list)
+
+
+class PodSchedulingGate(KubeModel):
+    """``v1.PodSchedulingGate``: while any gate remains, the pod is not scheduled."""
+
+    name: str
+
+
+# --- volumes ----------------------------------------------------------------------------
+
+
+class PersistentVolumeClaimVolumeSource(KubeModel):
+    """``v1.PersistentVolumeClaimVolumeSource``."""
+
+    claim_name: str
+    read_only: bool = False
+
+
+class Volume(KubeModel):
+    """``v1.Volume``. Sources other than PVC/ephemeral are kept as-is in ``model_extra``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: dict[str, Any] | None = None
+
+    def source(self, key: str) -> Any:
+        """The raw volume source under camelCase ``key`` (e.g. ``"gcePersistentDisk"``), or None."""
+        extra = self.model_extra or {}
+        return extra.get(key)
+
+
+# --- pod --------------------------------------------------------------------------------
+
+
+class PodSpec(KubeModel):
+    """``v1.PodSpec`` with the API server's defaults that matter for scheduling."""
+
+    containers: NullableList[Container] = Field(default_factory=list)
+    init_containers: NullableList[Container] = Field(default_factory=list)
+    node_name: str | None = None
+    node_selector: NullableDict[str, str] = Field(default_factory=dict)
+    affinity: Affinity | None = None
+    tolerations: NullableList[Toleration] = Field(default_factory=list)
+    topology_spread_constraints: NullableList[TopologySpreadConstraint] = Field(
+        default_factory=list
+    )
+    priority: int | None = None
+    priority_class_name: str | None = None
+    preemption_policy: str | None = None
+    scheduler_name: str = "default-scheduler"
+    scheduling_gates: NullableList[PodSchedulingGate] = Field(default_factory=list)
+    overhead: dict[str, Quantity] | None = None
+    runtime_class_name: str | None = None
+    volumes: NullableList[Volume] = Field(default_factory=list)
+    termination_grace_period_seconds: int | None = 30
+    host_network: bool = False
+    restart_policy: str = "Always"
+    service_account_name: str | None = None
+    hostname: str | None = None
+    subdomain: str | None = None
+
+    @model_validator(mode="after")
+    def _default_host_network_ports(self) -> PodSpec:
+        # SetDefaults_PodSpec: with hostNetwork, an unset hostPort equals containerPort.
+        if self.host_network:
+            for c in (*self.init_containers, *self.containers):
+                for p in c.ports:
+                    if not p.host_port:
+                        p.host_port = p.container_port
+        return self
+
+
+class PodCondition(KubeModel):
+    """``v1.PodCondition`` (e.g. ``PodScheduled=False`` with reason ``Unschedulable``)."""
+
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+    last_probe_time: datetime | None = None
+    last_transition_time: datetime | None = None
+
+
+class PodStatus(KubeModel):
+    """``v1.PodStatus``: the parts the scheduler reads and writes."""
+
+    phase: str | None = None
+    conditions: NullableList[PodCondition] = Field(default_factory=list)
+    nominated_node_name: str | None = None
+    start_time: datetime | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+class Pod(KubeObject):
+    """``v1.Pod``.
+
+    As the API server's ``SetDefaults_Pod``, a container (or init container) with a limit
+    but no request for a resource gets the limit as its request.
+    """
+
+    namespaced: ClassVar[bool] = True
+
+    api_version: str | None = "v1"
+    kind: str | None = "Pod"
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
+
+    @model_validator(mode="after")
+    def _default_requests_from_limits(self) -> Pod:
+        for c in (*self.spec.containers, *self.spec.init_containers):
+            res = c.resources
+            if res.limits and not res.limits.keys() <= res.requests.keys():
+                res.requests = {**res.limits, **res.requests}
+        return self
+
+
+# --- node -------------------------------------------------------------------------------
+
+
+class NodeSpec(KubeModel):
+    """``v1.NodeSpec``."""
+
+    unschedulable: bool = False
+    taints: NullableList[Taint] = Field(default_factory=list)
+    pod_cidr: str | None = Field(default=None, alias="podCIDR")
+    provider_id: str | None = Field(default=None, alias="providerID")
+
+
+class ContainerImage(KubeModel):
+    """``v1.ContainerImage``: an image present on the node (for ImageLocality)."""
+
+    names: NullableList[str] = Field(default_factory=list)
+    size_bytes: int = 0
+
+
+class NodeCondition(KubeModel):
+    """``v1.NodeCondition`` (Ready, MemoryPressure, ...)."""
+
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+    last_heartbeat_time: datetime | None = None
+    last_transition_time: datetime | None = None
+
+
+class NodeStatus(KubeModel):
+    """``v1.NodeStatus``: capacity, allocatable, images, conditions."""
+
+    capacity: NullableDict[str, Quantity] = Field(default_factory=dict)
+    allocatable: NullableDict[str, Quantity] = Field(default_factory=dict)
+    images: NullableList[ContainerImage] = Field(default_factory=list)
+    conditions: NullableList[NodeCondition] = Field(default_factory=list)
+
+
+class Node(KubeObject):
+    """``v1.Node`` (cluster-scoped)."""
+
+    namespaced: ClassVar[bool] = False
+
+    api_version: str | None = "v1"
+    kind: str | None = "Node"
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)
+
+
+# --- namespace, service -----------------------------------------------------------------
+
+
+class NamespaceSpec(KubeModel):
+    """``v1.NamespaceSpec``."""
+
+    finalizers: NullableList[str] = Field(default_factory=list)
+
+
+class NamespaceStatus(KubeModel):
+    """``v1.NamespaceStatus``: phase Active or Terminating."""
+
+    phase: str | None = None
+
+
+class Namespace(KubeObject):
+    """``v1.Namespace`` (cluster-scoped); its labels feed ``namespaceSelector``."""
+
+    namespaced: ClassVar[bool] = False
+
+    api_version: str | None = "v1"
+    kind: str | None = "Namespace"
+    spec: NamespaceSpec = Field(default_factory=NamespaceSpec)
+    status: NamespaceStatus = Field(default_factory=NamespaceStatus)
+
+
+class ServiceSpec(KubeModel):
+    """``v1.ServiceSpec``: the selector is what default topology spreading uses."""
+
+    selector: NullableDict[str, str] = Field(default_factory=dict)
+    type: str | None = None
+    cluster_ip: str | None = Field(default=None, alias="clusterIP")
+
+
+class Service(KubeObject):
+    """``v1.Service``."""
+
+    namespaced: ClassVar[bool] = True
+
+    api_version: str | None = "v1"
+    kind: str | None = "Service"
+    spec: ServiceSpec = Field(default_factory=ServiceSpec)

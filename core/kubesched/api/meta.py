@@ -1,0 +1,151 @@
+"""Metadata shared by every Kubernetes model: ObjectMeta, owner references, label selectors."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, model_validator
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "IntOrString",
+    "KubeModel",
+    "KubeObject",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "NullableDict",
+    "NullableList",
+    "ObjectMeta",
+    "OwnerReference",
+]
+
+
+def _none_to_empty_list(v: Any) -> Any:
+    return [] if v is None else v
+
+
+def _none_to_empty_dict(v: Any) -> Any:
+    return {} if v is None else v
+
+
+def _int_or_string(v: Any) -> int | str:
+    # One validator instead of a pydantic union, so an error has one message and a clean
+    # field path (a union would add "int"/"str" branches to the location).
+    if isinstance(v, bool) or not isinstance(v, int | str):
+        raise ValueError("must be an integer or a string (IntOrString)")
+    return v
+
+
+# Kubernetes serialises an empty list or map as null as often as it omits it; Go reads
+# both as empty. These accept null and give the empty value.
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
+NullableList = Annotated[list[T], BeforeValidator(_none_to_empty_list)]
+NullableDict = Annotated[dict[K, V], BeforeValidator(_none_to_empty_dict)]
+
+IntOrString = Annotated[int | str, PlainValidator(_int_or_string)]
+"""``intstr.IntOrString``: an int, or a string such as ``"50%"``."""
+
+
+class KubeModel(BaseModel):
+    """Base of all Kubernetes models: snake_case in Python, camelCase in YAML, extras ignored."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object as a manifest dict (camelCase keys, unset/None fields left out)."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class OwnerReference(KubeModel):
+    """``metav1.OwnerReference``: an object that owns this one (e.g. the ReplicaSet of a Pod)."""
+
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(KubeModel):
+    """``metav1.ObjectMeta``: the fields of ``metadata`` the scheduler reads."""
+
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    labels: NullableDict[str, str] = Field(default_factory=dict)
+    annotations: NullableDict[str, str] = Field(default_factory=dict)
+    owner_references: NullableList[OwnerReference] = Field(default_factory=list)
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    deletion_grace_period_seconds: int | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+
+    @property
+    def controller_ref(self) -> OwnerReference | None:
+        """The owner reference with ``controller: true``, if any (``metav1.GetControllerOf``)."""
+        for ref in self.owner_references:
+            if ref.controller:
+                return ref
+        return None
+
+
+class LabelSelectorRequirement(KubeModel):
+    """``metav1.LabelSelectorRequirement``: key, operator (In/NotIn/Exists/DoesNotExist), values."""
+
+    key: str
+    operator: str
+    values: NullableList[str] = Field(default_factory=list)
+
+
+class LabelSelector(KubeModel):
+    """``metav1.LabelSelector``. Compile it with :func:`kubesched.api.compile_label_selector`."""
+
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+
+class KubeObject(KubeModel):
+    """A top-level Kubernetes object: apiVersion, kind and metadata.
+
+    Each subclass says whether it is ``namespaced``; a namespaced object without a
+    namespace gets ``default``, as the API server would give it.
+    """
+
+    namespaced: ClassVar[bool] = True
+
+    api_version: str | None = None
+    kind: str | None = None
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    @model_validator(mode="after")
+    def _default_namespace(self) -> KubeObject:
+        if self.namespaced and not self.metadata.namespace:
+            self.metadata.namespace = "default"
+        return self
+
+    @property
+    def name(self) -> str:
+        """``metadata.name`` ("" when unset)."""
+        return self.metadata.name or ""
+
+    @property
+    def namespace(self) -> str:
+        """``metadata.namespace`` ("" for cluster-scoped objects)."""
+        return self.metadata.namespace or ""
+
+    @property
+    def key(self) -> str:
+        """``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones."""
+        if self.namespaced:
+            return f"{self.metadata.namespace or 'default'}/{self.metadata.name or ''}"
+        return self.metadata.name or ""

@@ -1,0 +1,163 @@
+"""Workload controllers whose pods the scheduler places: ReplicaSet, Deployment, StatefulSet, ..."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field, model_validator
+
+from .core import PodSpec
+from .meta import KubeModel, KubeObject, LabelSelector, NullableList, ObjectMeta
+
+__all__ = [
+    "DaemonSet",
+    "DaemonSetSpec",
+    "Deployment",
+    "DeploymentSpec",
+    "Job",
+    "JobSpec",
+    "PodTemplateSpec",
+    "ReplicaSet",
+    "ReplicaSetSpec",
+    "ReplicationController",
+    "ReplicationControllerSpec",
+    "StatefulSet",
+    "StatefulSetSpec",
+]
+
+
+class PodTemplateSpec(KubeModel):
+    """``v1.PodTemplateSpec``: the metadata and spec of the pods a controller creates."""
+
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PodSpec = Field(default_factory=PodSpec)
+
+
+class ReplicaSetSpec(KubeModel):
+    """``apps/v1.ReplicaSetSpec``; replicas default to 1."""
+
+    replicas: int = 1
+    min_ready_seconds: int = 0
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+
+
+class ReplicaSet(KubeObject):
+    """``apps/v1.ReplicaSet``."""
+
+    namespaced: ClassVar[bool] = True
+
+    api_version: str | None = "apps/v1"
+    kind: str | None = "ReplicaSet"
+    spec: ReplicaSetSpec = Field(default_factory=ReplicaSetSpec)
+
+
+class DeploymentSpec(KubeModel):
+    """``apps/v1.DeploymentSpec``; replicas default to 1, the strategy is kept as given."""
+
+    replicas: int = 1
+    min_ready_seconds: int = 0
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+    strategy: dict[str, Any] | None = None
+    paused: bool = False
+
+
+class Deployment(KubeObject):
+    """``apps/v1.Deployment``."""
+
+    namespaced: ClassVar[bool] = True
+
+    api_version: str | None = "apps/v1"
+    kind: str | None = "Deployment"
+    spec: DeploymentSpec = Field(default_factory=DeploymentSpec)
+
+
+class StatefulSetSpec(KubeModel):
+    """``apps/v1.StatefulSetSpec``; replicas default to 1, podManagementPolicy to OrderedReady."""
+
+    replicas: int = 1
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+    service_name: str | None = None
+    pod_management_policy: str = "OrderedReady"
+    # PersistentVolumeClaim templates stay raw until the volume plugins model PVCs.
+    volume_claim_templates: NullableList[dict[str, Any]] = Field(default_factory=list)
+
+
+class StatefulSet(KubeObject):
+    """``apps/v1.StatefulSet``."""
+
+    namespaced: ClassVar[bool] = True
+
+    api_version: str | None = "apps/v1"
+    kind: str | None = "StatefulSet"
+    spec: StatefulSetSpec = Field(default_factory=StatefulSetSpec)
+
+
+class DaemonSetSpec(KubeModel):
+    """``apps/v1.DaemonSetSpec``."""
+
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+    min_ready_seconds: int = 0
+
+
+class DaemonSet(KubeObject):
+    """``apps/v1.DaemonSet``."""
+
+    namespaced: ClassVar[bool] = True
+
+    api_version: str | None = "apps/v1"
+    kind: str | None = "DaemonSet"
+    spec: DaemonSetSpec = Field(default_factory=DaemonSetSpec)
+
+
+class JobSpec(KubeModel):
+    """``batch/v1.JobSpec``; parallelism defaults to 1, completions too when both are unset."""
+
+    parallelism: int | None = None
+    completions: int | None = None
+    backoff_limit: int = 6
+    completion_mode: str = "NonIndexed"
+    suspend: bool = False
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+
+    @model_validator(mode="after")
+    def _defaults(self) -> JobSpec:
+        # SetDefaults_Job: a non-parallel job may leave both unset; both become 1.
+        if self.completions is None and self.parallelism is None:
+            self.completions = 1
+        if self.parallelism is None:
+            self.parallelism = 1
+        return self
+
+
+class Job(KubeObject):
+    """``batch/v1.Job``."""
+
+    namespaced: ClassVar[bool] = True
+
+    api_version: str | None = "batch/v1"
+    kind: str | None = "Job"
+    spec: JobSpec = Field(default_factory=JobSpec)
+
+
+class ReplicationControllerSpec(KubeModel):
+    """``v1.ReplicationControllerSpec``: the selector is a plain label map."""
+
+    replicas: int = 1
+    min_ready_seconds: int = 0
+    selector: dict[str, str] | None = None
+    template: PodTemplateSpec | None = None
+
+
+class ReplicationController(KubeObject):
+    """``v1.ReplicationController``."""
+
+    namespaced: ClassVar[bool] = True
+
+    api_version: str | None = "v1"
+    kind: str | None = "ReplicationController"
+    spec: ReplicationControllerSpec = Field(default_factory=ReplicationControllerSpec)

@@ -1,0 +1,206 @@
+"""Upstream's defaults: the default plugins, their merge with a profile's, and default args."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from kubesched.config.types import (
+    API_VERSION,
+    DEFAULT_SCHEDULER_NAME,
+    PLUGIN_SET_FIELDS,
+    KubeSchedulerConfiguration,
+    KubeSchedulerProfile,
+    Plugin,
+    PluginConfig,
+    Plugins,
+    PluginSet,
+)
+from kubesched.framework.plugin import PluginArgs
+from kubesched.framework.registry import PluginRegistry, default_registry
+
+DEFAULT_MULTI_POINT_PLUGINS: tuple[Plugin, ...] = (
+    Plugin(name="SchedulingGates"),
+    Plugin(name="PrioritySort"),
+    Plugin(name="NodeUnschedulable"),
+    Plugin(name="NodeName"),
+    Plugin(name="TaintToleration", weight=3),
+    Plugin(name="NodeAffinity", weight=2),
+    Plugin(name="NodePorts"),
+    Plugin(name="NodeResourcesFit", weight=1),
+    # upstream: VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone here
+    Plugin(name="PodTopologySpread", weight=2),
+    Plugin(name="InterPodAffinity", weight=2),
+    # upstream (DynamicResourceAllocation feature gate): DynamicResources here
+    Plugin(name="DefaultPreemption"),
+    Plugin(name="NodeResourcesBalancedAllocation", weight=1),
+    Plugin(name="ImageLocality", weight=1),
+    Plugin(name="DefaultBinder"),
+)
+"""The default profile's plugins, all enabled through ``multiPoint``, in upstream's order
+and with upstream's score weights (``pkg/scheduler/apis/config/v1/default_plugins.go``),
+minus :data:`OMITTED_DEFAULT_PLUGINS`."""
+
+OMITTED_DEFAULT_PLUGINS: Mapping[str, str] = {
+    # kubesched models no PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSI
+    # drivers or ResourceClaims yet, so these plugins would have nothing to read; they
+    # come back, at upstream's positions, together with those objects.
+    "VolumeRestrictions": "volumes are not modelled yet",
+    "NodeVolumeLimits": "volumes (CSI attach limits) are not modelled yet",
+    "VolumeBinding": "PersistentVolumeClaims are not modelled yet",
+    "VolumeZone": "PersistentVolumes are not modelled yet",
+    "DynamicResources": "dynamic resource allocation (ResourceClaims) is not modelled; "
+    "upstream enables it only with the DynamicResourceAllocation feature gate",
+}
+"""Plugins of upstream's default profile that kubesched's default profile leaves out, and why.
+
+(``EBSLimits``, ``GCEPDLimits``, ``AzureDiskLimits`` were still listed by some upstream
+versions but are rejected by upstream's own v1 validation; they are omitted too.)"""
+
+
+def default_plugins() -> Plugins:
+    """The default profile's plugin sets: everything through ``multiPoint``."""
+    return Plugins(multi_point=PluginSet(enabled=DEFAULT_MULTI_POINT_PLUGINS))
+
+
+def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
+    """Merge a profile's plugin set into the default one, as upstream's ``mergePluginSet``.
+
+    - ``custom.disabled`` removes default plugins by name, or all of them with ``"*"``;
+      the disabled names are kept so that multiPoint expansion skips them too.
+    - A default plugin that ``custom.enabled`` names again is replaced in place by the
+      custom entry (its weight wins, its position is the default's).
+    - Every other custom plugin is appended, in the custom order (duplicates included:
+      building the framework reports them).
+    """
+    disabled = [Plugin(name=p.name) for p in custom.disabled]
+    disabled += [Plugin(name=p.name) for p in default.disabled]
+    disabled_names = {p.name for p in disabled}
+    custom_by_name: dict[str, tuple[int, Plugin]] = {}
+    for index, plugin in enumerate(custom.enabled):
+        custom_by_name[plugin.name] = (index, plugin)
+
+    enabled: list[Plugin] = []
+    replaced: set[int] = set()
+    if "*" not in disabled_names:
+        for plugin in default.enabled:
+            if plugin.name in disabled_names:
+                continue
+            if plugin.name in custom_by_name:
+                index, plugin = custom_by_name[plugin.name]
+                replaced.add(index)
+            enabled.append(plugin)
+    enabled += [p for i, p in enumerate(custom.enabled) if i not in replaced]
+    return PluginSet(enabled=tuple(enabled), disabled=tuple(disabled))
+
+
+def merge_plugins(default: Plugins, custom: Plugins | None) -> Plugins:
+    """Merge every plugin set of ``custom`` into ``default`` (upstream's ``mergePlugins``)."""
+    if custom is None:
+        return default
+    return Plugins(
+        **{
+            field: merge_plugin_set(getattr(default, field), getattr(custom, field))
+            for field in PLUGIN_SET_FIELDS.values()
+        }
+    )
+
+
+def enabled_plugin_names(plugins: Plugins) -> list[str]:
+    """Every plugin enabled in any set of ``plugins`` (incl. multiPoint), sorted by name."""
+    return sorted(
+        {p.name for field in PLUGIN_SET_FIELDS.values() for p in getattr(plugins, field).enabled}
+    )
+
+
+def args_to_dict(args: PluginArgs) -> dict[str, Any]:
+    """A plugin's validated args as the mapping ``pluginConfig`` holds (camelCase keys)."""
+    data = args.model_dump(mode="json", by_alias=True)
+    for key in ("kind", "apiVersion"):
+        if data.get(key) is None:
+            data.pop(key, None)
+    return data
+
+
+def default_plugin_args(name: str, registry: PluginRegistry) -> dict[str, Any] | None:
+    """The default args of plugin ``name``, or None if it is not installed or takes none.
+
+    Like upstream's defaulted args they carry ``kind: <Name>Args`` and ``apiVersion``.
+    An ``Args`` model that cannot be built without input (a required field) has no
+    default; building the profile then reports it.
+    """
+    entry = registry.get(name)
+    if entry is None or entry.args_model is None:
+        return None
+    try:
+        args = entry.args_model.model_validate({})
+    except ValidationError:
+        return None
+    return {"kind": f"{name}Args", "apiVersion": API_VERSION, **args_to_dict(args)}
+
+
+def _normalized_args(name: str, args: dict[str, Any], registry: PluginRegistry) -> dict[str, Any]:
+    # Upstream runs its defaulting functions on the user's args too; here the plugin's
+    # Args model fills in its defaults. Args that do not validate are left as given,
+    # for validation to report with their field paths.
+    entry = registry.get(name)
+    if entry is None or entry.args_model is None:
+        return args
+    try:
+        validated = entry.args_model.model_validate(args)
+    except ValidationError:
+        return args
+    return args_to_dict(validated)
+
+
+def set_profile_defaults(
+    profile: KubeSchedulerProfile, registry: PluginRegistry
+) -> KubeSchedulerProfile:
+    """Merge the profile's plugins with the defaults and fill in default plugin args.
+
+    Every enabled plugin that has an ``Args`` model and no ``pluginConfig`` entry gets
+    one with its default args, appended in plugin-name order (as upstream).
+    """
+    plugins = merge_plugins(default_plugins(), profile.plugins)
+    plugin_config = [
+        PluginConfig(name=pc.name, args=_normalized_args(pc.name, pc.args, registry))
+        for pc in profile.plugin_config
+    ]
+    configured = {pc.name for pc in plugin_config}
+    for name in enabled_plugin_names(plugins):
+        if name in configured:
+            continue
+        args = default_plugin_args(name, registry)
+        if args is not None:
+            plugin_config.append(PluginConfig(name=name, args=args))
+    return profile.model_copy(update={"plugins": plugins, "plugin_config": tuple(plugin_config)})
+
+
+def set_defaults(
+    config: KubeSchedulerConfiguration, registry: PluginRegistry | None = None
+) -> KubeSchedulerConfiguration:
+    """Apply upstream's v1 defaulting to a configuration as read from a file.
+
+    No profile means one profile; a single profile without ``schedulerName`` is
+    ``default-scheduler`` (with several, each must be named: validation says so);
+    plugins are merged with the defaults; default args are added for installed
+    plugins (``registry``, default: the discovered plugins). Applying it twice gives
+    the same result.
+    """
+    registry = default_registry() if registry is None else registry
+    profiles = list(config.profiles) or [KubeSchedulerProfile()]
+    if len(profiles) == 1 and profiles[0].scheduler_name is None:
+        profiles[0] = profiles[0].model_copy(update={"scheduler_name": DEFAULT_SCHEDULER_NAME})
+    update: dict[str, Any] = {
+        "profiles": tuple(set_profile_defaults(p, registry) for p in profiles)
+    }
+    if config.enable_contention_profiling is None:
+        update["enable_contention_profiling"] = config.enable_profiling
+    return config.model_copy(update=update)
+
+
+def default_configuration(registry: PluginRegistry | None = None) -> KubeSchedulerConfiguration:
+    """Upstream's default configuration, with the default args of the installed plugins."""
+    return set_defaults(KubeSchedulerConfiguration(), registry)

@@ -1,0 +1,64 @@
+"""The scheduling framework: extension points, statuses, cycle state, plugin discovery, runtime."""
+
+from kubesched.framework.cycle_state import CycleState, StateData, StateKey
+from kubesched.framework.events import (
+    WILDCARD_EVENT,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
+from kubesched.framework.plugin import (
+    EXTENSION_POINTS,
+    ExtensionPoint,
+    PluginArgs,
+    hookimpl,
+    hookspec,
+)
+from kubesched.framework.registry import (
+    ENTRY_POINT_GROUP,
+    PluginEntry,
+    PluginLoadError,
+    PluginRegistry,
+    default_registry,
+)
+from kubesched.framework.results import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    NodeScores,
+    PostFilterResult,
+    PreFilterResult,
+    default_normalize_score,
+)
+from kubesched.framework.status import Code, Status
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "EXTENSION_POINTS",
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "WILDCARD_EVENT",
+    "ActionType",
+    "ClusterEvent",
+    "ClusterEventWithHint",
+    "Code",
+    "CycleState",
+    "EventResource",
+    "ExtensionPoint",
+    "NodeScores",
+    "PluginArgs",
+    "PluginEntry",
+    "PluginLoadError",
+    "PluginRegistry",
+    "PostFilterResult",
+    "PreFilterResult",
+    "QueueingHint",
+    "StateData",
+    "StateKey",
+    "Status",
+    "default_normalize_score",
+    "default_registry",
+    "hookimpl",
+    "hookspec",
+]

@@ -1,0 +1,99 @@
+"""Read access to cluster objects other than pods and nodes, as plugins see it through the Handle."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Protocol
+
+from kubesched.api import (
+    KubeObject,
+    Namespace,
+    ReplicaSet,
+    ReplicationController,
+    Service,
+    StatefulSet,
+)
+
+
+class ObjectLister(Protocol):
+    """What ``handle.lister`` offers: the objects scheduling plugins read, by kind.
+
+    The embedded cluster and the real-cluster backend both implement it (the latter
+    from its watch caches), so a plugin reads the same way everywhere.
+    """
+
+    def get_namespace(self, name: str) -> Namespace | None:
+        """The Namespace ``name``, or None."""
+        ...
+
+    def list_services(self, namespace: str) -> list[Service]:
+        """The Services of ``namespace``."""
+        ...
+
+    def list_replication_controllers(self, namespace: str) -> list[ReplicationController]:
+        """The ReplicationControllers of ``namespace``."""
+        ...
+
+    def list_replica_sets(self, namespace: str) -> list[ReplicaSet]:
+        """The ReplicaSets of ``namespace``."""
+        ...
+
+    def list_stateful_sets(self, namespace: str) -> list[StatefulSet]:
+        """The StatefulSets of ``namespace``."""
+        ...
+
+
+class StaticLister:
+    """An ``ObjectLister`` over a fixed set of objects (tests, snapshots).
+
+    Objects of other kinds are ignored. ``add``/``remove`` keep it current when used
+    as the store of a changing cluster.
+    """
+
+    def __init__(self, objects: Iterable[KubeObject] = ()) -> None:
+        self._namespaces: dict[str, Namespace] = {}
+        self._by_kind: dict[type, dict[str, dict[str, KubeObject]]] = defaultdict(
+            lambda: defaultdict(dict)
+        )
+        for obj in objects:
+            self.add(obj)
+
+    def add(self, obj: KubeObject) -> None:
+        """Add or replace ``obj``."""
+        if isinstance(obj, Namespace):
+            self._namespaces[obj.metadata.name] = obj
+        elif isinstance(obj, (Service, ReplicationController, ReplicaSet, StatefulSet)):
+            ns = obj.metadata.namespace or "default"
+            self._by_kind[type(obj)][ns][obj.metadata.name] = obj
+
+    def remove(self, obj: KubeObject) -> None:
+        """Remove ``obj`` if present."""
+        if isinstance(obj, Namespace):
+            self._namespaces.pop(obj.metadata.name, None)
+        else:
+            ns = obj.metadata.namespace or "default"
+            self._by_kind[type(obj)][ns].pop(obj.metadata.name, None)
+
+    def get_namespace(self, name: str) -> Namespace | None:
+        """The Namespace ``name``, or None."""
+        return self._namespaces.get(name)
+
+    def _list(self, kind: type, namespace: str) -> list:
+        return list(self._by_kind[kind][namespace].values())
+
+    def list_services(self, namespace: str) -> list[Service]:
+        """The Services of ``namespace``."""
+        return self._list(Service, namespace)
+
+    def list_replication_controllers(self, namespace: str) -> list[ReplicationController]:
+        """The ReplicationControllers of ``namespace``."""
+        return self._list(ReplicationController, namespace)
+
+    def list_replica_sets(self, namespace: str) -> list[ReplicaSet]:
+        """The ReplicaSets of ``namespace``."""
+        return self._list(ReplicaSet, namespace)
+
+    def list_stateful_sets(self, namespace: str) -> list[StatefulSet]:
+        """The StatefulSets of ``namespace``."""
+        return self._list(StatefulSet, namespace)

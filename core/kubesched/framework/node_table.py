@@ -1,0 +1,138 @@
+"""The snapshot's nodes as numpy columns, for plugins that decide many nodes at once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from kubesched.framework.types import NodeInfo
+
+BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+
+
+class NodeTable:
+    """Column arrays over the snapshot's nodes, row ``i`` being ``infos[i]``.
+
+    * ``allocatable[name]`` / ``requested[name]``: int64 per node for cpu
+      (millicores), memory, ephemeral-storage, pods (``requested["pods"]`` is the pod
+      count) and every scalar resource any node has.
+    * ``non_zero_cpu`` / ``non_zero_memory``: the non-zero requested totals scoring uses.
+    * ``derived(key, compute)``: a per-table cache of arrays that depend only on the
+      Node objects (labels, taints), kept until a Node object changes; e.g. the
+      label column of one key, computed once for all pods.
+
+    The cache keeps it current incrementally: ``update_row`` when a node's pods
+    change, a rebuild when the list of nodes changes.
+    """
+
+    __slots__ = (
+        "_derived",
+        "allocatable",
+        "index",
+        "infos",
+        "names",
+        "node_version",
+        "non_zero_cpu",
+        "non_zero_memory",
+        "requested",
+    )
+
+    def __init__(self, infos: Sequence[NodeInfo]) -> None:
+        n = len(infos)
+        self.infos: list[NodeInfo] = list(infos)
+        self.names: list[str] = [ni.name for ni in infos]
+        self.index: dict[str, int] = {name: i for i, name in enumerate(self.names)}
+        scalars = sorted(
+            {k for ni in infos for k in ni.allocatable.scalar_resources}
+            | {k for ni in infos for k in ni.requested.scalar_resources}
+        )
+        self.allocatable: dict[str, np.ndarray] = {
+            r: np.zeros(n, dtype=np.int64) for r in (*BASE_RESOURCES, *scalars)
+        }
+        self.requested: dict[str, np.ndarray] = {
+            r: np.zeros(n, dtype=np.int64) for r in (*BASE_RESOURCES, *scalars)
+        }
+        self.non_zero_cpu = np.zeros(n, dtype=np.int64)
+        self.non_zero_memory = np.zeros(n, dtype=np.int64)
+        self._derived: dict[Hashable, Any] = {}
+        self.node_version = 0
+        for i, ni in enumerate(infos):
+            self._write_allocatable(i, ni)
+            self._write_requested(i, ni)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def update_row(self, i: int, node_info: NodeInfo) -> None:
+        """Copy ``node_info`` (the new version of row ``i``'s node) into the columns."""
+        old = self.infos[i]
+        self.infos[i] = node_info
+        if old.node is not node_info.node:
+            self._write_allocatable(i, node_info)
+            self._derived.clear()
+            self.node_version += 1
+        self._write_requested(i, node_info)
+
+    def derived(self, key: Hashable, compute: Callable[[NodeTable], Any]) -> Any:
+        """``compute(self)``, cached until a Node object changes (labels, taints, ...).
+
+        ``key`` must identify what is computed (include the plugin's name).
+        """
+        try:
+            return self._derived[key]
+        except KeyError:
+            value = self._derived[key] = compute(self)
+            return value
+
+    def label_column(self, key: str) -> np.ndarray:
+        """Each node's value of label ``key`` (``None`` where absent), as an object array."""
+        return self.derived(("label", key), lambda t: _label_column(t, key))
+
+    def _column(self, columns: dict[str, np.ndarray], name: str) -> np.ndarray:
+        col = columns.get(name)
+        if col is None:
+            col = columns[name] = np.zeros(len(self.names), dtype=np.int64)
+            other = self.requested if columns is self.allocatable else self.allocatable
+            other.setdefault(name, np.zeros(len(self.names), dtype=np.int64))
+        return col
+
+    def _write_allocatable(self, i: int, ni: NodeInfo) -> None:
+        a = ni.allocatable
+        al = self.allocatable
+        al[CPU][i] = a.milli_cpu
+        al[MEMORY][i] = a.memory
+        al[EPHEMERAL_STORAGE][i] = a.ephemeral_storage
+        al[PODS][i] = a.allowed_pod_number
+        for name, col in al.items():
+            if name not in BASE_RESOURCES:
+                col[i] = a.scalar_resources.get(name, 0)
+        for name, value in a.scalar_resources.items():
+            if name not in al:
+                self._column(al, name)[i] = value
+
+    def _write_requested(self, i: int, ni: NodeInfo) -> None:
+        r = ni.requested
+        rq = self.requested
+        rq[CPU][i] = r.milli_cpu
+        rq[MEMORY][i] = r.memory
+        rq[EPHEMERAL_STORAGE][i] = r.ephemeral_storage
+        rq[PODS][i] = len(ni.pods)
+        for name, col in rq.items():
+            if name not in BASE_RESOURCES:
+                col[i] = r.scalar_resources.get(name, 0)
+        for name, value in r.scalar_resources.items():
+            if name not in rq:
+                self._column(rq, name)[i] = value
+        self.non_zero_cpu[i] = ni.non_zero_requested.milli_cpu
+        self.non_zero_memory[i] = ni.non_zero_requested.memory
+
+
+def _label_column(table: NodeTable, key: str) -> np.ndarray:
+    col = np.empty(len(table.infos), dtype=object)
+    for i, ni in enumerate(table.infos):
+        labels = ni.node.metadata.labels if ni.node is not None else None
+        col[i] = labels.get(key) if labels else None
+    return col

@@ -1,0 +1,89 @@
+"""Values plugins return besides a Status: PreFilter and PostFilter results, node scores."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+MAX_NODE_SCORE = 100
+"""The highest score a node can have after NormalizeScore (upstream ``MaxNodeScore``)."""
+MIN_NODE_SCORE = 0
+"""The lowest score a node can have after NormalizeScore (upstream ``MinNodeScore``)."""
+
+
+@dataclass(frozen=True)
+class PreFilterResult:
+    """A PreFilter plugin's narrowing of the nodes to evaluate.
+
+    ``node_names`` ``None`` means all nodes; a set means only those nodes (the
+    NodeAffinity plugin returns the names a ``metadata.name`` field selector allows).
+    """
+
+    node_names: frozenset[str] | None = None
+
+    def all_nodes(self) -> bool:
+        """True when this result does not narrow the nodes."""
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        """The intersection of two results (``None`` and all-nodes are neutral)."""
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return other
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclass(frozen=True)
+class PostFilterResult:
+    """A PostFilter plugin's success: the node the pod is nominated to run on, once the
+    victims it chose are gone (``None`` clears an existing nomination)."""
+
+    nominated_node_name: str | None = None
+
+
+class NodeScores:
+    """One plugin's scores of the feasible nodes, as NormalizeScore receives them.
+
+    ``names[i]`` is a node's name and ``values[i]`` its score (numpy int64, changed in
+    place by normalisation).
+    """
+
+    __slots__ = ("names", "values")
+
+    def __init__(self, names: list[str], values: np.ndarray | Iterable[int]) -> None:
+        self.names = names
+        self.values = np.asarray(values, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def as_dict(self) -> dict[str, int]:
+        """The scores by node name."""
+        return dict(zip(self.names, self.values.tolist(), strict=True))
+
+    def __repr__(self) -> str:
+        return f"NodeScores({self.as_dict()!r})"
+
+
+def default_normalize_score(max_priority: int, reverse: bool, scores: NodeScores) -> None:
+    """Rescale ``scores`` in place to ``0..max_priority`` as upstream's
+    ``helper.DefaultNormalizeScore`` does.
+
+    Each score becomes ``max_priority * score // highest`` (integer division), and
+    with ``reverse`` ``max_priority - that``. When the highest score is 0, every score
+    becomes ``max_priority`` if ``reverse`` and stays 0 otherwise.
+    """
+    values = scores.values
+    if len(values) == 0:
+        return
+    highest = int(values.max())
+    if highest == 0:
+        if reverse:
+            values[:] = max_priority
+        return
+    np.floor_divide(values * max_priority, highest, out=values)
+    if reverse:
+        np.subtract(max_priority, values, out=values)

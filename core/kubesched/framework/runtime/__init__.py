@@ -1,0 +1,21 @@
+"""The framework runtime: running one profile's plugins at every extension point."""
+
+from kubesched.framework.runtime.framework import (
+    Framework,
+    FrameworkError,
+    PluginRunner,
+    PluginScore,
+    ScoreResult,
+)
+from kubesched.framework.runtime.waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods
+
+__all__ = [
+    "MAX_PERMIT_TIMEOUT",
+    "Framework",
+    "FrameworkError",
+    "PluginRunner",
+    "PluginScore",
+    "ScoreResult",
+    "WaitingPod",
+    "WaitingPods",
+]

@@ -1,0 +1,803 @@
+"""One profile's plugins, run at each extension point with kube-scheduler's semantics."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kubesched.errors import KubeschedError
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import WILDCARD_EVENT, ClusterEvent, ClusterEventWithHint
+from kubesched.framework.plugin import EXTENSION_POINTS
+from kubesched.framework.registry import PluginRegistry
+from kubesched.framework.results import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    NodeScores,
+    PostFilterResult,
+    PreFilterResult,
+)
+from kubesched.framework.runtime.calls import positional_caller
+from kubesched.framework.runtime.waiting_pods import (
+    MAX_PERMIT_TIMEOUT,
+    WaitingPod,
+    WaitingPods,
+)
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import NodeBatch, NodeInfo, NodeToStatus, PodInfo, QueuedPodInfo
+
+if TYPE_CHECKING:
+    from kubesched.config import EffectiveProfile
+    from kubesched.metrics import Metrics
+
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
+"""Share of scheduling cycles whose per-plugin durations are recorded (upstream: 10%)."""
+
+REJECTING_EXTENSION_POINTS = ("PreEnqueue", "PreFilter", "Filter", "Reserve", "Permit")
+"""Extension points whose plugins can reject a pod, and so must say which events may
+make it schedulable again."""
+
+
+class FrameworkError(KubeschedError):
+    """A profile that cannot be built: an unknown plugin, a plugin that fails to start."""
+
+
+class PluginRunner:
+    """One plugin instance of a profile, with a fast caller for each hook it implements."""
+
+    __slots__ = ("calls", "name", "plugin", "weight")
+
+    def __init__(self, name: str, plugin: Any, weight: int) -> None:
+        self.name = name
+        self.plugin = plugin
+        self.weight = weight
+        self.calls: dict[str, Callable[..., Any]] = {}
+
+    def call(self, hook: str) -> Callable[..., Any] | None:
+        """The positional caller of ``hook``, built on first use; None if not implemented."""
+        try:
+            return self.calls[hook]
+        except KeyError:
+            method = getattr(self.plugin, hook, None)
+            caller = (
+                positional_caller(method, hook)
+                if method is not None and hasattr(method, "kubesched_impl")
+                else None
+            )
+            self.calls[hook] = caller
+            return caller
+
+    def __repr__(self) -> str:
+        return f"PluginRunner({self.name!r})"
+
+
+@dataclass(frozen=True)
+class PluginScore:
+    """One Score plugin's scores of the feasible nodes: raw, after NormalizeScore, weight."""
+
+    plugin: str
+    weight: int
+    raw: np.ndarray
+    normalized: np.ndarray
+
+    @property
+    def weighted(self) -> np.ndarray:
+        """``normalized × weight``."""
+        return self.normalized * self.weight
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """All Score plugins' scores of the feasible nodes and the weighted totals."""
+
+    names: list[str]
+    plugins: list[PluginScore]
+    totals: np.ndarray
+
+
+class Framework:
+    """A profile's plugins, instantiated once with their args, and the Handle they receive.
+
+    The scheduler calls ``run_*`` at each extension point; plugins call the Handle's
+    methods (``snapshot``, ``nominator``, ``waiting_pods``, ``run_filter_plugins_*``,
+    ``client``, ``event_recorder``, ``lister``). Plugins run one at a time in the
+    profile's configured order; an exception in a plugin becomes an ``ERROR`` status
+    naming it.
+    """
+
+    def __init__(
+        self,
+        profile: EffectiveProfile,
+        registry: PluginRegistry,
+        *,
+        client: Any = None,
+        lister: Any = None,
+        event_recorder: Any = None,
+        nominator: Any = None,
+        metrics: Metrics | None = None,
+        clock: Any = None,
+        parallelism: int = 16,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.profile_name = profile.scheduler_name
+        self.profile = profile
+        self.client = client
+        self.lister = lister
+        self.event_recorder = event_recorder
+        self.nominator = nominator
+        self.metrics = metrics
+        self.clock = clock
+        self.parallelism = parallelism
+        self.rng = rng or random.Random()
+        self.waiting_pods = WaitingPods()
+        self.snapshot: Any = None
+        self.runners: dict[str, PluginRunner] = {}
+        self.points: dict[str, list[PluginRunner]] = {}
+        self._build(profile, registry)
+
+    # -- construction -------------------------------------------------------------------
+    def _build(self, profile: EffectiveProfile, registry: PluginRegistry) -> None:
+        weights: dict[str, int] = {p.name: p.weight for p in profile.plugins.get("Score", ())}
+        for ep in EXTENSION_POINTS:
+            runners = []
+            for enabled in profile.plugins.get(ep.name, ()):
+                runner = self._runner(enabled.name, registry, profile, weights)
+                if runner.call(ep.hook) is None:
+                    raise FrameworkError(
+                        f"profile {self.profile_name!r}: plugin {enabled.name!r} "
+                        f"does not extend {ep.name} plugin"
+                    )
+                runners.append(runner)
+            self.points[ep.name] = runners
+        if len(self.points["QueueSort"]) != 1:
+            raise FrameworkError(
+                "only one queue sort plugin required for profile with scheduler name "
+                f"{self.profile_name!r}, but got {len(self.points['QueueSort'])}"
+            )
+        if not self.points["Bind"]:
+            raise FrameworkError(
+                "at least one bind plugin is needed for profile with scheduler name "
+                f"{self.profile_name!r}"
+            )
+
+    def _runner(
+        self,
+        name: str,
+        registry: PluginRegistry,
+        profile: EffectiveProfile,
+        weights: Mapping[str, int],
+    ) -> PluginRunner:
+        runner = self.runners.get(name)
+        if runner is not None:
+            return runner
+        entry = registry.get(name)
+        if entry is None:
+            installed = ", ".join(registry.names()) or "none"
+            raise FrameworkError(
+                f"profile {self.profile_name!r}: plugin {name!r} is not installed "
+                f"(installed plugins: {installed})"
+            )
+        args = profile.plugin_args.get(name)
+        if args is None and entry.args_model is not None:
+            args = entry.args_model()
+        try:
+            plugin = entry.plugin_class(args, self)
+        except Exception as err:
+            raise FrameworkError(f"initializing plugin {name!r}: {err}") from err
+        runner = self.runners[name] = PluginRunner(name, plugin, weights.get(name, 0))
+        return runner
+
+    def plugin(self, name: str) -> Any:
+        """The instance of plugin ``name`` in this profile (KeyError if not enabled)."""
+        return self.runners[name].plugin
+
+    def plugins_at(self, extension_point: str) -> list[str]:
+        """The names of the plugins enabled at ``extension_point``, in order."""
+        return [r.name for r in self.points[extension_point]]
+
+    def has_filter_plugins(self) -> bool:
+        """True when the profile has Filter plugins."""
+        return bool(self.points["Filter"])
+
+    def has_post_filter_plugins(self) -> bool:
+        """True when the profile has PostFilter plugins."""
+        return bool(self.points["PostFilter"])
+
+    def has_score_plugins(self) -> bool:
+        """True when the profile has Score plugins."""
+        return bool(self.points["Score"])
+
+    # -- Handle -------------------------------------------------------------------------
+    def set_snapshot(self, snapshot: Any) -> None:
+        """The snapshot plugins see through ``handle.snapshot`` for this cycle."""
+        self.snapshot = snapshot
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        """The pod with ``uid`` if it is waiting at Permit."""
+        return self.waiting_pods.get(uid)
+
+    def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]:
+        """Every pod waiting at Permit."""
+        return iter(self.waiting_pods)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """Reject the waiting pod with ``uid``; True if there was one."""
+        waiting = self.waiting_pods.get(uid)
+        if waiting is None:
+            return False
+        waiting.reject("", "removed")
+        return True
+
+    def new_cycle_state(self) -> CycleState:
+        """A fresh CycleState; plugin durations are sampled in 10% of cycles as upstream."""
+        state = CycleState()
+        state.record_plugin_metrics = (
+            self.metrics is not None and self.rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
+        )
+        return state
+
+    # -- queueing -----------------------------------------------------------------------
+    def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
+        """The QueueSort plugin's ``less``."""
+        return self.points["QueueSort"][0].call("less")
+
+    def run_pre_enqueue_plugins(self, pod_info: PodInfo) -> Status | None:
+        """PreEnqueue: None if the pod may enter the active queue, else the gating status."""
+        for runner in self.points["PreEnqueue"]:
+            status = self._safe(runner, "pre_enqueue", "PreEnqueue", pod_info.pod, pod_info)
+            if status is not None and not status.is_success():
+                return status.with_plugin(runner.name)
+        return None
+
+    def events_to_register(self) -> list[tuple[str, ClusterEvent, Any]]:
+        """``(plugin, event, hint)`` for every event the profile's plugins registered.
+
+        A plugin at a rejecting extension point that registers nothing gets the wildcard
+        event, so that the pods it rejects are never stranded.
+        """
+        registrations: list[tuple[str, ClusterEvent, Any]] = []
+        seen: set[str] = set()
+        for ep_name in REJECTING_EXTENSION_POINTS:
+            for runner in self.points[ep_name]:
+                if runner.name in seen:
+                    continue
+                seen.add(runner.name)
+                call = runner.call("events_to_register")
+                events: Sequence[ClusterEventWithHint] = (
+                    call() if call is not None else [ClusterEventWithHint(WILDCARD_EVENT)]
+                )
+                for ev in events:
+                    if isinstance(ev, ClusterEvent):
+                        ev = ClusterEventWithHint(ev)
+                    registrations.append((runner.name, ev.event, ev.queueing_hint))
+        return registrations
+
+    # -- scheduling cycle ---------------------------------------------------------------
+    def run_pre_filter_plugins(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status, set[str]]:
+        """PreFilter: ``(node narrowing or None, status, plugins that rejected)``."""
+        start = time.perf_counter()
+        result: PreFilterResult | None = None
+        narrowing: list[str] = []
+        skip: set[str] = set()
+        status = Status()
+        rejectors: set[str] = set()
+        pod = pod_info.pod
+        for runner in self.points["PreFilter"]:
+            r = self._safe(runner, "pre_filter", "PreFilter", state, pod, pod_info, nodes, st=state)
+            if isinstance(r, Status):
+                if r.is_skip():
+                    skip.add(runner.name)
+                    continue
+                if not r.is_success():
+                    r.with_plugin(runner.name)
+                    if r.is_rejected():
+                        status, rejectors = r, {runner.name}
+                    else:
+                        status = _wrap_error(r, f"running PreFilter plugin {runner.name!r}")
+                    break
+                continue
+            if r is None or r.all_nodes():
+                continue
+            narrowing.append(runner.name)
+            result = r if result is None else result.merge(r)
+            if not result.node_names:
+                if len(narrowing) == 1:
+                    msg = f"node(s) didn't satisfy plugin {narrowing[0]}"
+                else:
+                    msg = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowing)}] simultaneously"
+                status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg)
+                rejectors = set(narrowing)
+                break
+        state.skip_filter_plugins = skip
+        self._observe("PreFilter", status, start)
+        return result, status, rejectors
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod_info: PodInfo, pod_info_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        """Every PreFilter plugin's ``pre_filter_add_pod`` (preemption, nominated pods)."""
+        return self._run_pre_filter_extension(
+            "pre_filter_add_pod", state, pod_info, pod_info_to_add, node_info
+        )
+
+    def run_pre_filter_extension_remove_pod(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        pod_info_to_remove: PodInfo,
+        node_info: NodeInfo,
+    ) -> Status:
+        """Every PreFilter plugin's ``pre_filter_remove_pod`` (preemption's victims)."""
+        return self._run_pre_filter_extension(
+            "pre_filter_remove_pod", state, pod_info, pod_info_to_remove, node_info
+        )
+
+    def _run_pre_filter_extension(
+        self, hook: str, state: CycleState, pod_info: PodInfo, other: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        for runner in self.points["PreFilter"]:
+            if runner.name in state.skip_filter_plugins or runner.call(hook) is None:
+                continue
+            status = self._safe(
+                runner, hook, "PreFilterExtension", state, pod_info.pod, pod_info, other, node_info
+            )
+            if status is not None and not status.is_success():
+                return _wrap_error(
+                    status.with_plugin(runner.name),
+                    f"running {hook} on PreFilter plugin {runner.name!r}",
+                )
+        return Status()
+
+    def run_filter_plugins(
+        self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        """Filter on one node: the first non-success status, or success."""
+        pod = pod_info.pod
+        for runner in self.points["Filter"]:
+            if runner.name in state.skip_filter_plugins:
+                continue
+            status = self._safe(runner, "filter", "Filter", state, pod, pod_info, node_info, st=state)
+            if status is not None and not status.is_success():
+                status.with_plugin(runner.name)
+                if not status.is_rejected():
+                    return _wrap_error(status, f"running {runner.name!r} filter plugin")
+                return status
+        return Status()
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        """Filter on one node, counting the pods nominated to it with equal or higher
+        priority, as upstream does: filters run once with those pods added (the pod must
+        fit beside them) and, if that passes, once without (it must fit alone too)."""
+        status = Status()
+        added = False
+        for i in range(2):
+            state_to_use, info_to_use = state, node_info
+            if i == 0:
+                added, state_to_use, info_to_use = self._add_nominated_pods(
+                    state, pod_info, node_info
+                )
+                if isinstance(info_to_use, Status):
+                    return info_to_use
+            elif not added or not status.is_success():
+                break
+            status = self.run_filter_plugins(state_to_use, pod_info, info_to_use)
+            if not status.is_success() and not status.is_rejected():
+                return status
+        return status
+
+    def _add_nominated_pods(
+        self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo
+    ) -> tuple[bool, CycleState, Any]:
+        if self.nominator is None:
+            return False, state, node_info
+        nominated = self.nominator.nominated_pods_for_node(node_info.name)
+        if not nominated:
+            return False, state, node_info
+        info_out = node_info.clone()
+        state_out = state.clone()
+        added = False
+        for p in nominated:
+            if p.priority >= pod_info.priority and p.uid != pod_info.uid:
+                info_out.add_pod(p)
+                status = self.run_pre_filter_extension_add_pod(state_out, pod_info, p, info_out)
+                if not status.is_success():
+                    return False, state, status
+                added = True
+        return added, state_out, info_out
+
+    def run_filter_batch(
+        self, state: CycleState, pod_info: PodInfo, batch: NodeBatch
+    ) -> tuple[list[Status | None], Status | None]:
+        """Filter on many nodes: ``(verdicts, error)``.
+
+        ``verdicts[i]`` is ``None`` where node ``i`` passes every plugin, else the first
+        rejecting plugin's status, exactly as ``run_filter_plugins`` node by node.
+        Plugins run one after the other on the nodes still feasible, with their
+        vectorised ``filter_nodes`` when they have one. ``error`` is set, and the
+        verdicts incomplete, when a plugin failed with an ``ERROR``.
+        """
+        pod = pod_info.pod
+        n = len(batch)
+        verdicts: list[Status | None] = [None] * n
+        alive = np.arange(n)
+        sub = batch
+        for runner in self.points["Filter"]:
+            if not len(alive):
+                break
+            if runner.name in state.skip_filter_plugins:
+                continue
+            if len(alive) < len(sub):
+                sub = NodeBatch(batch.table, batch.rows[alive], [batch.infos[i] for i in alive])
+            results = self._filter_many(runner, state, pod, pod_info, sub)
+            if isinstance(results, Status):
+                return verdicts, results
+            failed = [j for j, s in enumerate(results) if s is not None and s.code]
+            if not failed:
+                continue
+            keep = np.ones(len(alive), dtype=bool)
+            for j in failed:
+                status = results[j].with_plugin(runner.name)
+                if not status.is_rejected():
+                    return verdicts, _wrap_error(status, f"running {runner.name!r} filter plugin")
+                verdicts[alive[j]] = status
+                keep[j] = False
+            alive = alive[keep]
+        return verdicts, None
+
+    def _filter_many(
+        self, runner: PluginRunner, state: CycleState, pod: Any, pod_info: PodInfo, sub: NodeBatch
+    ) -> Sequence[Status | None] | Status:
+        batch_call = runner.call("filter_nodes")
+        start = time.perf_counter() if state.record_plugin_metrics else 0.0
+        try:
+            if batch_call is not None:
+                results = batch_call(state, pod, pod_info, sub)
+            else:
+                call = runner.call("filter")
+                results = [call(state, pod, pod_info, ni) for ni in sub.infos]
+        except Exception as err:
+            return Status.from_error(err, runner.name)
+        if start:
+            self._observe_plugin(runner.name, "Filter", None, start)
+        if len(results) != len(sub):
+            return Status(
+                Code.ERROR,
+                f"filter_nodes of plugin {runner.name!r} returned {len(results)} verdicts "
+                f"for {len(sub)} nodes",
+                plugin=runner.name,
+            )
+        return results
+
+    def run_post_filter_plugins(
+        self, state: CycleState, pod_info: PodInfo, node_to_status: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        """PostFilter until one succeeds: ``(result, status)`` as upstream."""
+        start = time.perf_counter()
+        result: PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
+        pod = pod_info.pod
+        final: Status | None = None
+        for runner in self.points["PostFilter"]:
+            r = self._safe(
+                runner, "post_filter", "PostFilter", state, pod, pod_info, node_to_status
+            )
+            if isinstance(r, PostFilterResult):
+                result, final = r, Status()
+                break
+            status = r if r is not None else Status()
+            if status.is_success():
+                final = status
+                break
+            status.with_plugin(runner.name)
+            if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                final = status
+                break
+            if not status.is_rejected():
+                final = _wrap_error(status, f"running PostFilter plugin {runner.name!r}")
+                break
+            reasons.extend(status.reasons)
+            rejector = rejector or runner.name
+        if final is None:
+            final = Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector or None)
+        self._observe("PostFilter", final, start)
+        return result, final
+
+    def run_pre_score_plugins(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status:
+        """PreScore: success, or the error that ends the attempt; fills the skip set."""
+        start = time.perf_counter()
+        skip: set[str] = set()
+        status = Status()
+        for runner in self.points["PreScore"]:
+            s = self._safe(
+                runner, "pre_score", "PreScore", state, pod_info.pod, pod_info, nodes, st=state
+            )
+            if s is None or s.is_success():
+                continue
+            if s.is_skip():
+                skip.add(runner.name)
+                continue
+            status = _wrap_error(s.with_plugin(runner.name), f"running PreScore plugin {runner.name!r}")
+            break
+        state.skip_score_plugins = skip
+        self._observe("PreScore", status, start)
+        return status
+
+    def run_score_plugins(
+        self, state: CycleState, pod_info: PodInfo, batch: NodeBatch
+    ) -> ScoreResult | Status:
+        """Score, NormalizeScore and weights over the feasible nodes of ``batch``.
+
+        Returns the per-plugin raw and normalised scores and the weighted totals, or the
+        ``ERROR`` status of a plugin that failed or left a score outside 0..100.
+        """
+        start = time.perf_counter()
+        names = [ni.name for ni in batch.infos]
+        pod = pod_info.pod
+        plugin_scores: list[PluginScore] = []
+        totals = np.zeros(len(names), dtype=np.int64)
+        for runner in self.points["Score"]:
+            if runner.name in state.skip_score_plugins:
+                continue
+            raw = self._score_many(runner, state, pod, pod_info, batch)
+            if isinstance(raw, Status):
+                self._observe("Score", raw, start)
+                return raw
+            scores = NodeScores(names, raw.copy())
+            normalize = runner.call("normalize_score")
+            if normalize is not None:
+                status = self._safe(
+                    runner, "normalize_score", "NormalizeScore", state, pod, pod_info, scores, st=state
+                )
+                if status is not None and not status.is_success():
+                    error = _wrap_error(
+                        status.with_plugin(runner.name),
+                        f"running Normalize on Score plugins {runner.name!r}",
+                    )
+                    self._observe("Score", error, start)
+                    return error
+            values = scores.values
+            if len(values) and (values.min() < MIN_NODE_SCORE or values.max() > MAX_NODE_SCORE):
+                bad = int(values[(values < MIN_NODE_SCORE) | (values > MAX_NODE_SCORE)][0])
+                error = Status(
+                    Code.ERROR,
+                    f"plugin {runner.name!r} returns an invalid score {bad}, it should in the "
+                    f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                    plugin=runner.name,
+                )
+                self._observe("Score", error, start)
+                return error
+            plugin_scores.append(PluginScore(runner.name, runner.weight, raw, values))
+            totals += values * runner.weight
+        self._observe("Score", Status(), start)
+        return ScoreResult(names, plugin_scores, totals)
+
+    def _score_many(
+        self, runner: PluginRunner, state: CycleState, pod: Any, pod_info: PodInfo, batch: NodeBatch
+    ) -> np.ndarray | Status:
+        batch_call = runner.call("score_nodes")
+        start = time.perf_counter() if state.record_plugin_metrics else 0.0
+        try:
+            if batch_call is not None:
+                raw = batch_call(state, pod, pod_info, batch)
+                if isinstance(raw, Status):
+                    return _wrap_error(raw.with_plugin(runner.name), f"running Score plugin {runner.name!r}")
+                raw = np.asarray(raw, dtype=np.int64)
+            else:
+                call = runner.call("score")
+                values = [call(state, pod, pod_info, ni) for ni in batch.infos]
+                for v in values:
+                    if isinstance(v, Status):
+                        return _wrap_error(v.with_plugin(runner.name), f"running Score plugin {runner.name!r}")
+                raw = np.fromiter(values, dtype=np.int64, count=len(values))
+        except Exception as err:
+            return Status.from_error(err, runner.name)
+        if start:
+            self._observe_plugin(runner.name, "Score", None, start)
+        if len(raw) != len(batch):
+            return Status(
+                Code.ERROR,
+                f"score_nodes of plugin {runner.name!r} returned {len(raw)} scores for "
+                f"{len(batch)} nodes",
+                plugin=runner.name,
+            )
+        return raw
+
+    def run_reserve_plugins_reserve(
+        self, state: CycleState, pod_info: PodInfo, node_name: str
+    ) -> Status:
+        """Reserve in order; the first failure is returned (the caller then unreserves)."""
+        start = time.perf_counter()
+        status = Status()
+        for runner in self.points["Reserve"]:
+            s = self._safe(runner, "reserve", "Reserve", state, pod_info.pod, pod_info, node_name, st=state)
+            if s is not None and not s.is_success():
+                s.with_plugin(runner.name)
+                status = s if s.is_rejected() else _wrap_error(s, f"running Reserve plugin {runner.name!r}")
+                break
+        self._observe("Reserve", status, start)
+        return status
+
+    def run_reserve_plugins_unreserve(
+        self, state: CycleState, pod_info: PodInfo, node_name: str
+    ) -> None:
+        """Unreserve on every Reserve plugin, in reverse order; failures are ignored."""
+        start = time.perf_counter()
+        for runner in reversed(self.points["Reserve"]):
+            call = runner.call("unreserve")
+            if call is None:
+                continue
+            self._safe(runner, "unreserve", "Unreserve", state, pod_info.pod, pod_info, node_name, st=state)
+        self._observe("Unreserve", Status(), start)
+
+    def run_permit_plugins(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
+        """Permit: success, a rejection, an error, or ``WAIT`` with the pod now waiting."""
+        start = time.perf_counter()
+        waits: dict[str, float] = {}
+        status: Status | None = None
+        for runner in self.points["Permit"]:
+            s = self._safe(runner, "permit", "Permit", state, pod_info.pod, pod_info, node_name, st=state)
+            if s is None or s.is_success():
+                continue
+            s.with_plugin(runner.name)
+            if s.is_rejected():
+                status = s
+                break
+            if s.is_wait():
+                timeout = s.timeout if s.timeout is not None else 0.0
+                waits[runner.name] = min(timeout, MAX_PERMIT_TIMEOUT)
+                continue
+            status = _wrap_error(s, f"running Permit plugin {runner.name!r}")
+            break
+        if status is None:
+            if waits:
+                now = self.clock.now() if self.clock is not None else time.monotonic()
+                self.waiting_pods.add(
+                    WaitingPod(pod_info, {p: now + t for p, t in waits.items()})
+                )
+                status = Status(
+                    Code.WAIT,
+                    "one or more plugins asked to wait and no plugin rejected pod "
+                    f"{pod_info.name!r}",
+                )
+            else:
+                status = Status()
+        self._observe("Permit", status, start)
+        return status
+
+    def wait_on_permit(self, pod_info: PodInfo) -> Status:
+        """Block until a waiting pod is allowed or rejected (real clock); success if the
+        pod is not waiting."""
+        waiting = self.waiting_pods.get(pod_info.uid)
+        if waiting is None:
+            return Status()
+        try:
+            while True:
+                deadline = waiting.next_deadline()
+                now = self.clock.now() if self.clock is not None else time.monotonic()
+                timeout = None if deadline is None else max(0.0, deadline - now)
+                verdict = waiting.wait(timeout)
+                if verdict is not None:
+                    return self.permit_verdict(pod_info, verdict)
+                now = self.clock.now() if self.clock is not None else time.monotonic()
+                waiting.expire(now)
+        finally:
+            self.waiting_pods.remove(pod_info.uid)
+
+    @staticmethod
+    def permit_verdict(pod_info: PodInfo, verdict: Status) -> Status:
+        """A waiting pod's verdict as WaitOnPermit returns it (upstream's wording)."""
+        if verdict.is_success():
+            return verdict
+        if verdict.is_rejected():
+            return Status(
+                verdict.code,
+                f"pod {pod_info.name!r} rejected while waiting on permit: {verdict.message()}",
+                plugin=verdict.plugin,
+            )
+        return _wrap_error(verdict, f"error while waiting on permit for pod {pod_info.name!r}")
+
+    # -- binding cycle ------------------------------------------------------------------
+    def run_pre_bind_plugins(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
+        """PreBind in order; the first failure is returned."""
+        start = time.perf_counter()
+        status = Status()
+        for runner in self.points["PreBind"]:
+            s = self._safe(runner, "pre_bind", "PreBind", state, pod_info.pod, pod_info, node_name, st=state)
+            if s is not None and not s.is_success() and not s.is_skip():
+                s.with_plugin(runner.name)
+                status = s if s.is_rejected() else _wrap_error(s, f"running PreBind plugin {runner.name!r}")
+                break
+        self._observe("PreBind", status, start)
+        return status
+
+    def run_bind_plugins(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
+        """Bind: the first plugin that does not return ``SKIP`` decides."""
+        start = time.perf_counter()
+        status = Status(Code.SKIP)
+        for runner in self.points["Bind"]:
+            s = self._safe(runner, "bind", "Bind", state, pod_info.pod, pod_info, node_name, st=state)
+            s = s if s is not None else Status()
+            if s.is_skip():
+                continue
+            s.with_plugin(runner.name)
+            status = s if s.is_success() or s.is_rejected() else _wrap_error(
+                s, f"running Bind plugin {runner.name!r}"
+            )
+            break
+        self._observe("Bind", status, start)
+        return status
+
+    def run_post_bind_plugins(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
+        """PostBind, informational."""
+        start = time.perf_counter()
+        for runner in self.points["PostBind"]:
+            self._safe(runner, "post_bind", "PostBind", state, pod_info.pod, pod_info, node_name, st=state)
+        self._observe("PostBind", Status(), start)
+
+    # -- helpers ------------------------------------------------------------------------
+    def _safe(
+        self, runner: PluginRunner, hook: str, ep: str, *args: Any, st: CycleState | None = None
+    ) -> Any:
+        """Call ``runner``'s ``hook``; an exception becomes an ERROR status naming it."""
+        call = runner.call(hook)
+        if call is None:
+            return None
+        timed = st is not None and st.record_plugin_metrics
+        start = time.perf_counter() if timed else 0.0
+        try:
+            result = call(*args)
+        except Exception as err:
+            result = Status.from_error(err, runner.name)
+        if timed:
+            self._observe_plugin(
+                runner.name, ep, result if isinstance(result, Status) else None, start
+            )
+        return result
+
+    def _observe(self, extension_point: str, status: Status, start: float) -> None:
+        if self.metrics is not None:
+            self.metrics.framework_extension_point_duration.labels(
+                extension_point, status.code.display, self.profile_name
+            ).observe(time.perf_counter() - start)
+
+    def _observe_plugin(
+        self, plugin: str, extension_point: str, status: Status | None, start: float
+    ) -> None:
+        if self.metrics is not None:
+            code = status.code.display if status is not None else "Success"
+            self.metrics.plugin_execution_duration.labels(plugin, extension_point, code).observe(
+                time.perf_counter() - start
+            )
+
+
+def _wrap_error(status: Status, context: str) -> Status:
+    """An ``ERROR`` status with ``context`` before the plugin's message (upstream's %w)."""
+    if status.code is Code.ERROR and status.reasons and status.reasons[0].startswith(context):
+        return status
+    return Status(
+        Code.ERROR,
+        f"{context}: {status.message() or status.code.display}",
+        plugin=status.plugin,
+        error=status.error,
+    )
+
+
+__all__ = [
+    "Framework",
+    "FrameworkError",
+    "PluginRunner",
+    "PluginScore",
+    "ScoreResult",
+]

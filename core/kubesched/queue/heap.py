@@ -1,0 +1,141 @@
+"""A binary heap ordered by a ``less`` function, with O(log n) update and delete by key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+__all__ = ["Heap"]
+
+
+class Heap(Generic[T]):
+    """A min-heap of items ordered by ``less(a, b)`` ("``a`` comes out before ``b``").
+
+    Each item has a key (``key(item)``); a key is in the heap at most once, so
+    adding an item whose key is present replaces it and restores the order
+    (upstream's ``heap.Heap.AddOrUpdate``). Not thread-safe: the scheduling queue
+    guards it with its own lock.
+    """
+
+    __slots__ = ("_index", "_items", "_key", "_less")
+
+    def __init__(self, key: Callable[[T], Hashable], less: Callable[[T, T], bool]) -> None:
+        self._key = key
+        self._less = less
+        self._items: list[T] = []
+        # key -> position in _items; kept in step with every swap so that update and
+        # delete need no linear search.
+        self._index: dict[Hashable, int] = {}
+
+    # -- queries ----------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+    def __iter__(self) -> Iterator[T]:
+        """The items in heap (not sorted) order."""
+        return iter(list(self._items))
+
+    def get(self, key: Hashable) -> T | None:
+        """The item with ``key``, or ``None``."""
+        i = self._index.get(key)
+        return None if i is None else self._items[i]
+
+    def peek(self) -> T | None:
+        """The first item (without removing it), or ``None`` when empty."""
+        return self._items[0] if self._items else None
+
+    def list(self) -> list[T]:
+        """A copy of the items, in heap (not sorted) order."""
+        return list(self._items)
+
+    # -- changes ----------------------------------------------------------------------
+    def add_or_update(self, item: T) -> None:
+        """Add ``item``, or replace the item with the same key and re-position it."""
+        k = self._key(item)
+        i = self._index.get(k)
+        if i is None:
+            self._items.append(item)
+            self._index[k] = len(self._items) - 1
+            self._up(len(self._items) - 1)
+        else:
+            self._items[i] = item
+            self._fix(i)
+
+    def fix(self, key: Hashable) -> None:
+        """Restore the order after the item with ``key`` changed in place."""
+        i = self._index.get(key)
+        if i is not None:
+            self._fix(i)
+
+    def pop(self) -> T | None:
+        """Remove and return the first item, or ``None`` when empty."""
+        if not self._items:
+            return None
+        return self._remove_at(0)
+
+    def delete(self, key: Hashable) -> T | None:
+        """Remove and return the item with ``key``, or ``None`` if absent."""
+        i = self._index.get(key)
+        if i is None:
+            return None
+        return self._remove_at(i)
+
+    def clear(self) -> None:
+        """Remove every item."""
+        self._items.clear()
+        self._index.clear()
+
+    # -- internals --------------------------------------------------------------------
+    def _remove_at(self, i: int) -> T:
+        items = self._items
+        last = len(items) - 1
+        if i != last:
+            self._swap(i, last)
+        item = items.pop()
+        del self._index[self._key(item)]
+        if i < len(items):
+            self._fix(i)
+        return item
+
+    def _fix(self, i: int) -> None:
+        if not self._down(i):
+            self._up(i)
+
+    def _swap(self, i: int, j: int) -> None:
+        items = self._items
+        items[i], items[j] = items[j], items[i]
+        self._index[self._key(items[i])] = i
+        self._index[self._key(items[j])] = j
+
+    def _up(self, i: int) -> None:
+        items, less = self._items, self._less
+        while i > 0:
+            parent = (i - 1) // 2
+            if not less(items[i], items[parent]):
+                break
+            self._swap(i, parent)
+            i = parent
+
+    def _down(self, i: int) -> bool:
+        """Sift down from ``i``; True if the item moved."""
+        items, less = self._items, self._less
+        n = len(items)
+        start = i
+        while True:
+            left = 2 * i + 1
+            if left >= n:
+                break
+            child = left
+            right = left + 1
+            if right < n and less(items[right], items[left]):
+                child = right
+            if not less(items[child], items[i]):
+                break
+            self._swap(i, child)
+            i = child
+        return i > start

@@ -1,0 +1,1 @@
+"""Tests of the scheduler cache, node tree and snapshot."""

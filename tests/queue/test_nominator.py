@@ -1,0 +1,107 @@
+"""The nominator: add, update, delete, pods per node, and how the queue keeps it current."""
+
+from __future__ import annotations
+
+import pytest
+from queue_testlib import make_pod
+
+from kubesched.framework.types import PodInfo
+from kubesched.queue import Nominator
+
+
+def names(infos: list[PodInfo]) -> list[str]:
+    return [i.name for i in infos]
+
+
+@pytest.mark.parametrize(
+    ("pod_kwargs", "node_arg", "expected_node"),
+    [
+        ({"nominated_node_name": "n1"}, None, "n1"),
+        ({}, "n2", "n2"),
+        ({"nominated_node_name": "n1"}, "n2", "n2"),
+        ({"nominated_node_name": "n1"}, "", None),
+        ({}, None, None),
+        ({"node_name": "n9"}, "n2", None),
+    ],
+    ids=["from-status", "explicit", "explicit-overrides-status", "empty-clears", "none", "bound"],
+)
+def test_add_nominated_pod(pod_kwargs, node_arg, expected_node) -> None:
+    n = Nominator()
+    info = PodInfo(make_pod("p", **pod_kwargs))
+    n.add_nominated_pod(info, node_arg)
+    assert n.nominated_node_name(info) == expected_node
+    for node in ("n1", "n2", "n9"):
+        assert names(n.nominated_pods_for_node(node)) == (["p"] if node == expected_node else [])
+
+
+def test_readding_moves_the_nomination() -> None:
+    n = Nominator()
+    info = PodInfo(make_pod("p"))
+    n.add_nominated_pod(info, "n1")
+    n.add_nominated_pod(info, "n2")
+    assert n.nominated_pods_for_node("n1") == []
+    assert names(n.nominated_pods_for_node("n2")) == ["p"]
+    assert len(n) == 1
+
+
+def test_pods_for_node_keep_nomination_order() -> None:
+    n = Nominator()
+    for name in ("c", "a", "b"):
+        n.add_nominated_pod(PodInfo(make_pod(name)), "n1")
+    assert names(n.nominated_pods_for_node("n1")) == ["c", "a", "b"]
+    # A copy: changing it does not change the nominator.
+    n.nominated_pods_for_node("n1").clear()
+    assert len(n.nominated_pods_for_node("n1")) == 3
+
+
+def test_delete() -> None:
+    n = Nominator()
+    pod = make_pod("p")
+    n.add_nominated_pod(PodInfo(pod), "n1")
+    n.delete_nominated_pod_if_exists(pod)
+    n.delete_nominated_pod_if_exists(pod)  # absent: no error
+    assert n.nominated_pods_for_node("n1") == [] and len(n) == 0
+
+
+@pytest.mark.parametrize(
+    ("old_nnn", "new_nnn", "expected"),
+    [
+        (None, None, "kept"),
+        (None, "n2", "n2"),
+        ("kept", "n2", "n2"),
+        ("kept", None, None),
+    ],
+    ids=["no-status-keeps-in-memory", "status-added", "status-changed", "status-removed"],
+)
+def test_update_nominated_pod(old_nnn, new_nnn, expected) -> None:
+    """Upstream's rule: a nomination made in memory survives an update that carries none."""
+    n = Nominator()
+    old = make_pod("p", nominated_node_name=old_nnn)
+    n.add_nominated_pod(PodInfo(old), "kept")
+    new_info = PodInfo(make_pod("p", nominated_node_name=new_nnn, labels={"v": "2"}))
+    n.update_nominated_pod(old, new_info)
+    assert n.nominated_node_name(new_info) == expected
+    if expected:
+        (stored,) = n.nominated_pods_for_node(expected)
+        assert stored is new_info
+
+
+def test_pod_lister_refuses_gone_or_bound_pods() -> None:
+    live = {"alive": make_pod("alive"), "bound": make_pod("bound", node_name="n3")}
+    n = Nominator(pod_lister=lambda ns, name: live.get(name))
+    for name in ("alive", "bound", "gone"):
+        n.add_nominated_pod(PodInfo(make_pod(name)), "n1")
+    assert names(n.nominated_pods_for_node("n1")) == ["alive"]
+
+
+def test_queue_keeps_nominator_current(make_queue) -> None:
+    q = make_queue()
+    pod = make_pod("p", nominated_node_name="n1")
+    q.add(pod)
+    assert names(q.nominator.nominated_pods_for_node("n1")) == ["p"]
+    moved = make_pod("p", nominated_node_name="n2")
+    q.update(pod, moved)
+    assert q.nominator.nominated_pods_for_node("n1") == []
+    assert names(q.nominator.nominated_pods_for_node("n2")) == ["p"]
+    q.delete(moved)
+    assert q.nominator.nominated_pods_for_node("n2") == []
