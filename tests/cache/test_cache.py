@@ -119,11 +119,26 @@ def test_transitions(
 
 REF = "uid-default-p(default/p)"
 ERRORS = [
-    ("assume-twice", [("assume", P1)], ("assume", P1), f"pod {REF} is in the cache, so can't be assumed"),
-    ("assume-added", [("add", P1)], ("assume", P1), f"pod {REF} is in the cache, so can't be assumed"),
+    (
+        "assume-twice",
+        [("assume", P1)],
+        ("assume", P1),
+        f"pod {REF} is in the cache, so can't be assumed",
+    ),
+    (
+        "assume-added",
+        [("add", P1)],
+        ("assume", P1),
+        f"pod {REF} is in the cache, so can't be assumed",
+    ),
     ("assume-without-node", [], ("assume", P1_NO_NODE), f"pod {REF} has no node name"),
     ("forget-unknown", [], ("forget", P1), f"pod {REF} wasn't assumed so cannot be forgotten"),
-    ("forget-added", [("add", P1)], ("forget", P1), f"pod {REF} wasn't assumed so cannot be forgotten"),
+    (
+        "forget-added",
+        [("add", P1)],
+        ("forget", P1),
+        f"pod {REF} wasn't assumed so cannot be forgotten",
+    ),
     (
         "forget-on-other-node",
         [("assume", P1)],
@@ -133,12 +148,23 @@ ERRORS = [
     ("add-twice", [("add", P1)], ("add", P1), f"pod {REF} was already in added state"),
     ("add-without-node", [], ("add", P1_NO_NODE), f"pod {REF} has no node name"),
     (
+        "confirm-without-node",
+        [("assume", P1)],
+        ("add", P1_NO_NODE),
+        f"pod {REF} has no node name, so can't be added",
+    ),
+    (
         "update-unknown",
         [],
         ("update", P1_BIGGER),
         f"pod {REF} is not added to scheduler cache, so cannot be updated",
     ),
-    ("update-assumed", [("assume", P1)], ("update", P1_BIGGER), f"assumed pod {REF} should not be updated"),
+    (
+        "update-assumed",
+        [("assume", P1)],
+        ("update", P1_BIGGER),
+        f"assumed pod {REF} should not be updated",
+    ),
     (
         "update-to-other-node",
         [("add", P1)],
@@ -178,7 +204,12 @@ def test_errors(
 ) -> None:
     for op, pod in setup:
         OPS[op](cache, clock, pod)
-    before = (cache.pod_count(), cache.assumed_pod_count(), cpu_on(cache, "n1"), cpu_on(cache, "n2"))
+    before = (
+        cache.pod_count(),
+        cache.assumed_pod_count(),
+        cpu_on(cache, "n1"),
+        cpu_on(cache, "n2"),
+    )
     op, pod = step
     with pytest.raises(CacheError, match=message.replace("(", r"\(").replace(")", r"\)")):
         OPS[op](cache, clock, pod)
@@ -368,7 +399,7 @@ def test_remove_node_without_pods(cache: Cache) -> None:
 
 
 def test_remove_unknown_node(cache: Cache) -> None:
-    with pytest.raises(CacheError, match="^node n9 is not found$"):
+    with pytest.raises(CacheError, match=r"^node n9 is not found$"):
         cache.remove_node(make_node("n9"))
 
 
@@ -440,13 +471,21 @@ def test_image_states_count_nodes(clock: FakeClock) -> None:
     cache.add_node(make_node("a", images=[(["nginx:1", "nginx@sha256:1"], 100), (["redis"], 50)]))
     cache.add_node(make_node("b", images=[(["nginx:1"], 100)]))
     cache.add_node(make_node("c", images=[(["busybox"], 5)]))
-    assert _images(cache, "a") == {"nginx:1": (100, 2), "nginx@sha256:1": (100, 1), "redis": (50, 1)}
+    assert _images(cache, "a") == {
+        "nginx:1": (100, 2),
+        "nginx@sha256:1": (100, 1),
+        "redis": (50, 1),
+    }
     assert _images(cache, "b") == {"nginx:1": (100, 2)}
     assert _images(cache, "c") == {"busybox": (5, 1)}
 
     # b drops nginx and pulls redis.
     cache.update_node(make_node("b"), make_node("b", images=[(["redis"], 50)]))
-    assert _images(cache, "a") == {"nginx:1": (100, 1), "nginx@sha256:1": (100, 1), "redis": (50, 2)}
+    assert _images(cache, "a") == {
+        "nginx:1": (100, 1),
+        "nginx@sha256:1": (100, 1),
+        "redis": (50, 2),
+    }
     assert _images(cache, "b") == {"redis": (50, 2)}
 
     cache.remove_node(make_node("a"))

@@ -23,7 +23,10 @@ from .builders import make_node
         ({LABEL_TOPOLOGY_ZONE: "z1"}, ":\x00:z1"),
         ({LABEL_TOPOLOGY_REGION: "r1"}, "r1:\x00:"),
         ({LABEL_TOPOLOGY_REGION: "r1", LABEL_TOPOLOGY_ZONE: "z1"}, "r1:\x00:z1"),
-        ({LABEL_FAILURE_DOMAIN_BETA_REGION: "r2", LABEL_FAILURE_DOMAIN_BETA_ZONE: "z2"}, "r2:\x00:z2"),
+        (
+            {LABEL_FAILURE_DOMAIN_BETA_REGION: "r2", LABEL_FAILURE_DOMAIN_BETA_ZONE: "z2"},
+            "r2:\x00:z2",
+        ),
         (
             {
                 LABEL_TOPOLOGY_REGION: "r1",

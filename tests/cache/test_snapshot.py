@@ -129,8 +129,8 @@ def test_pod_change_copies_only_its_node(cache: Cache, snap: Snapshot) -> None:
 
 def test_several_changes_between_updates(cache: Cache, snap: Snapshot) -> None:
     before = dict(snap.node_info_map)
-    for i in (0, 3, 0, 4):
-        cache.add_pod(make_pod(f"p{i}-{len(cache.dump().assumed_pods)}-{cache.pod_count()}", f"n{i}", cpu="1"))
+    for k, i in enumerate((0, 3, 0, 4)):
+        cache.add_pod(make_pod(f"p{k}", f"n{i}", cpu="1"))
     cache.update_snapshot(snap)
     changed = {name for name, ni in snap.node_info_map.items() if ni is not before[name]}
     assert changed == {"n0", "n3", "n4"}
@@ -214,7 +214,8 @@ def test_affinity_lists_follow_pods(cache: Cache, snap: Snapshot) -> None:
     assert names(snap.have_pods_with_required_anti_affinity_list()) == ["n3"]
     assert all(
         ni is snap.get(ni.name)
-        for ni in snap.have_pods_with_affinity_list() + snap.have_pods_with_required_anti_affinity_list()
+        for ni in snap.have_pods_with_affinity_list()
+        + snap.have_pods_with_required_anti_affinity_list()
     )
 
 

@@ -190,6 +190,8 @@ class Cache:
         """
         key = pod_info.uid
         with self._lock:
+            if not pod_info.node_name:
+                raise CacheError(f"pod {_ref(pod_info)} has no node name, so can't be added")
             state = self._pod_states.get(key)
             if state is not None and key in self._assumed:
                 if state.pod_info.node_name != pod_info.node_name:
@@ -203,8 +205,6 @@ class Cache:
                 self._remove_pod_locked(state.pod_info)
                 self._add_pod_locked(pod_info, assumed=False)
             elif state is None:
-                if not pod_info.node_name:
-                    raise CacheError(f"pod {_ref(pod_info)} has no node name, so can't be added")
                 # A new pod, or one that expired: add it (back).
                 self._add_pod_locked(pod_info, assumed=False)
             else:
@@ -415,9 +415,7 @@ class Cache:
         """Copies of all NodeInfos and the assumed pods' uids (slow: for debugging)."""
         with self._lock:
             return CacheDump(
-                nodes={
-                    name: self._detached_clone(item.info) for name, item in self._nodes.items()
-                },
+                nodes={name: self._detached_clone(item.info) for name, item in self._nodes.items()},
                 assumed_pods=set(self._assumed),
             )
 
@@ -557,11 +555,19 @@ class Cache:
             infos[i] = new
             table.update_row(i, new)
             if not _patch_row_list(
-                aff, snapshot._aff_rows, i, bool(old.pods_with_affinity),
-                bool(new.pods_with_affinity), new,
+                aff,
+                snapshot._aff_rows,
+                i,
+                bool(old.pods_with_affinity),
+                bool(new.pods_with_affinity),
+                new,
             ) or not _patch_row_list(
-                anti, snapshot._anti_rows, i, bool(old.pods_with_required_anti_affinity),
-                bool(new.pods_with_required_anti_affinity), new,
+                anti,
+                snapshot._anti_rows,
+                i,
+                bool(old.pods_with_required_anti_affinity),
+                bool(new.pods_with_required_anti_affinity),
+                new,
             ):
                 return False
             if old.pvc_ref_counts.keys() != new.pvc_ref_counts.keys():

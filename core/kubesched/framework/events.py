@@ -23,6 +23,8 @@ class ActionType(IntFlag):
     UPDATE_POD_TOLERATIONS = 512
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
     UPDATE_POD_GENERATED_RESOURCE_CLAIM = 2048
+    UPDATE_OTHER = 4096
+    """An update that none of the specific update kinds above describes."""
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
         | UPDATE_NODE_LABEL
@@ -34,7 +36,7 @@ class ActionType(IntFlag):
         | UPDATE_POD_TOLERATIONS
         | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
         | UPDATE_POD_GENERATED_RESOURCE_CLAIM
-        | 4096
+        | UPDATE_OTHER
     )
     """Any update, including kinds of update not listed separately."""
     ALL = ADD | DELETE | UPDATE

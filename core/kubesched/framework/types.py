@@ -274,6 +274,17 @@ class PodInfo:
             (anti.preferred_during_scheduling_ignored_during_execution if anti else None) or (),
         )
 
+    def assumed_on(self, node_name: str) -> PodInfo:
+        """A copy of this PodInfo for the pod bound to ``node_name`` (what the scheduler
+        assumes in its cache); the pre-computed fields are shared, not recomputed."""
+        copy = PodInfo.__new__(PodInfo)
+        for slot in PodInfo.__slots__:
+            setattr(copy, slot, getattr(self, slot))
+        spec = self.pod.spec.model_copy(update={"node_name": node_name})
+        copy.pod = self.pod.model_copy(update={"spec": spec})
+        copy.node_name = node_name
+        return copy
+
     def has_affinity(self) -> bool:
         """True when the pod has any pod affinity or anti-affinity term."""
         return bool(
@@ -291,7 +302,7 @@ class QueuedPodInfo:
     """A pod in the scheduling queue, with its queueing history.
 
     ``timestamp`` is when it was last added to the queue (QueueSort's tie breaker),
-    ``initial_attempt_timestamp`` when it was first popped, ``attempts`` how many
+    ``initial_attempt_timestamp`` when it first entered the active queue, ``attempts`` how many
     scheduling attempts it has had, ``unschedulable_plugins`` / ``pending_plugins``
     the plugins that rejected it last time (their events move it back),
     ``gated`` whether PreEnqueue holds it back and ``gating_plugin`` which one.

@@ -80,6 +80,11 @@ class Nominator:
         with self._lock:
             return list(self._by_node.get(node_name, {}).values())
 
+    def nominated_node_names(self) -> set[str]:
+        """The nodes that have at least one nominated pod (filters treat them apart)."""
+        with self._lock:
+            return {name for name, pods in self._by_node.items() if pods}
+
     def nominated_node_name(self, pod: Pod | PodInfo) -> str | None:
         """The node ``pod`` is nominated to, or ``None``."""
         uid = pod.uid if isinstance(pod, PodInfo) else _uid(pod)

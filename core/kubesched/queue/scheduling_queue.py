@@ -180,8 +180,9 @@ class PriorityQueue:
 
     ``less`` orders the activeQ (the QueueSort plugin, the same for every profile).
     Pods whose ``spec.schedulerName`` has no entry in ``profiles`` are ignored.
-    All times are seconds of ``clock``. Thread-safe: one lock guards everything, and
-    ``pop`` waits on a condition of that lock.
+    All times are seconds of ``clock``. ``pod_lister`` (optional) is given to the
+    nominator, which then refuses pods that are gone or bound. Thread-safe: one lock
+    guards everything, and ``pop`` waits on a condition of that lock.
     """
 
     def __init__(
@@ -255,10 +256,10 @@ class PriorityQueue:
             existing = self._get_locked(uid)
             if existing is not None:
                 self._update_locked(existing.pod, pod)
-                return
-            qpi = QueuedPodInfo(PodInfo(pod), self._clock.now())
-            if self._move_to_active_q(qpi, POD_ADD):
-                self._cond.notify_all()
+            else:
+                qpi = QueuedPodInfo(PodInfo(pod), self._clock.now())
+                if self._move_to_active_q(qpi, POD_ADD):
+                    self._cond.notify_all()
             self._update_gauges()
 
     def update(self, old_pod: Pod | None, new_pod: Pod) -> None:
@@ -475,9 +476,10 @@ class PriorityQueue:
                 self._move_pods_locked(stale, UNSCHEDULABLE_TIMEOUT_EVENT, None, None)
             self._update_gauges()
 
-    def next_event_time(self) -> float | None:
+    def next_event_time(self, include_unschedulable_timeout: bool = True) -> float | None:
         """When a flush would next move a pod: the earliest backoff expiry or
-        unschedulable deadline; ``None`` if no timer is pending.
+        unschedulable deadline (unless ``include_unschedulable_timeout`` is False);
+        ``None`` if no timer is pending.
 
         Gated pods are left out: re-running PreEnqueue on a timer does not change
         their time, so including them would make the simulator spin.
@@ -488,7 +490,7 @@ class PriorityQueue:
                 head = heap.peek()
                 if head is not None:
                     times.append(self._backoff_time(head))
-            if self._unschedulable:
+            if self._unschedulable and include_unschedulable_timeout:
                 oldest = min(q.timestamp for q in self._unschedulable.values())
                 times.append(oldest + self._max_in_unschedulable)
             return min(times) if times else None
@@ -516,7 +518,8 @@ class PriorityQueue:
         return threads
 
     def close(self) -> None:
-        """Close the queue: blocked and future ``pop`` calls return ``None``; loops stop."""
+        """Close the queue: blocked and future ``pop`` calls return ``None`` (even with
+        pods left, unlike upstream, so that shutdown is immediate); loops stop."""
         with self._lock:
             self._closed = True
             self._stop.set()

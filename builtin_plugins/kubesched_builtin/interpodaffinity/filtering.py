@@ -1,0 +1,301 @@
+"""InterPodAffinity's PreFilter (with its add/remove-pod extension) and Filter.
+
+PreFilter walks the pods once and counts, per topology pair (label key, value):
+existing pods whose required anti-affinity terms select the incoming pod, and
+existing pods that match the incoming pod's required affinity / anti-affinity
+terms. Filter is then a few dictionary lookups on the node's label values
+(upstream ``filtering.go``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from kubesched import NodeBatch, NodeInfo, PodInfo, StateData, StateKey, Status
+
+from .terms import (
+    IncomingTerm,
+    NamespaceLabels,
+    bump,
+    matches_all,
+    node_labels,
+    per_value_array,
+    topology_codes,
+)
+
+ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = (
+    "node(s) didn't satisfy existing pods anti-affinity rules"
+)
+"""An existing pod's required anti-affinity term selects the incoming pod in the node's domain."""
+ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
+"""The node is not in a domain running a pod that matches all required affinity terms."""
+ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
+"""The node's domain runs a pod that the incoming pod's required anti-affinity terms select."""
+
+TopologyCounts = dict[str, dict[str, int]]
+"""Counts by topology key, then by label value (upstream ``topologyToMatchedTermCount``).
+A pair is present only with a non-zero count, so an empty mapping means no pair."""
+
+
+class PreFilterState(StateData):
+    """What PreFilter computes for Filter (upstream ``preFilterState``).
+
+    ``existing_anti_affinity_counts``, ``affinity_counts`` and
+    ``anti_affinity_counts`` change under ``pre_filter_add_pod`` /
+    ``pre_filter_remove_pod``, hence ``clone`` copies them; the terms and the
+    namespace labels are shared.
+    """
+
+    __slots__ = (
+        "affinity_counts",
+        "affinity_terms",
+        "anti_affinity_counts",
+        "anti_affinity_terms",
+        "existing_anti_affinity_counts",
+        "namespace_labels",
+        "pod_info",
+        "self_match",
+    )
+
+    def __init__(
+        self,
+        pod_info: PodInfo,
+        affinity_terms: tuple[IncomingTerm, ...],
+        anti_affinity_terms: tuple[IncomingTerm, ...],
+        namespace_labels: Mapping[str, str],
+        existing_anti_affinity_counts: TopologyCounts,
+        affinity_counts: TopologyCounts,
+        anti_affinity_counts: TopologyCounts,
+    ) -> None:
+        self.pod_info = pod_info
+        self.affinity_terms = affinity_terms
+        self.anti_affinity_terms = anti_affinity_terms
+        self.namespace_labels = namespace_labels
+        self.existing_anti_affinity_counts = existing_anti_affinity_counts
+        self.affinity_counts = affinity_counts
+        self.anti_affinity_counts = anti_affinity_counts
+        # Whether the pod matches all its own affinity terms: the first pod of a group
+        # with affinity to itself may go anywhere its topology keys exist.
+        self.self_match = matches_all(affinity_terms, pod_info)
+
+    def clone(self) -> PreFilterState:
+        """A copy whose counts can change independently."""
+        c = PreFilterState.__new__(PreFilterState)
+        c.pod_info = self.pod_info
+        c.affinity_terms = self.affinity_terms
+        c.anti_affinity_terms = self.anti_affinity_terms
+        c.namespace_labels = self.namespace_labels
+        c.self_match = self.self_match
+        c.existing_anti_affinity_counts = _copy(self.existing_anti_affinity_counts)
+        c.affinity_counts = _copy(self.affinity_counts)
+        c.anti_affinity_counts = _copy(self.anti_affinity_counts)
+        return c
+
+    def update_with_pod(self, other: PodInfo, node_info: NodeInfo, multiplier: int) -> None:
+        """Count (``multiplier`` 1) or uncount (-1) ``other`` running on ``node_info``."""
+        labels = node_labels(node_info)
+        pod_info = self.pod_info
+        for t in other.required_anti_affinity_terms:
+            if t.matches(pod_info, self.namespace_labels):
+                bump(self.existing_anti_affinity_counts, t.topology_key, labels, multiplier)
+        if matches_all(self.affinity_terms, other):
+            for it in self.affinity_terms:
+                bump(self.affinity_counts, it.topology_key, labels, multiplier)
+        for it in self.anti_affinity_terms:
+            if it.matches(other):
+                bump(self.anti_affinity_counts, it.topology_key, labels, multiplier)
+
+
+PRE_FILTER_KEY: StateKey[PreFilterState] = StateKey("PreFilterInterPodAffinity")
+
+
+def _copy(counts: TopologyCounts) -> TopologyCounts:
+    return {k: dict(v) for k, v in counts.items()}
+
+
+def compute_pre_filter_state(
+    pod_info: PodInfo,
+    all_nodes: Sequence[NodeInfo],
+    nodes_with_required_anti_affinity_pods: Sequence[NodeInfo],
+    lister: Any,
+) -> PreFilterState:
+    """Upstream's PreFilter computation, without the Skip decision."""
+    namespaces = NamespaceLabels(lister)
+    affinity_terms = tuple(IncomingTerm(t, namespaces) for t in pod_info.required_affinity_terms)
+    anti_terms = tuple(IncomingTerm(t, namespaces) for t in pod_info.required_anti_affinity_terms)
+    ns_labels = namespaces.snapshot_of(pod_info.namespace)
+    existing = existing_anti_affinity_counts(
+        pod_info, ns_labels, nodes_with_required_anti_affinity_pods
+    )
+    affinity, anti = incoming_affinity_anti_affinity_counts(affinity_terms, anti_terms, all_nodes)
+    return PreFilterState(pod_info, affinity_terms, anti_terms, ns_labels, existing, affinity, anti)
+
+
+def existing_anti_affinity_counts(
+    pod_info: PodInfo, ns_labels: Mapping[str, str], nodes: Sequence[NodeInfo]
+) -> TopologyCounts:
+    """Per topology pair, how many required anti-affinity terms of existing pods select
+    the incoming pod (upstream ``getExistingAntiAffinityCounts``)."""
+    counts: TopologyCounts = {}
+    for ni in nodes:
+        if ni.node is None:
+            continue
+        labels = node_labels(ni)
+        for existing in ni.pods_with_required_anti_affinity:
+            for t in existing.required_anti_affinity_terms:
+                if t.matches(pod_info, ns_labels):
+                    bump(counts, t.topology_key, labels, 1)
+    return counts
+
+
+def incoming_affinity_anti_affinity_counts(
+    affinity_terms: tuple[IncomingTerm, ...],
+    anti_terms: tuple[IncomingTerm, ...],
+    nodes: Sequence[NodeInfo],
+) -> tuple[TopologyCounts, TopologyCounts]:
+    """Per topology pair, the existing pods that match all the incoming pod's required
+    affinity terms, and those matching each of its required anti-affinity terms
+    (upstream ``getIncomingAffinityAntiAffinityCounts``)."""
+    affinity: TopologyCounts = {}
+    anti: TopologyCounts = {}
+    if not affinity_terms and not anti_terms:
+        return affinity, anti
+    keys = {t.topology_key for t in affinity_terms} | {t.topology_key for t in anti_terms}
+    single = affinity_terms[0] if len(affinity_terms) == 1 else None
+    for ni in nodes:
+        if ni.node is None or not ni.pods:
+            continue
+        labels = node_labels(ni)
+        # A node without any of the topology keys cannot add to any pair.
+        if not any(k in labels for k in keys):
+            continue
+        pods = ni.pods
+        if affinity_terms:
+            if single is not None:
+                n = sum(1 for p in pods if single.matches(p))
+            else:
+                n = sum(1 for p in pods if matches_all(affinity_terms, p))
+            if n:
+                # Every matching pod counts once per term, all on this node's values.
+                for t in affinity_terms:
+                    bump(affinity, t.topology_key, labels, n)
+        for t in anti_terms:
+            if t.topology_key in labels:
+                n = sum(1 for p in pods if t.matches(p))
+                if n:
+                    bump(anti, t.topology_key, labels, n)
+    return affinity, anti
+
+
+def is_skippable(s: PreFilterState) -> bool:
+    """Upstream's Skip: no existing anti-affinity pair and no required terms of the pod."""
+    return (
+        not s.existing_anti_affinity_counts and not s.affinity_terms and not s.anti_affinity_terms
+    )
+
+
+# -- Filter --------------------------------------------------------------------------------
+
+
+def affinity_rejected() -> Status:
+    """The status of a node failing the pod's required affinity: preemption cannot help."""
+    return Status.unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH)
+
+
+def anti_affinity_rejected() -> Status:
+    """The status of a node failing the pod's required anti-affinity."""
+    return Status.unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH)
+
+
+def existing_anti_affinity_rejected() -> Status:
+    """The status of a node where an existing pod's anti-affinity forbids the pod."""
+    return Status.unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH)
+
+
+def _first_pod_exception(s: PreFilterState) -> bool:
+    # upstream satisfyPodAffinity: when no pod anywhere matches the terms and the pod
+    # matches its own terms, any node having all the topology keys is acceptable.
+    return not s.affinity_counts and s.self_match
+
+
+def filter_node(s: PreFilterState, labels: Mapping[str, str]) -> Status | None:
+    """Filter for one node given its labels (upstream ``Filter``)."""
+    if s.affinity_terms:
+        pods_exist = True
+        for t in s.affinity_terms:
+            v = labels.get(t.topology_key)
+            if v is None:
+                # All topology labels must exist on the node.
+                return affinity_rejected()
+            inner = s.affinity_counts.get(t.topology_key)
+            if inner is None or inner.get(v, 0) <= 0:
+                pods_exist = False
+        if not pods_exist and not _first_pod_exception(s):
+            return affinity_rejected()
+    if s.anti_affinity_counts:
+        for t in s.anti_affinity_terms:
+            v = labels.get(t.topology_key)
+            if v is not None:
+                inner = s.anti_affinity_counts.get(t.topology_key)
+                if inner is not None and inner.get(v, 0) > 0:
+                    return anti_affinity_rejected()
+    # Equivalent to upstream's walk over the node's labels: a pair (k, v) with a
+    # positive count rejects the node when the node's value of k is v.
+    for key, inner in s.existing_anti_affinity_counts.items():
+        v = labels.get(key)
+        if v is not None and inner.get(v, 0) > 0:
+            return existing_anti_affinity_rejected()
+    return None
+
+
+def _positive(
+    table: Any, rows: np.ndarray, key: str, counts: TopologyCounts
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per node of the batch: its code for ``key`` and whether its pair count is positive."""
+    codes, index = topology_codes(table, key)
+    c = codes[rows]
+    inner = counts.get(key)
+    if not inner:
+        return c, np.zeros(len(c), dtype=bool)
+    pos = per_value_array(index, {v: n > 0 for v, n in inner.items()}, bool)
+    return c, pos[c]
+
+
+def filter_batch(s: PreFilterState, nodes: NodeBatch) -> np.ndarray:
+    """Filter for a batch of nodes; agrees with :func:`filter_node` on every node."""
+    n = len(nodes)
+    out = np.full(n, None, dtype=object)
+    if n == 0:
+        return out
+    table, rows = nodes.table, nodes.rows
+    decided = np.zeros(n, dtype=bool)
+    if s.affinity_terms:
+        missing = np.zeros(n, dtype=bool)
+        exist = np.ones(n, dtype=bool)
+        for t in s.affinity_terms:
+            c, pos = _positive(table, rows, t.topology_key, s.affinity_counts)
+            missing |= c < 0
+            exist &= pos
+        fail = missing if _first_pod_exception(s) else missing | ~exist
+        if fail.any():
+            out[fail] = affinity_rejected()
+            decided |= fail
+    if s.anti_affinity_counts and not decided.all():
+        fail = np.zeros(n, dtype=bool)
+        for t in s.anti_affinity_terms:
+            fail |= _positive(table, rows, t.topology_key, s.anti_affinity_counts)[1]
+        fail &= ~decided
+        if fail.any():
+            out[fail] = anti_affinity_rejected()
+            decided |= fail
+    if s.existing_anti_affinity_counts and not decided.all():
+        fail = np.zeros(n, dtype=bool)
+        for key in s.existing_anti_affinity_counts:
+            fail |= _positive(table, rows, key, s.existing_anti_affinity_counts)[1]
+        fail &= ~decided
+        if fail.any():
+            out[fail] = existing_anti_affinity_rejected()
+    return out

@@ -1,0 +1,71 @@
+"""NodeName: a pod with ``spec.nodeName`` fits only the node of that name (Filter)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kubesched import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    EventResource,
+    NodeBatch,
+    NodeInfo,
+    NodeTable,
+    Status,
+    hookimpl,
+)
+from kubesched.api import Pod
+from kubesched_builtin.names import NODE_NAME
+
+NAME = NODE_NAME
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+_NAMES_KEY = (NAME, "names")
+
+
+def fits(pod: Pod, node_info: NodeInfo) -> bool:
+    """Whether ``pod`` may run on ``node_info``: it names no node, or this one."""
+    wanted = pod.spec.node_name
+    return not wanted or wanted == node_info.name
+
+
+def _names_column(table: NodeTable) -> np.ndarray:
+    return np.array(table.names, dtype=object)
+
+
+class NodeName:
+    """Rejects every node but the one named by ``spec.nodeName``
+    (UnschedulableAndUnresolvable: preemption cannot change a name)."""
+
+    name = NAME
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        self._handle = handle
+
+    @hookimpl
+    def filter(self, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if fits(pod, node_info):
+            return None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON)
+
+    @hookimpl
+    def filter_nodes(self, pod: Pod, nodes: NodeBatch) -> Sequence[Status | None]:
+        out = np.full(len(nodes), None, dtype=object)
+        wanted = pod.spec.node_name
+        if wanted:
+            names = nodes.table.derived(_NAMES_KEY, _names_column)[nodes.rows]
+            other = names != wanted
+            if other.any():
+                out[other] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON)
+        return out
+
+    @hookimpl
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # No hint: a new node is always worth a retry (upstream's choice).
+        return [ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD))]

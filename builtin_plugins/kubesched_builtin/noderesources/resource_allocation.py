@@ -1,0 +1,269 @@
+"""Resource-allocation scoring shared by NodeResourcesFit and NodeResourcesBalancedAllocation.
+
+Upstream's ``resource_allocation.go`` (``resourceAllocationScorer``). For each configured
+resource it derives, per node, the allocatable amount and the amount requested once the
+pod is added, and hands both lists to a strategy (:class:`AllocationScorer`): Least /
+Most allocated, RequestedToCapacityRatio, or balanced allocation.
+
+Every strategy has two forms that must agree exactly: ``score`` on one node's lists
+(Python ints and floats) and ``score_columns`` on ``(resources, nodes)`` numpy arrays.
+Both reproduce upstream's int64/float64 arithmetic: Go's integer division truncates
+toward zero (:func:`go_div`), ``math.Round`` rounds halves away from zero
+(:func:`go_round`), and ``float64(a) / float64(b)`` converts before dividing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from kubesched import NodeBatch, NodeInfo, PodInfo
+from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
+
+__all__ = [
+    "AllocationScorer",
+    "ResourceAllocationScorer",
+    "ResourceSpec",
+    "default_resources",
+    "go_div",
+    "go_div_array",
+    "go_round",
+    "go_round_array",
+]
+
+
+# ---------------------------------------------------------------------------------------
+# Args pieces shared by both plugins
+# ---------------------------------------------------------------------------------------
+
+
+class ArgsModel(BaseModel):
+    """Base of the nested args models: camelCase keys, unknown keys rejected, frozen."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+class ResourceSpec(ArgsModel):
+    """A resource to score and its weight (upstream ``config.ResourceSpec``)."""
+
+    name: str = Field(description="Resource name: cpu, memory, ephemeral-storage or a scalar one.")
+    weight: int = Field(
+        default=1,
+        description="Weight of the resource in the weighted average; unset or 0 means 1.",
+    )
+
+    @field_validator("weight", mode="before")
+    @classmethod
+    def _default_weight(cls, value: object) -> object:
+        # SetDefaults_NodeResources*Args: "If the weight is not set or it is explicitly
+        # set to 0, then apply the default weight(1) instead."
+        return 1 if value is None or value == 0 else value
+
+
+def default_resources() -> tuple[ResourceSpec, ...]:
+    """Upstream's ``defaultResourceSpec``: cpu and memory, weight 1 each."""
+    return (ResourceSpec(name=CPU, weight=1), ResourceSpec(name=MEMORY, weight=1))
+
+
+# ---------------------------------------------------------------------------------------
+# Go arithmetic
+# ---------------------------------------------------------------------------------------
+
+
+def go_div(a: int, b: int) -> int:
+    """``a / b`` for Go int64: the quotient truncated toward zero (``b != 0``)."""
+    q = abs(a) // abs(b)
+    return -q if (a < 0) != (b < 0) else q
+
+
+def go_div_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`go_div` element-wise on int64 arrays (``b`` nowhere zero)."""
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+def go_round(x: float) -> int:
+    """Go's ``int64(math.Round(x))``: to the nearest integer, halves away from zero."""
+    t = float(int(x))  # truncation toward zero, exact for a double
+    if abs(x - t) >= 0.5:
+        t += 1.0 if x > 0 else -1.0
+    return int(t)
+
+
+def go_round_array(x: np.ndarray) -> np.ndarray:
+    """:func:`go_round` element-wise (float64 in, int64 out)."""
+    t = np.trunc(x)
+    return (t + np.where(np.abs(x - t) >= 0.5, np.sign(x), 0.0)).astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------
+# Strategies
+# ---------------------------------------------------------------------------------------
+
+
+class AllocationScorer(Protocol):
+    """A scoring strategy (upstream's ``scorer func(requested, allocable []int64) int64``).
+
+    ``requested[i]`` / ``allocatable[i]`` belong to the i-th configured resource; an
+    allocatable of 0 means "not scored on this node" (the resource is absent, or it is a
+    scalar resource the pod does not request) and must be skipped.
+    """
+
+    def score(self, requested: Sequence[int], allocatable: Sequence[int]) -> int:
+        """One node's score."""
+        ...
+
+    def score_columns(self, requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+        """Scores of many nodes: int64 arrays of shape ``(resources, nodes)`` in, int64 out."""
+        ...
+
+
+# How each configured resource is read from a node (calculateResourceAllocatableRequest).
+_CPU, _MEMORY, _EPHEMERAL, _SCALAR, _UNSCORED = range(5)
+
+
+def _kind(name: str) -> int:
+    if name == CPU:
+        return _CPU
+    if name == MEMORY:
+        return _MEMORY
+    if name == EPHEMERAL_STORAGE:
+        return _EPHEMERAL
+    # Upstream's NodeInfo keeps only scalar resources besides cpu, memory and
+    # ephemeral-storage (and the pod count, which is no ResourceName it looks up here),
+    # so any other name is never found on a node and never scored.
+    return _SCALAR if is_scalar_resource_name(name) else _UNSCORED
+
+
+class ResourceAllocationScorer:
+    """Upstream's ``resourceAllocationScorer``: requests and allocatables per resource.
+
+    ``use_requested`` picks the node's ``requested`` totals for cpu and memory (and the
+    pod's own requests as they are) instead of the non-zero ones scoring normally uses
+    (100m cpu / 200Mi memory for containers that request nothing): BalancedAllocation
+    sets it, Fit's strategies do not.
+    """
+
+    __slots__ = ("_kinds", "name", "resources", "scorer", "use_requested")
+
+    def __init__(
+        self,
+        name: str,
+        resources: Sequence[ResourceSpec],
+        scorer: AllocationScorer,
+        *,
+        use_requested: bool,
+    ) -> None:
+        self.name = name
+        self.resources = tuple(resources)
+        self.scorer = scorer
+        self.use_requested = use_requested
+        self._kinds = tuple(_kind(r.name) for r in self.resources)
+
+    # -- the pod --------------------------------------------------------------------------
+    def pod_requests(self, pod_info: PodInfo) -> tuple[int, ...]:
+        """``calculatePodResourceRequestList``: the pod's request of each resource.
+
+        Without ``use_requested``, cpu and memory are the non-zero requests
+        (``NonMissingContainerRequests``); everything else is the plain request
+        (containers, init containers, sidecars and overhead, via ``PodInfo.requests``).
+        """
+        out = []
+        for r, kind in zip(self.resources, self._kinds, strict=True):
+            if not self.use_requested and kind == _CPU:
+                out.append(pod_info.non_zero_cpu)
+            elif not self.use_requested and kind == _MEMORY:
+                out.append(pod_info.non_zero_memory)
+            else:
+                out.append(pod_info.requests.get(r.name, 0))
+        return tuple(out)
+
+    # -- one node -------------------------------------------------------------------------
+    def _allocatable_requested(self, ni: NodeInfo, i: int, pod_request: int) -> tuple[int, int]:
+        kind = self._kinds[i]
+        if kind == _SCALAR:
+            # A scalar resource the pod does not request is not scored at all.
+            if pod_request == 0:
+                return 0, 0
+            alloc = ni.allocatable.scalar_resources.get(self.resources[i].name)
+            if alloc is None:
+                return 0, 0
+            return alloc, ni.requested.scalar_resources.get(self.resources[i].name, 0) + pod_request
+        requested = ni.requested if self.use_requested else ni.non_zero_requested
+        if kind == _CPU:
+            return ni.allocatable.milli_cpu, requested.milli_cpu + pod_request
+        if kind == _MEMORY:
+            return ni.allocatable.memory, requested.memory + pod_request
+        if kind == _EPHEMERAL:
+            # Upstream reads Requested here even when scoring with NonZeroRequested.
+            return ni.allocatable.ephemeral_storage, ni.requested.ephemeral_storage + pod_request
+        return 0, 0
+
+    def node_lists(
+        self, node_info: NodeInfo, pod_requests: Sequence[int]
+    ) -> tuple[list[int], list[int]]:
+        """``(requested, allocatable)`` of one node; both 0 where not scored."""
+        requested = [0] * len(self.resources)
+        allocatable = [0] * len(self.resources)
+        for i, pod_request in enumerate(pod_requests):
+            alloc, req = self._allocatable_requested(node_info, i, pod_request)
+            # "Only fill the extended resource entry when it's non-zero."
+            if alloc == 0:
+                continue
+            allocatable[i] = alloc
+            requested[i] = req
+        return requested, allocatable
+
+    def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> int:
+        """The strategy's score of one node."""
+        requested, allocatable = self.node_lists(node_info, pod_requests)
+        return self.scorer.score(requested, allocatable)
+
+    # -- many nodes -----------------------------------------------------------------------
+    def node_columns(
+        self, nodes: NodeBatch, pod_requests: Sequence[int]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(requested, allocatable)`` int64 arrays of shape ``(resources, nodes)``."""
+        table, rows = nodes.table, nodes.rows
+        n = len(rows)
+        requested = np.zeros((len(self.resources), n), dtype=np.int64)
+        allocatable = np.zeros((len(self.resources), n), dtype=np.int64)
+        for i, (r, kind, pod_request) in enumerate(
+            zip(self.resources, self._kinds, pod_requests, strict=True)
+        ):
+            if kind == _UNSCORED or (kind == _SCALAR and pod_request == 0):
+                continue
+            if kind == _SCALAR:
+                alloc_col = table.allocatable.get(r.name)
+                if alloc_col is None:
+                    continue
+                req_col = table.requested.get(r.name)
+                alloc = alloc_col[rows]
+                req = (req_col[rows] if req_col is not None else 0) + pod_request
+            elif kind == _CPU:
+                alloc = table.allocatable[CPU][rows]
+                base = table.requested[CPU] if self.use_requested else table.non_zero_cpu
+                req = base[rows] + pod_request
+            elif kind == _MEMORY:
+                alloc = table.allocatable[MEMORY][rows]
+                base = table.requested[MEMORY] if self.use_requested else table.non_zero_memory
+                req = base[rows] + pod_request
+            else:
+                alloc = table.allocatable[EPHEMERAL_STORAGE][rows]
+                req = table.requested[EPHEMERAL_STORAGE][rows] + pod_request
+            allocatable[i] = alloc
+            requested[i] = np.where(alloc == 0, 0, req)
+        return requested, allocatable
+
+    def score_nodes(self, nodes: NodeBatch, pod_requests: Sequence[int]) -> np.ndarray:
+        """The strategy's scores of every node of ``nodes`` (int64), equal to :meth:`score`."""
+        if not len(nodes):
+            return np.zeros(0, dtype=np.int64)
+        requested, allocatable = self.node_columns(nodes, pod_requests)
+        return self.scorer.score_columns(requested, allocatable)

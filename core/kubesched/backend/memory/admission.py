@@ -1,0 +1,249 @@
+"""Pod admission as kube-apiserver does it: priority, runtime class, defaults, affinity keys."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kubesched.api import (
+    LabelSelectorRequirement,
+    Pod,
+    PodAffinityTerm,
+    PriorityClass,
+    RuntimeClass,
+    Toleration,
+)
+from kubesched.backend.protocol import BackendError
+
+__all__ = [
+    "DEFAULT_SCHEDULER_NAME",
+    "DEFAULT_TOLERATION_SECONDS",
+    "PREEMPT_LOWER_PRIORITY",
+    "SYSTEM_PRIORITY_CLASSES",
+    "AdmissionError",
+    "PodAdmission",
+    "forbidden",
+    "validate_priority_class",
+]
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+DEFAULT_TOLERATION_SECONDS = 300
+"""``--default-not-ready-toleration-seconds`` / ``--default-unreachable-toleration-seconds``."""
+
+SYSTEM_PRIORITY_CLASSES: dict[str, int] = {
+    "system-node-critical": 2000001000,
+    "system-cluster-critical": 2000000000,
+}
+"""The classes kube-apiserver creates at start-up; here they exist without being stored."""
+
+_NOT_READY = "node.kubernetes.io/not-ready"
+_UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+class AdmissionError(BackendError):
+    """An admission plugin refused the object (HTTP 403 Forbidden)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 403)
+
+
+def forbidden(resource: str, name: str, reason: str) -> AdmissionError:
+    """``admission.NewForbidden``: ``pods "x" is forbidden: <reason>``."""
+    return AdmissionError(f'{resource} "{name}" is forbidden: {reason}')
+
+
+def _pod_name(pod: Pod) -> str:
+    # For generateName pods the name is not chosen yet when admission runs; upstream's
+    # message then shows the prefix ('pods "web-5d59d67564-" is forbidden: ...').
+    return pod.metadata.name or pod.metadata.generate_name or ""
+
+
+def _default_priority_class(classes: Iterable[PriorityClass]) -> PriorityClass | None:
+    # If a race left several defaults, upstream picks the lowest value.
+    best: PriorityClass | None = None
+    for pc in classes:
+        if pc.global_default and (best is None or pc.value < best.value):
+            best = pc
+    return best
+
+
+def validate_priority_class(pc: PriorityClass, existing: Iterable[PriorityClass]) -> None:
+    """The Priority plugin's check of a PriorityClass create/update: one globalDefault only."""
+    if not pc.global_default:
+        return
+    dpc = _default_priority_class(existing)
+    if dpc is not None and dpc.name != pc.name:
+        raise forbidden(
+            "priorityclasses.scheduling.k8s.io",
+            pc.name,
+            f"PriorityClass {dpc.name} is already marked as default. Only one default can exist",
+        )
+
+
+def _merge_label_keys(term: PodAffinityTerm, labels: dict[str, str]) -> None:
+    # applyMatchLabelKeysAndMismatchLabelKeys: a nil selector matches nothing and stays so.
+    if (not term.match_label_keys and not term.mismatch_label_keys) or term.label_selector is None:
+        return
+    exprs = list(term.label_selector.match_expressions or [])
+    for keys, op in ((term.match_label_keys, "In"), (term.mismatch_label_keys, "NotIn")):
+        for key in keys:
+            if key in labels:
+                exprs.append(LabelSelectorRequirement(key=key, operator=op, values=[labels[key]]))
+    term.label_selector.match_expressions = exprs
+
+
+@dataclass
+class PodAdmission:
+    """The admission chain a new Pod goes through, with the cluster's classes as lookups.
+
+    In order: the pod strategy's defaults (schedulerName, matchLabelKeys merged into pod
+    affinity selectors), ``Priority`` (priorityClassName → priority and
+    preemptionPolicy, or the globalDefault class, else 0), ``RuntimeClass``
+    (overhead, nodeSelector, tolerations) and ``DefaultTolerationSeconds``.
+
+    ``lenient`` accepts what kube-apiserver refuses but tests find handy: an explicit
+    ``spec.priority`` with no class (kept as given) and an explicit ``spec.overhead``
+    without a RuntimeClass.
+    """
+
+    priority_class: Callable[[str], PriorityClass | None]
+    priority_classes: Callable[[], Iterable[PriorityClass]]
+    runtime_class: Callable[[str], RuntimeClass | None]
+    lenient: bool = False
+    default_toleration_seconds: bool = True
+
+    def admit(self, pod: Pod) -> Pod:
+        """Return the admitted (mutated) copy of ``pod``; raise ``AdmissionError`` if refused."""
+        pod = pod.model_copy(deep=True)
+        self._defaults(pod)
+        self._priority(pod)
+        self._runtime_class(pod)
+        if self.default_toleration_seconds:
+            self._default_tolerations(pod)
+        return pod
+
+    # -- the steps -------------------------------------------------------------------------
+
+    def _defaults(self, pod: Pod) -> None:
+        spec = pod.spec
+        if not spec.scheduler_name:
+            spec.scheduler_name = DEFAULT_SCHEDULER_NAME
+        if spec.termination_grace_period_seconds is None:
+            spec.termination_grace_period_seconds = 30
+        aff = spec.affinity
+        if aff is None:
+            return
+        for pa in (aff.pod_affinity, aff.pod_anti_affinity):
+            if pa is None:
+                continue
+            for term in pa.required_during_scheduling_ignored_during_execution:
+                _merge_label_keys(term, pod.metadata.labels)
+            for wterm in pa.preferred_during_scheduling_ignored_during_execution:
+                _merge_label_keys(wterm.pod_affinity_term, pod.metadata.labels)
+
+    def _priority(self, pod: Pod) -> None:
+        spec = pod.spec
+        name = spec.priority_class_name or ""
+        if not name:
+            if self.lenient and spec.priority is not None:
+                return
+            dpc = _default_priority_class(self.priority_classes())
+            if dpc is not None:
+                spec.priority_class_name = dpc.name
+                priority, policy = dpc.value, dpc.preemption_policy
+            else:
+                priority, policy = 0, PREEMPT_LOWER_PRIORITY
+        else:
+            pc = self.priority_class(name)
+            if pc is not None:
+                priority, policy = pc.value, pc.preemption_policy
+            elif name in SYSTEM_PRIORITY_CLASSES:
+                priority, policy = SYSTEM_PRIORITY_CLASSES[name], PREEMPT_LOWER_PRIORITY
+            else:
+                raise forbidden("pods", _pod_name(pod), f"no PriorityClass with name {name} was found")
+        if spec.priority is not None and spec.priority != priority:
+            raise forbidden(
+                "pods",
+                _pod_name(pod),
+                f"the integer value of priority ({spec.priority}) must not be provided in pod "
+                f"spec; priority admission controller computed {priority} from the given "
+                "PriorityClass name",
+            )
+        spec.priority = priority
+        if policy:
+            if spec.preemption_policy is not None and spec.preemption_policy != policy:
+                raise forbidden(
+                    "pods",
+                    _pod_name(pod),
+                    f"the string value of PreemptionPolicy ({spec.preemption_policy}) must not "
+                    f"be provided in pod spec; priority admission controller computed {policy} "
+                    "from the given PriorityClass name",
+                )
+            spec.preemption_policy = policy
+
+    def _runtime_class(self, pod: Pod) -> None:
+        spec = pod.spec
+        rc: RuntimeClass | None = None
+        if spec.runtime_class_name:
+            rc = self.runtime_class(spec.runtime_class_name)
+            if rc is None:
+                raise forbidden(
+                    "pods",
+                    _pod_name(pod),
+                    f'pod rejected: RuntimeClass "{spec.runtime_class_name}" not found',
+                )
+        fixed = rc.overhead.pod_fixed if rc is not None and rc.overhead is not None else None
+        if fixed is not None:
+            if spec.overhead is not None and spec.overhead != fixed:
+                raise forbidden(
+                    "pods",
+                    _pod_name(pod),
+                    "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead",
+                )
+            spec.overhead = dict(fixed)
+        elif spec.overhead is not None and not self.lenient:
+            raise forbidden(
+                "pods",
+                _pod_name(pod),
+                "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead",
+            )
+        sched = rc.scheduling if rc is not None else None
+        if sched is None:
+            return
+        for key, value in (sched.node_selector or {}).items():
+            pod_value = spec.node_selector.get(key)
+            if pod_value is not None and pod_value != value:
+                raise forbidden(
+                    "pods",
+                    _pod_name(pod),
+                    f"conflict: runtimeClass.scheduling.nodeSelector[{key}] = {value}; "
+                    f"pod.spec.nodeSelector[{key}] = {pod_value}",
+                )
+            spec.node_selector[key] = value
+        for tol in sched.tolerations or ():
+            # MergeTolerations, simplified: add what the pod does not already have verbatim.
+            if tol not in spec.tolerations:
+                spec.tolerations.append(tol.model_copy(deep=True))
+
+    def _default_tolerations(self, pod: Pod) -> None:
+        # DefaultTolerationSeconds: pods tolerate not-ready/unreachable NoExecute for 300s
+        # unless they already tolerate them (an empty key or effect counts).
+        tols = pod.spec.tolerations
+
+        def tolerates(key: str) -> bool:
+            return any(
+                (t.key == key or not t.key) and (t.effect == "NoExecute" or not t.effect)
+                for t in tols
+            )
+
+        for key in (_NOT_READY, _UNREACHABLE):
+            if not tolerates(key):
+                tols.append(
+                    Toleration(
+                        key=key,
+                        operator="Exists",
+                        effect="NoExecute",
+                        toleration_seconds=DEFAULT_TOLERATION_SECONDS,
+                    )
+                )

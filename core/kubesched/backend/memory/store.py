@@ -1,0 +1,763 @@
+"""MemoryCluster: the object store, watches, pod lifecycle in virtual time, leases and events."""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kubesched.api import (
+    KINDS,
+    KubeObject,
+    Lease,
+    Namespace,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    ReplicaSet,
+    ReplicationController,
+    RuntimeClass,
+    Service,
+    StatefulSet,
+)
+from kubesched.api import PodCondition as ApiPodCondition
+from kubesched.backend.memory.admission import AdmissionError, PodAdmission, validate_priority_class
+from kubesched.backend.memory.controllers import WorkloadControllers
+from kubesched.backend.memory.disruption import DisruptionController
+from kubesched.backend.memory.naming import deterministic_uid, random_suffix, timestamp
+from kubesched.backend.protocol import (
+    BackendError,
+    ConflictError,
+    EventType,
+    EvictionResult,
+    NotFoundError,
+    PodCondition,
+    RecordedEvent,
+    WatchEvent,
+    WatchHandler,
+)
+from kubesched.clock import Clock
+
+__all__ = ["APPLY_ORDER", "DEFAULT_EVENT_LOG_SIZE", "AdmissionRejection", "MemoryCluster"]
+
+APPLY_ORDER: dict[str, int] = {
+    "Namespace": 0,
+    "PriorityClass": 1,
+    "RuntimeClass": 1,
+    "Node": 2,
+    "Service": 3,
+    "PodDisruptionBudget": 3,
+    "Lease": 3,
+    "Deployment": 4,
+    "ReplicaSet": 4,
+    "ReplicationController": 4,
+    "StatefulSet": 4,
+    "DaemonSet": 4,
+    "Job": 4,
+    "Pod": 5,
+}
+"""The order in which :meth:`MemoryCluster.apply` creates kinds (stable within a kind)."""
+
+DEFAULT_EVENT_LOG_SIZE = 100_000
+"""How many watch events the cluster keeps for watches that resume from an older rv."""
+
+DEFAULT_TERMINATION_GRACE_PERIOD = 30
+
+# Kinds whose metadata.generation counts spec changes (PDB status reports observedGeneration).
+_GENERATION_KINDS = frozenset(
+    {
+        "Deployment",
+        "ReplicaSet",
+        "ReplicationController",
+        "StatefulSet",
+        "DaemonSet",
+        "Job",
+        "PodDisruptionBudget",
+    }
+)
+
+# The REST resource names upstream messages use ('pods "x" not found').
+_RESOURCES = {
+    "Pod": "pods",
+    "Node": "nodes",
+    "Namespace": "namespaces",
+    "Service": "services",
+    "ReplicaSet": "replicasets.apps",
+    "Deployment": "deployments.apps",
+    "StatefulSet": "statefulsets.apps",
+    "DaemonSet": "daemonsets.apps",
+    "Job": "jobs.batch",
+    "ReplicationController": "replicationcontrollers",
+    "PriorityClass": "priorityclasses.scheduling.k8s.io",
+    "PodDisruptionBudget": "poddisruptionbudgets.policy",
+    "RuntimeClass": "runtimeclasses.node.k8s.io",
+    "Lease": "leases.coordination.k8s.io",
+}
+
+
+def resource_name(kind: str) -> str:
+    """The REST resource of ``kind`` as API error messages name it (``pods``)."""
+    return _RESOURCES.get(kind, kind.lower() + "s")
+
+
+def _describe(obj: KubeObject) -> str:
+    return f"{obj.kind} {obj.key}"
+
+
+@dataclass(frozen=True)
+class AdmissionRejection:
+    """An object the cluster refused, and kube-apiserver's message saying why.
+
+    ``source_object_key`` names the object as ``Kind namespace/name`` (for a pod a
+    controller failed to create: the controller, e.g. ``ReplicaSet default/web-7d9c``).
+    """
+
+    source_object_key: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.source_object_key}: {self.message}"
+
+
+class _MemoryWatch:
+    """A registered watch; events with a resourceVersion above ``from_rv`` reach ``handler``."""
+
+    __slots__ = ("_cluster", "active", "from_rv", "handler", "kind")
+
+    def __init__(self, cluster: MemoryCluster, kind: str, from_rv: int, handler: WatchHandler):
+        self._cluster = cluster
+        self.kind = kind
+        self.from_rv = from_rv
+        self.handler = handler
+        self.active = True
+
+    def stop(self) -> None:
+        """Stop delivering events (idempotent)."""
+        if self.active:
+            self.active = False
+            self._cluster._watches[self.kind].remove(self)
+
+
+class MemoryCluster:
+    """An in-process Kubernetes API: implements ``ClusterBackend`` and ``ObjectLister``.
+
+    Every write gets the next global resourceVersion and produces one watch event.
+    Watch handlers run synchronously, in resourceVersion order: a write made by a
+    handler is queued and delivered after the current event reached every handler,
+    so all handlers see the same order. The workload controllers, the disruption
+    controller and pod admission run inside the cluster, synchronously too; when
+    :meth:`create` returns, a Deployment's ReplicaSet and Pods exist.
+
+    Time is the ``clock``'s: graceful pod deletions complete when :meth:`advance`
+    reaches them; :meth:`next_event_time` says when that is.
+
+    Objects handed out (``get``, ``list``, watch events) are the stored ones: treat
+    them as read-only and copy (``model_copy(deep=True)``) before changing them.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        event_log_size: int = DEFAULT_EVENT_LOG_SIZE,
+        lenient_admission: bool = False,
+        default_toleration_seconds: bool = True,
+    ) -> None:
+        """``lenient_admission`` keeps explicit pod priorities/overheads that kube-apiserver
+        refuses; ``default_toleration_seconds`` enables the DefaultTolerationSeconds plugin."""
+        self.clock = clock
+        self._objects: dict[str, dict[str, KubeObject]] = {kind: {} for kind in KINDS}
+        self._rv = 0
+        self._uids = 0
+        self._names = 0
+        self._log: deque[tuple[int, str, WatchEvent]] = deque()
+        self._log_size = max(1, event_log_size)
+        self._compacted_rv = 0
+        self._pending: deque[tuple[int, str, WatchEvent]] = deque()
+        self._dispatching = False
+        self._watches: dict[str, list[_MemoryWatch]] = {kind: [] for kind in KINDS}
+        self._deletions: list[tuple[float, str, str]] = []  # heap of (due, pod key, uid)
+        self._dependents: dict[str, dict[tuple[str, str], None]] = {}
+        self._paused = 0
+        self.events: list[RecordedEvent] = []
+        """Every Kubernetes Event recorded, in order."""
+        self.rejections: list[AdmissionRejection] = []
+        """Every object admission refused, in order (also those of controllers)."""
+        self.admission = PodAdmission(
+            priority_class=lambda name: self.try_get("PriorityClass", "", name),  # type: ignore[arg-type,return-value]
+            priority_classes=lambda: self._objects["PriorityClass"].values(),  # type: ignore[arg-type,return-value]
+            runtime_class=lambda name: self.try_get("RuntimeClass", "", name),  # type: ignore[arg-type,return-value]
+            lenient=lenient_admission,
+            default_toleration_seconds=default_toleration_seconds,
+        )
+        self.controllers = WorkloadControllers(self)
+        self.disruption = DisruptionController(self)
+
+    # -- reading -------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> str:
+        """The resourceVersion of the latest write."""
+        return str(self._rv)
+
+    def now(self) -> float:
+        """The cluster's current virtual time (the clock's)."""
+        return self.clock.now()
+
+    @staticmethod
+    def _key(kind: str, namespace: str | None, name: str) -> str:
+        cls = KINDS.get(kind)
+        if cls is None:
+            raise BackendError(f"unsupported kind {kind!r}", 400)
+        return f"{namespace or 'default'}/{name}" if cls.namespaced else name
+
+    def try_get(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
+        """The object, or None."""
+        return self._objects[kind].get(self._key(kind, namespace, name)) if kind in KINDS else None
+
+    def get(self, kind: str, namespace: str | None, name: str) -> KubeObject:
+        """The object; ``NotFoundError`` if it does not exist."""
+        obj = self.try_get(kind, namespace, name)
+        if obj is None:
+            raise NotFoundError(f'{resource_name(kind)} "{name}" not found')
+        return obj
+
+    def objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
+        """The objects of ``kind`` (of ``namespace`` if given), sorted by key."""
+        store = self._objects.get(kind)
+        if store is None:
+            raise BackendError(f"unsupported kind {kind!r}", 400)
+        if namespace is None:
+            return [store[k] for k in sorted(store)]
+        prefix = namespace + "/"
+        return [store[k] for k in sorted(store) if k.startswith(prefix)]
+
+    def pods(self, namespace: str | None = None) -> list[Pod]:
+        """The Pods (of ``namespace`` if given), sorted by key."""
+        return self.objects("Pod", namespace)  # type: ignore[return-value]
+
+    def list(self, kind: str) -> tuple[list[KubeObject], str]:
+        """All objects of ``kind`` and the resourceVersion to watch from."""
+        return self.objects(kind), str(self._rv)
+
+    def dependents(self, owner_uid: str, kind: str | None = None) -> list[KubeObject]:
+        """Objects with an ownerReference to ``owner_uid`` (of ``kind`` if given), by key."""
+        refs = self._dependents.get(owner_uid, {})
+        out = []
+        for k, key in sorted(refs):
+            if kind is None or k == kind:
+                obj = self._objects[k].get(key)
+                if obj is not None:
+                    out.append(obj)
+        return out
+
+    # -- ObjectLister ----------------------------------------------------------------------
+
+    def get_namespace(self, name: str) -> Namespace | None:
+        """The Namespace ``name``, or None."""
+        return self._objects["Namespace"].get(name)  # type: ignore[return-value]
+
+    def list_services(self, namespace: str) -> list[Service]:
+        """The Services of ``namespace``."""
+        return self.objects("Service", namespace)  # type: ignore[return-value]
+
+    def list_replication_controllers(self, namespace: str) -> list[ReplicationController]:
+        """The ReplicationControllers of ``namespace``."""
+        return self.objects("ReplicationController", namespace)  # type: ignore[return-value]
+
+    def list_replica_sets(self, namespace: str) -> list[ReplicaSet]:
+        """The ReplicaSets of ``namespace``."""
+        return self.objects("ReplicaSet", namespace)  # type: ignore[return-value]
+
+    def list_stateful_sets(self, namespace: str) -> list[StatefulSet]:
+        """The StatefulSets of ``namespace``."""
+        return self.objects("StatefulSet", namespace)  # type: ignore[return-value]
+
+    def list_pod_disruption_budgets(self, namespace: str | None = None) -> list[PodDisruptionBudget]:
+        """The PodDisruptionBudgets (of ``namespace`` if given)."""
+        return self.objects("PodDisruptionBudget", namespace)  # type: ignore[return-value]
+
+    # -- watching --------------------------------------------------------------------------
+
+    def watch(self, kind: str, resource_version: str, handler: WatchHandler) -> _MemoryWatch:
+        """Deliver every change of ``kind`` after ``resource_version`` to ``handler``.
+
+        Changes already made after that version are replayed first, synchronously. An
+        empty or ``"0"`` version starts with a synthetic ADDED event per existing
+        object. A version older than the kept event log raises ``BackendError`` with
+        code 410 (Gone): re-list and watch from the list's version.
+        """
+        if kind not in KINDS:
+            raise BackendError(f"unsupported kind {kind!r}", 400)
+        if resource_version in ("", "0"):
+            w = _MemoryWatch(self, kind, self._rv, handler)
+            self._watches[kind].append(w)
+            for obj in self.objects(kind):
+                if w.active:
+                    handler(WatchEvent(EventType.ADDED, obj))
+            return w
+        try:
+            rv = int(resource_version)
+        except ValueError:
+            raise BackendError(f"invalid resourceVersion {resource_version!r}", 400) from None
+        if rv < self._compacted_rv:
+            raise BackendError(
+                f"too old resource version: {rv} ({self._compacted_rv + 1})", 410
+            )
+        w = _MemoryWatch(self, kind, rv, handler)
+        self._watches[kind].append(w)
+        # Events still queued (rv > every logged rv) reach the watch through the pump.
+        for ev_rv, ev_kind, ev in list(self._log):
+            if ev_rv > rv and ev_kind == kind and w.active:
+                handler(ev)
+        return w
+
+    def _emit(self, kind: str, event: WatchEvent) -> None:
+        self._pending.append((self._rv, kind, event))
+        self._pump()
+
+    def _pump(self) -> None:
+        if self._dispatching:
+            return
+        self._dispatching = True
+        try:
+            while self._pending:
+                rv, kind, event = self._pending.popleft()
+                self._log.append((rv, kind, event))
+                while len(self._log) > self._log_size:
+                    self._compacted_rv = self._log.popleft()[0]
+                for w in tuple(self._watches[kind]):
+                    if w.active and rv > w.from_rv:
+                        w.handler(event)
+                if not self._paused:
+                    self._react(kind, event)
+        finally:
+            self._dispatching = False
+
+    def _react(self, kind: str, event: WatchEvent) -> None:
+        self.controllers.on_event(kind, event)
+        self.disruption.on_event(kind, event)
+
+    @contextmanager
+    def paused_controllers(self) -> Iterator[None]:
+        """Hold the controllers while a batch of objects is written, then resync them all.
+
+        :meth:`apply` uses it so a captured cluster's ReplicaSets and Pods are adopted by
+        their owners instead of being created twice.
+        """
+        self._paused += 1
+        try:
+            yield
+        finally:
+            self._paused -= 1
+        if not self._paused:
+            self.controllers.resync_all()
+            self.disruption.sync_all()
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _next_uid(self, obj: KubeObject) -> str:
+        self._uids += 1
+        return deterministic_uid(f"{self._uids}/{obj.kind}/{obj.key}")
+
+    def _index_owners(self, obj: KubeObject, add: bool) -> None:
+        ident = (obj.kind or "", obj.key)
+        for ref in obj.metadata.owner_references:
+            if not ref.uid:
+                continue
+            if add:
+                self._dependents.setdefault(ref.uid, {})[ident] = None
+            else:
+                deps = self._dependents.get(ref.uid)
+                if deps is not None:
+                    deps.pop(ident, None)
+                    if not deps:
+                        del self._dependents[ref.uid]
+
+    def _store(self, obj: KubeObject, old: KubeObject | None) -> KubeObject:
+        """Stamp the next resourceVersion on ``obj`` (a private copy), store it, emit."""
+        self._rv += 1
+        obj.metadata.resource_version = str(self._rv)
+        kind = obj.kind or ""
+        if old is not None:
+            self._index_owners(old, add=False)
+        self._objects[kind][obj.key] = obj
+        self._index_owners(obj, add=True)
+        etype = EventType.ADDED if old is None else EventType.MODIFIED
+        self._emit(kind, WatchEvent(etype, obj, old))
+        return obj
+
+    def _ensure_namespace(self, namespace: str) -> None:
+        # Upstream refuses objects in a missing namespace; the simulator creates it so a
+        # workload file does not need its Namespace (documented convenience).
+        if namespace and namespace not in self._objects["Namespace"]:
+            self.create(Namespace.model_validate({"metadata": {"name": namespace}}))
+
+    def create(self, obj: KubeObject) -> KubeObject:
+        """Create ``obj`` (a copy of it) and return the stored object.
+
+        Pods go through admission (``AdmissionError``, 403, when refused); an existing
+        object gives ``ConflictError`` (409, AlreadyExists). ``metadata.generateName``
+        is honoured, ``uid`` and ``creationTimestamp`` are set when missing.
+        """
+        kind = obj.kind or ""
+        if kind not in KINDS:
+            raise BackendError(f"unsupported kind {kind!r}", 400)
+        if type(obj).namespaced:
+            self._ensure_namespace(obj.metadata.namespace or "default")
+        if isinstance(obj, Pod):
+            obj = self.admission.admit(obj)
+        else:
+            obj = obj.model_copy(deep=True)
+        meta = obj.metadata
+        if not meta.name:
+            if not meta.generate_name:
+                raise BackendError(
+                    f"{resource_name(kind)}: name or generateName is required", 422
+                )
+            meta.name = self._generate_name(kind, meta.namespace, meta.generate_name)
+        if obj.key in self._objects[kind]:
+            raise ConflictError(f'{resource_name(kind)} "{meta.name}" already exists')
+        if isinstance(obj, PriorityClass):
+            validate_priority_class(obj, self._objects["PriorityClass"].values())  # type: ignore[arg-type]
+        now = self.clock.now()
+        if not meta.uid:
+            meta.uid = self._next_uid(obj)
+        if meta.creation_timestamp is None:
+            meta.creation_timestamp = timestamp(now)
+        if kind in _GENERATION_KINDS and meta.generation is None:
+            meta.generation = 1
+        if isinstance(obj, Namespace) and not obj.status.phase:
+            obj.status.phase = "Active"
+        if isinstance(obj, Pod):
+            self._initial_pod_status(obj, now)
+        return self._store(obj, None)
+
+    def _generate_name(self, kind: str, namespace: str | None, prefix: str) -> str:
+        while True:
+            self._names += 1
+            name = prefix + random_suffix(f"{kind}/{namespace}/{prefix}/{self._names}")
+            if self._key(kind, namespace, name) not in self._objects[kind]:
+                return name
+
+    def _initial_pod_status(self, pod: Pod, now: float) -> None:
+        st = pod.status
+        if not pod.spec.node_name:
+            # PrepareForCreate resets the status of a new pod to Pending.
+            st.phase = "Pending"
+            st.conditions = []
+            st.nominated_node_name = None
+            st.start_time = None
+            return
+        # A pod created bound (captured, or with spec.nodeName) is running at once.
+        if not st.phase:
+            st.phase = "Running"
+        if st.phase == "Running":
+            if st.start_time is None:
+                st.start_time = timestamp(now)
+            types = {c.type for c in st.conditions}
+            for ctype in ("PodScheduled", "Ready"):
+                if ctype not in types:
+                    st.conditions.append(
+                        ApiPodCondition(type=ctype, status="True", last_transition_time=st.start_time)
+                    )
+
+    def update(self, obj: KubeObject) -> KubeObject:
+        """Replace the stored object with ``obj`` (a copy of it).
+
+        A set ``metadata.resourceVersion`` must be the current one (``ConflictError``
+        otherwise); ``uid`` and ``creationTimestamp`` are kept; a spec change bumps
+        ``metadata.generation``.
+        """
+        kind = obj.kind or ""
+        if kind not in KINDS:
+            raise BackendError(f"unsupported kind {kind!r}", 400)
+        old = self._objects[kind].get(obj.key)
+        if old is None:
+            raise NotFoundError(f'{resource_name(kind)} "{obj.name}" not found')
+        rv = obj.metadata.resource_version
+        if rv and rv != old.metadata.resource_version:
+            raise ConflictError(
+                f'Operation cannot be fulfilled on {resource_name(kind)} "{obj.name}": the '
+                "object has been modified; please apply your changes to the latest version "
+                "and try again"
+            )
+        new = obj.model_copy(deep=True)
+        if isinstance(new, PriorityClass):
+            validate_priority_class(new, self._objects["PriorityClass"].values())  # type: ignore[arg-type]
+        new.metadata.uid = old.metadata.uid
+        new.metadata.creation_timestamp = old.metadata.creation_timestamp
+        if old.metadata.deletion_timestamp is not None:
+            new.metadata.deletion_timestamp = old.metadata.deletion_timestamp
+            new.metadata.deletion_grace_period_seconds = old.metadata.deletion_grace_period_seconds
+        if kind in _GENERATION_KINDS:
+            gen = old.metadata.generation or 1
+            if getattr(new, "spec", None) != getattr(old, "spec", None):
+                gen += 1
+            new.metadata.generation = gen
+        return self._store(new, old)
+
+    def _write(self, new: KubeObject, old: KubeObject) -> KubeObject:
+        """Store ``new`` (already a private copy) in place of ``old``: status writes."""
+        return self._store(new, old)
+
+    def delete(
+        self,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        grace_period_seconds: float | None = None,
+    ) -> None:
+        """Delete an object; a Pod gracefully (see :meth:`delete_pod`).
+
+        Objects owned by the deleted one (ownerReferences) are deleted too, as the
+        garbage collector's background propagation would.
+        """
+        obj = self.get(kind, namespace, name)
+        if isinstance(obj, Pod):
+            self.delete_pod(obj, grace_period_seconds)
+        else:
+            self._remove(obj)
+
+    def _remove(self, obj: KubeObject) -> None:
+        kind = obj.kind or ""
+        current = self._objects[kind].pop(obj.key, None)
+        if current is None:
+            return
+        self._index_owners(current, add=False)
+        self._rv += 1
+        gone = current.model_copy(deep=False, update={"metadata": current.metadata.model_copy()})
+        gone.metadata.resource_version = str(self._rv)
+        self._emit(kind, WatchEvent(EventType.DELETED, gone, None))
+        uid = current.metadata.uid
+        if uid:
+            for dep in self.dependents(uid):
+                # Background propagation, simplified: a dependent goes when this was its
+                # controller or its only owner.
+                refs = dep.metadata.owner_references
+                ctrl = dep.metadata.controller_ref
+                if not (len(refs) == 1 or (ctrl is not None and ctrl.uid == uid)):
+                    continue
+                if isinstance(dep, Pod):
+                    self.delete_pod(dep)
+                else:
+                    self._remove(dep)
+
+    # -- pods ------------------------------------------------------------------------------
+
+    def _current_pod(self, pod: Pod) -> Pod:
+        cur = self._objects["Pod"].get(pod.key)
+        if cur is None or (pod.metadata.uid and cur.metadata.uid != pod.metadata.uid):
+            raise NotFoundError(f'pods "{pod.name}" not found')
+        return cur  # type: ignore[return-value]
+
+    def bind(self, pod: Pod, node_name: str) -> None:
+        """Bind ``pod`` to ``node_name`` and start it (simulation: pods start at once).
+
+        Sets ``spec.nodeName``, ``PodScheduled=True``, ``Ready=True``, phase Running and
+        ``startTime`` in one update. ``ConflictError`` if the pod is bound already or
+        terminating, ``NotFoundError`` if it is gone (or is another pod of that name).
+        """
+        cur = self._current_pod(pod)
+        if cur.metadata.deletion_timestamp is not None:
+            raise ConflictError(f"pod {cur.name} is being deleted, cannot be assigned to a host")
+        if cur.spec.node_name:
+            raise ConflictError(
+                f'pod {cur.name} is already assigned to node "{cur.spec.node_name}"'
+            )
+        new = cur.model_copy(deep=True)
+        now = timestamp(self.clock.now())
+        new.spec.node_name = node_name
+        st = new.status
+        st.phase = "Running"
+        st.start_time = now
+        st.nominated_node_name = None
+        for ctype in ("PodScheduled", "Ready"):
+            _set_condition(st.conditions, ApiPodCondition(type=ctype, status="True"), now)
+        self._write(new, cur)
+
+    def update_pod_status(
+        self,
+        pod: Pod,
+        *,
+        condition: PodCondition | None = None,
+        nominated_node_name: str | None = None,
+        clear_nominated_node_name: bool = False,
+    ) -> None:
+        """Set a condition and/or the nominated node on ``pod``'s status."""
+        cur = self._current_pod(pod)
+        new = cur.model_copy(deep=True)
+        if condition is not None:
+            _set_condition(
+                new.status.conditions,
+                ApiPodCondition(
+                    type=condition.type,
+                    status=condition.status,
+                    reason=condition.reason or None,
+                    message=condition.message or None,
+                ),
+                timestamp(self.clock.now()),
+            )
+        if clear_nominated_node_name:
+            new.status.nominated_node_name = None
+        elif nominated_node_name is not None:
+            new.status.nominated_node_name = nominated_node_name or None
+        if new.status != cur.status:
+            self._write(new, cur)
+
+    def delete_pod(self, pod: Pod, grace_period_seconds: float | None = None) -> None:
+        """Delete ``pod`` gracefully: set ``deletionTimestamp`` now, remove it later.
+
+        The grace period defaults to ``spec.terminationGracePeriodSeconds`` (30). As
+        upstream, an unscheduled or finished pod, or a grace period of 0, is removed at
+        once. A second delete can only shorten the grace period.
+        """
+        cur = self._current_pod(pod)
+        grace = grace_period_seconds
+        if grace is None:
+            grace = cur.spec.termination_grace_period_seconds
+            if grace is None:
+                grace = DEFAULT_TERMINATION_GRACE_PERIOD
+        grace = max(0.0, float(grace))
+        if not cur.spec.node_name or cur.status.phase in ("Succeeded", "Failed"):
+            grace = 0.0
+        now = self.clock.now()
+        if grace == 0:
+            self._remove(cur)
+            return
+        due = now + grace
+        old_meta = cur.metadata
+        if old_meta.deletion_timestamp is not None:
+            if old_meta.deletion_timestamp <= timestamp(due):
+                return
+        new = cur.model_copy(deep=True)
+        new.metadata.deletion_timestamp = timestamp(due)
+        new.metadata.deletion_grace_period_seconds = int(grace)
+        heapq.heappush(self._deletions, (due, cur.key, cur.metadata.uid or ""))
+        self._write(new, cur)
+
+    def evict_pod(self, pod: Pod) -> EvictionResult:
+        """Evict ``pod`` through the Eviction API, honouring PodDisruptionBudgets."""
+        return self.disruption.evict(pod)
+
+    def next_event_time(self) -> float | None:
+        """The virtual time of the next scheduled change (a pod's removal), or None."""
+        while self._deletions:
+            due, key, uid = self._deletions[0]
+            cur = self._objects["Pod"].get(key)
+            if cur is None or cur.metadata.uid != uid or cur.metadata.deletion_timestamp is None:
+                heapq.heappop(self._deletions)  # stale: the pod went another way
+                continue
+            return due
+        return None
+
+    def advance(self, now: float | None = None) -> int:
+        """Carry out every scheduled change due at ``now`` (default: the clock's time).
+
+        Returns how many pods were removed. Call it after moving the clock.
+        """
+        if now is None:
+            now = self.clock.now()
+        removed = 0
+        while True:
+            due = self.next_event_time()
+            if due is None or due > now:
+                return removed
+            _, key, _ = heapq.heappop(self._deletions)
+            cur = self._objects["Pod"].get(key)
+            if cur is not None:
+                self._remove(cur)
+                removed += 1
+
+    # -- apply -----------------------------------------------------------------------------
+
+    def apply(self, objects: Iterable[KubeObject]) -> list[AdmissionRejection]:
+        """Load objects (from manifests) in dependency order; return what was refused.
+
+        Kinds go in :data:`APPLY_ORDER` (namespaces and classes first, pods last). An
+        existing object is replaced, except a Pod, which is refused as AlreadyExists.
+        A refused object does not stop the others. Controllers run once everything is
+        stored, so owners adopt the ReplicaSets and Pods of a captured cluster.
+        """
+        start = len(self.rejections)
+        ordered = sorted(objects, key=lambda o: APPLY_ORDER.get(o.kind or "", 4))
+        with self.paused_controllers():
+            for obj in ordered:
+                try:
+                    if not isinstance(obj, Pod) and self.try_get(
+                        obj.kind or "", obj.metadata.namespace, obj.name
+                    ):
+                        fresh = obj.model_copy(deep=True)
+                        fresh.metadata.resource_version = None
+                        self.update(fresh)
+                    else:
+                        self.create(obj)
+                except (BackendError, ValueError) as err:
+                    self.rejections.append(AdmissionRejection(_describe(obj), str(err)))
+        return self.rejections[start:]
+
+    def _reject(self, source: KubeObject, err: AdmissionError) -> None:
+        """Record a pod a controller could not create (and its FailedCreate event)."""
+        self.rejections.append(AdmissionRejection(_describe(source), str(err)))
+        self.record_event(
+            RecordedEvent(
+                involved_kind=source.kind or "",
+                involved_namespace=source.namespace,
+                involved_name=source.name,
+                type="Warning",
+                reason="FailedCreate",
+                message=f"Error creating: {err}",
+                reporting_controller=_CONTROLLER_NAMES.get(source.kind or "", "controller"),
+            )
+        )
+
+    # -- events and leases -----------------------------------------------------------------
+
+    def record_event(self, event: RecordedEvent) -> None:
+        """Create a Kubernetes Event (kept in :attr:`events`)."""
+        if not event.timestamp:
+            event = replace(event, timestamp=self.clock.now())
+        self.events.append(event)
+
+    def get_lease(self, namespace: str, name: str) -> Lease | None:
+        """The Lease, or None."""
+        return self.try_get("Lease", namespace, name)  # type: ignore[return-value]
+
+    def create_lease(self, lease: Lease) -> Lease:
+        """Create a Lease; ``ConflictError`` if it exists."""
+        return self.create(lease)  # type: ignore[return-value]
+
+    def update_lease(self, lease: Lease) -> Lease:
+        """Replace a Lease if its resourceVersion is current; ``ConflictError`` otherwise."""
+        if not lease.metadata.resource_version:
+            raise ConflictError(
+                f'leases.coordination.k8s.io "{lease.name}": resourceVersion is required'
+            )
+        return self.update(lease)  # type: ignore[return-value]
+
+
+_CONTROLLER_NAMES = {
+    "ReplicaSet": "replicaset-controller",
+    "ReplicationController": "replication-controller",
+    "StatefulSet": "statefulset-controller",
+    "DaemonSet": "daemonset-controller",
+    "Job": "job-controller",
+    "Deployment": "deployment-controller",
+}
+
+
+def _set_condition(conditions: list[ApiPodCondition], cond: ApiPodCondition, now: Any) -> None:
+    """``UpdatePodCondition``: replace the condition of that type; the transition time
+    moves only when the status changes."""
+    for i, c in enumerate(conditions):
+        if c.type == cond.type:
+            cond.last_transition_time = (
+                c.last_transition_time if c.status == cond.status else now
+            )
+            conditions[i] = cond
+            return
+    cond.last_transition_time = now
+    conditions.append(cond)

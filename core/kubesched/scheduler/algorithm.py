@@ -1,0 +1,269 @@
+"""One pod's placement: PreFilter, Filter over enough nodes, Score, and the choice of a host."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.node_table import NodeTable
+from kubesched.framework.runtime import Framework, ScoreResult
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import NodeBatch, NodeInfo, PodInfo
+from kubesched.scheduler.diagnosis import NO_NODES_AVAILABLE_ERROR, Diagnosis, FitError
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+"""Upstream: look for at least this many feasible nodes, whatever the percentage."""
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+"""Upstream: the adaptive percentage never drops below 5%."""
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """How many feasible nodes to look for before scoring (upstream's formula).
+
+    With fewer than 100 nodes, all. Otherwise ``percentage`` of them (the adaptive
+    default when it is unset or 0: 50% minus 1% per 125 nodes, at least 5%), and
+    never fewer than 100.
+    """
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    if not percentage:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    num = num_all_nodes * percentage // 100
+    return max(num, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+class SchedulingError(Exception):
+    """The attempt failed for a reason other than "no node fits": ``status`` says why."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
+@dataclass
+class ScheduleResult:
+    """The outcome of ``schedule_pod``: the chosen node and what was evaluated."""
+
+    suggested_host: str
+    evaluated_nodes: int
+    feasible_nodes: int
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
+    feasible: list[NodeInfo] = field(default_factory=list)
+    scores: ScoreResult | None = None
+
+
+class SchedulingAlgorithm:
+    """Upstream's ``schedulePod`` and helpers for one scheduler (all profiles share it).
+
+    Keeps the round-robin start index so that, when only a percentage of nodes is
+    evaluated, every node gets its turn; ties between the best nodes are broken with
+    ``rng`` (seedable, so simulations repeat).
+    """
+
+    def __init__(self, rng: random.Random, percentage_of_nodes_to_score: int | None = None) -> None:
+        self.rng = rng
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.next_start_node_index = 0
+
+    def schedule_pod(
+        self, fwk: Framework, state: CycleState, pod_info: PodInfo, snapshot
+    ) -> ScheduleResult:
+        """Choose a node for ``pod_info`` in ``snapshot``.
+
+        Raises ``FitError`` when no node fits (with the diagnosis) and
+        ``SchedulingError`` when a plugin failed with an error.
+        """
+        if snapshot.num_nodes() == 0:
+            raise SchedulingError(
+                Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_NODES_AVAILABLE_ERROR)
+            )
+        feasible, rows, diagnosis = self.find_nodes_that_fit_pod(fwk, state, pod_info, snapshot)
+        if not feasible:
+            raise FitError(pod_info.key, snapshot.num_nodes(), diagnosis)
+        evaluated = len(feasible) + len(diagnosis.node_to_status)
+        if len(feasible) == 1:
+            return ScheduleResult(feasible[0].name, evaluated, 1, diagnosis, feasible)
+        scores = self.prioritize_nodes(fwk, state, pod_info, NodeBatch(snapshot.table, rows, feasible))
+        host = self.select_host(scores)
+        return ScheduleResult(host, evaluated, len(feasible), diagnosis, feasible, scores)
+
+    # -- filtering ----------------------------------------------------------------------
+    def find_nodes_that_fit_pod(
+        self, fwk: Framework, state: CycleState, pod_info: PodInfo, snapshot
+    ) -> tuple[list[NodeInfo], np.ndarray, Diagnosis]:
+        """PreFilter, the nominated node first, then Filter: ``(feasible, rows, diagnosis)``."""
+        diagnosis = Diagnosis()
+        all_nodes: list[NodeInfo] = snapshot.list()
+        pre_result, status, rejectors = fwk.run_pre_filter_plugins(state, pod_info, all_nodes)
+        diagnosis.unschedulable_plugins |= rejectors
+        if not status.is_success():
+            if not status.is_rejected():
+                raise SchedulingError(status)
+            # Every node gets the same status, so that preemption can handle them.
+            diagnosis.absent_nodes_status = status
+            diagnosis.pre_filter_msg = status.message()
+            if status.plugin:
+                diagnosis.unschedulable_plugins.add(status.plugin)
+            return [], np.empty(0, dtype=np.intp), diagnosis
+
+        table = snapshot.table
+        nominated = pod_info.pod.status.nominated_node_name
+        if nominated and nominated in table.index:
+            # Likely the only node that fits after preemption: try it before the others.
+            row = np.array([table.index[nominated]], dtype=np.intp)
+            feasible, rows = self.find_nodes_that_pass_filters(
+                fwk, state, pod_info, diagnosis, row, table, len(all_nodes)
+            )
+            if feasible:
+                return feasible, rows, diagnosis
+
+        if pre_result is None or pre_result.all_nodes():
+            rows = np.arange(len(all_nodes), dtype=np.intp)
+        else:
+            # Sorted by snapshot order so that the result does not depend on set order.
+            rows = np.array(
+                sorted(table.index[n] for n in pre_result.node_names if n in table.index),
+                dtype=np.intp,
+            )
+            narrowed_by = " ".join(sorted(rejectors)) if rejectors else ""
+            diagnosis.absent_nodes_status = Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                f"node(s) didn't satisfy plugin(s) [{narrowed_by}]",
+            )
+        feasible, feasible_rows = self.find_nodes_that_pass_filters(
+            fwk, state, pod_info, diagnosis, rows, table, len(all_nodes)
+        )
+        return feasible, feasible_rows, diagnosis
+
+    def find_nodes_that_pass_filters(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod_info: PodInfo,
+        diagnosis: Diagnosis,
+        rows: np.ndarray,
+        table: NodeTable,
+        num_all_nodes: int,
+    ) -> tuple[list[NodeInfo], np.ndarray]:
+        """Filter the nodes at ``rows`` (snapshot rows) from the round-robin start index
+        until enough feasible nodes are found, as upstream's parallel search but in order.
+
+        Plugins evaluate batches of nodes (vectorised where they can); nodes with
+        nominated pods go through the per-node path that accounts for them. Nodes
+        after the last needed feasible node are not counted as evaluated.
+        """
+        n = len(rows)
+        if n == 0:
+            return [], rows
+        to_find = num_feasible_nodes_to_find(self._percentage(fwk), n)
+        infos = table.infos
+        start = self.next_start_node_index % n
+        order = np.concatenate((rows[start:], rows[:start])) if start else rows
+        if not fwk.has_filter_plugins():
+            chosen = order[:to_find]
+            self._advance(len(chosen), num_all_nodes)
+            return [infos[r] for r in chosen], chosen
+
+        nominated_nodes = (
+            fwk.nominator.nominated_node_names()
+            if fwk.nominator is not None and len(fwk.nominator)
+            else set()
+        )
+        feasible_rows: list[int] = []
+        failed = 0
+        pos = 0
+        chunk = to_find
+        while pos < n and len(feasible_rows) < to_find:
+            part = order[pos : pos + chunk]
+            pos += len(part)
+            verdicts = self._filter_chunk(fwk, state, pod_info, table, part, nominated_nodes)
+            for r, status in zip(part.tolist(), verdicts, strict=True):
+                if status is None:
+                    feasible_rows.append(r)
+                    if len(feasible_rows) == to_find:
+                        break
+                else:
+                    diagnosis.node_to_status[infos[r].name] = status
+                    diagnosis.add_plugin_status(status)
+                    failed += 1
+            # Most nodes failing means many more to look at: widen the next chunk.
+            chunk = max(chunk * 2, to_find - len(feasible_rows))
+        self._advance(len(feasible_rows) + failed, num_all_nodes)
+        chosen = np.asarray(feasible_rows, dtype=np.intp)
+        return [infos[r] for r in feasible_rows], chosen
+
+    def _filter_chunk(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod_info: PodInfo,
+        table: NodeTable,
+        part: np.ndarray,
+        nominated_nodes: set[str],
+    ) -> list[Status | None]:
+        part_infos = [table.infos[r] for r in part]
+        if nominated_nodes:
+            slow = [i for i, ni in enumerate(part_infos) if ni.name in nominated_nodes]
+        else:
+            slow = []
+        if len(slow) == len(part_infos):
+            verdicts: list[Status | None] = [None] * len(part_infos)
+        else:
+            slow_set = set(slow)
+            fast_idx = [i for i in range(len(part_infos)) if i not in slow_set] if slow else None
+            if fast_idx is None:
+                batch = NodeBatch(table, part, part_infos)
+            else:
+                batch = NodeBatch(table, part[fast_idx], [part_infos[i] for i in fast_idx])
+            batch_verdicts, error = fwk.run_filter_batch(state, pod_info, batch)
+            if error is not None:
+                raise SchedulingError(error)
+            if fast_idx is None:
+                verdicts = batch_verdicts
+            else:
+                verdicts = [None] * len(part_infos)
+                for i, v in zip(fast_idx, batch_verdicts, strict=True):
+                    verdicts[i] = v
+        for i in slow:
+            status = fwk.run_filter_plugins_with_nominated_pods(state, pod_info, part_infos[i])
+            if status.code is Code.ERROR:
+                raise SchedulingError(status)
+            verdicts[i] = None if status.is_success() else status
+        return verdicts
+
+    def _percentage(self, fwk: Framework) -> int | None:
+        profile_value = fwk.profile.percentage_of_nodes_to_score
+        return profile_value if profile_value is not None else self.percentage_of_nodes_to_score
+
+    def _advance(self, processed: int, num_all_nodes: int) -> None:
+        if num_all_nodes:
+            self.next_start_node_index = (self.next_start_node_index + processed) % num_all_nodes
+
+    # -- scoring ------------------------------------------------------------------------
+    def prioritize_nodes(
+        self, fwk: Framework, state: CycleState, pod_info: PodInfo, batch: NodeBatch
+    ) -> ScoreResult:
+        """PreScore and Score over the feasible nodes; every node scores 1 when the
+        profile has no Score plugins (upstream)."""
+        if not fwk.has_score_plugins():
+            return ScoreResult(
+                [ni.name for ni in batch.infos], [], np.ones(len(batch), dtype=np.int64)
+            )
+        status = fwk.run_pre_score_plugins(state, pod_info, batch.infos)
+        if not status.is_success():
+            raise SchedulingError(status)
+        result = fwk.run_score_plugins(state, pod_info, batch)
+        if isinstance(result, Status):
+            raise SchedulingError(result)
+        return result
+
+    def select_host(self, scores: ScoreResult) -> str:
+        """The node with the highest total; among equals, one chosen uniformly at random
+        (upstream's reservoir sampling has the same distribution)."""
+        totals = scores.totals
+        best = np.flatnonzero(totals == totals.max())
+        pick = best[0] if len(best) == 1 else best[self.rng.randrange(len(best))]
+        return scores.names[int(pick)]

@@ -1,0 +1,445 @@
+"""The scheduler: the scheduling loop over the queue, one Framework per profile, and binding."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from kubesched.backend.protocol import PodCondition
+from kubesched.cache import Cache, CacheError, Snapshot
+from kubesched.clock import Clock, RealClock
+from kubesched.config import EffectiveConfiguration
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ActionType, ClusterEvent, EventResource
+from kubesched.framework.registry import PluginRegistry
+from kubesched.framework.runtime import Framework
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import PodInfo, QueuedPodInfo
+from kubesched.metrics import Metrics
+from kubesched.queue import PriorityQueue, ProfileQueueing
+from kubesched.scheduler.algorithm import ScheduleResult, SchedulingAlgorithm, SchedulingError
+from kubesched.scheduler.diagnosis import Diagnosis, FitError
+from kubesched.scheduler.records import (
+    RESULT_ERROR,
+    RESULT_SCHEDULED,
+    RESULT_UNSCHEDULABLE,
+    AttemptRecord,
+)
+from kubesched.scheduler.recorder import EventRecorder
+
+log = logging.getLogger(__name__)
+
+ASSIGNED_POD_DELETE = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+"""The event a forgotten assumed pod counts as: its resources are free again."""
+
+CLEAR_NOMINATION = ""
+"""Nominating info that clears a pod's nominated node (upstream ``ModeOverride`` with "")."""
+
+
+@dataclass
+class _Binding:
+    """A scheduling cycle that succeeded, waiting for (or in) its binding cycle."""
+
+    fwk: Framework
+    state: CycleState
+    qpi: QueuedPodInfo
+    assumed: PodInfo
+    result: ScheduleResult
+    record: AttemptRecord
+    started: float
+
+
+class Scheduler:
+    """kube-scheduler's ``Scheduler``: profiles, queue, cache and the scheduling loop.
+
+    Build it from an effective configuration, a plugin registry and a cluster backend;
+    ``EventHandlers`` feed it the cluster's watch events (see ``connect``). Each call
+    of ``schedule_one`` runs one pod's scheduling cycle; its binding cycle runs in a
+    thread pool (``concurrent_binding=True``, for real clusters) or right after the
+    scheduling cycle once Permit lets it (the simulator, deterministic).
+    ``observers`` are called with each finished ``AttemptRecord``.
+    """
+
+    def __init__(
+        self,
+        config: EffectiveConfiguration,
+        registry: PluginRegistry,
+        backend: Any,
+        *,
+        lister: Any = None,
+        clock: Clock | None = None,
+        seed: int | None = None,
+        metrics: Metrics | None = None,
+        concurrent_binding: bool = False,
+    ) -> None:
+        cfg = config.config
+        self.config = config
+        self.backend = backend
+        self.clock = clock or RealClock()
+        self.rng = random.Random(seed)
+        self.metrics = metrics or Metrics()
+        self.cache = Cache(self.clock, metrics=self.metrics)
+        self.snapshot = Snapshot()
+        self.recorder = EventRecorder(backend, self.clock)
+        self.frameworks: dict[str, Framework] = {}
+        for profile in config.profiles:
+            self.frameworks[profile.scheduler_name] = Framework(
+                profile,
+                registry,
+                client=backend,
+                lister=lister if lister is not None else backend,
+                event_recorder=self.recorder,
+                metrics=self.metrics,
+                clock=self.clock,
+                parallelism=cfg.parallelism,
+                rng=random.Random(self.rng.random()),
+            )
+        first = next(iter(self.frameworks.values()))
+        self.queue = PriorityQueue(
+            first.queue_sort_less(),
+            self.clock,
+            profiles={
+                name: ProfileQueueing(fwk.run_pre_enqueue_plugins, fwk.events_to_register())
+                for name, fwk in self.frameworks.items()
+            },
+            pod_initial_backoff=cfg.pod_initial_backoff_seconds,
+            pod_max_backoff=cfg.pod_max_backoff_seconds,
+            metrics=self.metrics,
+        )
+        for fwk in self.frameworks.values():
+            fwk.nominator = self.queue.nominator
+            fwk.set_snapshot(self.snapshot)
+        self.algorithm = SchedulingAlgorithm(self.rng, cfg.percentage_of_nodes_to_score)
+        self.observers: list[Callable[[AttemptRecord], None]] = []
+        self._ready: deque[_Binding] = deque()
+        self._executor = (
+            ThreadPoolExecutor(max_workers=cfg.parallelism, thread_name_prefix="binding")
+            if concurrent_binding
+            else None
+        )
+        self._in_binding = 0
+        self._lock = threading.Lock()
+
+    # -- the loop -----------------------------------------------------------------------
+    def framework_for(self, pod: Any) -> Framework | None:
+        """The profile's Framework that schedules ``pod`` (by ``spec.schedulerName``)."""
+        return self.frameworks.get(pod.spec.scheduler_name or "default-scheduler")
+
+    def schedule_one(self, block: bool = False) -> bool:
+        """Pop one pod and run its scheduling cycle (and, unless concurrent, its binding
+        cycle when Permit allows). False when there was no pod to pop."""
+        qpi = self.queue.pop(block=block)
+        if qpi is None:
+            return False
+        cycle = self.queue.scheduling_cycle()
+        pod_info = qpi.pod_info
+        pod = pod_info.pod
+        fwk = self.framework_for(pod)
+        if fwk is None or self._skip_pod_schedule(fwk, pod_info):
+            self.queue.done(pod_info.uid)
+            return True
+        started = time.perf_counter()
+        state = fwk.new_cycle_state()
+        record = AttemptRecord(
+            pod_key=pod_info.key,
+            pod_uid=pod_info.uid,
+            profile=fwk.profile_name,
+            attempt=qpi.attempts,
+            started_at=self.clock.now(),
+        )
+        binding = self._scheduling_cycle(fwk, state, qpi, record, cycle, started)
+        if binding is not None:
+            self._start_binding(binding)
+        self.drain_ready_bindings()
+        return True
+
+    def _skip_pod_schedule(self, fwk: Framework, pod_info: PodInfo) -> bool:
+        pod = pod_info.pod
+        if pod.metadata.deletion_timestamp is not None:
+            self.recorder.eventf(
+                pod, None, "Warning", "FailedScheduling", "Scheduling",
+                f"skip schedule deleting pod: {pod_info.key}",
+            )
+            return True
+        # Already assumed: a stale copy from an update racing with its binding.
+        return self.cache.is_assumed_pod(pod_info)
+
+    def _scheduling_cycle(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        record: AttemptRecord,
+        cycle: int,
+        started: float,
+    ) -> _Binding | None:
+        pod_info = qpi.pod_info
+        try:
+            self.cache.update_snapshot(self.snapshot)
+        except CacheError as err:
+            # The cache repaired the snapshot; upstream logs and goes on.
+            log.error("%s", err)
+        record.num_all_nodes = self.snapshot.num_nodes()
+        try:
+            result = self.algorithm.schedule_pod(fwk, state, pod_info, self.snapshot)
+        except FitError as fit:
+            self._post_filter(fwk, state, pod_info, fit, record)
+            status = Status(Code.UNSCHEDULABLE, str(fit))
+            record.diagnosis = fit.diagnosis
+            self._fail(fwk, qpi, status, fit, record, cycle, started, record.nominated_node)
+            return None
+        except SchedulingError as err:
+            self._fail(fwk, qpi, err.status, None, record, cycle, started, None)
+            return None
+        record.diagnosis = result.diagnosis
+        record.feasible = [ni.name for ni in result.feasible]
+        record.evaluated_nodes = result.evaluated_nodes
+        record.scores = result.scores
+        host = result.suggested_host
+        record.node_name = host
+
+        assumed = pod_info.assumed_on(host)
+        try:
+            self.cache.assume_pod(assumed)
+        except CacheError as err:
+            self._fail(fwk, qpi, Status(Code.ERROR, str(err)), None, record, cycle, started, None)
+            return None
+        self.queue.nominator.delete_nominated_pod_if_exists(assumed.pod)
+
+        status = fwk.run_reserve_plugins_reserve(state, assumed, host)
+        if status.is_success():
+            status = fwk.run_permit_plugins(state, assumed, host)
+            if status.is_success() or status.is_wait():
+                return _Binding(fwk, state, qpi, assumed, result, record, started)
+        # Reserve or Permit failed: undo, and report the node's status as the reason.
+        fwk.run_reserve_plugins_unreserve(state, assumed, host)
+        try:
+            self.cache.forget_pod(assumed)
+        except CacheError as err:
+            log.error("scheduler cache forget pod failed: %s", err)
+        fit = None
+        if status.is_rejected():
+            fit = self._single_node_fit_error(pod_info, host, status)
+            record.diagnosis = fit.diagnosis
+            status = Status(status.code, str(fit), plugin=status.plugin)
+        self._fail(fwk, qpi, status, fit, record, cycle, started, CLEAR_NOMINATION if fit is None else None)
+        return None
+
+    def _post_filter(
+        self, fwk: Framework, state: CycleState, pod_info: PodInfo, fit: FitError, record: AttemptRecord
+    ) -> None:
+        if not fwk.has_post_filter_plugins():
+            return
+        diagnosis = fit.diagnosis
+        statuses = dict(diagnosis.node_to_status)
+        if diagnosis.absent_nodes_status is not None:
+            for ni in self.snapshot.list():
+                statuses.setdefault(ni.name, diagnosis.absent_nodes_status)
+        result, status = fwk.run_post_filter_plugins(state, pod_info, statuses)
+        diagnosis.post_filter_msg = status.message()
+        record.post_filter = status
+        if result is not None:
+            record.nominated_node = result.nominated_node_name
+
+    @staticmethod
+    def _single_node_fit_error(pod_info: PodInfo, host: str, status: Status) -> FitError:
+        """A Reserve/Permit rejection as upstream reports it: one node, its status."""
+        diagnosis = Diagnosis(node_to_status={host: status})
+        diagnosis.add_plugin_status(status)
+        return FitError(pod_info.key, 1, diagnosis)
+
+    # -- failure ------------------------------------------------------------------------
+    def _fail(
+        self,
+        fwk: Framework,
+        qpi: QueuedPodInfo,
+        status: Status,
+        fit: FitError | None,
+        record: AttemptRecord,
+        cycle: int,
+        started: float,
+        nominating: str | None,
+    ) -> None:
+        """Upstream's FailureHandler: requeue, nominate, event, pod condition, metrics."""
+        pod_info = qpi.pod_info
+        pod = pod_info.pod
+        rejected = status.is_rejected()
+        reason = "Unschedulable" if rejected else "SchedulerError"
+        result = RESULT_UNSCHEDULABLE if rejected else RESULT_ERROR
+        if fit is not None:
+            qpi.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
+            qpi.pending_plugins = set(fit.diagnosis.pending_plugins)
+        else:
+            qpi.unschedulable_plugins = set()
+            qpi.pending_plugins = set()
+            if rejected and status.plugin:
+                qpi.unschedulable_plugins = {status.plugin}
+        self.queue.add_unschedulable_if_not_present(qpi, cycle)
+        self.queue.nominator.add_nominated_pod(pod_info, nominating)
+        message = status.message()
+        self.recorder.eventf(pod, None, "Warning", "FailedScheduling", "Scheduling", message)
+        self._update_pod_status(
+            pod, PodCondition("PodScheduled", "False", reason, message), nominating
+        )
+        self.metrics.schedule_attempts.labels(result, fwk.profile_name).inc()
+        self.metrics.scheduling_attempt_duration.labels(result, fwk.profile_name).observe(
+            time.perf_counter() - started
+        )
+        record.result = result
+        record.status = status
+        record.message = message
+        self._finish(record)
+
+    def _update_pod_status(self, pod: Any, condition: PodCondition, nominating: str | None) -> None:
+        current = next(
+            (c for c in (pod.status.conditions or ()) if c.type == condition.type), None
+        )
+        same_condition = (
+            current is not None
+            and current.status == condition.status
+            and (current.reason or "") == condition.reason
+            and (current.message or "") == condition.message
+        )
+        nominated = pod.status.nominated_node_name or ""
+        same_nomination = nominating is None or nominating == nominated
+        if same_condition and same_nomination:
+            return
+        try:
+            self.backend.update_pod_status(
+                pod,
+                condition=condition,
+                nominated_node_name=nominating or None,
+                clear_nominated_node_name=nominating == CLEAR_NOMINATION,
+            )
+        except Exception as err:
+            log.warning("could not update status of pod %s: %s", pod.metadata.name, err)
+
+    # -- binding cycle ------------------------------------------------------------------
+    def _start_binding(self, binding: _Binding) -> None:
+        with self._lock:
+            self._in_binding += 1
+        if self._executor is not None:
+            self._executor.submit(self._binding_cycle, binding)
+            return
+        waiting = binding.fwk.get_waiting_pod(binding.assumed.uid)
+        if waiting is None:
+            self._ready.append(binding)
+        else:
+            # Runs when every waiting Permit plugin allowed the pod, or one rejected it.
+            waiting.on_done(lambda _status: self._ready.append(binding))
+
+    def drain_ready_bindings(self) -> None:
+        """Run the binding cycles whose Permit is decided (non-concurrent mode)."""
+        while self._ready:
+            self._binding_cycle(self._ready.popleft())
+
+    def pending_bindings(self) -> int:
+        """Binding cycles started and not finished (waiting at Permit or running)."""
+        with self._lock:
+            return self._in_binding
+
+    def _binding_cycle(self, b: _Binding) -> None:
+        try:
+            self._run_binding_cycle(b)
+        except Exception:  # a bug must not kill the binding thread silently
+            log.exception("binding cycle of %s failed", b.assumed.key)
+        finally:
+            with self._lock:
+                self._in_binding -= 1
+
+    def _run_binding_cycle(self, b: _Binding) -> None:
+        fwk, state, assumed, host = b.fwk, b.state, b.assumed, b.result.suggested_host
+        status = fwk.wait_on_permit(assumed)
+        if not status.is_success():
+            fit = None
+            if status.is_rejected():
+                fit = self._single_node_fit_error(assumed, host, status)
+                b.record.diagnosis = fit.diagnosis
+                status = Status(status.code, str(fit), plugin=status.plugin)
+            self._binding_failed(b, status, fit)
+            return
+        status = fwk.run_pre_bind_plugins(state, assumed, host)
+        if status.is_success():
+            status = fwk.run_bind_plugins(state, assumed, host)
+        self.cache.finish_binding(assumed)
+        if not status.is_success():
+            self._binding_failed(b, status, None)
+            return
+        pod = assumed.pod
+        self.recorder.eventf(
+            pod, None, "Normal", "Scheduled", "Binding",
+            f"Successfully assigned {assumed.key} to {host}",
+        )
+        profile = fwk.profile_name
+        self.metrics.schedule_attempts.labels(RESULT_SCHEDULED, profile).inc()
+        self.metrics.scheduling_attempt_duration.labels(RESULT_SCHEDULED, profile).observe(
+            time.perf_counter() - b.started
+        )
+        self.metrics.pod_scheduling_attempts.observe(b.qpi.attempts)
+        if b.qpi.initial_attempt_timestamp is not None:
+            self.metrics.pod_scheduling_sli_duration.labels(
+                _attempts_label(b.qpi.attempts)
+            ).observe(self.clock.now() - b.qpi.initial_attempt_timestamp)
+        fwk.run_post_bind_plugins(state, assumed, host)
+        self.queue.done(assumed.uid)
+        b.record.result = RESULT_SCHEDULED
+        b.record.binding = status
+        self._finish(b.record)
+
+    def _binding_failed(self, b: _Binding, status: Status, fit: FitError | None) -> None:
+        """Upstream's handleBindingCycleError: unreserve, forget, move, fail."""
+        fwk, assumed, host = b.fwk, b.assumed, b.result.suggested_host
+        fwk.run_reserve_plugins_unreserve(b.state, assumed, host)
+        try:
+            self.cache.forget_pod(assumed)
+        except CacheError as err:
+            log.error("scheduler cache forget pod failed: %s", err)
+        else:
+            # The forgotten pod's resources are free again: as if an assigned pod went.
+            uid = assumed.uid
+            self.queue.move_all_to_active_or_backoff_queue(
+                ASSIGNED_POD_DELETE,
+                assumed.pod,
+                None,
+                (lambda p: (p.metadata.uid or "") != uid) if status.is_rejected() else None,
+            )
+        b.record.binding = status
+        # The pod in the queue's hands is the unbound one, not the assumed copy.
+        self._fail(fwk, b.qpi, status, fit, b.record, self.queue.scheduling_cycle(), b.started, CLEAR_NOMINATION)
+
+    def _finish(self, record: AttemptRecord) -> None:
+        record.finished_at = self.clock.now()
+        for observer in self.observers:
+            observer(record)
+
+    # -- periodic work ------------------------------------------------------------------
+    def expire_waiting_pods(self) -> None:
+        """Reject the pods whose Permit wait timed out (non-concurrent mode's timer)."""
+        now = self.clock.now()
+        for fwk in self.frameworks.values():
+            fwk.waiting_pods.expire(now)
+
+    def next_waiting_deadline(self) -> float | None:
+        """The earliest Permit deadline of any waiting pod."""
+        deadlines = [
+            d for fwk in self.frameworks.values() if (d := fwk.waiting_pods.next_deadline()) is not None
+        ]
+        return min(deadlines, default=None)
+
+    def close(self) -> None:
+        """Stop: close the queue and wait for running binding cycles."""
+        self.queue.close()
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+
+
+def _attempts_label(attempts: int) -> str:
+    """Upstream's ``getAttemptsLabel``: "1".."14", then "15+" (bounded cardinality)."""
+    return str(attempts) if attempts < 15 else "15+"

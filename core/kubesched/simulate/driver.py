@@ -1,0 +1,175 @@
+"""A simulation: the embedded cluster and a scheduler driven on virtual time until nothing can happen."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesched.api import KubeObject
+from kubesched.backend.memory import MemoryCluster
+from kubesched.clock import FakeClock
+from kubesched.config import (
+    EffectiveConfiguration,
+    KubeSchedulerConfiguration,
+    default_configuration,
+    effective_configuration,
+)
+from kubesched.framework.registry import PluginRegistry, default_registry
+from kubesched.metrics import Metrics
+from kubesched.scheduler import AttemptRecord, EventHandlers, Scheduler
+
+DETAIL_FULL = "full"
+"""Keep every attempt's per-node filter statuses and scores (explanations)."""
+DETAIL_SUMMARY = "summary"
+"""Keep only each attempt's outcome and message (large runs, benchmarks)."""
+
+
+@dataclass
+class SimulationRun:
+    """What a finished simulation produced: the attempts per pod and the final cluster."""
+
+    cluster: MemoryCluster
+    scheduler: Scheduler
+    attempts: dict[str, list[AttemptRecord]]
+    rejections: list[Any]
+    virtual_time: float
+    wall_time: float
+    cycles: int
+    seed: int
+    metrics: Metrics = field(repr=False, default_factory=Metrics)
+
+
+class Simulation:
+    """Schedules ``objects`` (ordinary Kubernetes manifests, already parsed) on an embedded
+    cluster with the given configuration.
+
+    Nothing waits on the wall clock: backoffs, graceful deletions and Permit waits pass
+    in virtual time. With the same objects, configuration and ``seed`` the result is the
+    same. ``progress(done, total)`` is called now and then with the number of pods
+    settled (bound or rejected) so far.
+    """
+
+    def __init__(
+        self,
+        objects: Iterable[KubeObject],
+        *,
+        config: KubeSchedulerConfiguration | EffectiveConfiguration | None = None,
+        registry: PluginRegistry | None = None,
+        seed: int = 0,
+        detail: str = DETAIL_FULL,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.registry = registry or default_registry()
+        if isinstance(config, EffectiveConfiguration):
+            self.effective = config
+        else:
+            self.effective = effective_configuration(
+                config or default_configuration(self.registry), self.registry
+            )
+        self.seed = seed
+        self.detail = detail
+        self.progress = progress
+        self.clock = FakeClock(0.0)
+        self.metrics = Metrics()
+        self.cluster = MemoryCluster(self.clock)
+        self.rejections = self.cluster.apply(list(objects))
+        self.scheduler = Scheduler(
+            self.effective,
+            self.registry,
+            self.cluster,
+            clock=self.clock,
+            seed=seed,
+            metrics=self.metrics,
+        )
+        self.attempts: dict[str, list[AttemptRecord]] = {}
+        self.scheduler.observers.append(self._observe)
+        self.handlers = EventHandlers(self.scheduler)
+        self.cycles = 0
+
+    def _observe(self, record: AttemptRecord) -> None:
+        if self.detail != DETAIL_FULL:
+            record.diagnosis = None
+            record.scores = None
+            record.feasible = []
+        self.attempts.setdefault(record.pod_uid, []).append(record)
+
+    def run(self) -> SimulationRun:
+        """Run until no pod can make progress; return what happened."""
+        started = time.perf_counter()
+        self.handlers.connect(self.cluster)
+        s = self.scheduler
+        last_progress_mark = None
+        while True:
+            while s.schedule_one():
+                self.cycles += 1
+                if self.progress is not None and self.cycles % 256 == 0:
+                    self._report_progress()
+            s.drain_ready_bindings()
+            when = self._next_timer()
+            if when is None:
+                # Only the unschedulable pods' periodic retry is left: it can help only
+                # if the cluster changed since the last retry.
+                when = s.queue.next_event_time(include_unschedulable_timeout=True)
+                mark = self.cluster.resource_version
+                if when is None or mark == last_progress_mark:
+                    break
+                last_progress_mark = mark
+            self._advance(when)
+        self.handlers.disconnect()
+        if self.progress is not None:
+            self._report_progress()
+        return SimulationRun(
+            cluster=self.cluster,
+            scheduler=s,
+            attempts=self.attempts,
+            rejections=self.rejections,
+            virtual_time=self.clock.now(),
+            wall_time=time.perf_counter() - started,
+            cycles=self.cycles,
+            seed=self.seed,
+            metrics=self.metrics,
+        )
+
+    def _next_timer(self) -> float | None:
+        times = [
+            t
+            for t in (
+                self.scheduler.queue.next_event_time(include_unschedulable_timeout=False),
+                self.cluster.next_event_time(),
+                self.scheduler.next_waiting_deadline(),
+            )
+            if t is not None
+        ]
+        return min(times, default=None)
+
+    def _advance(self, when: float) -> None:
+        """Move virtual time to ``when`` and run every timer that is due."""
+        if when > self.clock.now():
+            self.clock.set(when)
+        now = self.clock.now()
+        self.cluster.advance(now)
+        s = self.scheduler
+        s.expire_waiting_pods()
+        s.drain_ready_bindings()
+        s.queue.flush_backoff_q_completed()
+        s.queue.flush_unschedulable_pods_leftover()
+        s.cache.cleanup_assumed_pods(now)
+
+    def _report_progress(self) -> None:
+        pods = self.cluster.list("Pod")[0]
+        done = sum(1 for p in pods if p.spec.node_name)
+        self.progress(done, len(pods) + len(self.rejections))
+
+
+def simulate(
+    objects: Iterable[KubeObject],
+    *,
+    config: KubeSchedulerConfiguration | EffectiveConfiguration | None = None,
+    registry: PluginRegistry | None = None,
+    seed: int = 0,
+    detail: str = DETAIL_FULL,
+) -> SimulationRun:
+    """Schedule ``objects`` on an embedded cluster and return the run (Python API)."""
+    return Simulation(objects, config=config, registry=registry, seed=seed, detail=detail).run()
