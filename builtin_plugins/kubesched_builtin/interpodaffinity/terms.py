@@ -97,6 +97,9 @@ class IncomingTerm:
 
     def matches(self, pod: PodInfo) -> bool:
         """Whether ``pod`` is selected by the term (namespace and labels)."""
+        # The common cases inline: this runs once per pod of the cluster per term.
+        if self.all_namespaces or pod.namespace in self.namespaces:
+            return self.selector.matches(pod.labels)
         return self.namespace_matches(pod.namespace) and self.selector.matches(pod.labels)
 
 

@@ -140,11 +140,14 @@ class AffinityTerm:
     topology_key: str
 
     def matches(self, pod: PodInfo, namespace_labels: Mapping[str, str] | None) -> bool:
-        """Whether ``pod`` is selected: its namespace qualifies and its labels match."""
+        """Whether ``pod`` is selected: its namespace qualifies and its labels match.
+
+        ``namespace_labels`` are the labels of the pod's namespace; ``None`` counts as no
+        labels (upstream's nil ``labels.Set``), which an empty namespace selector matches.
+        """
         if pod.namespace not in self.namespaces and not (
             self.namespace_selector is not None
-            and namespace_labels is not None
-            and self.namespace_selector.matches(namespace_labels)
+            and self.namespace_selector.matches(namespace_labels or {})
         ):
             return False
         return self.selector.matches(pod.labels)

@@ -161,7 +161,9 @@ class PodAdmission:
             elif name in SYSTEM_PRIORITY_CLASSES:
                 priority, policy = SYSTEM_PRIORITY_CLASSES[name], PREEMPT_LOWER_PRIORITY
             else:
-                raise forbidden("pods", _pod_name(pod), f"no PriorityClass with name {name} was found")
+                raise forbidden(
+                    "pods", _pod_name(pod), f"no PriorityClass with name {name} was found"
+                )
         if spec.priority is not None and spec.priority != priority:
             raise forbidden(
                 "pods",
@@ -206,7 +208,8 @@ class PodAdmission:
             raise forbidden(
                 "pods",
                 _pod_name(pod),
-                "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead",
+                "pod rejected: Pod Overhead set without corresponding RuntimeClass defined "
+                "Overhead",
             )
         sched = rc.scheduling if rc is not None else None
         if sched is None:

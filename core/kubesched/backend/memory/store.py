@@ -19,7 +19,6 @@ from kubesched.api import (
     PriorityClass,
     ReplicaSet,
     ReplicationController,
-    RuntimeClass,
     Service,
     StatefulSet,
 )
@@ -276,7 +275,9 @@ class MemoryCluster:
         """The StatefulSets of ``namespace``."""
         return self.objects("StatefulSet", namespace)  # type: ignore[return-value]
 
-    def list_pod_disruption_budgets(self, namespace: str | None = None) -> list[PodDisruptionBudget]:
+    def list_pod_disruption_budgets(
+        self, namespace: str | None = None
+    ) -> list[PodDisruptionBudget]:
         """The PodDisruptionBudgets (of ``namespace`` if given)."""
         return self.objects("PodDisruptionBudget", namespace)  # type: ignore[return-value]
 
@@ -408,10 +409,8 @@ class MemoryCluster:
             raise BackendError(f"unsupported kind {kind!r}", 400)
         if type(obj).namespaced:
             self._ensure_namespace(obj.metadata.namespace or "default")
-        if isinstance(obj, Pod):
-            obj = self.admission.admit(obj)
-        else:
-            obj = obj.model_copy(deep=True)
+        # Admission works on (and returns) a copy; other kinds are copied here.
+        obj = self.admission.admit(obj) if isinstance(obj, Pod) else obj.model_copy(deep=True)
         meta = obj.metadata
         if not meta.name:
             if not meta.generate_name:
@@ -461,9 +460,9 @@ class MemoryCluster:
             types = {c.type for c in st.conditions}
             for ctype in ("PodScheduled", "Ready"):
                 if ctype not in types:
-                    st.conditions.append(
-                        ApiPodCondition(type=ctype, status="True", last_transition_time=st.start_time)
-                    )
+                    cond = ApiPodCondition(type=ctype, status="True")
+                    cond.last_transition_time = st.start_time
+                    st.conditions.append(cond)
 
     def update(self, obj: KubeObject) -> KubeObject:
         """Replace the stored object with ``obj`` (a copy of it).
@@ -629,10 +628,9 @@ class MemoryCluster:
             self._remove(cur)
             return
         due = now + grace
-        old_meta = cur.metadata
-        if old_meta.deletion_timestamp is not None:
-            if old_meta.deletion_timestamp <= timestamp(due):
-                return
+        current_due = cur.metadata.deletion_timestamp
+        if current_due is not None and current_due <= timestamp(due):
+            return
         new = cur.model_copy(deep=True)
         new.metadata.deletion_timestamp = timestamp(due)
         new.metadata.deletion_grace_period_seconds = int(grace)

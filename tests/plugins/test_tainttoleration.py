@@ -1,0 +1,237 @@
+"""TaintToleration: NoSchedule/NoExecute taints filter, PreferNoSchedule taints score."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubesched import ActionType, Code, EventResource, NodeBatch, PodInfo, QueueingHint
+from kubesched.cache import new_snapshot
+from kubesched.testing import make_framework, make_node, make_pod, node_batch
+from kubesched_builtin.tainttoleration import (
+    ERR_REASON_UNTOLERATED,
+    NAME,
+    TaintToleration,
+)
+
+REJECT = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [ERR_REASON_UNTOLERATED])
+
+
+def build_pod(tolerations):
+    builder = make_pod("p")
+    for t in tolerations:
+        builder.toleration(**t)
+    return builder.obj()
+
+
+def build_node(name, taints):
+    builder = make_node(name)
+    for key, value, effect in taints:
+        builder.taint(key, value, effect)
+    return builder.obj()
+
+
+FILTER_CASES = [
+    ("no-taints", [], [], None),
+    ("untolerated-noschedule", [], [("dedicated", "user1", "NoSchedule")], REJECT),
+    (
+        "equal-other-value",
+        [dict(key="dedicated", value="user2", effect="NoSchedule")],
+        [("dedicated", "user1", "NoSchedule")],
+        REJECT,
+    ),
+    (
+        "equal-same-value",
+        [dict(key="dedicated", value="user1", effect="NoSchedule")],
+        [("dedicated", "user1", "NoSchedule")],
+        None,
+    ),
+    (
+        "exists-with-key",
+        [dict(key="foo", operator="Exists", effect="NoSchedule")],
+        [("foo", "bar", "NoSchedule")],
+        None,
+    ),
+    (
+        "multiple-all-tolerated",
+        [
+            dict(key="dedicated", value="user2", effect="NoSchedule"),
+            dict(key="foo", operator="Exists", effect="NoSchedule"),
+        ],
+        [("dedicated", "user2", "NoSchedule"), ("foo", "bar", "NoSchedule")],
+        None,
+    ),
+    (
+        "effect-mismatch",
+        [dict(key="foo", value="bar", effect="PreferNoSchedule")],
+        [("foo", "bar", "NoSchedule")],
+        REJECT,
+    ),
+    ("prefer-no-schedule-ignored", [], [("foo", "bar", "PreferNoSchedule")], None),
+    ("no-execute-enforced", [], [("foo", "bar", "NoExecute")], REJECT),
+    (
+        "empty-effect-tolerates-all-effects",
+        [dict(key="foo", value="bar")],
+        [("foo", "bar", "NoExecute"), ("foo", "bar", "NoSchedule")],
+        None,
+    ),
+    (
+        "empty-key-exists-tolerates-everything",
+        [dict(operator="Exists")],
+        [("a", "1", "NoSchedule"), ("b", "", "NoExecute")],
+        None,
+    ),
+    (
+        # Seed 002 ("Taints and Tolerations"): three taints, two tolerations: no fit.
+        "seed-two-of-three-tolerated",
+        [
+            dict(key="key1", value="value1", effect="NoSchedule"),
+            dict(key="key1", value="value1", effect="NoExecute"),
+        ],
+        [
+            ("key1", "value1", "NoSchedule"),
+            ("key1", "value1", "NoExecute"),
+            ("key2", "value2", "NoSchedule"),
+        ],
+        REJECT,
+    ),
+    (
+        "seed-all-three-tolerated",
+        [
+            dict(key="key1", value="value1", effect="NoSchedule"),
+            dict(key="key1", value="value1", effect="NoExecute"),
+            dict(key="key2", operator="Exists"),
+        ],
+        [
+            ("key1", "value1", "NoSchedule"),
+            ("key1", "value1", "NoExecute"),
+            ("key2", "value2", "NoSchedule"),
+        ],
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "taints", "expected"),
+    [c[1:] for c in FILTER_CASES],
+    ids=[c[0] for c in FILTER_CASES],
+)
+def test_filter(tolerations, taints, expected) -> None:
+    pod = build_pod(tolerations)
+    # The tainted node among untainted ones and a copy with the same taints: the
+    # batch path groups nodes by taint list.
+    nodes = [build_node("a", []), build_node("b", taints), build_node("c", []), build_node("d", taints)]
+    snap = new_snapshot([], nodes)
+    infos = snap.list()
+    fw = make_framework(TaintToleration)
+    plugin = fw.plugin(NAME)
+    pi = PodInfo(pod)
+    one = [plugin.filter(pi, ni) for ni in infos]
+    many = list(plugin.filter_nodes(pi, NodeBatch(snap.table, range(len(infos)), infos)))
+    assert one == many
+    got = {ni.name: None if s is None else (s.code, s.reasons) for ni, s in zip(infos, one, strict=True)}
+    assert got == {"a": None, "b": expected, "c": None, "d": expected}
+    rows = [snap.table.index["d"], snap.table.index["a"]]
+    sub = [snap.get("d"), snap.get("a")]
+    assert list(plugin.filter_nodes(pi, NodeBatch(snap.table, rows, sub))) == [
+        plugin.filter(pi, ni) for ni in sub
+    ]
+
+
+SCORE_CASES = [
+    (
+        "tolerated-beats-intolerable",
+        [dict(key="foo", value="bar", effect="PreferNoSchedule")],
+        {"n1": [("foo", "bar", "PreferNoSchedule")], "n2": [("foo", "blah", "PreferNoSchedule")]},
+        {"n1": 0, "n2": 1},
+        {"n1": 100, "n2": 0},
+    ),
+    (
+        "all-tolerated-all-max",
+        [
+            dict(key="cpu-type", value="arm64", effect="PreferNoSchedule"),
+            dict(key="disk-type", value="ssd", effect="PreferNoSchedule"),
+        ],
+        {
+            "n1": [],
+            "n2": [("cpu-type", "arm64", "PreferNoSchedule")],
+            "n3": [("cpu-type", "arm64", "PreferNoSchedule"), ("disk-type", "ssd", "PreferNoSchedule")],
+        },
+        {"n1": 0, "n2": 0, "n3": 0},
+        {"n1": 100, "n2": 100, "n3": 100},
+    ),
+    (
+        "other-effects-ignored",
+        [dict(key="foo", value="bar", effect="PreferNoSchedule")],
+        {
+            "n1": [],
+            "n2": [("cpu-type", "arm64", "NoSchedule")],
+            "n3": [("foo", "bar", "PreferNoSchedule"), ("cpu-type", "arm64", "PreferNoSchedule")],
+        },
+        {"n1": 0, "n2": 0, "n3": 1},
+        {"n1": 100, "n2": 100, "n3": 0},
+    ),
+    (
+        "counts-normalised-in-reverse",
+        [],
+        {
+            "n1": [],
+            "n2": [("a", "", "PreferNoSchedule")],
+            "n3": [("a", "", "PreferNoSchedule"), ("b", "", "PreferNoSchedule")],
+            "n4": [("a", "", "PreferNoSchedule"), ("b", "", "PreferNoSchedule"), ("c", "", "PreferNoSchedule")],
+        },
+        {"n1": 0, "n2": 1, "n3": 2, "n4": 3},
+        {"n1": 100, "n2": 67, "n3": 34, "n4": 0},
+    ),
+    (
+        "noschedule-toleration-does-not-count",
+        [dict(key="a", operator="Exists", effect="NoSchedule"), dict(key="b", operator="Exists")],
+        {"n1": [("a", "", "PreferNoSchedule"), ("b", "", "PreferNoSchedule")], "n2": []},
+        {"n1": 1, "n2": 0},
+        {"n1": 0, "n2": 100},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "node_taints", "raw", "normalized"),
+    [c[1:] for c in SCORE_CASES],
+    ids=[c[0] for c in SCORE_CASES],
+)
+def test_score(tolerations, node_taints, raw, normalized) -> None:
+    snap = new_snapshot([], [build_node(n, t) for n, t in node_taints.items()])
+    infos = snap.list()
+    fw = make_framework(TaintToleration)
+    fw.set_snapshot(snap)
+    pi = PodInfo(build_pod(tolerations))
+    state = fw.new_cycle_state()
+    assert fw.run_pre_score_plugins(state, pi, infos).is_success()
+    plugin = fw.plugin(NAME)
+    per_node = [plugin.score(state, ni) for ni in infos]
+    batch = NodeBatch(snap.table, range(len(infos)), infos)
+    assert list(plugin.score_nodes(state, batch)) == per_node
+    result = fw.run_score_plugins(state, pi, node_batch(infos))
+    (ps,) = result.plugins
+    names = result.names
+    assert dict(zip(names, ps.raw.tolist(), strict=True)) == raw
+    assert dict(zip(names, ps.normalized.tolist(), strict=True)) == normalized
+
+
+def test_events_and_hints() -> None:
+    fw = make_framework(TaintToleration)
+    regs = {(e.resource, e.action): h for p, e, h in fw.events_to_register() if p == NAME}
+    node_hint = regs[(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT)]
+    pod_hint = regs[(EventResource.POD, ActionType.UPDATE_POD_TOLERATIONS)]
+    pod = build_pod([dict(key="a", operator="Exists")])
+    tainted_a = build_node("n", [("a", "", "NoSchedule")])
+    tainted_b = build_node("n", [("b", "", "NoSchedule")])
+    clean = build_node("n", [])
+    assert node_hint(pod, None, clean) is QueueingHint.QUEUE
+    assert node_hint(pod, None, tainted_a) is QueueingHint.QUEUE
+    assert node_hint(pod, None, tainted_b) is QueueingHint.SKIP
+    assert node_hint(pod, tainted_b, tainted_a) is QueueingHint.QUEUE
+    assert node_hint(pod, clean, tainted_a) is QueueingHint.SKIP
+    assert node_hint(pod, clean, tainted_b) is QueueingHint.SKIP
+    me = make_pod("p").uid("u").obj()
+    assert pod_hint(me, me, make_pod("p").uid("u").toleration("x", operator="Exists").obj()) is QueueingHint.QUEUE
+    assert pod_hint(me, None, make_pod("q").uid("v").obj()) is QueueingHint.SKIP
