@@ -1,1 +1,1 @@
-"""Optional kubesched plugins, not in the default profile (after kubernetes-sigs/scheduler-plugins)."""
+"""Optional kubesched plugins, not in the default profile (after scheduler-plugins)."""

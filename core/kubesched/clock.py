@@ -1,4 +1,4 @@
-"""Time as the scheduler sees it: the real clock, or a virtual one driven by tests and simulation."""
+"""Time as the scheduler sees it: the real clock, or a virtual one for tests and simulation."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
+
 from kubesched.api import (
     KINDS,
     Deployment,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
+
 from kubesched.api import (
     Container,
     DaemonSet,
@@ -23,7 +25,6 @@ from kubesched.api import (
     Service,
     StatefulSet,
 )
-from pydantic import ValidationError
 
 POD = {
     "apiVersion": "v1",

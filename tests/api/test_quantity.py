@@ -7,9 +7,10 @@ import pickle
 from fractions import Fraction
 
 import pytest
+from pydantic import BaseModel, ValidationError
+
 from kubesched.api import Quantity, parse_quantity
 from kubesched.api.quantity import ERR_FORMAT_WRONG, ERR_SUFFIX
-from pydantic import BaseModel, ValidationError
 
 Ki, Mi, Gi = 1024, 1024**2, 1024**3
 

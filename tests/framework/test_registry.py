@@ -67,20 +67,40 @@ def test_valid_plugin_is_described():
             "'Args' must be a pydantic model",
         ),
         (
-            _cls("BadInit", {"name": "BadInit", "__init__": lambda self: None,
-                             "filter": hookimpl(lambda self, pod: None)}),
+            _cls(
+                "BadInit",
+                {
+                    "name": "BadInit",
+                    "__init__": lambda self: None,
+                    "filter": hookimpl(lambda self, pod: None),
+                },
+            ),
             r"constructor must accept \(args, handle\)",
         ),
-        (_cls("NoHooks", {"name": "NoHooks", "__init__": lambda self, a, h: None}),
-         "implements no extension point"),
         (
-            _cls("Typo", {"name": "Typo", "__init__": lambda self, a, h: None,
-                          "filterr": hookimpl(lambda self, pod: None)}),
+            _cls("NoHooks", {"name": "NoHooks", "__init__": lambda self, a, h: None}),
+            "implements no extension point",
+        ),
+        (
+            _cls(
+                "Typo",
+                {
+                    "name": "Typo",
+                    "__init__": lambda self, a, h: None,
+                    "filterr": hookimpl(lambda self, pod: None),
+                },
+            ),
             "unknown hook 'filterr'",
         ),
         (
-            _cls("BadParam", {"name": "BadParam", "__init__": lambda self, a, h: None,
-                              "filter": hookimpl(lambda self, nodeinfo: None)}),
+            _cls(
+                "BadParam",
+                {
+                    "name": "BadParam",
+                    "__init__": lambda self, a, h: None,
+                    "filter": hookimpl(lambda self, nodeinfo: None),
+                },
+            ),
             "nodeinfo",
         ),
     ],
@@ -114,8 +134,18 @@ def test_discovered_registry_contains_no_load_errors_for_our_own_distribution():
 def test_third_party_distribution_is_discovered_like_a_builtin(tmp_path):
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-         "--no-build-isolation", "--target", str(target), str(FIXTURE)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(FIXTURE),
+        ],
         check=True,
         capture_output=True,
     )
@@ -123,9 +153,7 @@ def test_third_party_distribution_is_discovered_like_a_builtin(tmp_path):
         "import sys; sys.path.insert(0, sys.argv[1]);"
         "from kubesched.cli.main import main; sys.exit(main(['plugins', '-o', 'json']))"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code, str(target)], capture_output=True, text=True
-    )
+    proc = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True)
     data = json.loads(proc.stdout)
     # A broken plugin in the distribution makes the command fail, but not the others.
     assert proc.returncode == 1
@@ -138,7 +166,9 @@ def test_third_party_distribution_is_discovered_like_a_builtin(tmp_path):
     errors = {e["name"]: e for e in data["errors"]}
     assert set(errors) == {"BrokenImport", "BadHook"}
     assert errors["BrokenImport"]["distribution"] == "kubesched-example-plugin"
-    assert "cannot import kubesched_example_plugin.missing:Plugin" in errors["BrokenImport"]["reason"]
+    assert (
+        "cannot import kubesched_example_plugin.missing:Plugin" in errors["BrokenImport"]["reason"]
+    )
     assert "unknown hook 'filterr'" in errors["BadHook"]["reason"]
 
 

@@ -8,8 +8,8 @@ from kubesched import (
     PodInfo,
     PostFilterResult,
     PreFilterResult,
-    Status,
     StateKey,
+    Status,
     default_normalize_score,
     hookimpl,
 )
@@ -43,7 +43,9 @@ def recording(name, hook, result=None):
     params = ", ".join(spec_params(hook))
     ns = {"fn": fn}
     exec(f"def impl(self, {params}): return fn({params})", ns)
-    return type(name, (), {"name": name, "__init__": lambda s, a, h: None, hook: hookimpl(ns["impl"])})
+    return type(
+        name, (), {"name": name, "__init__": lambda s, a, h: None, hook: hookimpl(ns["impl"])}
+    )
 
 
 def nodes(*names):
@@ -54,12 +56,18 @@ POD = PodInfo(make_pod("p").obj())
 
 
 def test_filter_runs_in_configured_order_and_short_circuits_per_node():
-    a = recording("A", "filter", lambda s, p, pi, ni: Status.unschedulable("a says no") if ni.name == "n1" else None)
+    a = recording(
+        "A",
+        "filter",
+        lambda s, p, pi, ni: Status.unschedulable("a says no") if ni.name == "n1" else None,
+    )
     b = recording("B", "filter")
     fw = make_framework(a, b)
     state = fw.new_cycle_state()
     n1, n2 = nodes("n1", "n2")
-    assert fw.run_filter_plugins(state, POD, n1) == Status(Code.UNSCHEDULABLE, "a says no", plugin="A")
+    assert fw.run_filter_plugins(state, POD, n1) == Status(
+        Code.UNSCHEDULABLE, "a says no", plugin="A"
+    )
     assert CALLS == ["A.filter"]
     assert fw.run_filter_plugins(state, POD, n2).is_success()
     assert CALLS == ["A.filter", "A.filter", "B.filter"]
@@ -105,7 +113,7 @@ def test_filter_exception_is_an_error_naming_the_plugin():
     status = fw.run_filter_plugins(state, POD, nodes("n1")[0])
     assert status.code is Code.ERROR and status.plugin == "Boom"
     assert status.message() == "running 'Boom' filter plugin: kaput"
-    verdicts, error = fw.run_filter_batch(state, POD, node_batch(nodes("n1", "n2")))
+    _, error = fw.run_filter_batch(state, POD, node_batch(nodes("n1", "n2")))
     assert error.code is Code.ERROR and error.plugin == "Boom"
 
 
@@ -239,7 +247,9 @@ def test_reserve_failure_and_unreserve_in_reverse_order():
             },
         )
 
-    fw = make_framework(reserver("R1"), reserver("R2", Status.unschedulable("full")), reserver("R3"))
+    fw = make_framework(
+        reserver("R1"), reserver("R2", Status.unschedulable("full")), reserver("R3")
+    )
     state = fw.new_cycle_state()
     status = fw.run_reserve_plugins_reserve(state, POD, "n1")
     assert status == Status(Code.UNSCHEDULABLE, "full", plugin="R2")
@@ -276,7 +286,9 @@ def test_permit_wait_then_allow_by_every_waiting_plugin():
 
 def test_permit_wait_times_out_at_the_first_deadline():
     clock = FakeClock()
-    fw = make_framework(_permit("W1", Status.wait(10)), _permit("W2", Status.wait(5000)), clock=clock)
+    fw = make_framework(
+        _permit("W1", Status.wait(10)), _permit("W2", Status.wait(5000)), clock=clock
+    )
     fw.run_permit_plugins(fw.new_cycle_state(), POD, "n1")
     waiting = fw.get_waiting_pod(POD.uid)
     # Upstream caps a wait at 15 minutes.
@@ -327,9 +339,15 @@ def test_bind_error_is_wrapped():
 @pytest.mark.parametrize(
     ("results", "expected"),
     [
-        ([Status.unschedulable("cannot"), PostFilterResult("n1")], (PostFilterResult("n1"), Code.SUCCESS, None)),
+        (
+            [Status.unschedulable("cannot"), PostFilterResult("n1")],
+            (PostFilterResult("n1"), Code.SUCCESS, None),
+        ),
         ([Status.unschedulable("a"), Status.unschedulable("b")], (None, Code.UNSCHEDULABLE, "P0")),
-        ([Status.unresolvable("stop"), PostFilterResult("n1")], (None, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "P0")),
+        (
+            [Status.unresolvable("stop"), PostFilterResult("n1")],
+            (None, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "P0"),
+        ),
         ([Status(Code.ERROR, "bad")], (None, Code.ERROR, "P0")),
     ],
     ids=["second-nominates", "all-fail", "unresolvable-stops", "error"],
@@ -412,7 +430,7 @@ def test_only_one_queue_sort():
     class Other(FifoSort):
         name = "OtherSort"
 
-    with pytest.raises(FrameworkError, match="only one queue sort plugin required .* but got 2"):
+    with pytest.raises(FrameworkError, match=r"only one queue sort plugin required .* but got 2"):
         make_framework(FifoSort, Other)
 
 

@@ -40,22 +40,26 @@ N403002000 = (
 )
 N25010 = ((["gcr.io/250:latest"], 250), (["gcr.io/10:latest", "gcr.io/10:v1"], 10))
 N60040900 = ((["gcr.io/600:latest"], 600), (["gcr.io/40:latest"], 40), (["gcr.io/900:latest"], 900))
-N300600900 = ((["gcr.io/300:latest"], 300), (["gcr.io/600:latest"], 600), (["gcr.io/900:latest"], 900))
+N300600900 = (
+    (["gcr.io/300:latest"], 300),
+    (["gcr.io/600:latest"], 600),
+    (["gcr.io/900:latest"], 900),
+)
 N400030 = ((["gcr.io/4000:latest"], 4000), (["gcr.io/30:latest"], 30))
 N203040 = ((["gcr.io/20:latest"], 20), (["gcr.io/30:latest"], 30), (["gcr.io/40:latest"], 40))
 
 
-# Expected scores worked out from the formula: sum of size × (nodes with it / 2 nodes),
-# clamped to [23MB, 1000MB × containers], 100 × (sum - 23MB) // (max - 23MB).
+# Expected scores worked out from the formula: sum of size x (nodes with it / 2 nodes),
+# clamped to [23MB, 1000MB x containers], 100 x (sum - 23MB) // (max - 23MB).
 CASES = [
-    # 40MB×½ = 20MB < 23MB: 0; 250MB×½ = 125MB: 100×102/1977 = 5
+    # 40MBx1/2 = 20MB < 23MB: 0; 250MBx1/2 = 125MB: 100x102/1977 = 5
     ("larger-image-preferred", pod("gcr.io/40", "gcr.io/250"), N403002000, N25010, 0, 5),
-    # (40 + 300)×½ = 170MB: 100×147/1977 = 7
+    # (40 + 300)x1/2 = 170MB: 100x147/1977 = 7
     ("two-images-on-one-node", pod("gcr.io/40", "gcr.io/300"), N403002000, N25010, 7, 0),
-    # 4000MB×½ = 2000MB = the 2-container maximum: 100; 10MB×½: 0
+    # 4000MBx1/2 = 2000MB = the 2-container maximum: 100; 10MBx1/2: 0
     ("maximum-score", pod("gcr.io/10", "gcr.io/4000"), N400030, N25010, 100, 0),
-    # m1: 600 + 900 (both on 2 nodes) = 1500MB: 100×1477/2977 = 49;
-    # m2: 300×½ + 600 + 900 = 1650MB: 100×1627/2977 = 54
+    # m1: 600 + 900 (both on 2 nodes) = 1500MB: 100x1477/2977 = 49;
+    # m2: 300x1/2 + 600 + 900 = 1650MB: 100x1627/2977 = 54
     (
         "multiple-large-images",
         pod("gcr.io/300", "gcr.io/600", "gcr.io/900"),
@@ -64,9 +68,9 @@ CASES = [
         49,
         54,
     ),
-    # m1: 30MB: 100×7/1977 = 0; m2: 30 + 40×½ = 50MB: 100×27/1977 = 1
+    # m1: 30MB: 100x7/1977 = 0; m2: 30 + 40x1/2 = 50MB: 100x27/1977 = 1
     ("multiple-small-images", pod("gcr.io/30", "gcr.io/40"), N400030, N203040, 0, 1),
-    # Init containers count: m1: 300×½ = 150MB: 100×127/1977 = 6; m2: 30×½: 0
+    # Init containers count: m1: 300x1/2 = 150MB: 100x127/1977 = 6; m2: 30x1/2: 0
     ("init-containers", pod("gcr.io/30", init=("gcr.io/300",)), N403002000, N203040, 6, 0),
     # Tagged names match exactly; untagged ones as :latest.
     ("tag-v1", pod("gcr.io/300:v1"), N403002000, N25010, 12, 0),
@@ -104,7 +108,7 @@ def test_total_is_all_snapshot_nodes() -> None:
     p = pod("big")
     state = fw.new_cycle_state()
     m1 = snap.get("m1")
-    # 800MB × ¼ = 200MB: 100 × 177 / 977 = 18
+    # 800MB x 1/4 = 200MB: 100 x 177 / 977 = 18
     assert fw.plugin(NAME).score(state, p, m1) == 18
     batch = NodeBatch(snap.table, [snap.table.index["m1"]], [m1])
     assert list(fw.plugin(NAME).score_nodes(state, p, batch)) == [18]
@@ -128,7 +132,12 @@ def test_vectorised_agrees_on_random_clusters() -> None:
         plugin = fw.plugin(NAME)
         rows = sorted(rng.sample(range(len(infos)), 20))
         one = [plugin.score(state, p, infos[r]) for r in rows]
-        assert list(plugin.score_nodes(state, p, NodeBatch(snap.table, rows, [infos[r] for r in rows]))) == one
+        assert (
+            list(
+                plugin.score_nodes(state, p, NodeBatch(snap.table, rows, [infos[r] for r in rows]))
+            )
+            == one
+        )
 
 
 @pytest.mark.parametrize(
@@ -143,7 +152,16 @@ def test_vectorised_agrees_on_random_clusters() -> None:
         ("", ":latest"),
         (None, ":latest"),
     ],
-    ids=["registry-no-tag", "tag", "port-no-tag", "port-and-tag", "digest", "bare", "empty", "none"],
+    ids=[
+        "registry-no-tag",
+        "tag",
+        "port-no-tag",
+        "port-and-tag",
+        "digest",
+        "bare",
+        "empty",
+        "none",
+    ],
 )
 def test_normalized_image_name(name, expected) -> None:
     assert normalized_image_name(name) == expected
@@ -151,8 +169,24 @@ def test_normalized_image_name(name, expected) -> None:
 
 @pytest.mark.parametrize(
     ("sum_mb", "containers", "expected"),
-    [(0, 1, 0), (23, 1, 0), (24, 1, 0), (1000, 1, 100), (5000, 1, 100), (511, 1, 49), (1000, 2, 49)],
-    ids=["zero", "min", "just-above-min", "max", "above-max", "middle", "max-scales-with-containers"],
+    [
+        (0, 1, 0),
+        (23, 1, 0),
+        (24, 1, 0),
+        (1000, 1, 100),
+        (5000, 1, 100),
+        (511, 1, 49),
+        (1000, 2, 49),
+    ],
+    ids=[
+        "zero",
+        "min",
+        "just-above-min",
+        "max",
+        "above-max",
+        "middle",
+        "max-scales-with-containers",
+    ],
 )
 def test_calculate_priority(sum_mb, containers, expected) -> None:
     assert calculate_priority(sum_mb * MB, containers) == expected

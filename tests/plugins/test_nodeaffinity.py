@@ -43,7 +43,9 @@ def pod(
         m["spec"]["nodeSelector"] = node_selector
     node_affinity: dict[str, Any] = {}
     if terms is not None:
-        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": terms
+        }
     if preferred is not None:
         node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
             {"weight": w, "preference": t} for w, t in preferred
@@ -54,7 +56,11 @@ def pod(
 
 
 def node(name: str, **labels: str) -> Node:
-    return make_node(name).labels({k.replace("__", "/").replace("_", "-"): v for k, v in labels.items()}).obj()
+    return (
+        make_node(name)
+        .labels({k.replace("__", "/").replace("_", "-"): v for k, v in labels.items()})
+        .obj()
+    )
 
 
 def check_filter(fw, p: Pod, nodes: list[Node]):
@@ -70,10 +76,13 @@ def check_filter(fw, p: Pod, nodes: list[Node]):
     many = list(plugin.filter_nodes(state, p, NodeBatch(snap.table, range(len(infos)), infos)))
     assert one == many
     odd = list(range(len(infos)))[1::2]
-    assert list(plugin.filter_nodes(state, p, NodeBatch(snap.table, odd, [infos[i] for i in odd]))) == [
-        one[i] for i in odd
-    ]
-    verdicts = {ni.name: None if s is None else (s.code, s.reasons) for ni, s in zip(infos, one, strict=True)}
+    assert list(
+        plugin.filter_nodes(state, p, NodeBatch(snap.table, odd, [infos[i] for i in odd]))
+    ) == [one[i] for i in odd]
+    verdicts = {
+        ni.name: None if s is None else (s.code, s.reasons)
+        for ni, s in zip(infos, one, strict=True)
+    }
     skipped = NAME in state.skip_filter_plugins
     pre = "skip" if skipped else (result.node_names if result is not None else None)
     if not status.is_success():
@@ -84,7 +93,13 @@ def check_filter(fw, p: Pod, nodes: list[Node]):
 FILTER_CASES = [
     ("no-constraints-skips", dict(), {"n1": {}}, "skip", {"n1": None}),
     ("selector-missing-label", dict(node_selector={"foo": "bar"}), {"n1": {}}, None, {"n1": POD}),
-    ("selector-same-labels", dict(node_selector={"foo": "bar"}), {"n1": {"foo": "bar"}}, None, {"n1": None}),
+    (
+        "selector-same-labels",
+        dict(node_selector={"foo": "bar"}),
+        {"n1": {"foo": "bar"}},
+        None,
+        {"n1": None},
+    ),
     (
         "selector-superset",
         dict(node_selector={"foo": "bar"}),
@@ -110,7 +125,11 @@ FILTER_CASES = [
     (
         "gt-numeric",
         dict(terms=[{"matchExpressions": [req("kernel-version", "Gt", "0204")]}]),
-        {"n1": {"kernel-version": "0206"}, "n2": {"kernel-version": "0204"}, "n3": {"kernel-version": "x"}},
+        {
+            "n1": {"kernel-version": "0206"},
+            "n2": {"kernel-version": "0204"},
+            "n3": {"kernel-version": "x"},
+        },
         None,
         {"n1": None, "n2": POD, "n3": POD},
     ),
@@ -125,10 +144,20 @@ FILTER_CASES = [
         "notin-and-doesnotexist",
         dict(
             terms=[
-                {"matchExpressions": [req("mem-type", "NotIn", "DDR", "DDR2"), req("GPU", "DoesNotExist")]}
+                {
+                    "matchExpressions": [
+                        req("mem-type", "NotIn", "DDR", "DDR2"),
+                        req("GPU", "DoesNotExist"),
+                    ]
+                }
             ]
         ),
-        {"n1": {"mem-type": "DDR3"}, "n2": {"mem-type": "DDR"}, "n3": {"GPU": "NVIDIA-GRID-K1"}, "n4": {}},
+        {
+            "n1": {"mem-type": "DDR3"},
+            "n2": {"mem-type": "DDR"},
+            "n3": {"GPU": "NVIDIA-GRID-K1"},
+            "n4": {},
+        },
         None,
         {"n1": None, "n2": POD, "n3": POD, "n4": None},
     ),
@@ -140,7 +169,13 @@ FILTER_CASES = [
         {"n1": POD, "n2": None},
     ),
     ("empty-terms-list", dict(terms=[]), {"n1": {"foo": "bar"}}, None, {"n1": POD}),
-    ("empty-term", dict(terms=[{"matchExpressions": []}]), {"n1": {"foo": "bar"}}, None, {"n1": POD}),
+    (
+        "empty-term",
+        dict(terms=[{"matchExpressions": []}]),
+        {"n1": {"foo": "bar"}},
+        None,
+        {"n1": POD},
+    ),
     (
         "terms-are-ored",
         dict(
@@ -271,7 +306,9 @@ FILTER_CASES = [
 )
 def test_filter(spec, nodes, pre, expected) -> None:
     fw = make_framework(NodeAffinity)
-    got_pre, verdicts = check_filter(fw, pod(**spec), [make_node(n).labels(lbl).obj() for n, lbl in nodes.items()])
+    got_pre, verdicts = check_filter(
+        fw, pod(**spec), [make_node(n).labels(lbl).obj() for n, lbl in nodes.items()]
+    )
     assert got_pre == pre
     assert verdicts == expected
 
@@ -325,7 +362,9 @@ def score_of(fw, p: Pod, nodes: list[Node]):
     assert status.is_success(), status
     plugin = fw.plugin(NAME)
     one = [plugin.score(state, p, ni) for ni in infos]
-    assert list(plugin.score_nodes(state, p, NodeBatch(snap.table, range(len(infos)), infos))) == one
+    assert (
+        list(plugin.score_nodes(state, p, NodeBatch(snap.table, range(len(infos)), infos))) == one
+    )
     result = fw.run_score_plugins(state, pi, node_batch(infos))
     (ps,) = result.plugins
     return (
@@ -352,20 +391,38 @@ SCORE_NODES = {
     [
         (None, "skip", None),
         ([], "skip", None),
-        ([(2, FOO_BAR)], {"m1": 2, "m2": 0, "m3": 0, "m5": 2}, {"m1": 100, "m2": 0, "m3": 0, "m5": 100}),
+        (
+            [(2, FOO_BAR)],
+            {"m1": 2, "m2": 0, "m3": 0, "m5": 2},
+            {"m1": 100, "m2": 0, "m3": 0, "m5": 100},
+        ),
         (
             [(2, FOO_BAR), (4, KEY_VALUE), (5, ALL_THREE)],
             {"m1": 2, "m2": 4, "m3": 0, "m5": 11},
             {"m1": 18, "m2": 36, "m3": 0, "m5": 100},
         ),
-        ([(0, FOO_BAR)], {"m1": 0, "m2": 0, "m3": 0, "m5": 0}, {"m1": 0, "m2": 0, "m3": 0, "m5": 0}),
         (
-            [(3, {"matchExpressions": []}), (1, {"matchFields": [req("metadata.name", "In", "m3")]})],
+            [(0, FOO_BAR)],
+            {"m1": 0, "m2": 0, "m3": 0, "m5": 0},
+            {"m1": 0, "m2": 0, "m3": 0, "m5": 0},
+        ),
+        (
+            [
+                (3, {"matchExpressions": []}),
+                (1, {"matchFields": [req("metadata.name", "In", "m3")]}),
+            ],
             {"m1": 0, "m2": 0, "m3": 1, "m5": 0},
             {"m1": 0, "m2": 0, "m3": 100, "m5": 0},
         ),
     ],
-    ids=["no-affinity", "empty-preferred", "one-term", "weights-add-up", "zero-weight", "empty-term-and-name-field"],
+    ids=[
+        "no-affinity",
+        "empty-preferred",
+        "one-term",
+        "weights-add-up",
+        "zero-weight",
+        "empty-term-and-name-field",
+    ],
 )
 def test_score(preferred, raw, normalized) -> None:
     fw = make_framework(NodeAffinity)
@@ -376,7 +433,9 @@ def test_score(preferred, raw, normalized) -> None:
 
 
 def test_score_with_added_preferred() -> None:
-    added = {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 3, "preference": KEY_VALUE}]}
+    added = {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 3, "preference": KEY_VALUE}]
+    }
     fw = make_framework(NodeAffinity, args={NAME: {"addedAffinity": added}})
     nodes = [make_node(n).labels(lbl).obj() for n, lbl in SCORE_NODES.items()]
     # Added terms alone: PreScore does not skip.
@@ -419,30 +478,53 @@ def test_vectorised_agrees_with_per_node_on_random_cases() -> None:
         return req(key, op, *rng.sample(values, rng.randint(1, 3)))
 
     def random_term():
-        term: dict[str, Any] = {"matchExpressions": [random_req() for _ in range(rng.randint(0, 3))]}
+        term: dict[str, Any] = {
+            "matchExpressions": [random_req() for _ in range(rng.randint(0, 3))]
+        }
         if rng.random() < 0.3:
-            term["matchFields"] = [req("metadata.name", rng.choice(["In", "NotIn"]), f"n{rng.randrange(40)}")]
+            term["matchFields"] = [
+                req("metadata.name", rng.choice(["In", "NotIn"]), f"n{rng.randrange(40)}")
+            ]
         return term
 
     added = {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [req("gpu", "DoesNotExist")]}, {"matchExpressions": [req("gpu", "Lt", "5")]}]},
-        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 7, "preference": {"matchExpressions": [req("tier", "In", "a", "b")]}}],
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [req("gpu", "DoesNotExist")]},
+                {"matchExpressions": [req("gpu", "Lt", "5")]},
+            ]
+        },
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 7, "preference": {"matchExpressions": [req("tier", "In", "a", "b")]}}
+        ],
     }
-    for fw in (make_framework(NodeAffinity), make_framework(NodeAffinity, args={NAME: {"addedAffinity": added}})):
+    for fw in (
+        make_framework(NodeAffinity),
+        make_framework(NodeAffinity, args={NAME: {"addedAffinity": added}}),
+    ):
         for _ in range(60):
             selector = {rng.choice(keys): rng.choice(values)} if rng.random() < 0.3 else None
-            terms = [random_term() for _ in range(rng.randint(1, 3))] if rng.random() < 0.8 else None
+            terms = (
+                [random_term() for _ in range(rng.randint(1, 3))] if rng.random() < 0.8 else None
+            )
             preferred = [(rng.randint(1, 100), random_term()) for _ in range(rng.randint(0, 3))]
             p = pod(selector, terms, preferred)
             check_filter(fw, p, nodes)  # asserts per-node == batch
             snap = new_snapshot([], nodes)
             infos = snap.list()
             state = fw.new_cycle_state()
-            if fw.run_pre_score_plugins(state, PodInfo(p), infos).is_success() and NAME not in state.skip_score_plugins:
+            if (
+                fw.run_pre_score_plugins(state, PodInfo(p), infos).is_success()
+                and NAME not in state.skip_score_plugins
+            ):
                 plugin = fw.plugin(NAME)
                 one = [plugin.score(state, p, ni) for ni in infos]
                 rows = list(range(len(infos)))[::3]
-                assert list(plugin.score_nodes(state, p, NodeBatch(snap.table, rows, [infos[i] for i in rows]))) == [one[i] for i in rows]
+                assert list(
+                    plugin.score_nodes(
+                        state, p, NodeBatch(snap.table, rows, [infos[i] for i in rows])
+                    )
+                ) == [one[i] for i in rows]
 
 
 # -- args ----------------------------------------------------------------------------------
@@ -477,7 +559,10 @@ def test_args_default() -> None:
         (
             {
                 "preferredDuringSchedulingIgnoredDuringExecution": [
-                    {"weight": 1, "preference": {"matchFields": [req("metadata.name", "In", "a", "b")]}}
+                    {
+                        "weight": 1,
+                        "preference": {"matchFields": [req("metadata.name", "In", "a", "b")]},
+                    }
                 ]
             },
             "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].matchFields[0].values",
@@ -544,3 +629,67 @@ def test_node_change_hint(added, old, new, expected) -> None:
     p = pod(node_selector={"foo": "bar"})
     old_node = make_node("n").labels(old).obj() if old is not None else None
     assert hint(p, old_node, make_node("n").labels(new).obj()) is expected
+
+
+# -- configuration -------------------------------------------------------------------------
+
+SEED_CONFIG = (
+    __import__("pathlib").Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "seed002"
+    / "config-node-affinity-per-profile.yaml"
+)
+
+
+def test_seed_per_profile_config_enforces_added_affinity() -> None:
+    import yaml
+
+    from kubesched.config import config_from_dict
+    from kubesched.framework.registry import PluginRegistry
+
+    data = yaml.safe_load(SEED_CONFIG.read_text())
+    data["apiVersion"] = "kubescheduler.config.k8s.io/v1"
+    config_from_dict(data, PluginRegistry.discover())  # validates the args
+    (entry,) = data["profiles"][1]["pluginConfig"]
+    fw = make_framework(NodeAffinity, args={NAME: NodeAffinityArgs.model_validate(entry["args"])})
+    nodes = [
+        make_node("foo-node").labels({"scheduler-profile": "foo"}).obj(),
+        make_node("other").obj(),
+    ]
+    _, verdicts = check_filter(fw, pod(), nodes)
+    assert verdicts == {"foo-node": None, "other": ENFORCED}
+
+
+def test_bad_added_affinity_in_config_names_the_field() -> None:
+    from kubesched.config import config_from_dict
+    from kubesched.errors import UserInputError
+    from kubesched.framework.registry import PluginRegistry
+
+    data = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "s",
+                "pluginConfig": [
+                    {
+                        "name": "NodeAffinity",
+                        "args": {
+                            "addedAffinity": {
+                                "requiredDuringSchedulingIgnoredDuringExecution": {
+                                    "nodeSelectorTerms": [
+                                        {"matchExpressions": [req("a", "Gt", "1", "2")]}
+                                    ]
+                                }
+                            }
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+    with pytest.raises(UserInputError) as excinfo:
+        config_from_dict(data, PluginRegistry.discover())
+    text = str(excinfo.value)
+    assert "profiles[0].pluginConfig[0].args" in text
+    assert "nodeSelectorTerms[0].matchExpressions[0].values" in text

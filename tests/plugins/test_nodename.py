@@ -38,9 +38,7 @@ def test_filter(node_name, expected) -> None:
     state, pi = fw.new_cycle_state(), PodInfo(pod)
     verdicts, err = fw.run_filter_batch(state, pi, node_batch(infos))
     assert err is None
-    assert [v.plugin if v else None for v in verdicts] == [
-        NAME if e else None for e in expected
-    ]
+    assert [v.plugin if v else None for v in verdicts] == [NAME if e else None for e in expected]
 
 
 def test_events() -> None:

@@ -30,7 +30,14 @@ def pod_with_ports(name: str, *ports: str, node: str | None = None, sidecar: str
                 "name": "side",
                 "image": "busybox",
                 "restartPolicy": "Always",
-                "ports": [{"containerPort": int(port), "hostPort": int(port), "protocol": proto, "hostIP": ip}],
+                "ports": [
+                    {
+                        "containerPort": int(port),
+                        "hostPort": int(port),
+                        "protocol": proto,
+                        "hostIP": ip,
+                    }
+                ],
             },
             {
                 "name": "init",
@@ -117,10 +124,6 @@ def test_sidecar_ports_are_wanted() -> None:
     assert fw.run_filter_plugins(state, pi, snap.get("n1")).reasons == [ERR_REASON]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core gap: NodeInfo.used_ports (PodInfo.host_ports) ignores sidecar ports",
-)
 def test_existing_sidecar_ports_are_used() -> None:
     existing = pod_with_ports("existing", node="n1", sidecar="UDP/0.0.0.0/53")
     snap = new_snapshot([existing], [make_node("n1").obj()])

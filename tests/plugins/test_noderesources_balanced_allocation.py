@@ -18,9 +18,11 @@ from kubesched.config.validation import validation_error_problems
 from kubesched.testing import make_framework, make_node, make_pod, node_batch
 from kubesched_builtin.noderesources.balanced_allocation import (
     PRE_SCORE_KEY,
-    Args,
     BalancedScorer,
     NodeResourcesBalancedAllocation,
+)
+from kubesched_builtin.noderesources.balanced_allocation import (
+    NodeResourcesBalancedAllocationArgs as Args,
 )
 from kubesched_builtin.noderesources.fit import NodeResourcesFit
 

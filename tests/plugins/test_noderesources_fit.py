@@ -29,10 +29,12 @@ from kubesched.config.validation import validation_error_problems
 from kubesched.testing import make_framework, make_node, make_pod, node_batch
 from kubesched_builtin.noderesources.fit import (
     PRE_SCORE_KEY,
-    Args,
     NodeResourcesFit,
     is_schedulable_after_node_change,
     is_schedulable_after_pod_event,
+)
+from kubesched_builtin.noderesources.fit import (
+    NodeResourcesFitArgs as Args,
 )
 from kubesched_builtin.noderesources.requested_to_capacity_ratio import broken_linear_function
 from kubesched_builtin.noderesources.resource_allocation import go_div, go_round
@@ -1149,3 +1151,25 @@ def test_node_change_hint(old, new, expected) -> None:
         )
         == expected
     )
+
+
+def test_batch_on_a_subset_of_the_table_rows() -> None:
+    # The runtime passes batches of the still-feasible nodes: rows need not be 0..n-1.
+    from kubesched import NodeBatch, NodeTable
+
+    infos = [
+        node_info(make_node("a").capacity(cpu="4", memory="4Gi")),
+        node_info(make_node("b").capacity(cpu="1", memory="4Gi")),
+        node_info(make_node("c").capacity(cpu="8", memory="1Gi"), make_pod("e").req(cpu="1")),
+    ]
+    table = NodeTable(infos)
+    sub = NodeBatch(table, [2, 1], [infos[2], infos[1]])
+    pl = plugin(MOST)
+    pi = PodInfo(make_pod().req(cpu="2", memory="512Mi").obj())
+    state = CycleState()
+    pl.pre_filter(state, pi)
+    pl.pre_score(state, pi)
+    verdicts = pl.filter_nodes(state, sub)
+    assert verdicts[0] is None
+    assert (verdicts[1].code, verdicts[1].reasons) == (UU, ["Insufficient cpu"])
+    assert pl.score_nodes(state, pi, sub).tolist() == [pl.score(state, pi, ni) for ni in sub.infos]

@@ -98,8 +98,10 @@ def test_node_info_without_node() -> None:
 def test_batch_shares_one_status() -> None:
     nodes = [make_node(f"n{i}").unschedulable().obj() for i in range(5)]
     infos = [NodeInfo(n) for n in nodes]
-    out = make_framework(NodeUnschedulable).plugin(NAME).filter_nodes(
-        make_pod("p").obj(), node_batch(infos)
+    out = (
+        make_framework(NodeUnschedulable)
+        .plugin(NAME)
+        .filter_nodes(make_pod("p").obj(), node_batch(infos))
     )
     assert isinstance(out, np.ndarray)
     assert len({id(s) for s in out}) == 1

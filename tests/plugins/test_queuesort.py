@@ -50,6 +50,13 @@ def test_sorts_a_list() -> None:
 
     fw = make_framework(PrioritySort)
     less = fw.queue_sort_less()
-    pods = [qpi("low", 1, 0.0), qpi("high-late", 9, 3.0), qpi("high-early", 9, 1.0), qpi("mid", 5, 2.0)]
-    ordered = sorted(pods, key=functools.cmp_to_key(lambda x, y: -1 if less(x, y) else (1 if less(y, x) else 0)))
+    pods = [
+        qpi("low", 1, 0.0),
+        qpi("high-late", 9, 3.0),
+        qpi("high-early", 9, 1.0),
+        qpi("mid", 5, 2.0),
+    ]
+    ordered = sorted(
+        pods, key=functools.cmp_to_key(lambda x, y: -1 if less(x, y) else (1 if less(y, x) else 0))
+    )
     assert [p.pod_info.name for p in ordered] == ["high-early", "high-late", "mid", "low"]

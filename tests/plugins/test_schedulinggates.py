@@ -37,7 +37,7 @@ def test_pre_enqueue(gates, expected) -> None:
 
 def test_events_and_hint() -> None:
     fw = make_framework(SchedulingGates)
-    ((plugin, event, hint),) = [r for r in fw.events_to_register() if r[0] == NAME]
+    ((_plugin, event, hint),) = [r for r in fw.events_to_register() if r[0] == NAME]
     assert event.resource is EventResource.UNSCHEDULED_POD
     assert event.action == ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
     gated = make_pod("p").uid("u1").scheduling_gates("g").obj()

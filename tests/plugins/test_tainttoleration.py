@@ -120,7 +120,12 @@ def test_filter(tolerations, taints, expected) -> None:
     pod = build_pod(tolerations)
     # The tainted node among untainted ones and a copy with the same taints: the
     # batch path groups nodes by taint list.
-    nodes = [build_node("a", []), build_node("b", taints), build_node("c", []), build_node("d", taints)]
+    nodes = [
+        build_node("a", []),
+        build_node("b", taints),
+        build_node("c", []),
+        build_node("d", taints),
+    ]
     snap = new_snapshot([], nodes)
     infos = snap.list()
     fw = make_framework(TaintToleration)
@@ -129,7 +134,10 @@ def test_filter(tolerations, taints, expected) -> None:
     one = [plugin.filter(pi, ni) for ni in infos]
     many = list(plugin.filter_nodes(pi, NodeBatch(snap.table, range(len(infos)), infos)))
     assert one == many
-    got = {ni.name: None if s is None else (s.code, s.reasons) for ni, s in zip(infos, one, strict=True)}
+    got = {
+        ni.name: None if s is None else (s.code, s.reasons)
+        for ni, s in zip(infos, one, strict=True)
+    }
     assert got == {"a": None, "b": expected, "c": None, "d": expected}
     rows = [snap.table.index["d"], snap.table.index["a"]]
     sub = [snap.get("d"), snap.get("a")]
@@ -155,7 +163,10 @@ SCORE_CASES = [
         {
             "n1": [],
             "n2": [("cpu-type", "arm64", "PreferNoSchedule")],
-            "n3": [("cpu-type", "arm64", "PreferNoSchedule"), ("disk-type", "ssd", "PreferNoSchedule")],
+            "n3": [
+                ("cpu-type", "arm64", "PreferNoSchedule"),
+                ("disk-type", "ssd", "PreferNoSchedule"),
+            ],
         },
         {"n1": 0, "n2": 0, "n3": 0},
         {"n1": 100, "n2": 100, "n3": 100},
@@ -178,7 +189,11 @@ SCORE_CASES = [
             "n1": [],
             "n2": [("a", "", "PreferNoSchedule")],
             "n3": [("a", "", "PreferNoSchedule"), ("b", "", "PreferNoSchedule")],
-            "n4": [("a", "", "PreferNoSchedule"), ("b", "", "PreferNoSchedule"), ("c", "", "PreferNoSchedule")],
+            "n4": [
+                ("a", "", "PreferNoSchedule"),
+                ("b", "", "PreferNoSchedule"),
+                ("c", "", "PreferNoSchedule"),
+            ],
         },
         {"n1": 0, "n2": 1, "n3": 2, "n4": 3},
         {"n1": 100, "n2": 67, "n3": 34, "n4": 0},
@@ -233,5 +248,8 @@ def test_events_and_hints() -> None:
     assert node_hint(pod, clean, tainted_a) is QueueingHint.SKIP
     assert node_hint(pod, clean, tainted_b) is QueueingHint.SKIP
     me = make_pod("p").uid("u").obj()
-    assert pod_hint(me, me, make_pod("p").uid("u").toleration("x", operator="Exists").obj()) is QueueingHint.QUEUE
+    assert (
+        pod_hint(me, me, make_pod("p").uid("u").toleration("x", operator="Exists").obj())
+        is QueueingHint.QUEUE
+    )
     assert pod_hint(me, None, make_pod("q").uid("v").obj()) is QueueingHint.SKIP

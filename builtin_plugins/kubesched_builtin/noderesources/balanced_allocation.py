@@ -40,7 +40,7 @@ PRE_SCORE_KEY: StateKey[tuple[int, ...]] = StateKey("PreScore" + NAME)
 """The pod's request of each configured resource, written at PreScore."""
 
 
-class Args(PluginArgs):
+class NodeResourcesBalancedAllocationArgs(PluginArgs):
     """``NodeResourcesBalancedAllocationArgs``."""
 
     resources: tuple[ResourceSpec, ...] = Field(
@@ -58,7 +58,7 @@ class Args(PluginArgs):
         return value or default_resources()
 
     @model_validator(mode="after")
-    def _validate(self) -> Args:
+    def _validate(self) -> NodeResourcesBalancedAllocationArgs:
         # ValidateNodeResourcesBalancedAllocationArgs.
         errors: list[ArgsError] = []
         seen: set[str] = set()
@@ -134,10 +134,10 @@ class NodeResourcesBalancedAllocation:
     """Scores nodes by how evenly the pod would leave the configured resources used."""
 
     name = NAME
-    Args = Args
+    Args = NodeResourcesBalancedAllocationArgs
 
-    def __init__(self, args: Args | None, handle: Any) -> None:
-        args = args or Args()
+    def __init__(self, args: NodeResourcesBalancedAllocationArgs | None, handle: Any) -> None:
+        args = args or NodeResourcesBalancedAllocationArgs()
         self._handle = handle
         self.scorer = ResourceAllocationScorer(
             NAME, args.resources, BalancedScorer(), use_requested=True

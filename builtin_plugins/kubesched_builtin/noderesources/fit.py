@@ -41,13 +41,10 @@ from kubesched.api import (
     MEMORY,
     Node,
     Pod,
+    is_extended_resource_name,
     is_scalar_resource_name,
     pod_requests,
 )
-
-# v1helper.IsExtendedResourceName; kubesched.api does not export it yet (see the report
-# of issue 4): ignoredResources / ignoredResourceGroups apply to extended resources only.
-from kubesched.api.resources import _is_extended as is_extended_resource_name
 from kubesched_builtin.names import NODE_RESOURCES_FIT
 
 from .least_allocated import LeastAllocatedScorer
@@ -89,7 +86,7 @@ SCORING_STRATEGY_TYPES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY
 
 
 # ---------------------------------------------------------------------------------------
-# Args
+# NodeResourcesFitArgs
 # ---------------------------------------------------------------------------------------
 
 
@@ -136,7 +133,7 @@ def _default_scoring_strategy() -> ScoringStrategy:
     return ScoringStrategy(type=LEAST_ALLOCATED)
 
 
-class Args(PluginArgs):
+class NodeResourcesFitArgs(PluginArgs):
     """``NodeResourcesFitArgs``."""
 
     ignored_resources: tuple[str, ...] = Field(
@@ -156,7 +153,7 @@ class Args(PluginArgs):
     )
 
     @model_validator(mode="after")
-    def _validate(self) -> Args:
+    def _validate(self) -> NodeResourcesFitArgs:
         # ValidateNodeResourcesFitArgs, in upstream's order.
         errors: list[ArgsError] = []
         for i, res in enumerate(self.ignored_resources):
@@ -478,10 +475,10 @@ class NodeResourcesFit:
     """Filters nodes without room for the pod's requests; scores by resource allocation."""
 
     name = NAME
-    Args = Args
+    Args = NodeResourcesFitArgs
 
-    def __init__(self, args: Args | None, handle: Any) -> None:
-        args = args or Args()
+    def __init__(self, args: NodeResourcesFitArgs | None, handle: Any) -> None:
+        args = args or NodeResourcesFitArgs()
         self._handle = handle
         self.ignored_resources = frozenset(args.ignored_resources)
         self.ignored_resource_groups = frozenset(args.ignored_resource_groups)
@@ -624,9 +621,9 @@ __all__ = [
     "NAME",
     "PRE_FILTER_KEY",
     "PRE_SCORE_KEY",
-    "Args",
     "InsufficientResource",
     "NodeResourcesFit",
+    "NodeResourcesFitArgs",
     "PodResourceRequest",
     "ScoringStrategy",
     "checked_scalars",

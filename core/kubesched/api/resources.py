@@ -180,7 +180,9 @@ def _is_prefixed_native(name: str) -> bool:
     return "kubernetes.io/" in name
 
 
-def _is_extended(name: str) -> bool:
+def is_extended_resource_name(name: str) -> bool:
+    """Whether ``name`` is an extended resource (``v1helper.IsExtendedResourceName``):
+    domain-prefixed, not ``kubernetes.io/``, e.g. ``nvidia.com/gpu``."""
     # Native resources have no "/" or are kubernetes.io-prefixed.
     if "/" not in name or _is_prefixed_native(name) or name.startswith("requests."):
         return False
@@ -196,7 +198,7 @@ def is_scalar_resource_name(name: str) -> bool:
     ``hugepages-*``, ``attachable-volumes-*`` and kubernetes.io-prefixed native resources.
     """
     return (
-        _is_extended(name)
+        is_extended_resource_name(name)
         or name.startswith("hugepages-")
         or _is_prefixed_native(name)
         or name.startswith("attachable-volumes-")

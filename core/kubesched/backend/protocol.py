@@ -1,17 +1,17 @@
-"""The one interface the scheduler has to a cluster: list, watch, bind, status, delete, events, leases."""
+"""The scheduler's one interface to a cluster: list, watch, bind, status, events, leases."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Protocol
 
 from kubesched.api import KubeObject, Lease, Pod
 from kubesched.errors import KubeschedError
 
 
-class EventType(str, Enum):
+class EventType(StrEnum):
     """What a watch event says happened to an object (the Kubernetes watch types)."""
 
     ADDED = "ADDED"

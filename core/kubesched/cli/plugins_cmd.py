@@ -72,6 +72,8 @@ def format_table(plugins: list[dict]) -> str:
     if not rows:
         return "no plugins installed (entry-point group 'kubesched.plugins' is empty)"
     widths = [max(len(r[i]) for r in (headers, *rows)) for i in range(len(headers))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-             for row in (headers, *rows)]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in (headers, *rows)
+    ]
     return "\n".join(lines)

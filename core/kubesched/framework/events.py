@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum, IntFlag
+from enum import Enum, IntFlag, StrEnum
 from typing import Any
 
 
@@ -42,7 +42,7 @@ class ActionType(IntFlag):
     ALL = ADD | DELETE | UPDATE
 
 
-class EventResource(str, Enum):
+class EventResource(StrEnum):
     """The kind of object an event is about. ``ASSIGNED_POD`` / ``UNSCHEDULED_POD`` split
     pods by whether they are bound, as upstream does; ``POD`` matches both."""
 

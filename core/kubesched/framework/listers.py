@@ -1,4 +1,4 @@
-"""Read access to cluster objects other than pods and nodes, as plugins see it through the Handle."""
+"""Read access to cluster objects besides pods and nodes, as plugins see it via the Handle."""
 
 from __future__ import annotations
 

@@ -92,9 +92,7 @@ def validate_plugin_class(plugin_class: object, name: str | None = None) -> Plug
     try:
         inspect.signature(plugin_class).bind(None, None)
     except TypeError as err:
-        raise PluginValidationFailure(
-            f"constructor must accept (args, handle): {err}"
-        ) from None
+        raise PluginValidationFailure(f"constructor must accept (args, handle): {err}") from None
     hooks = hooks_of(plugin_class)
     if not hooks:
         raise PluginValidationFailure("implements no extension point (no @hookimpl method)")
@@ -187,9 +185,7 @@ class PluginRegistry:
                 registry.errors.append(PluginLoadError(ep.name, dist, str(err)))
                 continue
             registry.add(
-                dataclasses.replace(
-                    entry, distribution=dist, version=version, entry_point=ep.value
-                )
+                dataclasses.replace(entry, distribution=dist, version=version, entry_point=ep.value)
             )
         return registry
 

@@ -164,9 +164,7 @@ class Status:
         return f"Status({', '.join(parts)})"
 
 
-_REJECTED = frozenset(
-    {Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING}
-)
+_REJECTED = frozenset({Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING})
 
 
 def as_status(result: Status | None) -> Status:

@@ -45,7 +45,13 @@ class Resource:
     extended resources (``nvidia.com/gpu``), hugepages and attachable volumes.
     """
 
-    __slots__ = ("allowed_pod_number", "ephemeral_storage", "memory", "milli_cpu", "scalar_resources")
+    __slots__ = (
+        "allowed_pod_number",
+        "ephemeral_storage",
+        "memory",
+        "milli_cpu",
+        "scalar_resources",
+    )
 
     def __init__(
         self,
@@ -240,9 +246,12 @@ class PodInfo:
         self.requests: dict[str, int] = pod_requests(pod)
         self.non_zero_cpu, self.non_zero_memory = pod_non_zero_requests(pod)
         self.tolerations = tuple(spec.tolerations or ())
+        # Upstream's GetHostPorts: sidecars (restartable init containers) run for the
+        # pod's whole life, so their host ports count; other init containers' do not.
+        sidecars = [c for c in spec.init_containers or () if c.restart_policy == "Always"]
         self.host_ports: tuple[HostPort, ...] = tuple(
             HostPort(p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port)
-            for c in spec.containers
+            for c in (*sidecars, *spec.containers)
             for p in (c.ports or ())
             if p.host_port
         )
@@ -422,12 +431,10 @@ class NodeInfo:
     def remove_pod(self, pod_info: PodInfo) -> None:
         """Stop counting the pod with ``pod_info``'s uid; ``KeyError`` if it is not here."""
         uid = pod_info.uid
-        for i, p in enumerate(self.pods):
-            if p.uid == uid:
-                break
-        else:
+        index = next((i for i, p in enumerate(self.pods) if p.uid == uid), None)
+        if index is None:
             raise KeyError(f"no pod {pod_info.key} (uid {uid}) on node {self.name!r}")
-        removed = self.pods.pop(i)
+        removed = self.pods.pop(index)
         for group in (self.pods_with_affinity, self.pods_with_required_anti_affinity):
             for j, p in enumerate(group):
                 if p.uid == uid:

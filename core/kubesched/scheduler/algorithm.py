@@ -86,7 +86,9 @@ class SchedulingAlgorithm:
         evaluated = len(feasible) + len(diagnosis.node_to_status)
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, evaluated, 1, diagnosis, feasible)
-        scores = self.prioritize_nodes(fwk, state, pod_info, NodeBatch(snapshot.table, rows, feasible))
+        scores = self.prioritize_nodes(
+            fwk, state, pod_info, NodeBatch(snapshot.table, rows, feasible)
+        )
         host = self.select_host(scores)
         return ScheduleResult(host, evaluated, len(feasible), diagnosis, feasible, scores)
 

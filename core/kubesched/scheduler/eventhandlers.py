@@ -34,7 +34,9 @@ def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
     events = []
     if bool(old.spec.unschedulable) != bool(new.spec.unschedulable):
         events.append(
-            ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT, "NodeSpecUnschedulableChange")
+            ClusterEvent(
+                EventResource.NODE, ActionType.UPDATE_NODE_TAINT, "NodeSpecUnschedulableChange"
+            )
         )
     values = {
         "allocatable": lambda n: n.status.allocatable,

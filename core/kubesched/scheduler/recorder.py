@@ -1,4 +1,4 @@
-"""Kubernetes Events about pods (Scheduled, FailedScheduling, Preempted), sent through the backend."""
+"""Kubernetes Events about pods (Scheduled, FailedScheduling, Preempted), via the backend."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ class EventRecorder:
     """Records Events through a backend's ``record_event``; failures are logged, never raised
     (an event that cannot be written must not fail scheduling)."""
 
-    def __init__(self, backend: Any, clock: Any, reporting_controller: str = "default-scheduler") -> None:
+    def __init__(
+        self, backend: Any, clock: Any, reporting_controller: str = "default-scheduler"
+    ) -> None:
         self.backend = backend
         self.clock = clock
         self.reporting_controller = reporting_controller
@@ -52,7 +54,9 @@ class EventRecorder:
             reporting_controller=self.reporting_controller,
             timestamp=self.clock.now(),
             related=(
-                f"{related.metadata.namespace}/{related.metadata.name}" if related is not None else None
+                f"{related.metadata.namespace}/{related.metadata.name}"
+                if related is not None
+                else None
             ),
         )
         try:

@@ -26,17 +26,19 @@ from kubesched.metrics import Metrics
 from kubesched.queue import PriorityQueue, ProfileQueueing
 from kubesched.scheduler.algorithm import ScheduleResult, SchedulingAlgorithm, SchedulingError
 from kubesched.scheduler.diagnosis import Diagnosis, FitError
+from kubesched.scheduler.recorder import EventRecorder
 from kubesched.scheduler.records import (
     RESULT_ERROR,
     RESULT_SCHEDULED,
     RESULT_UNSCHEDULABLE,
     AttemptRecord,
 )
-from kubesched.scheduler.recorder import EventRecorder
 
 log = logging.getLogger(__name__)
 
-ASSIGNED_POD_DELETE = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+ASSIGNED_POD_DELETE = ClusterEvent(
+    EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"
+)
 """The event a forgotten assumed pod counts as: its resources are free again."""
 
 CLEAR_NOMINATION = ""
@@ -164,7 +166,11 @@ class Scheduler:
         pod = pod_info.pod
         if pod.metadata.deletion_timestamp is not None:
             self.recorder.eventf(
-                pod, None, "Warning", "FailedScheduling", "Scheduling",
+                pod,
+                None,
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
                 f"skip schedule deleting pod: {pod_info.key}",
             )
             return True
@@ -229,11 +235,18 @@ class Scheduler:
             fit = self._single_node_fit_error(pod_info, host, status)
             record.diagnosis = fit.diagnosis
             status = Status(status.code, str(fit), plugin=status.plugin)
-        self._fail(fwk, qpi, status, fit, record, cycle, started, CLEAR_NOMINATION if fit is None else None)
+        self._fail(
+            fwk, qpi, status, fit, record, cycle, started, CLEAR_NOMINATION if fit is None else None
+        )
         return None
 
     def _post_filter(
-        self, fwk: Framework, state: CycleState, pod_info: PodInfo, fit: FitError, record: AttemptRecord
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod_info: PodInfo,
+        fit: FitError,
+        record: AttemptRecord,
     ) -> None:
         if not fwk.has_post_filter_plugins():
             return
@@ -298,9 +311,7 @@ class Scheduler:
         self._finish(record)
 
     def _update_pod_status(self, pod: Any, condition: PodCondition, nominating: str | None) -> None:
-        current = next(
-            (c for c in (pod.status.conditions or ()) if c.type == condition.type), None
-        )
+        current = next((c for c in (pod.status.conditions or ()) if c.type == condition.type), None)
         same_condition = (
             current is not None
             and current.status == condition.status
@@ -374,7 +385,11 @@ class Scheduler:
             return
         pod = assumed.pod
         self.recorder.eventf(
-            pod, None, "Normal", "Scheduled", "Binding",
+            pod,
+            None,
+            "Normal",
+            "Scheduled",
+            "Binding",
             f"Successfully assigned {assumed.key} to {host}",
         )
         profile = fwk.profile_name
@@ -412,7 +427,16 @@ class Scheduler:
             )
         b.record.binding = status
         # The pod in the queue's hands is the unbound one, not the assumed copy.
-        self._fail(fwk, b.qpi, status, fit, b.record, self.queue.scheduling_cycle(), b.started, CLEAR_NOMINATION)
+        self._fail(
+            fwk,
+            b.qpi,
+            status,
+            fit,
+            b.record,
+            self.queue.scheduling_cycle(),
+            b.started,
+            CLEAR_NOMINATION,
+        )
 
     def _finish(self, record: AttemptRecord) -> None:
         record.finished_at = self.clock.now()
@@ -429,7 +453,9 @@ class Scheduler:
     def next_waiting_deadline(self) -> float | None:
         """The earliest Permit deadline of any waiting pod."""
         deadlines = [
-            d for fwk in self.frameworks.values() if (d := fwk.waiting_pods.next_deadline()) is not None
+            d
+            for fwk in self.frameworks.values()
+            if (d := fwk.waiting_pods.next_deadline()) is not None
         ]
         return min(deadlines, default=None)
 

@@ -1,4 +1,4 @@
-"""A simulation: the embedded cluster and a scheduler driven on virtual time until nothing can happen."""
+"""A simulation: the embedded cluster and a scheduler on virtual time, until nothing can happen."""
 
 from __future__ import annotations
 

@@ -69,7 +69,9 @@ class PodBuilder:
         self._meta.setdefault("annotations", {}).update(annotations)
         return self
 
-    def owner(self, kind: str, name: str, uid: str | None = None, controller: bool = True) -> PodBuilder:
+    def owner(
+        self, kind: str, name: str, uid: str | None = None, controller: bool = True
+    ) -> PodBuilder:
         """Add an owner reference (``owner("ReplicaSet", "web-abc")``)."""
         self._meta.setdefault("ownerReferences", []).append(
             {
@@ -225,9 +227,7 @@ class PodBuilder:
     def _affinity(self, kind: str) -> dict[str, Any]:
         return self._spec.setdefault("affinity", {}).setdefault(kind, {})
 
-    def node_affinity_in(
-        self, key: str, values: Sequence[str], operator: str = "In"
-    ) -> PodBuilder:
+    def node_affinity_in(self, key: str, values: Sequence[str], operator: str = "In") -> PodBuilder:
         """Add a required node-affinity term with one expression (terms are ORed)."""
         return self.node_affinity_term([_requirement(key, operator, values)])
 
@@ -255,7 +255,10 @@ class PodBuilder:
         self._affinity("nodeAffinity").setdefault(
             "preferredDuringSchedulingIgnoredDuringExecution", []
         ).append(
-            {"weight": weight, "preference": {"matchExpressions": [_requirement(key, operator, values)]}}
+            {
+                "weight": weight,
+                "preference": {"matchExpressions": [_requirement(key, operator, values)]},
+            }
         )
         return self
 
@@ -301,7 +304,9 @@ class PodBuilder:
             )
         return self
 
-    def pod_anti_affinity(self, topology_key: str, selector: Mapping[str, Any] | None, **kw: Any) -> PodBuilder:
+    def pod_anti_affinity(
+        self, topology_key: str, selector: Mapping[str, Any] | None, **kw: Any
+    ) -> PodBuilder:
         """``pod_affinity(..., anti=True)``."""
         return self.pod_affinity(topology_key, selector, anti=True, **kw)
 
@@ -417,7 +422,9 @@ class NodeBuilder:
 
     def image(self, name: str, size_bytes: int) -> NodeBuilder:
         """Add an image present on the node."""
-        self._m["status"].setdefault("images", []).append({"names": [name], "sizeBytes": size_bytes})
+        self._m["status"].setdefault("images", []).append(
+            {"names": [name], "sizeBytes": size_bytes}
+        )
         return self
 
     def condition(self, type_: str, status: str) -> NodeBuilder:

@@ -363,7 +363,9 @@ class Framework:
         for runner in self.points["Filter"]:
             if runner.name in state.skip_filter_plugins:
                 continue
-            status = self._safe(runner, "filter", "Filter", state, pod, pod_info, node_info, st=state)
+            status = self._safe(
+                runner, "filter", "Filter", state, pod, pod_info, node_info, st=state
+            )
             if status is not None and not status.is_success():
                 status.with_plugin(runner.name)
                 if not status.is_rejected():
@@ -528,7 +530,9 @@ class Framework:
             if s.is_skip():
                 skip.add(runner.name)
                 continue
-            status = _wrap_error(s.with_plugin(runner.name), f"running PreScore plugin {runner.name!r}")
+            status = _wrap_error(
+                s.with_plugin(runner.name), f"running PreScore plugin {runner.name!r}"
+            )
             break
         state.skip_score_plugins = skip
         self._observe("PreScore", status, start)
@@ -558,7 +562,14 @@ class Framework:
             normalize = runner.call("normalize_score")
             if normalize is not None:
                 status = self._safe(
-                    runner, "normalize_score", "NormalizeScore", state, pod, pod_info, scores, st=state
+                    runner,
+                    "normalize_score",
+                    "NormalizeScore",
+                    state,
+                    pod,
+                    pod_info,
+                    scores,
+                    st=state,
                 )
                 if status is not None and not status.is_success():
                     error = _wrap_error(
@@ -592,14 +603,18 @@ class Framework:
             if batch_call is not None:
                 raw = batch_call(state, pod, pod_info, batch)
                 if isinstance(raw, Status):
-                    return _wrap_error(raw.with_plugin(runner.name), f"running Score plugin {runner.name!r}")
+                    return _wrap_error(
+                        raw.with_plugin(runner.name), f"running Score plugin {runner.name!r}"
+                    )
                 raw = np.asarray(raw, dtype=np.int64)
             else:
                 call = runner.call("score")
                 values = [call(state, pod, pod_info, ni) for ni in batch.infos]
                 for v in values:
                     if isinstance(v, Status):
-                        return _wrap_error(v.with_plugin(runner.name), f"running Score plugin {runner.name!r}")
+                        return _wrap_error(
+                            v.with_plugin(runner.name), f"running Score plugin {runner.name!r}"
+                        )
                 raw = np.fromiter(values, dtype=np.int64, count=len(values))
         except Exception as err:
             return Status.from_error(err, runner.name)
@@ -621,10 +636,16 @@ class Framework:
         start = time.perf_counter()
         status = Status()
         for runner in self.points["Reserve"]:
-            s = self._safe(runner, "reserve", "Reserve", state, pod_info.pod, pod_info, node_name, st=state)
+            s = self._safe(
+                runner, "reserve", "Reserve", state, pod_info.pod, pod_info, node_name, st=state
+            )
             if s is not None and not s.is_success():
                 s.with_plugin(runner.name)
-                status = s if s.is_rejected() else _wrap_error(s, f"running Reserve plugin {runner.name!r}")
+                status = (
+                    s
+                    if s.is_rejected()
+                    else _wrap_error(s, f"running Reserve plugin {runner.name!r}")
+                )
                 break
         self._observe("Reserve", status, start)
         return status
@@ -638,7 +659,9 @@ class Framework:
             call = runner.call("unreserve")
             if call is None:
                 continue
-            self._safe(runner, "unreserve", "Unreserve", state, pod_info.pod, pod_info, node_name, st=state)
+            self._safe(
+                runner, "unreserve", "Unreserve", state, pod_info.pod, pod_info, node_name, st=state
+            )
         self._observe("Unreserve", Status(), start)
 
     def run_permit_plugins(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
@@ -647,7 +670,9 @@ class Framework:
         waits: dict[str, float] = {}
         status: Status | None = None
         for runner in self.points["Permit"]:
-            s = self._safe(runner, "permit", "Permit", state, pod_info.pod, pod_info, node_name, st=state)
+            s = self._safe(
+                runner, "permit", "Permit", state, pod_info.pod, pod_info, node_name, st=state
+            )
             if s is None or s.is_success():
                 continue
             s.with_plugin(runner.name)
@@ -663,9 +688,7 @@ class Framework:
         if status is None:
             if waits:
                 now = self.clock.now() if self.clock is not None else time.monotonic()
-                self.waiting_pods.add(
-                    WaitingPod(pod_info, {p: now + t for p, t in waits.items()})
-                )
+                self.waiting_pods.add(WaitingPod(pod_info, {p: now + t for p, t in waits.items()}))
                 status = Status(
                     Code.WAIT,
                     "one or more plugins asked to wait and no plugin rejected pod "
@@ -714,10 +737,16 @@ class Framework:
         start = time.perf_counter()
         status = Status()
         for runner in self.points["PreBind"]:
-            s = self._safe(runner, "pre_bind", "PreBind", state, pod_info.pod, pod_info, node_name, st=state)
+            s = self._safe(
+                runner, "pre_bind", "PreBind", state, pod_info.pod, pod_info, node_name, st=state
+            )
             if s is not None and not s.is_success() and not s.is_skip():
                 s.with_plugin(runner.name)
-                status = s if s.is_rejected() else _wrap_error(s, f"running PreBind plugin {runner.name!r}")
+                status = (
+                    s
+                    if s.is_rejected()
+                    else _wrap_error(s, f"running PreBind plugin {runner.name!r}")
+                )
                 break
         self._observe("PreBind", status, start)
         return status
@@ -727,13 +756,17 @@ class Framework:
         start = time.perf_counter()
         status = Status(Code.SKIP)
         for runner in self.points["Bind"]:
-            s = self._safe(runner, "bind", "Bind", state, pod_info.pod, pod_info, node_name, st=state)
+            s = self._safe(
+                runner, "bind", "Bind", state, pod_info.pod, pod_info, node_name, st=state
+            )
             s = s if s is not None else Status()
             if s.is_skip():
                 continue
             s.with_plugin(runner.name)
-            status = s if s.is_success() or s.is_rejected() else _wrap_error(
-                s, f"running Bind plugin {runner.name!r}"
+            status = (
+                s
+                if s.is_success() or s.is_rejected()
+                else _wrap_error(s, f"running Bind plugin {runner.name!r}")
             )
             break
         self._observe("Bind", status, start)
@@ -743,7 +776,9 @@ class Framework:
         """PostBind, informational."""
         start = time.perf_counter()
         for runner in self.points["PostBind"]:
-            self._safe(runner, "post_bind", "PostBind", state, pod_info.pod, pod_info, node_name, st=state)
+            self._safe(
+                runner, "post_bind", "PostBind", state, pod_info.pod, pod_info, node_name, st=state
+            )
         self._observe("PostBind", Status(), start)
 
     # -- helpers ------------------------------------------------------------------------

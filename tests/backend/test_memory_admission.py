@@ -1,0 +1,238 @@
+"""Pod admission of the embedded cluster: priority, runtime class, defaults, affinity keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubesched.api import Pod, Quantity, load_manifests
+from kubesched.backend.memory import AdmissionError, MemoryCluster
+from kubesched.clock import FakeClock
+
+from .helpers import obj, pod
+
+HIGH = obj("PriorityClass", "high", value=1000)
+NEVER = obj("PriorityClass", "batch", value=500, preemptionPolicy="Never")
+DEFAULT = obj("PriorityClass", "default-pc", value=7, globalDefault=True)
+DEFAULT_LOW = obj("PriorityClass", "default-low", value=3, globalDefault=True)
+KATA = obj("RuntimeClass", "kata-fc", handler="kata-fc",
+           overhead={"podFixed": {"memory": "120Mi", "cpu": "250m"}})
+SEED = Path(__file__).resolve().parent.parent / "fixtures" / "seed002"
+GVISOR = obj("RuntimeClass", "gvisor", handler="runsc",
+             scheduling={"nodeSelector": {"sandbox": "gvisor"},
+                         "tolerations": [{"key": "sandbox", "operator": "Exists"}]})
+
+
+@pytest.mark.parametrize(
+    ("classes", "spec", "want"),
+    [
+        ([], {}, (0, None, "PreemptLowerPriority")),
+        ([HIGH], {"priorityClassName": "high"}, (1000, "high", "PreemptLowerPriority")),
+        ([NEVER], {"priorityClassName": "batch"}, (500, "batch", "Never")),
+        ([HIGH, DEFAULT], {}, (7, "default-pc", "PreemptLowerPriority")),
+        ([HIGH, DEFAULT], {"priorityClassName": "high"}, (1000, "high", "PreemptLowerPriority")),
+        ([], {"priorityClassName": "system-node-critical"},
+         (2000001000, "system-node-critical", "PreemptLowerPriority")),
+        ([], {"priorityClassName": "system-cluster-critical"},
+         (2000000000, "system-cluster-critical", "PreemptLowerPriority")),
+        ([HIGH], {"priorityClassName": "high", "priority": 1000},
+         (1000, "high", "PreemptLowerPriority")),
+    ],
+    ids=[
+        "no-class-priority-0",
+        "class-value",
+        "class-preemption-policy-never",
+        "global-default",
+        "explicit-class-beats-default",
+        "system-node-critical",
+        "system-cluster-critical",
+        "matching-explicit-priority",
+    ],
+)
+def test_priority_admission(
+    cluster: MemoryCluster, classes: list, spec: dict[str, Any], want: tuple
+):
+    cluster.apply(classes)
+    p: Pod = cluster.create(pod("p", **spec))
+    assert (p.spec.priority, p.spec.priority_class_name, p.spec.preemption_policy) == want
+
+
+@pytest.mark.parametrize(
+    ("classes", "spec", "message"),
+    [
+        ([], {"priorityClassName": "nope"},
+         'pods "p" is forbidden: no PriorityClass with name nope was found'),
+        ([], {"priority": 5},
+         'pods "p" is forbidden: the integer value of priority (5) must not be provided in pod '
+         "spec; priority admission controller computed 0 from the given PriorityClass name"),
+        ([NEVER], {"priorityClassName": "batch", "preemptionPolicy": "PreemptLowerPriority"},
+         'pods "p" is forbidden: the string value of PreemptionPolicy (PreemptLowerPriority) '
+         "must not be provided in pod spec; priority admission controller computed Never from "
+         "the given PriorityClass name"),
+        ([], {"runtimeClassName": "missing"},
+         'pods "p" is forbidden: pod rejected: RuntimeClass "missing" not found'),
+        ([KATA], {"runtimeClassName": "kata-fc", "overhead": {"cpu": "1"}},
+         "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"),
+        ([], {"overhead": {"cpu": "1"}},
+         "pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"),
+        ([GVISOR], {"runtimeClassName": "gvisor", "nodeSelector": {"sandbox": "kata"}},
+         "conflict: runtimeClass.scheduling.nodeSelector[sandbox] = gvisor; "
+         "pod.spec.nodeSelector[sandbox] = kata"),
+    ],
+    ids=[
+        "unknown-priority-class",
+        "explicit-priority-without-class",
+        "conflicting-preemption-policy",
+        "unknown-runtime-class",
+        "overhead-mismatch",
+        "overhead-without-runtime-class",
+        "runtime-class-node-selector-conflict",
+    ],
+)
+def test_admission_rejections(
+    cluster: MemoryCluster, classes: list, spec: dict[str, Any], message: str
+):
+    cluster.apply(classes)
+    with pytest.raises(AdmissionError) as err:
+        cluster.create(pod("p", **spec))
+    assert err.value.code == 403
+    assert message in str(err.value)
+    assert cluster.try_get("Pod", "default", "p") is None
+
+
+def test_lenient_admission_keeps_explicit_priority_and_overhead():
+    cluster = MemoryCluster(FakeClock(), lenient_admission=True)
+    p: Pod = cluster.create(pod("p", priority=5, overhead={"cpu": "1"}))
+    assert p.spec.priority == 5
+    assert p.spec.overhead == {"cpu": Quantity("1")}
+
+
+def test_only_one_global_default(cluster: MemoryCluster):
+    rejected = cluster.apply([DEFAULT, DEFAULT_LOW])
+    assert [r.message for r in rejected] == [
+        'priorityclasses.scheduling.k8s.io "default-low" is forbidden: PriorityClass '
+        "default-pc is already marked as default. Only one default can exist"
+    ]
+
+
+def test_new_global_default_does_not_change_existing_pods(cluster: MemoryCluster):
+    cluster.create(pod("before"))
+    cluster.create(DEFAULT)
+    cluster.create(pod("after"))
+    assert cluster.get("Pod", "default", "before").spec.priority == 0
+    assert cluster.get("Pod", "default", "after").spec.priority == 7
+
+
+def test_seed_002_runtime_class_overhead(cluster: MemoryCluster):
+    """The pod-overhead example of seed 002: kata-fc adds 250m CPU and 120Mi memory."""
+    rejected = cluster.apply(
+        load_manifests([SEED / "pod-overhead-test-pod.yaml", SEED / "runtimeclass-kata-fc.yaml"])
+    )
+    assert rejected == []
+    p: Pod = cluster.get("Pod", "default", "test-pod")
+    assert p.spec.overhead == {"cpu": Quantity("250m"), "memory": Quantity("120Mi")}
+
+
+def test_seed_002_priority_class(cluster: MemoryCluster):
+    """The priority example of seed 002: nginx gets 1000000 from high-priority."""
+    rejected = cluster.apply(
+        load_manifests(
+            [SEED / "pod-with-priority-class.yaml", SEED / "priorityclass-high-priority.yaml"]
+        )
+    )
+    assert rejected == []
+    assert cluster.get("Pod", "default", "nginx").spec.priority == 1000000
+
+
+def test_runtime_class_overhead_equal_to_the_pods_is_accepted(cluster: MemoryCluster):
+    cluster.create(KATA)
+    p = cluster.create(pod("p", runtimeClassName="kata-fc",
+                           overhead={"cpu": "250m", "memory": "120Mi"}))
+    assert p.spec.overhead == {"cpu": Quantity("250m"), "memory": Quantity("120Mi")}
+
+
+def test_runtime_class_scheduling_merges_selector_and_tolerations(cluster: MemoryCluster):
+    cluster.create(GVISOR)
+    p: Pod = cluster.create(pod("p", runtimeClassName="gvisor", nodeSelector={"zone": "a"}))
+    assert p.spec.node_selector == {"zone": "a", "sandbox": "gvisor"}
+    assert any(t.key == "sandbox" for t in p.spec.tolerations)
+
+
+@pytest.mark.parametrize(
+    ("spec", "want"),
+    [
+        ({}, "default-scheduler"),
+        ({"schedulerName": ""}, "default-scheduler"),
+        ({"schedulerName": "mine"}, "mine"),
+    ],
+    ids=["unset", "empty", "explicit"],
+)
+def test_scheduler_name_default(cluster: MemoryCluster, spec: dict[str, Any], want: str):
+    assert cluster.create(pod("p", **spec)).spec.scheduler_name == want
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "added"),
+    [
+        ([], ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]),
+        ([{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}],
+         ["node.kubernetes.io/unreachable"]),
+        ([{"operator": "Exists"}], []),
+    ],
+    ids=["both-added", "one-present", "tolerate-everything"],
+)
+def test_default_toleration_seconds(cluster: MemoryCluster, tolerations: list, added: list[str]):
+    p: Pod = cluster.create(pod("p", tolerations=tolerations))
+    new = p.spec.tolerations[len(tolerations):]
+    assert [t.key for t in new] == added
+    assert all(t.toleration_seconds == 300 and t.effect == "NoExecute" for t in new)
+
+
+def test_default_toleration_seconds_can_be_disabled():
+    cluster = MemoryCluster(FakeClock(), default_toleration_seconds=False)
+    assert cluster.create(pod("p")).spec.tolerations == []
+
+
+def test_match_label_keys_merge_into_pod_affinity_selectors(cluster: MemoryCluster):
+    term = {
+        "labelSelector": {"matchLabels": {"app": "web"}},
+        "topologyKey": "zone",
+        "matchLabelKeys": ["version", "absent"],
+        "mismatchLabelKeys": ["tenant"],
+    }
+    nil_selector_term = {"topologyKey": "zone", "matchLabelKeys": ["version"]}
+    p: Pod = cluster.create(
+        pod(
+            "p",
+            labels={"app": "web", "version": "v2", "tenant": "t1"},
+            affinity={
+                "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]},
+                "podAntiAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 10, "podAffinityTerm": term}
+                    ],
+                    "requiredDuringSchedulingIgnoredDuringExecution": [nil_selector_term],
+                },
+            },
+        )
+    )
+    aff = p.spec.affinity
+    assert aff is not None and aff.pod_affinity is not None and aff.pod_anti_affinity is not None
+    want = [("version", "In", ["v2"]), ("tenant", "NotIn", ["t1"])]
+    req = aff.pod_affinity.required_during_scheduling_ignored_during_execution[0]
+    pref = aff.pod_anti_affinity.preferred_during_scheduling_ignored_during_execution[0]
+    for t in (req, pref.pod_affinity_term):
+        assert t.label_selector is not None
+        got = [(e.key, e.operator, e.values) for e in t.label_selector.match_expressions or []]
+        assert got == want
+    anti = aff.pod_anti_affinity.required_during_scheduling_ignored_during_execution[0]
+    assert anti.label_selector is None
+
+
+def test_admission_does_not_touch_the_callers_pod(cluster: MemoryCluster):
+    cluster.create(HIGH)
+    p = pod("p", priorityClassName="high")
+    cluster.create(p)
+    assert p.spec.priority is None
