@@ -40,7 +40,8 @@ UsedPorts = Mapping[tuple[str, int], Set[str]]
 
 
 def get_host_ports(pod: Pod) -> tuple[HostPort, ...]:
-    """The host ports of ``pod`` (upstream ``util.GetHostPorts``).
+    """The host ports of ``pod`` (upstream ``util.GetHostPorts``), for queueing hints,
+    which get Pod objects; the cycle reads the same list from ``PodInfo.host_ports``.
 
     Ports with a ``hostPort`` > 0 of the containers and of the restartable init
     containers (sidecars, which run as long as the pod); an empty host IP means
@@ -55,13 +56,6 @@ def get_host_ports(pod: Pod) -> tuple[HostPort, ...]:
         for p in c.ports
         if p.host_port > 0
     )
-
-
-def wanted_ports(pod_info: PodInfo) -> tuple[HostPort, ...]:
-    """The pod's host ports, from ``pod_info`` when the pod has no init containers."""
-    if not pod_info.pod.spec.init_containers:
-        return pod_info.host_ports
-    return get_host_ports(pod_info.pod)
 
 
 def check_conflict(used: UsedPorts, port: HostPort) -> bool:
@@ -118,7 +112,8 @@ class NodePorts:
 
     @hookimpl
     def pre_filter(self, state: CycleState, pod_info: PodInfo) -> Status | None:
-        ports = wanted_ports(pod_info)
+        # PodInfo.host_ports is GetHostPorts' list, computed once per pod.
+        ports = pod_info.host_ports
         if not ports:
             return Status.skip()
         state.write(PRE_FILTER_KEY, ports)

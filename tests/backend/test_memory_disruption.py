@@ -215,3 +215,23 @@ def test_pdb_status_write_is_a_watch_event(cluster: MemoryCluster):
     cluster.create(pdb(minAvailable=1))
     web_rs(2, 2, cluster)
     assert seen[-1].status.disruptions_allowed == 1
+
+
+def test_incremental_status_equals_a_full_recount(cluster: MemoryCluster, clock):
+    from kubesched.backend.memory import DisruptionController
+
+    cluster.create(pdb(maxUnavailable="25%"))
+    web_rs(6, 4, cluster)
+    cluster.apply([pod("loose", labels={"app": "web"})])  # applied while controllers wait
+    pods = cluster.pods()
+    cluster.evict_pod(pods[0])
+    cluster.delete_pod(pods[1], 5)
+    relabel = cluster.get("Pod", "default", pods[2].name).model_copy(deep=True)
+    relabel.metadata.labels = {"app": "other"}
+    cluster.update(relabel)
+    clock.step(5)
+    cluster.advance()
+    budget = cluster.get("PodDisruptionBudget", "default", "budget")
+    fresh = DisruptionController(cluster).compute_status(budget)
+    assert fresh == budget.status
+    assert budget.status.expected_pods == 6

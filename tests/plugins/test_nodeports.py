@@ -162,3 +162,9 @@ def test_events_and_pod_deleted_hint() -> None:
     assert hint(pod, pod_with_ports("d", "TCP/0.0.0.0/80"), None) is QueueingHint.SKIP
     nominated = make_pod("d").host_port(80).nominated_node("n1").obj()
     assert hint(pod, nominated, None) is QueueingHint.QUEUE
+
+
+def test_hint_ports_equal_pod_info_ports() -> None:
+    # Hints read ports from Pod objects, the cycle from PodInfo: the same list.
+    pod = pod_with_ports("p", "TCP/0.0.0.0/80", "UDP/10.0.0.1/53", sidecar="SCTP/0.0.0.0/9")
+    assert get_host_ports(pod) == PodInfo(pod).host_ports

@@ -399,9 +399,13 @@ def table_for(handle: Any, nodes: Sequence[NodeInfo]) -> NodeTable:
     """The snapshot's NodeTable when its rows are exactly ``nodes``, else a new one."""
     snapshot = getattr(handle, "snapshot", None)
     table = getattr(snapshot, "table", None)
-    if table is not None and len(table.infos) == len(nodes):
-        infos = table.infos
-        if all(a is b for a, b in zip(infos, nodes, strict=True)):
+    if table is not None:
+        # The scheduler passes the snapshot's own list: O(1) instead of a walk.
+        if nodes is snapshot.list():
+            return table
+        if len(table.infos) == len(nodes) and all(
+            a is b for a, b in zip(table.infos, nodes, strict=True)
+        ):
             return table
     return NodeTable(list(nodes))
 

@@ -9,6 +9,7 @@ from typing import Protocol
 from kubesched.api import (
     KubeObject,
     Namespace,
+    PodDisruptionBudget,
     ReplicaSet,
     ReplicationController,
     Service,
@@ -43,6 +44,10 @@ class ObjectLister(Protocol):
         """The StatefulSets of ``namespace``."""
         ...
 
+    def list_pod_disruption_budgets(self, namespace: str) -> list[PodDisruptionBudget]:
+        """The PodDisruptionBudgets of ``namespace`` (preemption reads them)."""
+        ...
+
 
 class StaticLister:
     """An ``ObjectLister`` over a fixed set of objects (tests, snapshots).
@@ -63,7 +68,9 @@ class StaticLister:
         """Add or replace ``obj``."""
         if isinstance(obj, Namespace):
             self._namespaces[obj.metadata.name] = obj
-        elif isinstance(obj, (Service, ReplicationController, ReplicaSet, StatefulSet)):
+        elif isinstance(
+            obj, (Service, ReplicationController, ReplicaSet, StatefulSet, PodDisruptionBudget)
+        ):
             ns = obj.metadata.namespace or "default"
             self._by_kind[type(obj)][ns][obj.metadata.name] = obj
 
@@ -97,3 +104,7 @@ class StaticLister:
     def list_stateful_sets(self, namespace: str) -> list[StatefulSet]:
         """The StatefulSets of ``namespace``."""
         return self._list(StatefulSet, namespace)
+
+    def list_pod_disruption_budgets(self, namespace: str) -> list[PodDisruptionBudget]:
+        """The PodDisruptionBudgets of ``namespace``."""
+        return self._list(PodDisruptionBudget, namespace)

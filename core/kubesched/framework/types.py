@@ -376,6 +376,7 @@ class NodeInfo:
         "allocatable",
         "generation",
         "image_states",
+        "name",
         "node",
         "non_zero_requested",
         "pods",
@@ -388,6 +389,8 @@ class NodeInfo:
 
     def __init__(self, node: Node | None = None, pods: Iterable[PodInfo] = ()) -> None:
         self.node: Node | None = None
+        self.name = ""
+        """The node's name ("" without a Node); kept as a field, read on every hot path."""
         self.pods: list[PodInfo] = []
         self.pods_with_affinity: list[PodInfo] = []
         self.pods_with_required_anti_affinity: list[PodInfo] = []
@@ -403,20 +406,17 @@ class NodeInfo:
         for p in pods:
             self.add_pod(p)
 
-    @property
-    def name(self) -> str:
-        """The node's name ("" without a Node)."""
-        return self.node.metadata.name if self.node is not None else ""
-
     def set_node(self, node: Node) -> None:
         """Set or replace the Node object."""
         self.node = node
+        self.name = node.metadata.name
         self.allocatable = Resource.from_mapping(node_allocatable(node))
         self.generation = next_generation()
 
     def remove_node(self) -> None:
         """Forget the Node object; the pods stay until they are removed."""
         self.node = None
+        self.name = ""
         self.generation = next_generation()
 
     def add_pod(self, pod_info: PodInfo) -> None:
@@ -469,6 +469,7 @@ class NodeInfo:
         """A copy whose pod lists and totals can change independently (PodInfos shared)."""
         c = NodeInfo.__new__(NodeInfo)
         c.node = self.node
+        c.name = self.name
         c.pods = list(self.pods)
         c.pods_with_affinity = list(self.pods_with_affinity)
         c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
@@ -501,17 +502,44 @@ NodeToStatus = dict[str, "Status"]
 class NodeBatch:
     """A batch of nodes for a vectorised hook (``filter_nodes``, ``score_nodes``).
 
-    ``infos[i]`` is a node's NodeInfo and ``rows[i]`` its row in ``table``, the
-    snapshot's column arrays (``table.allocatable["cpu"][rows]`` are their cpu
-    allocatables). Everything in a batch is read-only.
+    ``rows[i]`` is a node's row in ``table``, the snapshot's column arrays
+    (``table.allocatable["cpu"][rows]`` are the batch's cpu allocatables); ``infos[i]``
+    is its NodeInfo and ``names[i]`` its name, both built on first use because a
+    vectorised plugin rarely needs them. Everything in a batch is read-only.
     """
 
-    __slots__ = ("infos", "rows", "table")
+    __slots__ = ("_infos", "_names", "rows", "table")
 
-    def __init__(self, table: NodeTable, rows: Sequence[int], infos: Sequence[NodeInfo]) -> None:
+    def __init__(
+        self, table: NodeTable, rows: Sequence[int], infos: Sequence[NodeInfo] | None = None
+    ) -> None:
         self.table = table
         self.rows = np.asarray(rows, dtype=np.intp)
-        self.infos = infos
+        self._infos = infos
+        self._names: list[str] | None = None
+
+    @property
+    def infos(self) -> Sequence[NodeInfo]:
+        """The batch's NodeInfos, in batch order."""
+        if self._infos is None:
+            all_infos = self.table.infos
+            self._infos = [all_infos[r] for r in self.rows.tolist()]
+        return self._infos
+
+    @property
+    def names(self) -> list[str]:
+        """The batch's node names, in batch order."""
+        if self._names is None:
+            all_names = self.table.names
+            self._names = [all_names[r] for r in self.rows.tolist()]
+        return self._names
+
+    def subset(self, positions: np.ndarray) -> NodeBatch:
+        """The nodes at ``positions`` (indices into this batch) as a new batch."""
+        sub = NodeBatch(self.table, self.rows[positions])
+        if self._infos is not None:
+            sub._infos = [self._infos[i] for i in positions.tolist()]
+        return sub
 
     def __len__(self) -> int:
-        return len(self.infos)
+        return len(self.rows)

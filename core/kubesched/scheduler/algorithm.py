@@ -167,35 +167,39 @@ class SchedulingAlgorithm:
         if not fwk.has_filter_plugins():
             chosen = order[:to_find]
             self._advance(len(chosen), num_all_nodes)
-            return [infos[r] for r in chosen], chosen
+            return [infos[r] for r in chosen.tolist()], chosen
 
         nominated_nodes = (
             fwk.nominator.nominated_node_names()
             if fwk.nominator is not None and len(fwk.nominator)
             else set()
         )
-        feasible_rows: list[int] = []
-        failed = 0
-        pos = 0
+        names = table.names
+        found_parts: list[np.ndarray] = []
+        found = failed = pos = 0
         chunk = to_find
-        while pos < n and len(feasible_rows) < to_find:
+        while pos < n and found < to_find:
             part = order[pos : pos + chunk]
             pos += len(part)
             verdicts = self._filter_chunk(fwk, state, pod_info, table, part, nominated_nodes)
-            for r, status in zip(part.tolist(), verdicts, strict=True):
-                if status is None:
-                    feasible_rows.append(r)
-                    if len(feasible_rows) == to_find:
-                        break
-                else:
-                    diagnosis.node_to_status[infos[r].name] = status
-                    diagnosis.add_plugin_status(status)
-                    failed += 1
+            ok = verdicts == None  # noqa: E711 (elementwise, by numpy)
+            ok_positions = np.flatnonzero(ok)
+            need = to_find - found
+            # Stop right after the last feasible node needed: the nodes after it count
+            # as not evaluated, as in upstream's search.
+            cut = int(ok_positions[need - 1]) + 1 if len(ok_positions) >= need else len(part)
+            found_parts.append(part[:cut][ok[:cut]])
+            found += min(len(ok_positions), need)
+            for j in np.flatnonzero(~ok[:cut]).tolist():
+                status = verdicts[j]
+                diagnosis.node_to_status[names[part[j]]] = status
+                diagnosis.add_plugin_status(status)
+                failed += 1
             # Most nodes failing means many more to look at: widen the next chunk.
-            chunk = max(chunk * 2, to_find - len(feasible_rows))
-        self._advance(len(feasible_rows) + failed, num_all_nodes)
-        chosen = np.asarray(feasible_rows, dtype=np.intp)
-        return [infos[r] for r in feasible_rows], chosen
+            chunk = max(chunk * 2, to_find - found)
+        self._advance(found + failed, num_all_nodes)
+        chosen = np.concatenate(found_parts) if found_parts else np.empty(0, dtype=np.intp)
+        return [infos[r] for r in chosen.tolist()], chosen
 
     def _filter_chunk(
         self,
@@ -205,32 +209,34 @@ class SchedulingAlgorithm:
         table: NodeTable,
         part: np.ndarray,
         nominated_nodes: set[str],
-    ) -> list[Status | None]:
-        part_infos = [table.infos[r] for r in part]
+    ) -> np.ndarray:
+        """Filter verdicts for the nodes at rows ``part`` (an object array, None = fits).
+
+        Nodes with nominated pods take the per-node path that counts those pods.
+        """
+        slow: list[int] = []
         if nominated_nodes:
-            slow = [i for i, ni in enumerate(part_infos) if ni.name in nominated_nodes]
-        else:
-            slow = []
-        if len(slow) == len(part_infos):
-            verdicts: list[Status | None] = [None] * len(part_infos)
-        else:
-            slow_set = set(slow)
-            fast_idx = [i for i in range(len(part_infos)) if i not in slow_set] if slow else None
-            if fast_idx is None:
-                batch = NodeBatch(table, part, part_infos)
+            names = table.names
+            slow = [i for i, r in enumerate(part.tolist()) if names[r] in nominated_nodes]
+        verdicts = np.full(len(part), None, dtype=object)
+        if len(slow) < len(part):
+            if slow:
+                fast = np.setdiff1d(np.arange(len(part)), slow)
+                batch = NodeBatch(table, part[fast])
             else:
-                batch = NodeBatch(table, part[fast_idx], [part_infos[i] for i in fast_idx])
+                fast = None
+                batch = NodeBatch(table, part)
             batch_verdicts, error = fwk.run_filter_batch(state, pod_info, batch)
             if error is not None:
                 raise SchedulingError(error)
-            if fast_idx is None:
+            if fast is None:
                 verdicts = batch_verdicts
             else:
-                verdicts = [None] * len(part_infos)
-                for i, v in zip(fast_idx, batch_verdicts, strict=True):
-                    verdicts[i] = v
+                verdicts[fast] = batch_verdicts
         for i in slow:
-            status = fwk.run_filter_plugins_with_nominated_pods(state, pod_info, part_infos[i])
+            status = fwk.run_filter_plugins_with_nominated_pods(
+                state, pod_info, table.infos[part[i]]
+            )
             if status.code is Code.ERROR:
                 raise SchedulingError(status)
             verdicts[i] = None if status.is_success() else status

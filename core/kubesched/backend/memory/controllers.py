@@ -240,10 +240,13 @@ class WorkloadControllers:
         if ref.kind == "Job":
             self._count_job_failure(ref.uid, pod, event.type)
         if event.type == EventType.MODIFIED and old is not None:
+            # Binding and status chatter do not change what a ReplicaSet counts; only a
+            # pod starting to terminate or finishing does (a StatefulSet also waits for
+            # readiness).
             relevant = (
                 (old.metadata.deletion_timestamp is None)
                 != (pod.metadata.deletion_timestamp is None)
-                or old.status.phase != pod.status.phase
+                or (pod.status.phase in _TERMINAL) != (old.status.phase in _TERMINAL)
                 or (ref.kind == "StatefulSet" and old.status != pod.status)
             )
             if not relevant:

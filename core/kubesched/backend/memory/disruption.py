@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from kubesched.api import (
+    KubeObject,
     LabelSelectorMatcher,
     Pod,
     PodDisruptionBudget,
@@ -78,6 +79,57 @@ def _selector(pdb: PodDisruptionBudget) -> LabelSelectorMatcher | None:
         return None  # an invalid selector selects no pod
 
 
+# A selected pod: (healthy, terminating, controller (kind, name, uid) or None).
+_Entry = tuple[bool, bool, "tuple[str, str, str] | None"]
+
+
+def _entry(pod: Pod) -> _Entry:
+    terminating = pod.metadata.deletion_timestamp is not None
+    ref = pod.metadata.controller_ref
+    return (
+        not terminating and is_pod_ready(pod),
+        terminating,
+        (ref.kind, ref.name, ref.uid) if ref is not None else None,
+    )
+
+
+class _Membership:
+    """The pods one PDB selects, with the counts its status needs kept up to date."""
+
+    __slots__ = ("controllers", "entries", "healthy", "selector")
+
+    def __init__(self, selector: LabelSelectorMatcher | None) -> None:
+        self.selector = selector
+        self.entries: dict[str, _Entry] = {}
+        self.healthy = 0
+        self.controllers: dict[tuple[str, str, str], int] = {}
+
+    def selects(self, pod: KubeObject) -> bool:
+        return self.selector is not None and self.selector.matches(pod.metadata.labels)
+
+    def update(self, key: str, entry: _Entry | None) -> bool:
+        """Set (or with None remove) the pod's entry; True if anything changed."""
+        old = self.entries.get(key)
+        if old == entry:
+            return False
+        if old is not None:
+            self.healthy -= old[0]
+            if old[2] is not None:
+                n = self.controllers[old[2]] - 1
+                if n:
+                    self.controllers[old[2]] = n
+                else:
+                    del self.controllers[old[2]]
+        if entry is None:
+            del self.entries[key]
+            return True
+        self.entries[key] = entry
+        self.healthy += entry[0]
+        if entry[2] is not None:
+            self.controllers[entry[2]] = self.controllers.get(entry[2], 0) + 1
+        return True
+
+
 class DisruptionController:
     """Keeps every PDB's status current, synchronously, and answers evictions.
 
@@ -92,113 +144,130 @@ class DisruptionController:
 
     def __init__(self, cluster: MemoryCluster) -> None:
         self.cluster = cluster
+        # PDBs to recompute once the current burst of events is delivered (key -> None).
+        self._dirty: dict[str, None] = {}
+        # namespace -> PDB key -> its selected pods and running counts.
+        self._by_namespace: dict[str, dict[str, _Membership]] = {}
 
     # -- status ----------------------------------------------------------------------------
 
     def on_event(self, kind: str, event: WatchEvent) -> None:
-        """Recompute the PDBs a change may affect."""
+        """Track the change and mark the PDBs it affects; :meth:`flush` recomputes them.
+
+        Each PDB keeps its selected pods with running counts (healthy pods, pods per
+        controller), so a pod event costs O(PDBs of its namespace) and a recomputation
+        O(controllers), however many pods there are. The cluster flushes when a write's
+        events are all delivered.
+        """
         obj = event.object
         if kind == "Pod":
             ns = obj.namespace
-            pdbs = self.cluster.list_pod_disruption_budgets(ns)
-            if not pdbs:
+            members = self._by_namespace.get(ns)
+            if not members:
                 return
-            label_sets = [obj.metadata.labels]
-            if event.old is not None:
-                label_sets.append(event.old.metadata.labels)
-            for pdb in pdbs:
-                sel = _selector(pdb)
-                if sel is not None and any(sel.matches(ls) for ls in label_sets):
-                    self.sync(pdb)
+            key = obj.key
+            entry = None if event.type == EventType.DELETED else _entry(obj)  # type: ignore[arg-type]
+            for pdb_key, m in members.items():
+                if m.update(key, entry if entry is not None and m.selects(obj) else None):
+                    self._dirty[pdb_key] = None
         elif kind == "PodDisruptionBudget":
+            ns_members = self._by_namespace.setdefault(obj.namespace, {})
             if event.type == EventType.DELETED:
+                ns_members.pop(obj.key, None)
                 return
             old = event.old
             if old is not None and old.metadata.generation == obj.metadata.generation:
                 return  # a status write, ours
-            cur = self.cluster.try_get(kind, obj.metadata.namespace, obj.name)
-            if cur is not None:
-                self.sync(cur)  # type: ignore[arg-type]
+            ns_members[obj.key] = self._build(obj)  # type: ignore[arg-type]
+            self._dirty[obj.key] = None
         elif kind in _SCALED_KINDS:
             # The scale of an owner feeds expectedPods of percentage / maxUnavailable PDBs.
-            for pdb in self.cluster.list_pod_disruption_budgets(obj.namespace):
-                self.sync(pdb)
+            for pdb_key in self._by_namespace.get(obj.namespace, {}):
+                self._dirty[pdb_key] = None
+
+    def _build(self, pdb: PodDisruptionBudget) -> _Membership:
+        m = _Membership(_selector(pdb))
+        for pod in self.cluster.iter_objects("Pod", pdb.namespace):
+            if m.selects(pod):
+                m.update(pod.key, _entry(pod))  # type: ignore[arg-type]
+        return m
+
+    def _membership(self, pdb: PodDisruptionBudget) -> _Membership:
+        ns_members = self._by_namespace.setdefault(pdb.namespace, {})
+        m = ns_members.get(pdb.key)
+        if m is None:
+            m = ns_members[pdb.key] = self._build(pdb)
+        return m
+
+    def flush(self) -> bool:
+        """Recompute the marked PDBs; True if a status was written."""
+        wrote = False
+        while self._dirty:
+            key = next(iter(self._dirty))
+            del self._dirty[key]
+            ns, _, name = key.partition("/")
+            pdb = self.cluster.try_get("PodDisruptionBudget", ns, name)
+            if pdb is not None:
+                wrote |= self.sync(pdb)  # type: ignore[arg-type]
+        return wrote
 
     def sync_all(self) -> None:
         """Recompute every PDB."""
         for pdb in self.cluster.list_pod_disruption_budgets():
             self.sync(pdb)
 
-    def _selected_pods(self, pdb: PodDisruptionBudget) -> list[Pod]:
-        sel = _selector(pdb)
-        if sel is None:
-            return []
-        return [p for p in self.cluster.pods(pdb.namespace) if sel.matches(p.metadata.labels)]
-
-    def _controller_scale(self, pod: Pod) -> tuple[str, int] | None:
-        """The uid and scale of the pod's scalable controller (RS under a Deployment: the
-        Deployment's), or None when there is none."""
-        ref = pod.metadata.controller_ref
-        if ref is None or ref.kind not in _SCALED_KINDS:
-            return None
-        owner = self.cluster.try_get(ref.kind, pod.namespace, ref.name)
-        if owner is None or owner.metadata.uid != ref.uid:
-            return None
-        if ref.kind == "ReplicaSet":
+    def _controller_scale(self, namespace: str, ref: tuple[str, str, str]) -> tuple[str, int]:
+        """The uid and scale of a scalable controller (an RS under a Deployment: the
+        Deployment's); ``ValueError`` when there is none (a Job, a missing owner)."""
+        kind, name, uid = ref
+        owner = self.cluster.try_get(kind, namespace, name) if kind in _SCALED_KINDS else None
+        if owner is None or owner.metadata.uid != uid:
+            raise ValueError(f"found no controllers for {kind} {name!r}")
+        if kind == "ReplicaSet":
             dref = owner.metadata.controller_ref
             if dref is not None and dref.kind == "Deployment":
-                d = self.cluster.try_get("Deployment", pod.namespace, dref.name)
+                d = self.cluster.try_get("Deployment", namespace, dref.name)
                 if d is not None and d.metadata.uid == dref.uid:
                     return d.metadata.uid or "", d.spec.replicas  # type: ignore[attr-defined]
         return owner.metadata.uid or "", owner.spec.replicas  # type: ignore[attr-defined]
 
-    def _expected_scale(self, pods: list[Pod]) -> int:
-        scales: dict[str, int] = {}
-        for pod in pods:
-            if pod.metadata.controller_ref is None:
-                continue  # unmanaged pods are left out, as upstream
-            found = self._controller_scale(pod)
-            if found is None:
-                raise ValueError(f'found no controllers for pod "{pod.name}"')
-            scales[found[0]] = found[1]
+    def _expected_scale(self, namespace: str, m: _Membership) -> int:
+        # Unmanaged pods are left out, as upstream; each controller counts once.
+        scales = dict(self._controller_scale(namespace, ref) for ref in m.controllers)
         return sum(scales.values())
 
-    def _expected_and_desired(self, pdb: PodDisruptionBudget, pods: list[Pod]) -> tuple[int, int]:
+    def _expected_and_desired(self, pdb: PodDisruptionBudget, m: _Membership) -> tuple[int, int]:
         spec = pdb.spec
         if spec.max_unavailable is not None:
-            expected = self._expected_scale(pods)
+            expected = self._expected_scale(pdb.namespace, m)
             max_unavailable = scaled_value_from_int_or_percent(spec.max_unavailable, expected, True)
             return expected, max(0, expected - max_unavailable)
         if spec.min_available is not None:
             if isinstance(spec.min_available, int):
-                return len(pods), spec.min_available
-            expected = self._expected_scale(pods)
+                return len(m.entries), spec.min_available
+            expected = self._expected_scale(pdb.namespace, m)
             return expected, scaled_value_from_int_or_percent(spec.min_available, expected, True)
         return 0, 0
 
     def compute_status(self, pdb: PodDisruptionBudget) -> PodDisruptionBudgetStatus:
         """The status the disruption controller would write for ``pdb`` now."""
-        pods = self._selected_pods(pdb)
+        m = self._membership(pdb)
         try:
-            expected, desired = self._expected_and_desired(pdb, pods)
+            expected, desired = self._expected_and_desired(pdb, m)
         except ValueError:
             # failSafe: only disruptionsAllowed is forced to 0.
             return pdb.status.model_copy(update={"disruptions_allowed": 0})
         now = timestamp(self.cluster.now())
         disrupted = {}
-        for pod in pods:
-            t = pdb.status.disrupted_pods.get(pod.name)
-            if (
-                t is not None
-                and pod.metadata.deletion_timestamp is None
-                and t + timedelta(seconds=DELETION_TIMEOUT) > now
-            ):
-                disrupted[pod.name] = t
-        healthy = sum(
-            1
-            for p in pods
-            if p.metadata.deletion_timestamp is None and p.name not in disrupted and is_pod_ready(p)
-        )
+        healthy = m.healthy
+        prefix = pdb.namespace + "/"
+        for name, t in pdb.status.disrupted_pods.items():
+            entry = m.entries.get(prefix + name)
+            # Kept while the pod exists, is not terminating and the timeout has not passed.
+            if entry is not None and not entry[1] and t + timedelta(seconds=DELETION_TIMEOUT) > now:
+                disrupted[name] = t
+                if entry[0]:
+                    healthy -= 1
         allowed = healthy - desired
         if expected <= 0 or allowed <= 0:
             allowed = 0
@@ -211,11 +280,13 @@ class DisruptionController:
             observed_generation=pdb.metadata.generation,
         )
 
-    def sync(self, pdb: PodDisruptionBudget) -> None:
-        """Write ``pdb``'s status if it changed."""
+    def sync(self, pdb: PodDisruptionBudget) -> bool:
+        """Write ``pdb``'s status if it changed; True if it did."""
         status = self.compute_status(pdb)
-        if status != pdb.status:
-            self._write_status(pdb, status)
+        if status == pdb.status:
+            return False
+        self._write_status(pdb, status)
+        return True
 
     def _write_status(self, pdb: PodDisruptionBudget, status: PodDisruptionBudgetStatus) -> None:
         new = pdb.model_copy(deep=True)
@@ -243,6 +314,8 @@ class DisruptionController:
         grace period.
         """
         cluster = self.cluster
+        if self._dirty:
+            self.flush()  # an eviction from inside a watch handler reads a fresh status
         cur: Pod | None = cluster.try_get("Pod", pod.namespace, pod.name)  # type: ignore[assignment]
         if cur is None or (pod.metadata.uid and cur.metadata.uid != pod.metadata.uid):
             return EvictionResult(404, f'pods "{pod.name}" not found')

@@ -234,6 +234,17 @@ class MemoryCluster:
         prefix = namespace + "/"
         return [store[k] for k in sorted(store) if k.startswith(prefix)]
 
+    def iter_objects(self, kind: str, namespace: str | None = None) -> Iterator[KubeObject]:
+        """The objects of ``kind`` (of ``namespace`` if given), unsorted (insertion order)."""
+        store = self._objects[kind]
+        if namespace is None:
+            yield from store.values()
+            return
+        prefix = namespace + "/"
+        for key, o in store.items():
+            if key.startswith(prefix):
+                yield o
+
     def pods(self, namespace: str | None = None) -> list[Pod]:
         """The Pods (of ``namespace`` if given), sorted by key."""
         return self.objects("Pod", namespace)  # type: ignore[return-value]
@@ -325,22 +336,24 @@ class MemoryCluster:
             return
         self._dispatching = True
         try:
-            while self._pending:
-                rv, kind, event = self._pending.popleft()
-                self._log.append((rv, kind, event))
-                while len(self._log) > self._log_size:
-                    self._compacted_rv = self._log.popleft()[0]
-                for w in tuple(self._watches[kind]):
-                    if w.active and rv > w.from_rv:
-                        w.handler(event)
-                if not self._paused:
-                    self._react(kind, event)
+            while True:
+                while self._pending:
+                    rv, kind, event = self._pending.popleft()
+                    self._log.append((rv, kind, event))
+                    while len(self._log) > self._log_size:
+                        self._compacted_rv = self._log.popleft()[0]
+                    for w in tuple(self._watches[kind]):
+                        if w.active and rv > w.from_rv:
+                            w.handler(event)
+                    if not self._paused:
+                        self.controllers.on_event(kind, event)
+                    # PDB bookkeeping runs even while controllers are held.
+                    self.disruption.on_event(kind, event)
+                # PDB statuses are recomputed once per burst; their writes are new events.
+                if not self.disruption.flush():
+                    break
         finally:
             self._dispatching = False
-
-    def _react(self, kind: str, event: WatchEvent) -> None:
-        self.controllers.on_event(kind, event)
-        self.disruption.on_event(kind, event)
 
     @contextmanager
     def paused_controllers(self) -> Iterator[None]:

@@ -418,19 +418,18 @@ class Framework:
 
     def run_filter_batch(
         self, state: CycleState, pod_info: PodInfo, batch: NodeBatch
-    ) -> tuple[list[Status | None], Status | None]:
+    ) -> tuple[np.ndarray, Status | None]:
         """Filter on many nodes: ``(verdicts, error)``.
 
-        ``verdicts[i]`` is ``None`` where node ``i`` passes every plugin, else the first
-        rejecting plugin's status, exactly as ``run_filter_plugins`` node by node.
-        Plugins run one after the other on the nodes still feasible, with their
-        vectorised ``filter_nodes`` when they have one. ``error`` is set, and the
+        ``verdicts`` is an object array: ``None`` where node ``i`` passes every plugin,
+        else the first rejecting plugin's status, exactly as ``run_filter_plugins``
+        node by node. Plugins run one after the other on the nodes still feasible, with
+        their vectorised ``filter_nodes`` when they have one. ``error`` is set, and the
         verdicts incomplete, when a plugin failed with an ``ERROR``.
         """
         pod = pod_info.pod
-        n = len(batch)
-        verdicts: list[Status | None] = [None] * n
-        alive = np.arange(n)
+        verdicts = np.full(len(batch), None, dtype=object)
+        alive = np.arange(len(batch))
         sub = batch
         for runner in self.points["Filter"]:
             if not len(alive):
@@ -438,16 +437,22 @@ class Framework:
             if runner.name in state.skip_filter_plugins:
                 continue
             if len(alive) < len(sub):
-                sub = NodeBatch(batch.table, batch.rows[alive], [batch.infos[i] for i in alive])
+                sub = batch.subset(alive)
             results = self._filter_many(runner, state, pod, pod_info, sub)
             if isinstance(results, Status):
                 return verdicts, results
-            failed = [j for j, s in enumerate(results) if s is not None and s.code]
-            if not failed:
+            if not (isinstance(results, np.ndarray) and results.dtype == object):
+                results = np.array(results, dtype=object)
+            # Elementwise "is not None", done by numpy; only failures reach Python.
+            failed = np.flatnonzero(results != None)  # noqa: E711
+            if not len(failed):
                 continue
             keep = np.ones(len(alive), dtype=bool)
-            for j in failed:
-                status = results[j].with_plugin(runner.name)
+            for j in failed.tolist():
+                status = results[j]
+                if not status.code:
+                    continue  # an explicit success status
+                status.with_plugin(runner.name)
                 if not status.is_rejected():
                     return verdicts, _wrap_error(status, f"running {runner.name!r} filter plugin")
                 verdicts[alive[j]] = status
@@ -547,7 +552,7 @@ class Framework:
         ``ERROR`` status of a plugin that failed or left a score outside 0..100.
         """
         start = time.perf_counter()
-        names = [ni.name for ni in batch.infos]
+        names = batch.names
         pod = pod_info.pod
         plugin_scores: list[PluginScore] = []
         totals = np.zeros(len(names), dtype=np.int64)
