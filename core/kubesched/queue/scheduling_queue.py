@@ -233,6 +233,15 @@ class PriorityQueue:
         # gauge is decremented exactly once whatever way the pod leaves.
         self._counted_reasons: dict[str, tuple[str, frozenset[str]]] = {}
 
+        # The labelled gauges, looked up once: they are set after every queue operation.
+        self._gauges = (
+            tuple(
+                metrics.pending_pods.labels(queue=q)
+                for q in (_ACTIVE, _BACKOFF, _UNSCHEDULABLE, _GATED)
+            )
+            if metrics is not None
+            else None
+        )
         self.nominator = Nominator(pod_lister)
         """The pods nominated to nodes (see :class:`Nominator`)."""
         self._update_gauges()
@@ -865,13 +874,13 @@ class PriorityQueue:
 
     # -- metrics ----------------------------------------------------------------------
     def _update_gauges(self) -> None:
-        m = self._metrics
-        if m is None:
+        if self._gauges is None:
             return
-        m.pending_pods.labels(queue=_ACTIVE).set(len(self._active))
-        m.pending_pods.labels(queue=_BACKOFF).set(len(self._backoff) + len(self._error_backoff))
-        m.pending_pods.labels(queue=_UNSCHEDULABLE).set(len(self._unschedulable))
-        m.pending_pods.labels(queue=_GATED).set(len(self._gated))
+        active, backoff, unschedulable, gated = self._gauges
+        active.set(len(self._active))
+        backoff.set(len(self._backoff) + len(self._error_backoff))
+        unschedulable.set(len(self._unschedulable))
+        gated.set(len(self._gated))
 
     def _incoming(self, queue: str, event: str) -> None:
         if self._metrics is not None:

@@ -580,9 +580,8 @@ class MemoryCluster:
             raise ConflictError(
                 f'pod {cur.name} is already assigned to node "{cur.spec.node_name}"'
             )
-        new = cur.model_copy(deep=True)
+        new = _copy_for_status_write(cur, spec=cur.spec.model_copy(update={"node_name": node_name}))
         now = timestamp(self.clock.now())
-        new.spec.node_name = node_name
         st = new.status
         st.phase = "Running"
         st.start_time = now
@@ -601,7 +600,7 @@ class MemoryCluster:
     ) -> None:
         """Set a condition and/or the nominated node on ``pod``'s status."""
         cur = self._current_pod(pod)
-        new = cur.model_copy(deep=True)
+        new = _copy_for_status_write(cur)
         if condition is not None:
             _set_condition(
                 new.status.conditions,
@@ -758,6 +757,20 @@ _CONTROLLER_NAMES = {
     "Job": "job-controller",
     "Deployment": "deployment-controller",
 }
+
+
+def _copy_for_status_write(pod: Pod, spec: Any = None) -> Pod:
+    """A copy of ``pod`` whose metadata, status and conditions list may be changed.
+
+    Stored objects are never changed in place, so the rest (the spec, unless a new one
+    is given) is shared: a deep copy of every pod on every bind and status update was
+    the embedded cluster's largest cost.
+    """
+    status = pod.status.model_copy(update={"conditions": list(pod.status.conditions or ())})
+    update: dict[str, Any] = {"metadata": pod.metadata.model_copy(), "status": status}
+    if spec is not None:
+        update["spec"] = spec
+    return pod.model_copy(update=update)
 
 
 def _set_condition(conditions: list[ApiPodCondition], cond: ApiPodCondition, now: Any) -> None:

@@ -135,6 +135,7 @@ class Framework:
         self.parallelism = parallelism
         self.rng = rng or random.Random()
         self.waiting_pods = WaitingPods()
+        self._ep_histograms: dict[tuple[str, Code], Any] = {}
         self.snapshot: Any = None
         self.runners: dict[str, PluginRunner] = {}
         self.points: dict[str, list[PluginRunner]] = {}
@@ -807,10 +808,18 @@ class Framework:
         return result
 
     def _observe(self, extension_point: str, status: Status, start: float) -> None:
-        if self.metrics is not None:
-            self.metrics.framework_extension_point_duration.labels(
-                extension_point, status.code.display, self.profile_name
-            ).observe(time.perf_counter() - start)
+        if self.metrics is None:
+            return
+        key = (extension_point, status.code)
+        child = self._ep_histograms.get(key)
+        if child is None:
+            # Looked up once per label set: this runs at every extension point of every pod.
+            child = self._ep_histograms[key] = (
+                self.metrics.framework_extension_point_duration.labels(
+                    extension_point, status.code.display, self.profile_name
+                )
+            )
+        child.observe(time.perf_counter() - start)
 
     def _observe_plugin(
         self, plugin: str, extension_point: str, status: Status | None, start: float

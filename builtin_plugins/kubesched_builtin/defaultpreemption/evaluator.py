@@ -1,0 +1,660 @@
+"""The generic preemption evaluator (upstream ``framework/preemption``) for PostFilter plugins.
+
+A PostFilter plugin that preempts builds an :class:`Evaluator` with itself as the
+:class:`PreemptionInterface` (eligibility, victim selection, how many candidates) and calls
+:meth:`Evaluator.preempt`. The evaluator finds the nodes where preemption might help, dry-runs
+the plugin's victim selection on clones of their NodeInfo and CycleState, picks the best
+candidate with upstream's ordered criteria, and carries the preemption out through the
+cluster client: victims deleted (or, waiting at Permit, rejected), the nomination of
+lower-priority pods on that node cleared, ``Preempted`` events recorded.
+
+Upstream reference: ``pkg/scheduler/framework/preemption/preemption.go`` and
+``executor.go`` (the synchronous ``prepareCandidate``; kubesched's API calls are
+synchronous, so the asynchronous variant of KEP-4832 would behave the same).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kubesched import Code, CycleState, NodeInfo, PodInfo, PostFilterResult, StateKey, Status
+from kubesched.api import PodDisruptionBudget, compile_label_selector
+from kubesched.api.selectors import LabelSelectorMatcher
+from kubesched.backend.protocol import NotFoundError, PodCondition
+from kubesched.scheduler.diagnosis import Diagnosis, FitError
+
+log = logging.getLogger(__name__)
+
+ERR_REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+"""The status of the nodes preemption did not consider (upstream's FitError in ``Preempt``)."""
+ERR_REASON_NO_CANDIDATE = "no candidate node for preemption"
+ERR_NO_NODES = "no nodes available"
+
+DISRUPTION_TARGET = "DisruptionTarget"
+"""The pod condition type set on a victim before it is deleted (``v1.DisruptionTarget``)."""
+REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+"""The reason of that condition (``v1.PodReasonPreemptionByScheduler``)."""
+
+MAX_INT32 = 2**31 - 1
+
+PREEMPTION_EXPLANATION_KEY: StateKey[PreemptionExplanation] = StateKey("PreemptionExplanation")
+"""Where :meth:`Evaluator.preempt` leaves the :class:`PreemptionExplanation` of the attempt in
+the cycle's CycleState, for ``simulate --explain`` and tests."""
+
+CRITERIA = (
+    "fewest PodDisruptionBudget violations",
+    "lowest highest-priority victim",
+    "smallest sum of victim priorities",
+    "fewest victims",
+    "latest start time of the highest-priority victims",
+)
+"""The names of ``pick_one_node_for_preemption``'s default criteria, in order."""
+ONLY_CANDIDATE = "only candidate"
+FIRST_IN_ORDER = "first candidate in search order (all criteria tied)"
+
+
+# ---------------------------------------------------------------------------------------
+# Values
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PDBView:
+    """A PodDisruptionBudget as preemption reads it, its selector compiled once per attempt.
+
+    ``selector`` is ``None`` for a nil, empty or invalid selector: upstream's such a PDB
+    matches no pod.
+    """
+
+    namespace: str
+    name: str
+    selector: LabelSelectorMatcher | None
+    disruptions_allowed: int
+    disrupted_pods: frozenset[str]
+
+    @classmethod
+    def of(cls, pdb: PodDisruptionBudget) -> PDBView:
+        """The view of ``pdb``."""
+        selector = None
+        raw = pdb.spec.selector
+        if raw is not None and (raw.match_labels or raw.match_expressions):
+            try:
+                selector = compile_label_selector(raw)
+            except ValueError:  # an invalid selector matches nothing
+                selector = None
+        status = pdb.status
+        return cls(
+            namespace=pdb.metadata.namespace or "default",
+            name=pdb.metadata.name or "",
+            selector=selector,
+            disruptions_allowed=status.disruptions_allowed if status is not None else 0,
+            disrupted_pods=frozenset((status.disrupted_pods or {}) if status is not None else ()),
+        )
+
+
+@dataclass
+class Candidate:
+    """A node where the preemptor fits once ``victims`` are gone (upstream ``Candidate``).
+
+    ``victims`` are ordered from most to least important (highest priority first).
+    """
+
+    name: str
+    victims: list[PodInfo]
+    num_pdb_violations: int = 0
+
+
+@dataclass(frozen=True)
+class CandidateExplanation:
+    """One candidate as ``simulate --explain`` shows it."""
+
+    node: str
+    victims: tuple[str, ...]
+    """Victim pod keys, most important first."""
+    victim_priorities: tuple[int, ...]
+    num_pdb_violations: int
+
+    @classmethod
+    def of(cls, c: Candidate) -> CandidateExplanation:
+        """The explanation of candidate ``c``."""
+        return cls(
+            node=c.name,
+            victims=tuple(v.key for v in c.victims),
+            victim_priorities=tuple(v.priority for v in c.victims),
+            num_pdb_violations=c.num_pdb_violations,
+        )
+
+
+@dataclass
+class PreemptionExplanation:
+    """What one preemption attempt considered and decided (stored under
+    :data:`PREEMPTION_EXPLANATION_KEY`).
+
+    ``eligible`` False with ``reason`` when the pod may not preempt; otherwise
+    ``potential_nodes`` nodes were rejected by Filter with ``Unschedulable``, the dry run
+    started at ``offset`` (in the snapshot's node order among them) looking for
+    ``wanted_candidates`` candidates, tried ``nodes_tried`` nodes and found
+    ``candidates``; ``rejected`` holds, per node tried without success, why. ``chosen``
+    is the nominated node, ``decided_by`` the criterion that singled it out, ``victims``
+    the pods deleted for it. ``message`` is the PostFilter status message.
+    """
+
+    pod: str
+    eligible: bool = True
+    reason: str = ""
+    potential_nodes: int = 0
+    offset: int = 0
+    wanted_candidates: int = 0
+    nodes_tried: int = 0
+    candidates: list[CandidateExplanation] = field(default_factory=list)
+    rejected: dict[str, str] = field(default_factory=dict)
+    chosen: str | None = None
+    decided_by: str = ""
+    victims: tuple[str, ...] = ()
+    message: str = ""
+
+
+class PreemptionInterface(Protocol):
+    """What a preemption plugin decides, the evaluator does the rest (upstream ``Interface``)."""
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        """A random offset into the ``num_nodes`` potential nodes and how many candidates
+        the dry run should find."""
+        ...
+
+    def pod_eligible_to_preempt_others(
+        self, pod_info: PodInfo, nominated_node_status: Status | None
+    ) -> tuple[bool, str]:
+        """Whether the pod may preempt at all, and why not."""
+        ...
+
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        node_info: NodeInfo,
+        pdbs: Sequence[PDBView],
+    ) -> tuple[list[PodInfo], int, Status]:
+        """The fewest pods to remove from ``node_info`` for the pod to fit, their number of
+        PDB violations and a status. ``state`` and ``node_info`` are clones to mutate."""
+        ...
+
+    def ordered_score_funcs(
+        self, candidates: Sequence[Candidate]
+    ) -> list[Callable[[Candidate], float]] | None:
+        """Custom candidate scores (higher is better), applied in order until one node
+        stands out; ``None`` for upstream's default criteria."""
+        ...
+
+
+# ---------------------------------------------------------------------------------------
+# Shared helpers (upstream util and preemption package functions)
+# ---------------------------------------------------------------------------------------
+
+
+def pod_start_time(pod_info: PodInfo) -> float:
+    """The pod's ``status.startTime`` in seconds; a pod not started yet counts as started
+    now, later than any pod that has (upstream ``GetPodStartTime`` uses ``time.Now()``)."""
+    started = pod_info.pod.status.start_time
+    return started.timestamp() if started is not None else math.inf
+
+
+def importance_key(pod_info: PodInfo) -> tuple[int, float]:
+    """Sort key putting more important pods first: higher priority, then longer running
+    (upstream ``util.MoreImportantPod``)."""
+    return (-pod_info.priority, pod_start_time(pod_info))
+
+
+def more_important_pod(pod1: PodInfo, pod2: PodInfo) -> bool:
+    """Upstream ``MoreImportantPod``: higher priority, or equal priority and started earlier."""
+    if pod1.priority != pod2.priority:
+        return pod1.priority > pod2.priority
+    return pod_start_time(pod1) < pod_start_time(pod2)
+
+
+def earliest_pod_start_time(victims: Sequence[PodInfo]) -> float | None:
+    """The earliest start time among the highest-priority ``victims`` (upstream
+    ``GetEarliestPodStartTime``); ``None`` without victims."""
+    if not victims:
+        return None
+    top = max(v.priority for v in victims)
+    return min(pod_start_time(v) for v in victims if v.priority == top)
+
+
+def filter_pods_with_pdb_violation(
+    pod_infos: Iterable[PodInfo], pdbs: Sequence[PDBView]
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """Split ``pod_infos`` into those whose removal would violate a PDB and the others,
+    keeping their order (upstream ``filterPodsWithPDBViolation``).
+
+    Each PDB's ``disruptionsAllowed`` is spent pod by pod in the given order; a pod already
+    in a PDB's ``disruptedPods`` does not spend it again. A pod violates when some PDB
+    selecting it goes below zero.
+    """
+    allowed = [p.disruptions_allowed for p in pdbs]
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
+    for pi in pod_infos:
+        violated = False
+        # A pod without labels matches no PDB.
+        if pi.labels:
+            for i, pdb in enumerate(pdbs):
+                if pdb.namespace != pi.namespace or pdb.selector is None:
+                    continue
+                if not pdb.selector.matches(pi.labels):
+                    continue
+                if pi.name in pdb.disrupted_pods:
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else non_violating).append(pi)
+    return violating, non_violating
+
+
+def _default_score_funcs(candidates: Sequence[Candidate]) -> list[Callable[[Candidate], float]]:
+    def min_pdb_violations(c: Candidate) -> float:
+        return -c.num_pdb_violations
+
+    def min_highest_priority(c: Candidate) -> float:
+        return -c.victims[0].priority
+
+    def min_sum_priorities(c: Candidate) -> float:
+        # Upstream adds MaxInt32+1 to each priority so that all are >= 0: otherwise a node
+        # with a few negative-priority victims would lose to one with fewer of them.
+        return -sum(v.priority + MAX_INT32 + 1 for v in c.victims)
+
+    def min_num_pods(c: Candidate) -> float:
+        return -len(c.victims)
+
+    def latest_start_time(c: Candidate) -> float:
+        earliest = earliest_pod_start_time(c.victims)
+        return -math.inf if earliest is None else earliest
+
+    return [
+        min_pdb_violations,
+        min_highest_priority,
+        min_sum_priorities,
+        min_num_pods,
+        latest_start_time,
+    ]
+
+
+def pick_one_node_for_preemption_explained(
+    candidates: Sequence[Candidate],
+    score_funcs: Sequence[Callable[[Candidate], float]] | None = None,
+) -> tuple[Candidate | None, str]:
+    """:func:`pick_one_node_for_preemption` and the name of the criterion that decided."""
+    if not candidates:
+        return None, ""
+    custom = bool(score_funcs)
+    funcs = list(score_funcs) if custom else _default_score_funcs(candidates)
+    remaining = list(candidates)
+    for i, f in enumerate(funcs):
+        scores = [f(c) for c in remaining]
+        best = max(scores)
+        remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
+        if len(remaining) == 1:
+            name = f"custom score function {i}" if custom else CRITERIA[i]
+            return remaining[0], name
+    return remaining[0], FIRST_IN_ORDER
+
+
+def pick_one_node_for_preemption(
+    candidates: Sequence[Candidate],
+    score_funcs: Sequence[Callable[[Candidate], float]] | None = None,
+) -> Candidate | None:
+    """The best candidate by upstream's ``pickOneNodeForPreemption``.
+
+    Without ``score_funcs``, in order, the candidate with: the fewest PDB violations; the
+    lowest priority of its most important victim; the smallest sum of victim priorities
+    (each offset by MaxInt32+1); the fewest victims; the latest earliest-start-time among
+    its highest-priority victims. Each criterion only breaks the ties of the previous
+    ones; when all tie, the first candidate in search order wins (upstream takes the
+    first of a Go map iteration, i.e. an arbitrary one).
+    """
+    return pick_one_node_for_preemption_explained(candidates, score_funcs)[0]
+
+
+def nodes_where_preemption_might_help(
+    nodes: Iterable[NodeInfo], node_to_status: Mapping[str, Status]
+) -> list[NodeInfo]:
+    """The nodes Filter rejected with ``UNSCHEDULABLE`` (not ``UNSCHEDULABLE_AND_UNRESOLVABLE``),
+    in snapshot order. A node missing from ``node_to_status`` counts as unresolvable, as
+    upstream's default absent-nodes status."""
+    out = []
+    for ni in nodes:
+        status = node_to_status.get(ni.name)
+        if status is not None and status.code is Code.UNSCHEDULABLE:
+            out.append(ni)
+    return out
+
+
+def _aggregate(messages: Sequence[str]) -> str:
+    # utilerrors.Aggregate's Error(): one message alone, several as "[a, b]".
+    return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
+
+
+# ---------------------------------------------------------------------------------------
+# The evaluator
+# ---------------------------------------------------------------------------------------
+
+
+class Evaluator:
+    """Runs a preemption for a PostFilter plugin (upstream ``preemption.Evaluator``).
+
+    ``handle`` is the plugin's Framework; ``interface`` supplies the plugin's decisions.
+    ``preempt_pod`` may be replaced (tests) by a function ``(candidate, preemptor,
+    victim) -> None`` that raises on failure.
+    """
+
+    def __init__(self, plugin_name: str, handle: Any, interface: PreemptionInterface) -> None:
+        self.plugin_name = plugin_name
+        self.handle = handle
+        self.interface = interface
+        self.preempt_pod: Callable[[Candidate, PodInfo, PodInfo], None] = self._preempt_pod
+
+    # -- Preempt ---------------------------------------------------------------------------
+    def preempt(
+        self, state: CycleState, pod_info: PodInfo, node_to_status: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Try to make room for ``pod_info``: ``(result, status)`` as upstream's ``Preempt``.
+
+        * ``(None, UNSCHEDULABLE)``: not eligible (the reason says why); the nomination
+          is left as it is.
+        * ``(PostFilterResult(""), UNSCHEDULABLE)``: no node can be freed; the FitError
+          message lists each node's dry-run status; the nomination should be cleared.
+        * ``(PostFilterResult(node), SUCCESS)``: the victims on ``node`` are being
+          deleted; the pod is nominated to ``node``.
+        * ``(None, ERROR)``: a dry run or an API call failed.
+        """
+        explanation = PreemptionExplanation(pod=pod_info.key)
+        state.write(PREEMPTION_EXPLANATION_KEY, explanation)
+        result, status = self._preempt(state, pod_info, node_to_status, explanation)
+        explanation.message = status.message()
+        return result, status
+
+    def _preempt(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        node_to_status: Mapping[str, Status],
+        explanation: PreemptionExplanation,
+    ) -> tuple[PostFilterResult | None, Status]:
+        pod = pod_info.pod
+        # 1) Is the preemptor eligible?
+        nominated = pod.status.nominated_node_name or ""
+        nominated_status = node_to_status.get(nominated) if nominated else None
+        if nominated and nominated_status is None:
+            nominated_status = Status.unresolvable()
+        ok, msg = self.interface.pod_eligible_to_preempt_others(pod_info, nominated_status)
+        if not ok:
+            explanation.eligible, explanation.reason = False, msg
+            return None, Status.unschedulable(msg)
+
+        # 2) Find the candidates.
+        all_nodes = self.handle.snapshot.list()
+        if not all_nodes:
+            return None, Status(Code.ERROR, ERR_NO_NODES)
+        candidates, statuses, errors = self.find_candidates(
+            state, all_nodes, pod_info, node_to_status, explanation
+        )
+        if errors and not candidates:
+            return None, Status(Code.ERROR, _aggregate(errors))
+        if not candidates:
+            diagnosis = Diagnosis(
+                node_to_status=statuses,
+                absent_nodes_status=Status.unresolvable(ERR_REASON_NOT_HELPFUL),
+            )
+            fit = FitError(pod_info.key, len(all_nodes), diagnosis)
+            return PostFilterResult(""), Status.unschedulable(str(fit))
+
+        # 3) Extenders: kubesched has none.
+        # 4) The best candidate.
+        best, decided_by = self.select_candidate_explained(candidates)
+        if best is None or not best.name:
+            return None, Status.unschedulable(ERR_REASON_NO_CANDIDATE)
+        explanation.chosen = best.name
+        explanation.decided_by = decided_by
+        explanation.victims = tuple(v.key for v in best.victims)
+
+        # 5) Carry it out.
+        status = self.prepare_candidate(best, pod_info)
+        if not status.is_success():
+            return None, status
+        return PostFilterResult(best.name), Status()
+
+    def find_candidates(
+        self,
+        state: CycleState,
+        all_nodes: Sequence[NodeInfo],
+        pod_info: PodInfo,
+        node_to_status: Mapping[str, Status],
+        explanation: PreemptionExplanation | None = None,
+    ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
+        """Upstream ``findCandidates``: dry-run the nodes where preemption might help,
+        from a random offset, until enough candidates are found.
+
+        Returns the candidates (PDB-respecting ones first), the status of every node tried
+        without success, and the messages of dry runs that failed with an error.
+        """
+        potential = nodes_where_preemption_might_help(all_nodes, node_to_status)
+        if not potential:
+            return [], {}, []
+        offset, num_candidates = self.interface.get_offset_and_num_candidates(len(potential))
+        pdbs = self._pdbs_for(potential)
+        if explanation is not None:
+            explanation.potential_nodes = len(potential)
+            explanation.offset = offset
+            explanation.wanted_candidates = num_candidates
+        return self.dry_run_preemption(
+            state, pod_info, potential, pdbs, offset, num_candidates, explanation
+        )
+
+    def _pdbs_for(self, nodes: Sequence[NodeInfo]) -> list[PDBView]:
+        """The PDBs of the namespaces of the pods on ``nodes``, read once for the attempt.
+
+        Upstream lists every PDB of the cluster; only those in a victim's namespace can
+        select it, so reading per namespace gives the same answer.
+        """
+        lister = getattr(self.handle, "lister", None)
+        if lister is None or not hasattr(lister, "list_pod_disruption_budgets"):
+            return []
+        namespaces = sorted({p.namespace for ni in nodes for p in ni.pods})
+        out: list[PDBView] = []
+        for ns in namespaces:
+            out.extend(PDBView.of(pdb) for pdb in lister.list_pod_disruption_budgets(ns))
+        return out
+
+    def dry_run_preemption(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        potential_nodes: Sequence[NodeInfo],
+        pdbs: Sequence[PDBView],
+        offset: int,
+        num_candidates: int,
+        explanation: PreemptionExplanation | None = None,
+    ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
+        """Upstream ``DryRunPreemption``, one node after the other from ``offset``.
+
+        Each node's victims are chosen on clones of its NodeInfo and of ``state``. The
+        search stops once it holds at least one candidate without PDB violations and
+        ``num_candidates`` in all; each kind is capped at ``num_candidates``, as
+        upstream's fixed-size candidate lists.
+        """
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        statuses: dict[str, Status] = {}
+        errors: list[str] = []
+        n = len(potential_nodes)
+        tried = 0
+        for i in range(n):
+            node_copy = potential_nodes[(offset + i) % n].clone()
+            tried += 1
+            victims, num_violations, status = self.interface.select_victims_on_node(
+                state.clone(), pod_info, node_copy, pdbs
+            )
+            if status.is_success() and victims:
+                c = Candidate(node_copy.name, victims, num_violations)
+                bucket = non_violating if num_violations == 0 else violating
+                if len(bucket) < num_candidates:
+                    bucket.append(c)
+                if non_violating and len(non_violating) + len(violating) >= num_candidates:
+                    break
+                continue
+            if status.is_success():
+                status = Status(
+                    Code.ERROR, f"expected at least one victim pod on node {node_copy.name!r}"
+                )
+            if status.code is Code.ERROR:
+                errors.append(status.message())
+            statuses[node_copy.name] = status
+        candidates = non_violating + violating
+        if explanation is not None:
+            explanation.nodes_tried = tried
+            explanation.candidates = [CandidateExplanation.of(c) for c in candidates]
+            explanation.rejected = {name: s.message() for name, s in statuses.items()}
+        return candidates, statuses, errors
+
+    # -- SelectCandidate -------------------------------------------------------------------
+    def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
+        """Upstream ``SelectCandidate``: the one candidate, or the best by
+        :func:`pick_one_node_for_preemption` with the plugin's score functions."""
+        return self.select_candidate_explained(candidates)[0]
+
+    def select_candidate_explained(
+        self, candidates: Sequence[Candidate]
+    ) -> tuple[Candidate | None, str]:
+        """:meth:`select_candidate` and the criterion that decided."""
+        if not candidates:
+            return None, ""
+        if len(candidates) == 1:
+            return candidates[0], ONLY_CANDIDATE
+        funcs = self.interface.ordered_score_funcs(candidates)
+        return pick_one_node_for_preemption_explained(candidates, funcs)
+
+    # -- prepareCandidate ------------------------------------------------------------------
+    def prepare_candidate(self, c: Candidate, pod_info: PodInfo) -> Status:
+        """Upstream's synchronous ``prepareCandidate``: preempt each victim not already
+        terminating, then clear the nomination of lower-priority pods nominated to the node.
+
+        An API failure on a victim ends it with an ``ERROR``; failing to clear a
+        nomination is only logged, as upstream.
+        """
+        metrics = getattr(self.handle, "metrics", None)
+        if metrics is not None:
+            metrics.preemption_victims.observe(len(c.victims))
+        for victim in c.victims:
+            if victim.pod.metadata.deletion_timestamp is not None:
+                # Graceful deletion already started: another API call is unnecessary.
+                continue
+            try:
+                self.preempt_pod(c, pod_info, victim)
+            except Exception as err:
+                log.error(
+                    "could not preempt pod %s for %s on node %s: %s",
+                    victim.key,
+                    pod_info.key,
+                    c.name,
+                    err,
+                )
+                return Status.from_error(err)
+        self.clear_lower_priority_nominations(pod_info, c.name)
+        return Status()
+
+    def _preempt_pod(self, c: Candidate, preemptor: PodInfo, victim: PodInfo) -> None:
+        """Upstream ``PreemptPod``: reject a victim waiting at Permit; otherwise mark it with
+        the ``DisruptionTarget`` condition and delete it (its grace period applies). Then
+        record a ``Preempted`` event on it. A victim already gone is not an error."""
+        handle = self.handle
+        get_waiting = getattr(handle, "get_waiting_pod", None)
+        waiting = get_waiting(victim.uid) if get_waiting is not None else None
+        if waiting is not None:
+            waiting.reject(self.plugin_name, "preempted")
+        else:
+            client = handle.client
+            scheduler_name = preemptor.pod.spec.scheduler_name or "default-scheduler"
+            condition = PodCondition(
+                DISRUPTION_TARGET,
+                "True",
+                REASON_PREEMPTION_BY_SCHEDULER,
+                f"{scheduler_name}: preempting to accommodate a higher priority pod",
+            )
+            try:
+                if not _has_condition(victim, condition):
+                    client.update_pod_status(victim.pod, condition=condition)
+                client.delete_pod(victim.pod)
+            except NotFoundError:
+                log.info("victim pod %s is already deleted", victim.key)
+                return
+        recorder = getattr(handle, "event_recorder", None)
+        if recorder is not None:
+            recorder.eventf(
+                victim.pod,
+                preemptor.pod,
+                "Normal",
+                "Preempted",
+                "Preempting",
+                f"Preempted by pod {preemptor.uid} on node {c.name}",
+            )
+
+    def clear_lower_priority_nominations(self, pod_info: PodInfo, node_name: str) -> None:
+        """Clear the nomination of the pods nominated to ``node_name`` with a lower priority
+        than ``pod_info``: they may no longer fit there, and clearing moves them on
+        (upstream ``getLowerPriorityNominatedPods`` + ``clearNominatedNodeName``)."""
+        nominator = getattr(self.handle, "nominator", None)
+        if nominator is None:
+            return
+        lower = [
+            p
+            for p in nominator.nominated_pods_for_node(node_name)
+            if p.priority < pod_info.priority
+        ]
+        client = self.handle.client
+        for p in lower:
+            try:
+                client.update_pod_status(p.pod, clear_nominated_node_name=True)
+            except Exception as err:  # not critical, as upstream
+                log.warning("cannot clear 'NominatedNodeName' of pod %s: %s", p.key, err)
+            nominator.delete_nominated_pod_if_exists(p.pod)
+
+
+def _has_condition(victim: PodInfo, want: PodCondition) -> bool:
+    for cond in victim.pod.status.conditions or ():
+        if cond.type == want.type:
+            return (
+                cond.status == want.status
+                and (cond.reason or "") == want.reason
+                and (cond.message or "") == want.message
+            )
+    return False
+
+
+__all__ = [
+    "CRITERIA",
+    "DISRUPTION_TARGET",
+    "ERR_REASON_NOT_HELPFUL",
+    "FIRST_IN_ORDER",
+    "ONLY_CANDIDATE",
+    "PREEMPTION_EXPLANATION_KEY",
+    "REASON_PREEMPTION_BY_SCHEDULER",
+    "Candidate",
+    "CandidateExplanation",
+    "Evaluator",
+    "PDBView",
+    "PreemptionExplanation",
+    "PreemptionInterface",
+    "earliest_pod_start_time",
+    "filter_pods_with_pdb_violation",
+    "importance_key",
+    "more_important_pod",
+    "nodes_where_preemption_might_help",
+    "pick_one_node_for_preemption",
+    "pick_one_node_for_preemption_explained",
+    "pod_start_time",
+]

@@ -1,0 +1,327 @@
+"""DefaultPreemption: preempt lower-priority pods for a pod that fits no node (PostFilter)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from kubesched import (
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    NodeInfo,
+    PluginArgs,
+    PodInfo,
+    PostFilterResult,
+    Status,
+    hookimpl,
+)
+from kubesched.framework.types import NodeToStatus
+from kubesched_builtin.defaultpreemption.evaluator import (
+    DISRUPTION_TARGET,
+    REASON_PREEMPTION_BY_SCHEDULER,
+    Candidate,
+    Evaluator,
+    PDBView,
+    filter_pods_with_pdb_violation,
+    importance_key,
+)
+from kubesched_builtin.names import DEFAULT_PREEMPTION
+
+NAME = DEFAULT_PREEMPTION
+
+ERR_REASON_PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+ERR_REASON_TERMINATING_ON_NOMINATED_NODE = (
+    "not eligible due to a terminating pod on the nominated node."
+)
+ERR_REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
+MESSAGE_PREFIX = "preemption: "
+"""Upstream's DefaultPreemption prefixes every non-empty message of the evaluator."""
+
+PREEMPT_NEVER = "Never"
+
+DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
+DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
+
+
+class DefaultPreemptionArgs(PluginArgs):
+    """``DefaultPreemptionArgs``: how many candidate nodes the dry run looks for.
+
+    The dry run stops after ``max(numNodes × minCandidateNodesPercentage / 100,
+    minCandidateNodesAbsolute)`` candidates (at most the number of nodes where preemption
+    might help): more candidates may give a better choice of victims, at a higher cost.
+    """
+
+    min_candidate_nodes_percentage: int = Field(
+        default=DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE,
+        description="The minimum number of candidates to shortlist, as a percentage of "
+        "the nodes where preemption might help. Range 0..100; default 10.",
+    )
+    min_candidate_nodes_absolute: int = Field(
+        default=DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE,
+        description="The minimum absolute number of candidates to shortlist. At least 0; "
+        "default 100. Must not be 0 when minCandidateNodesPercentage is 0.",
+    )
+
+    @field_validator(
+        "min_candidate_nodes_percentage", "min_candidate_nodes_absolute", mode="before"
+    )
+    @classmethod
+    def _null_is_default(cls, value: Any, info: Any) -> Any:
+        # The v1 fields are pointers: an explicit null is unset and gets the default.
+        if value is None:
+            return (
+                DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE
+                if info.field_name == "min_candidate_nodes_percentage"
+                else DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _validate(self) -> DefaultPreemptionArgs:
+        # upstream ValidateDefaultPreemptionArgs, messages as field.Error renders them.
+        pct, absolute = self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
+        errs: list[str] = []
+        if pct < 0 or pct > 100:
+            errs.append(
+                f"minCandidateNodesPercentage: Invalid value: {pct}: not in valid range [0, 100]"
+            )
+        if absolute < 0:
+            errs.append(
+                f"minCandidateNodesAbsolute: Invalid value: {absolute}: not in valid range [0, inf)"
+            )
+        if pct == 0 and absolute == 0:
+            errs.append(
+                "minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same "
+                "time as minCandidateNodesAbsolute"
+            )
+            errs.append(
+                "minCandidateNodesAbsolute: Invalid value: 0: cannot be zero at the same "
+                "time as minCandidateNodesPercentage"
+            )
+        if errs:
+            # utilerrors.Aggregate: one message alone, several as "[a, b]".
+            raise ValueError(errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]")
+        return self
+
+
+def pod_terminating_by_preemption(pod_info: PodInfo) -> bool:
+    """Whether the pod is terminating because the scheduler preempted it: it has a
+    ``deletionTimestamp`` and a ``DisruptionTarget=True`` condition with reason
+    ``PreemptionByScheduler`` (upstream ``podTerminatingByPreemption``)."""
+    pod = pod_info.pod
+    if pod.metadata.deletion_timestamp is None:
+        return False
+    for cond in pod.status.conditions or ():
+        if cond.type == DISRUPTION_TARGET:
+            return cond.status == "True" and cond.reason == REASON_PREEMPTION_BY_SCHEDULER
+    return False
+
+
+class DefaultPreemption:
+    """When a pod fits no node, finds the node where deleting the fewest, least important
+    lower-priority pods lets it fit, deletes them and nominates the pod to that node.
+
+    Victim selection and candidate choice are upstream's; the generic part lives in
+    :class:`~kubesched_builtin.defaultpreemption.evaluator.Evaluator`, which other
+    preemption plugins can reuse. ``is_eligible_pod(node_info, victim, preemptor)`` and
+    ``more_important_pod`` are attributes a subclass or embedder may replace, as
+    upstream's ``IsEligiblePod`` / ``MoreImportantPod`` (the latter given as a sort key,
+    most important first).
+    """
+
+    name = NAME
+    Args = DefaultPreemptionArgs
+
+    def __init__(self, args: DefaultPreemptionArgs | None, handle: Any) -> None:
+        self.args = args or DefaultPreemptionArgs()
+        self.handle = handle
+        self.evaluator = Evaluator(NAME, handle, self)
+        # Upstream's default: no filtering beyond "lower priority than the preemptor".
+        self.is_eligible_pod: Callable[[NodeInfo, PodInfo, PodInfo], bool] = (
+            lambda node_info, victim, preemptor: True
+        )
+        self.importance_key: Callable[[PodInfo], Any] = importance_key
+
+    # -- extension points ------------------------------------------------------------------
+    @hookimpl
+    def post_filter(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        filtered_node_status_map: NodeToStatus,
+    ) -> PostFilterResult | Status:
+        metrics = getattr(self.handle, "metrics", None)
+        try:
+            result, status = self.evaluator.preempt(state, pod_info, filtered_node_status_map)
+        finally:
+            # Upstream counts every PostFilter call as an attempt (a deferred Inc).
+            if metrics is not None:
+                metrics.preemption_attempts.inc()
+        if status.is_success() and result is not None:
+            return result
+        msg = status.message()
+        if msg:
+            status = Status(status.code, MESSAGE_PREFIX + msg, error=status.error)
+        # A PostFilterResult("") alongside the rejection asks upstream's framework to clear
+        # the pod's nomination; kubesched's PostFilter hook returns one or the other, so
+        # the rejection wins and the nomination stays (see docs/plugins/DefaultPreemption.md).
+        return status
+
+    @hookimpl
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # Upstream registers an AssignedPod/Delete event only for its asynchronous
+        # preemption's PreEnqueue gate; kubesched preempts synchronously, so the plugin
+        # never gates or rejects a pod by itself and registers nothing (upstream's nil).
+        return []
+
+    # -- PreemptionInterface ---------------------------------------------------------------
+    def calculate_num_candidates(self, num_nodes: int) -> int:
+        """How many candidates the dry run looks for among ``num_nodes`` nodes (upstream
+        ``calculateNumCandidates``): ``num_nodes × percentage // 100``, at least the
+        absolute minimum, at most ``num_nodes``."""
+        n = num_nodes * self.args.min_candidate_nodes_percentage // 100
+        n = max(n, self.args.min_candidate_nodes_absolute)
+        return min(n, num_nodes)
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        """A random offset (the handle's seedable ``rng``) and :meth:`calculate_num_candidates`."""
+        rng = self.handle.rng
+        return rng.randrange(num_nodes), self.calculate_num_candidates(num_nodes)
+
+    def is_preemption_allowed(
+        self, node_info: NodeInfo, victim: PodInfo, preemptor: PodInfo
+    ) -> bool:
+        """The victim has a lower priority than the preemptor and ``is_eligible_pod`` agrees."""
+        return victim.priority < preemptor.priority and self.is_eligible_pod(
+            node_info, victim, preemptor
+        )
+
+    def pod_eligible_to_preempt_others(
+        self, pod_info: PodInfo, nominated_node_status: Status | None
+    ) -> tuple[bool, str]:
+        """Upstream ``PodEligibleToPreemptOthers``.
+
+        Not eligible: ``preemptionPolicy: Never``; or the pod is nominated to a node where
+        a lower-priority pod is terminating because of a preemption (the pod already
+        preempted and waits for its victims), unless Filter now finds that node
+        ``UnschedulableAndUnresolvable``.
+        """
+        pod = pod_info.pod
+        if pod.spec.preemption_policy == PREEMPT_NEVER:
+            return False, ERR_REASON_PREEMPTION_POLICY_NEVER
+        nominated = pod.status.nominated_node_name or ""
+        if nominated:
+            if (
+                nominated_node_status is not None
+                and nominated_node_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            ):
+                return True, ""
+            node_info = self.handle.snapshot.get(nominated)
+            if node_info is not None:
+                for p in node_info.pods:
+                    if self.is_preemption_allowed(
+                        node_info, p, pod_info
+                    ) and pod_terminating_by_preemption(p):
+                        return False, ERR_REASON_TERMINATING_ON_NOMINATED_NODE
+        return True, ""
+
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        node_info: NodeInfo,
+        pdbs: Sequence[PDBView],
+    ) -> tuple[list[PodInfo], int, Status]:
+        """Upstream ``SelectVictimsOnNode`` on clones of the node and the cycle state.
+
+        Removes every pod the preemptor may preempt (through the PreFilter RemovePod
+        extensions); if the preemptor still does not fit (counting nominated pods), the
+        node is no candidate and Filter's status says why. Otherwise it reprieves as many
+        pods as it can, adding each back (AddPod extensions) and keeping it if the
+        preemptor still fits: first the pods whose eviction would violate a PDB, then the
+        others, each group from the most important down. The pods not reprieved are the
+        victims, most important first, with how many of them violate a PDB.
+        """
+        handle = self.handle
+
+        def remove(victim: PodInfo) -> Status:
+            node_info.remove_pod(victim)
+            return handle.run_pre_filter_extension_remove_pod(state, pod_info, victim, node_info)
+
+        def add(victim: PodInfo) -> Status:
+            node_info.add_pod(victim)
+            return handle.run_pre_filter_extension_add_pod(state, pod_info, victim, node_info)
+
+        potential = [
+            p for p in node_info.pods if self.is_preemption_allowed(node_info, p, pod_info)
+        ]
+        for p in potential:
+            status = remove(p)
+            if not status.is_success():
+                return [], 0, status
+        if not potential:
+            # The node did not change: no need to evaluate it again.
+            return [], 0, Status.unresolvable(ERR_REASON_NO_VICTIMS)
+        # Whether the pod fails for inter-pod affinity to one of the victims is not
+        # checked, as upstream (affinity to lower-priority pods is not recommended).
+        status = handle.run_filter_plugins_with_nominated_pods(state, pod_info, node_info)
+        if not status.is_success():
+            return [], 0, status
+
+        potential.sort(key=self.importance_key)
+        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        victims: list[PodInfo] = []
+
+        def reprieve(p: PodInfo) -> tuple[bool, Status]:
+            status = add(p)
+            if not status.is_success():
+                return False, status
+            fits = handle.run_filter_plugins_with_nominated_pods(
+                state, pod_info, node_info
+            ).is_success()
+            if not fits:
+                status = remove(p)
+                if not status.is_success():
+                    return False, status
+                victims.append(p)
+            return fits, Status()
+
+        num_violating = 0
+        for p in violating:
+            fits, status = reprieve(p)
+            if not status.is_success():
+                return [], 0, status
+            if not fits:
+                num_violating += 1
+        for p in non_violating:
+            _, status = reprieve(p)
+            if not status.is_success():
+                return [], 0, status
+        # Keep the victims ordered from most to least important (upstream re-sorts only
+        # when both groups were non-empty; otherwise they are in order already).
+        if violating and non_violating:
+            victims.sort(key=self.importance_key)
+        return victims, num_violating, Status()
+
+    def ordered_score_funcs(
+        self, candidates: Sequence[Candidate]
+    ) -> list[Callable[[Candidate], float]] | None:
+        """None: upstream's default criteria (see ``pick_one_node_for_preemption``)."""
+        return None
+
+
+__all__ = [
+    "DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE",
+    "DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE",
+    "ERR_REASON_NO_VICTIMS",
+    "ERR_REASON_PREEMPTION_POLICY_NEVER",
+    "ERR_REASON_TERMINATING_ON_NOMINATED_NODE",
+    "MESSAGE_PREFIX",
+    "NAME",
+    "DefaultPreemption",
+    "DefaultPreemptionArgs",
+    "pod_terminating_by_preemption",
+]
