@@ -441,7 +441,7 @@ class Framework:
                 sub = batch.subset(alive)
             results = self._filter_many(runner, state, pod, pod_info, sub)
             if isinstance(results, Status):
-                return verdicts, results
+                return verdicts, _wrap_error(results, f"running {runner.name!r} filter plugin")
             if not (isinstance(results, np.ndarray) and results.dtype == object):
                 results = np.array(results, dtype=object)
             # Elementwise "is not None", done by numpy; only failures reach Python.
