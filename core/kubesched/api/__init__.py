@@ -47,12 +47,15 @@ from .core import (
     WeightedPodAffinityTerm,
 )
 from .manifests import (
+    KIND_ENTRY_POINT_GROUP,
     KINDS,
     MANIFEST_SUFFIXES,
     load_manifests,
     parse_manifests,
     parse_object,
     parse_objects,
+    register_kind,
+    resolve_kind,
 )
 from .meta import (
     IntOrString,

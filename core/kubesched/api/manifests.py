@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,12 +21,17 @@ from .workloads import DaemonSet, Deployment, Job, ReplicaSet, ReplicationContro
 
 __all__ = [
     "KINDS",
+    "KIND_ENTRY_POINT_GROUP",
     "MANIFEST_SUFFIXES",
     "load_manifests",
     "parse_manifests",
     "parse_object",
     "parse_objects",
+    "register_kind",
+    "resolve_kind",
 ]
+
+log = logging.getLogger(__name__)
 
 KINDS: dict[str, type[KubeObject]] = {
     cls.model_fields["kind"].default: cls
@@ -45,7 +52,71 @@ KINDS: dict[str, type[KubeObject]] = {
         Lease,
     )
 }
-"""The object kinds kubesched reads, by ``kind``."""
+"""The object kinds kubesched reads, by ``kind``: the built-in ones, and those that
+:func:`resolve_kind` added from the ``kubesched.kinds`` entry points or
+:func:`register_kind` (CRD-like kinds of plugins, e.g. Coscheduling's PodGroup)."""
+
+_BUILTIN_KINDS = frozenset(KINDS)
+
+KIND_ENTRY_POINT_GROUP = "kubesched.kinds"
+"""Entry-point group of extra object kinds: ``PodGroup = "pkg.module:PodGroup"``, each a
+``KubeObject`` subclass whose ``kind`` field defaults to the entry point's name."""
+
+_extra_kinds_loaded = False
+_extra_kinds_lock = threading.Lock()
+
+
+def register_kind(cls: type[KubeObject]) -> type[KubeObject]:
+    """Make ``cls`` a known kind (by its ``kind`` field's default); returns ``cls``.
+
+    For kinds that are not installed through an entry point (tests, notebooks). A
+    built-in kind cannot be replaced.
+    """
+    kind = cls.model_fields["kind"].default
+    if not isinstance(kind, str) or not kind:
+        raise ValueError(f"{cls.__name__}: the 'kind' field needs a default (the kind's name)")
+    current = KINDS.get(kind)
+    if current is not None and current is not cls and kind in _BUILTIN_KINDS:
+        raise ValueError(f"kind {kind!r} is built in and cannot be replaced")
+    KINDS[kind] = cls
+    return cls
+
+
+def _load_extra_kinds() -> None:
+    """Read the ``kubesched.kinds`` entry points into :data:`KINDS`, once per process.
+
+    Lazy so that importing kubesched imports no plugin package; a broken entry point is
+    logged and skipped rather than breaking every manifest load.
+    """
+    global _extra_kinds_loaded
+    with _extra_kinds_lock:
+        if _extra_kinds_loaded:
+            return
+        _extra_kinds_loaded = True
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=KIND_ENTRY_POINT_GROUP):
+            if ep.name in KINDS:
+                continue
+            try:
+                cls = ep.load()
+                if not (isinstance(cls, type) and issubclass(cls, KubeObject)):
+                    raise TypeError(f"{ep.value} is not a KubeObject subclass")
+                if cls.model_fields["kind"].default != ep.name:
+                    raise TypeError(f"{ep.value} has kind {cls.model_fields['kind'].default!r}")
+                KINDS[ep.name] = cls
+            except Exception as err:  # one bad package must not break manifest loading
+                log.warning("ignoring object kind %r from entry point %s: %s", ep.name, ep.value, err)
+
+
+def resolve_kind(kind: str) -> type[KubeObject] | None:
+    """The model class of ``kind``, consulting the ``kubesched.kinds`` entry points (once)
+    for a kind that is not built in; None when no one knows it."""
+    cls = KINDS.get(kind)
+    if cls is None and not _extra_kinds_loaded:
+        _load_extra_kinds()
+        cls = KINDS.get(kind)
+    return cls
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 """File suffixes read from a directory."""
@@ -58,7 +129,7 @@ def _describe(doc: dict[str, Any], kind: str | None, fallback: str | None) -> st
     meta = doc.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     if isinstance(name, str) and name:
-        cls = KINDS.get(kind or "")
+        cls = resolve_kind(kind or "")
         if cls is not None and cls.namespaced:
             ns = meta.get("namespace") if isinstance(meta, dict) else None
             name = f"{ns if isinstance(ns, str) and ns else 'default'}/{name}"
@@ -87,12 +158,13 @@ def _parse_one(doc: Any, source: str | None, label: str | None) -> KubeObject:
     kind = doc.get("kind")
     obj = _describe(doc, kind if isinstance(kind, str) else None, label)
     if not isinstance(kind, str) or not kind:
+        _load_extra_kinds()
         raise UserInputError(
             "missing 'kind'; supported kinds: " + ", ".join(sorted(KINDS)), source=source, obj=obj
         )
     if _is_list(doc):
         raise UserInputError(f"{kind} must be read with parse_objects", source=source, obj=obj)
-    cls = KINDS.get(kind)
+    cls = resolve_kind(kind)
     if cls is None:
         raise UserInputError(
             f"unsupported kind {kind!r}; supported kinds: " + ", ".join(sorted(KINDS)),

@@ -42,6 +42,9 @@ class ActionType(IntFlag):
     ALL = ADD | DELETE | UPDATE
 
 
+_ALL = ActionType.ALL.value
+
+
 class EventResource(StrEnum):
     """The kind of object an event is about. ``ASSIGNED_POD`` / ``UNSCHEDULED_POD`` split
     pods by whether they are bound, as upstream does; ``POD`` matches both."""
@@ -85,9 +88,11 @@ class ClusterEvent:
 
     def matches(self, incoming: ClusterEvent) -> bool:
         """True when ``incoming`` is an event this registration is interested in."""
-        if self.resource is EventResource.WILDCARD and self.action == ActionType.ALL:
+        # Plain ints: IntFlag arithmetic builds enum members, which is slow on this path.
+        action = self.action.value
+        if self.resource is EventResource.WILDCARD and action == _ALL:
             return True
-        if not self.action & incoming.action:
+        if not action & incoming.action.value:
             return False
         if self.resource is EventResource.WILDCARD or self.resource is incoming.resource:
             return True

@@ -522,16 +522,14 @@ class NodeBatch:
     def infos(self) -> Sequence[NodeInfo]:
         """The batch's NodeInfos, in batch order."""
         if self._infos is None:
-            all_infos = self.table.infos
-            self._infos = [all_infos[r] for r in self.rows.tolist()]
+            self._infos = self.table.info_array[self.rows].tolist()
         return self._infos
 
     @property
     def names(self) -> list[str]:
         """The batch's node names, in batch order."""
         if self._names is None:
-            all_names = self.table.names
-            self._names = [all_names[r] for r in self.rows.tolist()]
+            self._names = self.table.name_array[self.rows].tolist()
         return self._names
 
     def subset(self, positions: np.ndarray) -> NodeBatch:

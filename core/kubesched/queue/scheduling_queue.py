@@ -202,6 +202,7 @@ class PriorityQueue:
         self._less = less
         self._clock = clock
         self._profiles = dict(profiles)
+        self._interest: dict[tuple[EventResource, ActionType], bool] = {}
         self._initial_backoff = pod_initial_backoff
         self._max_backoff = pod_max_backoff
         self._max_in_unschedulable = pod_max_in_unschedulable_pods_duration
@@ -773,13 +774,17 @@ class PriorityQueue:
         return self._less(a, b)
 
     def _is_event_of_interest(self, event: ClusterEvent) -> bool:
-        if _is_wildcard(event):
-            return True
-        return any(
-            registered.matches(event)
-            for profile in self._profiles.values()
-            for _, registered, _ in profile.hints
-        )
+        # The registrations never change, and every bind issues an event: remember the
+        # answer per kind of event.
+        key = (event.resource, event.action)
+        interested = self._interest.get(key)
+        if interested is None:
+            interested = self._interest[key] = _is_wildcard(event) or any(
+                registered.matches(event)
+                for profile in self._profiles.values()
+                for _, registered, _ in profile.hints
+            )
+        return interested
 
     def _move_pods_locked(
         self,

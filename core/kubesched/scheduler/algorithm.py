@@ -199,7 +199,7 @@ class SchedulingAlgorithm:
             chunk = max(chunk * 2, to_find - found)
         self._advance(found + failed, num_all_nodes)
         chosen = np.concatenate(found_parts) if found_parts else np.empty(0, dtype=np.intp)
-        return [infos[r] for r in chosen.tolist()], chosen
+        return table.info_array[chosen].tolist(), chosen
 
     def _filter_chunk(
         self,

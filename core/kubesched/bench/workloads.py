@@ -1,0 +1,389 @@
+"""scheduler_perf-like workloads for ``kubesched bench``, generated deterministically.
+
+Each workload mirrors a test case of upstream's
+``test/integration/scheduler_perf/config/performance-config.yaml`` and its pod
+templates: the nodes are upstream's default node (4 cpu, 32Gi, 110 pods) spread
+over three zones; the *measured* pods are the ones created pending, which the
+benchmark schedules and times. Pods that upstream creates before the measurement
+(``initPods``) are, here, either left out (they only warm the cluster up) or —
+where the workload needs them, as the low-priority pods of ``preemption`` —
+created already bound (``spec.nodeName``), so they are part of the setup and not
+of the measured scheduling.
+
+The same ``(nodes, pods, seed)`` always gives the same objects: the seed orders
+the pods (interleaving the groups and the kinds of pod) and picks which pods are
+the unschedulable share.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesched.api import KubeObject
+from kubesched.api.manifests import parse_object
+
+ZONES = ("zone-a", "zone-b", "zone-c")
+"""The nodes' ``topology.kubernetes.io/zone`` values, assigned round-robin."""
+REGION = "region-1"
+NODE_CPU = "4"
+NODE_MEMORY = "32Gi"
+NODE_PODS = "110"
+"""Upstream scheduler_perf's default node (``node-default.yaml``): 4 cpu, 32Gi, 110 pods."""
+POD_CPU = "100m"
+POD_MEMORY = "500Mi"
+"""Upstream's ``pod-default.yaml`` requests (and limits)."""
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+MEASURE_NAMESPACE = "sched-1"
+"""Upstream creates the measured pods of the affinity workloads in ``sched-1``."""
+
+LARGE_POD_CPU = "9"
+"""Upstream's ``pod-large-cpu.yaml``: more cpu than any node has."""
+UNSCHEDULABLE_SHARE = 0.10
+"""Share of the ``unschedulable`` workload's pods that fit nowhere."""
+
+LOW_PRIORITY_PODS_PER_NODE = 4
+LOW_PRIORITY_CPU = "900m"
+"""Upstream's ``pod-low-priority.yaml`` (PreemptionBasic: 4 per node, 3.6 of 4 cpu)."""
+HIGH_PRIORITY_CPU = "3000m"
+HIGH_PRIORITY_VALUE = 10
+"""Upstream's ``pod-high-priority.yaml`` (priority 10, 3 cpu: must evict 3 low pods)."""
+HIGH_PRIORITY_CLASS = "bench-high"
+
+TOPOLOGY_SPREAD_MAX_SKEW = 5
+"""Upstream's ``pod-with-topology-spreading.yaml``: zone spread, maxSkew 5, DoNotSchedule."""
+
+
+@dataclass
+class Workload:
+    """The objects of one benchmark run and what the run should end with."""
+
+    name: str
+    nodes: list[KubeObject]
+    pods: list[KubeObject]
+    """The measured pods: created pending, scheduled (and timed) by the run."""
+    setup: list[KubeObject] = field(default_factory=list)
+    """Other objects applied before the run: PriorityClasses, already-bound pods."""
+    expected_unschedulable: int = 0
+    """Measured pods that by construction cannot be placed."""
+
+    def objects(self) -> list[KubeObject]:
+        """Everything to apply to the embedded cluster, in a valid order."""
+        return [*self.nodes, *self.setup, *self.pods]
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A named workload: how to build it and what it corresponds to upstream."""
+
+    name: str
+    upstream: str
+    summary: str
+    build: Callable[[int, int, int], Workload]
+    required_plugins: tuple[str, ...] = ()
+
+
+# -- object factories ---------------------------------------------------------------------
+def node_manifest(i: int) -> dict[str, Any]:
+    """Upstream's default node ``node-{i}`` with hostname, zone and region labels."""
+    name = f"node-{i}"
+    amounts = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "pods": NODE_PODS}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "uid": f"uid-{name}",
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "topology.kubernetes.io/region": REGION,
+                "topology.kubernetes.io/zone": ZONES[i % len(ZONES)],
+            },
+        },
+        "spec": {},
+        "status": {
+            "capacity": dict(amounts),
+            "allocatable": dict(amounts),
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod_manifest(
+    name: str,
+    *,
+    namespace: str = "default",
+    cpu: str = POD_CPU,
+    memory: str = POD_MEMORY,
+    limits: bool = True,
+    labels: dict[str, str] | None = None,
+    spec: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Upstream's ``pod-default.yaml`` shape: one pause container with port 80."""
+    resources: dict[str, Any] = {"requests": {"cpu": cpu, "memory": memory}}
+    if limits:
+        resources["limits"] = {"cpu": cpu, "memory": memory}
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": f"uid-{namespace}-{name}",
+    }
+    if labels:
+        metadata["labels"] = dict(labels)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": PAUSE_IMAGE,
+                    "ports": [{"containerPort": 80}],
+                    "resources": resources,
+                }
+            ],
+            **(spec or {}),
+        },
+    }
+
+
+def _nodes(n: int) -> list[KubeObject]:
+    return [parse_object(node_manifest(i)) for i in range(n)]
+
+
+def _pods(manifests: list[dict[str, Any]]) -> list[KubeObject]:
+    return [parse_object(m) for m in manifests]
+
+
+def _check_sizes(nodes: int, pods: int) -> None:
+    if nodes < 1:
+        raise ValueError("a workload needs at least one node")
+    if pods < 0:
+        raise ValueError("the number of pods must not be negative")
+
+
+# -- the workloads ------------------------------------------------------------------------
+def build_basic(nodes: int, pods: int, seed: int) -> Workload:
+    """SchedulingBasic: ``pods`` default pods (100m cpu, 500Mi) on ``nodes`` nodes."""
+    _check_sizes(nodes, pods)
+    return Workload(
+        "basic", _nodes(nodes), _pods([pod_manifest(f"pod-{i}") for i in range(pods)])
+    )
+
+
+def anti_affinity_group_size(nodes: int) -> int:
+    """Pods per anti-affinity group: half the nodes (at least 1), so a group always fits."""
+    return max(1, nodes // 2)
+
+
+def build_pod_anti_affinity(nodes: int, pods: int, seed: int) -> Workload:
+    """SchedulingPodAntiAffinity: pods labelled ``color: green`` with a required
+    anti-affinity to their own group on ``kubernetes.io/hostname``.
+
+    Upstream puts all its (fewer than nodes) green pods in one group; to scale past
+    the node count the pods here form groups of ``nodes // 2``, each pod repelling
+    the pods of its group, and the seed interleaves the groups.
+    """
+    _check_sizes(nodes, pods)
+    size = anti_affinity_group_size(nodes)
+    order = list(range(pods))
+    random.Random(seed).shuffle(order)
+    manifests = []
+    for i in order:
+        group = f"g{i // size}"
+        selector = {"matchLabels": {"color": "green", "group": group}}
+        manifests.append(
+            pod_manifest(
+                f"anti-affinity-pod-{i}",
+                namespace=MEASURE_NAMESPACE,
+                labels={"color": "green", "group": group},
+                spec={
+                    "affinity": {
+                        "podAntiAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [
+                                {
+                                    "labelSelector": selector,
+                                    "topologyKey": "kubernetes.io/hostname",
+                                }
+                            ]
+                        }
+                    }
+                },
+            )
+        )
+    return Workload("pod-anti-affinity", _nodes(nodes), _pods(manifests))
+
+
+def build_topology_spread(nodes: int, pods: int, seed: int) -> Workload:
+    """TopologySpreading: ``color: blue`` pods spread over the zones, maxSkew 5,
+    DoNotSchedule (upstream's ``pod-with-topology-spreading.yaml``)."""
+    _check_sizes(nodes, pods)
+    constraint = {
+        "maxSkew": TOPOLOGY_SPREAD_MAX_SKEW,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"color": "blue"}},
+    }
+    manifests = [
+        pod_manifest(
+            f"spreading-pod-{i}",
+            labels={"color": "blue"},
+            spec={"topologySpreadConstraints": [constraint]},
+        )
+        for i in range(pods)
+    ]
+    return Workload("topology-spread", _nodes(nodes), _pods(manifests))
+
+
+def build_preferred_affinity(nodes: int, pods: int, seed: int) -> Workload:
+    """SchedulingPreferredPodAffinity: ``color: red`` pods with a preferred (weight 1)
+    pod affinity to ``color: red`` on ``kubernetes.io/hostname``."""
+    _check_sizes(nodes, pods)
+    term = {
+        "weight": 1,
+        "podAffinityTerm": {
+            "labelSelector": {"matchLabels": {"color": "red"}},
+            "topologyKey": "kubernetes.io/hostname",
+        },
+    }
+    manifests = [
+        pod_manifest(
+            f"preferred-affinity-pod-{i}",
+            namespace=MEASURE_NAMESPACE,
+            labels={"color": "red"},
+            spec={"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}},
+        )
+        for i in range(pods)
+    ]
+    return Workload("preferred-affinity", _nodes(nodes), _pods(manifests))
+
+
+def unschedulable_count(pods: int) -> int:
+    """How many of ``pods`` the ``unschedulable`` workload makes too large for any node."""
+    return round(pods * UNSCHEDULABLE_SHARE)
+
+
+def build_unschedulable(nodes: int, pods: int, seed: int) -> Workload:
+    """Unschedulable: default pods, of which a 10% share (placed by the seed) request
+    9 cpu (upstream's ``pod-large-cpu.yaml``) and fit nowhere.
+
+    Upstream creates its large pods first and measures the default pods behind them;
+    here they are mixed in, so that every failing attempt is part of the measurement.
+    """
+    _check_sizes(nodes, pods)
+    large = set(random.Random(seed).sample(range(pods), unschedulable_count(pods)))
+    manifests = [
+        pod_manifest(f"large-pod-{i}", cpu=LARGE_POD_CPU, limits=False)
+        if i in large
+        else pod_manifest(f"pod-{i}")
+        for i in range(pods)
+    ]
+    return Workload(
+        "unschedulable", _nodes(nodes), _pods(manifests), expected_unschedulable=len(large)
+    )
+
+
+def build_preemption(nodes: int, pods: int, seed: int) -> Workload:
+    """PreemptionBasic: every node already runs 4 low-priority pods (900m each, grace
+    period 0); ``pods`` high-priority pods (priority 10, 3 cpu) must each preempt 3.
+
+    A node takes one high-priority pod, so pods beyond the node count stay pending
+    (upstream measures 500 pods on 500 nodes).
+    """
+    _check_sizes(nodes, pods)
+    setup: list[KubeObject] = [
+        parse_object(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": HIGH_PRIORITY_CLASS},
+                "value": HIGH_PRIORITY_VALUE,
+            }
+        )
+    ]
+    for n in range(nodes):
+        for j in range(LOW_PRIORITY_PODS_PER_NODE):
+            setup.append(
+                parse_object(
+                    pod_manifest(
+                        f"low-pod-{n}-{j}",
+                        cpu=LOW_PRIORITY_CPU,
+                        spec={"nodeName": f"node-{n}", "terminationGracePeriodSeconds": 0},
+                    )
+                )
+            )
+    manifests = [
+        pod_manifest(
+            f"high-pod-{i}",
+            cpu=HIGH_PRIORITY_CPU,
+            spec={"priorityClassName": HIGH_PRIORITY_CLASS},
+        )
+        for i in range(pods)
+    ]
+    return Workload(
+        "preemption",
+        _nodes(nodes),
+        _pods(manifests),
+        setup=setup,
+        expected_unschedulable=max(0, pods - nodes),
+    )
+
+
+WORKLOADS: dict[str, WorkloadSpec] = {
+    spec.name: spec
+    for spec in (
+        WorkloadSpec(
+            "basic",
+            "SchedulingBasic",
+            "default pods (100m, 500Mi), no constraints",
+            build_basic,
+        ),
+        WorkloadSpec(
+            "pod-anti-affinity",
+            "SchedulingPodAntiAffinity",
+            "required pod anti-affinity on hostname within groups of nodes/2 pods",
+            build_pod_anti_affinity,
+        ),
+        WorkloadSpec(
+            "topology-spread",
+            "TopologySpreading",
+            "zone spread, maxSkew 5, DoNotSchedule",
+            build_topology_spread,
+        ),
+        WorkloadSpec(
+            "preferred-affinity",
+            "SchedulingPreferredPodAffinity",
+            "preferred pod affinity (weight 1) on hostname",
+            build_preferred_affinity,
+        ),
+        WorkloadSpec(
+            "unschedulable",
+            "Unschedulable",
+            "10% of the pods request 9 cpu and fit nowhere",
+            build_unschedulable,
+        ),
+        WorkloadSpec(
+            "preemption",
+            "PreemptionBasic",
+            "nodes full of low-priority pods; high-priority pods preempt 3 each",
+            build_preemption,
+            required_plugins=("DefaultPreemption",),
+        ),
+    )
+}
+"""Every workload by name, in the order ``all`` runs them."""
+
+
+def build_workload(name: str, nodes: int, pods: int, seed: int = 0) -> Workload:
+    """Build the workload ``name`` (a key of ``WORKLOADS``)."""
+    try:
+        spec = WORKLOADS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})"
+        ) from None
+    return spec.build(nodes, pods, seed)

@@ -1,0 +1,654 @@
+"""The versioned simulation report (pydantic models → JSON Schema) and how a run becomes one."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, KubeObject, Pod, pod_requests
+from kubesched.api.resources import node_allocatable
+from kubesched.backend.protocol import BackendError, EventType, RecordedEvent, WatchEvent
+from kubesched.errors import UserInputError
+from kubesched.scheduler.records import AttemptRecord
+
+SCHEMA_VERSION = "kubesched.io/simulation/v1"
+"""The ``schemaVersion`` of reports this module writes. A change that removes or renames a
+field, or changes a field's meaning or unit, needs a new version; adding an optional field
+does not."""
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+"""The node label that names a node's zone."""
+
+DETAIL_FULL = "full"
+DETAIL_SUMMARY = "summary"
+
+PodResult = Literal["scheduled", "pending", "rejected", "preempted", "deleted"]
+
+class _Model(BaseModel):
+    # A report is output: camelCase on the wire, and a typo in a consumer's hand-made
+    # report is an error rather than a silently dropped field.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False)
+
+
+# -- resources ------------------------------------------------------------------------------
+
+
+class Resources(_Model):
+    """Amounts of resources, as integers in the scheduler's units."""
+
+    cpu: int = Field(0, description="CPU in millicores (1 core = 1000).")
+    memory: int = Field(0, description="Memory in bytes.")
+    ephemeral_storage: int = Field(
+        0, alias="ephemeralStorage", description="Ephemeral storage in bytes."
+    )
+    pods: int = Field(0, description="Number of pods.")
+    scalar: dict[str, int] = Field(
+        default_factory=dict,
+        description="Extended and other scalar resources (e.g. nvidia.com/gpu, hugepages-2Mi) "
+        "by name, in their base unit (a count, or bytes for hugepages).",
+    )
+
+    @classmethod
+    def from_dict(cls, values: dict[str, int], pods: int | None = None) -> Resources:
+        """From a ``{resource name: scheduler units}`` mapping (``pod_requests`` shape)."""
+        scalar = {
+            k: v for k, v in values.items() if k not in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+        }
+        return cls(
+            cpu=values.get(CPU, 0),
+            memory=values.get(MEMORY, 0),
+            ephemeralStorage=values.get(EPHEMERAL_STORAGE, 0),
+            pods=values.get(PODS, 0) if pods is None else pods,
+            scalar=dict(sorted(scalar.items())),
+        )
+
+
+# -- per pod ----------------------------------------------------------------------------------
+
+
+class FilterStatus(_Model):
+    """Why a Filter (or PreFilter) plugin rejected one node in the pod's last attempt."""
+
+    node: str = Field(description="The node's name.")
+    plugin: str | None = Field(
+        description="The plugin that rejected the node (the first that did: filters stop at "
+        "the first rejection per node)."
+    )
+    code: str = Field(
+        description="The status code as upstream spells it: Unschedulable, "
+        "UnschedulableAndUnresolvable (preemption cannot help), Error, Pending."
+    )
+    reasons: list[str] = Field(description="The plugin's reasons, e.g. 'Insufficient cpu'.")
+
+
+class PluginScoreReport(_Model):
+    """One Score plugin's verdict on one feasible node."""
+
+    plugin: str
+    raw: int = Field(description="What the plugin's Score returned.")
+    normalized: int = Field(description="After NormalizeScore: 0..100.")
+    weight: int = Field(description="The plugin's weight in the profile.")
+    weighted: int = Field(description="normalized × weight; the node's total sums these.")
+
+
+class NodeScoreReport(_Model):
+    """The scores of one feasible node in the pod's last attempt."""
+
+    node: str
+    total: int = Field(description="Sum of the plugins' weighted scores.")
+    plugins: list[PluginScoreReport]
+
+
+class AttemptReport(_Model):
+    """One scheduling attempt of the pod."""
+
+    attempt: int = Field(description="1 for the first attempt of the pod.")
+    profile: str
+    started_at: float = Field(alias="startedAt", description="Virtual time, in seconds.")
+    finished_at: float | None = Field(
+        None, alias="finishedAt", description="Virtual time, in seconds."
+    )
+    result: Literal["scheduled", "unschedulable", "error"] = Field(
+        description="The result label of scheduler_schedule_attempts_total."
+    )
+    node: str | None = Field(None, description="The node chosen (result scheduled).")
+    message: str = Field("", description="The FailedScheduling message of a failed attempt.")
+    evaluated_nodes: int = Field(
+        0, alias="evaluatedNodes", description="Nodes the filters ran on (percentageOfNodesToScore)."
+    )
+    feasible_nodes: int = Field(0, alias="feasibleNodes", description="Nodes that passed.")
+    nominated_node: str | None = Field(
+        None, alias="nominatedNode", description="The node PostFilter (preemption) nominated."
+    )
+
+
+class VictimReport(_Model):
+    """A pod deleted to make room for the preemptor."""
+
+    namespace: str
+    name: str
+    node: str = Field(description="The node it ran on.")
+
+
+class CandidateReport(_Model):
+    """A node preemption considered, and the pods it would have evicted there."""
+
+    node: str
+    victims: list[str] = Field(default_factory=list, description="Pod keys, namespace/name.")
+    num_pdb_violations: int = Field(0, alias="numPDBViolations")
+
+
+class PreemptionReport(_Model):
+    """What preemption did for this pod (the preemptor)."""
+
+    victims: list[VictimReport] = Field(default_factory=list)
+    candidates: list[CandidateReport] = Field(
+        default_factory=list,
+        description="Reserved: the candidate nodes considered. Not filled in by schema v1 "
+        "producers yet.",
+    )
+
+
+class PodReport(_Model):
+    """One pod of the run and what happened to it."""
+
+    namespace: str
+    name: str
+    uid: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    profile: str | None = Field(
+        description="spec.schedulerName. Null for a rejected pod whose spec is unknown."
+    )
+    served: bool = Field(
+        True, description="False when no profile has this schedulerName: the pod is left alone."
+    )
+    priority: int | None = None
+    result: PodResult = Field(
+        description="scheduled: bound to a node at the end; pending: not placed; rejected: "
+        "refused by admission (see message); preempted: deleted as a preemption victim; "
+        "deleted: deleted for another reason (e.g. a controller scaled down)."
+    )
+    node: str | None = Field(
+        description="The node the pod ends on (for preempted/deleted: the node it ran on); "
+        "null when it was never placed."
+    )
+    attempts: int = Field(description="Number of scheduling attempts (0 for pods given bound).")
+    message: str = Field(
+        "",
+        description="For a pending pod, the last diagnosis (upstream's FailedScheduling "
+        "message); for a rejected pod, the admission error; for a preempted pod, the "
+        "Preempted event.",
+    )
+    nominated_node: str | None = Field(None, alias="nominatedNode")
+    preempted_by: str | None = Field(
+        None, alias="preemptedBy", description="namespace/name of the preemptor."
+    )
+    filters: list[FilterStatus] = Field(
+        default_factory=list,
+        description="Per rejected node, the rejecting plugin, in the last attempt (detail=full).",
+    )
+    scores: list[NodeScoreReport] = Field(
+        default_factory=list,
+        description="Per feasible node, best first, the score plugins' scores in the last "
+        "attempt (detail=full). Empty when scoring was skipped (a single feasible node).",
+    )
+    history: list[AttemptReport] = Field(
+        default_factory=list, description="Every attempt, oldest first (detail=full)."
+    )
+    preemption: PreemptionReport | None = None
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+
+# -- per node, per profile, the run ---------------------------------------------------------
+
+
+class NodeReport(_Model):
+    """One node at the end of the run."""
+
+    name: str
+    zone: str | None = Field(description=f"The {ZONE_LABEL} label.")
+    labels: dict[str, str] = Field(default_factory=dict)
+    unschedulable: bool = False
+    taints: list[str] = Field(default_factory=list, description="key=value:Effect")
+    allocatable: Resources = Field(description="status.allocatable.")
+    requested: Resources = Field(
+        description="The sum of the requests of the pods on the node (pods: their number)."
+    )
+    pods: list[str] = Field(default_factory=list, description="Pod keys, namespace/name.")
+
+
+class ProfileSummary(_Model):
+    """Counts for one profile (pods grouped by spec.schedulerName)."""
+
+    profile: str
+    served: bool = Field(True, description="False: no profile has this schedulerName.")
+    scheduled: int = 0
+    pending: int = 0
+    rejected: int = Field(0, description="Pods admission refused.")
+    preempted: int = Field(0, description="Pods of this profile evicted as preemption victims.")
+    deleted: int = 0
+    attempts: int = Field(0, description="Scheduling attempts, all pods together.")
+
+
+class RejectionReport(_Model):
+    """An object admission refused (or a pod a controller could not create)."""
+
+    object: str = Field(description="Kind namespace/name of the refused object or controller.")
+    message: str
+
+
+class EventReport(_Model):
+    """A Kubernetes Event recorded during the run."""
+
+    time: float = Field(description="Virtual time, in seconds.")
+    type: str
+    reason: str
+    object: str = Field(description="Kind namespace/name.")
+    message: str
+    related: str | None = None
+
+
+class SimulationReport(_Model):
+    """What ``kubesched simulate`` found: where every pod went and why."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        title="SimulationReport",
+        json_schema_extra={"$id": "https://kubesched.io/schema/simulation/v1"},
+    )
+
+    schema_version: Literal["kubesched.io/simulation/v1"] = Field(
+        SCHEMA_VERSION, alias="schemaVersion"
+    )
+    seed: int
+    detail: Literal["full", "summary"] = DETAIL_FULL
+    virtual_time_seconds: float = Field(
+        alias="virtualTimeSeconds", description="Simulated time at the end of the run."
+    )
+    wall_time_seconds: float = Field(
+        alias="wallTimeSeconds", description="Real time the run took (varies between runs)."
+    )
+    cycles: int = Field(0, description="Scheduling cycles run.")
+    profiles: list[str] = Field(description="The configured profiles (schedulerName), in order.")
+    summary: list[ProfileSummary]
+    pods: list[PodReport]
+    nodes: list[NodeReport]
+    rejections: list[RejectionReport] = Field(default_factory=list)
+    events: list[EventReport] | None = Field(
+        None, description="Every Event recorded, when requested."
+    )
+
+    def pod(self, key: str) -> PodReport:
+        """The pod ``namespace/name`` (the live one when a name was reused); KeyError."""
+        found = [p for p in self.pods if p.key == key]
+        if not found:
+            raise KeyError(key)
+        live = [p for p in found if p.result in ("scheduled", "pending")]
+        return (live or found)[-1]
+
+    def to_json(self, **kw: Any) -> str:
+        """The report as JSON (camelCase field names)."""
+        return self.model_dump_json(by_alias=True, **kw)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain data (camelCase field names), for YAML."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of :class:`SimulationReport` (what docs/schema/ holds)."""
+    return SimulationReport.model_json_schema(by_alias=True)
+
+
+# -- building -------------------------------------------------------------------------------
+
+
+def parse_pod_key(text: str) -> str:
+    """``NAMESPACE/POD`` (or ``POD``, meaning the default namespace) → ``namespace/name``."""
+    parts = text.split("/")
+    if len(parts) == 1 and parts[0]:
+        return f"default/{parts[0]}"
+    if len(parts) == 2 and all(parts):
+        return text
+    raise UserInputError(f"{text!r} is not NAMESPACE/POD", obj="--explain")
+
+
+def _split_key(key: str) -> tuple[str, str]:
+    ns, _, name = key.rpartition("/")
+    return ns or "default", name
+
+
+def _deleted_pods(run: Any) -> dict[str, Pod]:
+    """The last version of every pod deleted during the run, by uid.
+
+    Replays the cluster's watch log; if it was compacted, what is gone is gone (the
+    attempt records still name those pods)."""
+    gone: dict[str, Pod] = {}
+
+    def handler(event: WatchEvent) -> None:
+        if event.type is EventType.DELETED:
+            pod = event.object
+            gone[pod.metadata.uid or pod.key] = pod  # type: ignore[assignment]
+
+    try:
+        watch = run.cluster.watch("Pod", "1", handler)
+    except BackendError:
+        return gone
+    watch.stop()
+    return gone
+
+
+def _status_code(status: Any) -> str:
+    return status.code.display
+
+
+def _filters(record: AttemptRecord, node_names: Iterable[str]) -> list[FilterStatus]:
+    d = record.diagnosis
+    if d is None:
+        return []
+    out = []
+    feasible = set(record.feasible)
+    for node, status in d.node_to_status.items():
+        out.append(
+            FilterStatus(
+                node=node, plugin=status.plugin, code=_status_code(status), reasons=status.reasons
+            )
+        )
+    if d.absent_nodes_status is not None:
+        # A PreFilter rejection (or node-name narrowing) applies to every node not listed.
+        s = d.absent_nodes_status
+        for node in node_names:
+            if node not in d.node_to_status and node not in feasible:
+                out.append(
+                    FilterStatus(node=node, plugin=s.plugin, code=_status_code(s), reasons=s.reasons)
+                )
+    out.sort(key=lambda f: f.node)
+    return out
+
+
+def _scores(record: AttemptRecord) -> list[NodeScoreReport]:
+    sr = record.scores
+    if sr is None:
+        return []
+    out = []
+    for i, node in enumerate(sr.names):
+        plugins = [
+            PluginScoreReport(
+                plugin=ps.plugin,
+                raw=int(ps.raw[i]),
+                normalized=int(ps.normalized[i]),
+                weight=int(ps.weight),
+                weighted=int(ps.normalized[i]) * int(ps.weight),
+            )
+            for ps in sr.plugins
+        ]
+        out.append(NodeScoreReport(node=node, total=int(sr.totals[i]), plugins=plugins))
+    out.sort(key=lambda s: (-s.total, s.node))
+    return out
+
+
+def _history(records: list[AttemptRecord]) -> list[AttemptReport]:
+    return [
+        AttemptReport(
+            attempt=r.attempt,
+            profile=r.profile,
+            startedAt=r.started_at,
+            finishedAt=r.finished_at,
+            result=r.result or "error",  # type: ignore[arg-type]
+            node=r.node_name,
+            message=r.message,
+            evaluatedNodes=r.evaluated_nodes,
+            feasibleNodes=len(r.feasible),
+            nominatedNode=r.nominated_node,
+        )
+        for r in records
+    ]
+
+
+def _taint(t: Any) -> str:
+    value = f"={t.value}" if t.value else ""
+    return f"{t.key}{value}:{t.effect}"
+
+
+def _occupies_node(pod: Pod) -> bool:
+    return bool(pod.spec.node_name) and pod.status.phase not in ("Succeeded", "Failed")
+
+
+def build_report(
+    run: Any,
+    *,
+    explain: Iterable[str] | None = None,
+    detail: str = DETAIL_FULL,
+    objects: Iterable[KubeObject] | None = None,
+    include_events: bool = False,
+) -> SimulationReport:
+    """Turn a finished ``SimulationRun`` into a :class:`SimulationReport`.
+
+    ``detail="summary"`` leaves out every pod's filters, scores and history. ``explain``
+    (pod keys ``namespace/name``) keeps those only for the pods named, and raises
+    ``UserInputError`` when one of them is not in the run. ``objects`` (the input
+    manifests) lets the report give the labels and profile of pods admission refused.
+    """
+    if detail not in (DETAIL_FULL, DETAIL_SUMMARY):
+        raise UserInputError(f"unknown detail {detail!r}: use full or summary", obj="--detail")
+    cluster = run.cluster
+    profiles = [p.scheduler_name for p in run.scheduler.config.profiles]
+    served_profiles = set(profiles)
+    nodes = sorted(cluster.objects("Node"), key=lambda n: n.name)
+    node_names = [n.name for n in nodes]
+
+    # Preempted events: victim key -> (preemptor key, message, node).
+    preempted_events: dict[str, RecordedEvent] = {}
+    victims_of: dict[str, list[RecordedEvent]] = defaultdict(list)
+    for ev in cluster.events:
+        if ev.reason == "Preempted" and ev.involved_kind == "Pod":
+            victim = f"{ev.involved_namespace}/{ev.involved_name}"
+            preempted_events[victim] = ev
+            if ev.related:
+                victims_of[ev.related].append(ev)
+
+    pods: list[PodReport] = []
+    seen_uids: set[str] = set()
+
+    def add_pod(pod: Pod, result: PodResult, message: str = "") -> PodReport:
+        uid = pod.metadata.uid or ""
+        seen_uids.add(uid)
+        records = run.attempts.get(uid, [])
+        last = records[-1] if records else None
+        profile = pod.spec.scheduler_name or "default-scheduler"
+        if result == "pending" and last is not None:
+            message = last.message
+        elif result == "pending" and profile not in served_profiles:
+            message = f'no profile has schedulerName "{profile}"; the pod is left alone'
+        report = PodReport(
+            namespace=pod.namespace,
+            name=pod.name,
+            uid=uid or None,
+            labels=dict(pod.metadata.labels or {}),
+            profile=profile,
+            served=profile in served_profiles,
+            priority=pod.spec.priority,
+            result=result,
+            node=pod.spec.node_name or None,
+            attempts=len(records),
+            message=message,
+            nominatedNode=pod.status.nominated_node_name
+            or (last.nominated_node if last is not None else None),
+        )
+        _add_detail(report, records, node_names)
+        pods.append(report)
+        return report
+
+    for pod in cluster.pods():
+        add_pod(pod, "scheduled" if pod.spec.node_name else "pending")
+
+    for uid, pod in _deleted_pods(run).items():
+        if uid in seen_uids:
+            continue
+        ev = preempted_events.get(pod.key)
+        if ev is not None:
+            r = add_pod(pod, "preempted", ev.message)
+            r.preempted_by = ev.related
+        else:
+            add_pod(pod, "deleted", "deleted during the run")
+
+    # Pods that had attempts but left no trace in the watch log (compacted).
+    for uid, records in run.attempts.items():
+        if uid in seen_uids or not records:
+            continue
+        ns, name = _split_key(records[-1].pod_key)
+        r = PodReport(
+            namespace=ns,
+            name=name,
+            uid=uid,
+            profile=records[-1].profile,
+            result="preempted" if records[-1].pod_key in preempted_events else "deleted",
+            node=records[-1].node_name,
+            attempts=len(records),
+            message="deleted during the run",
+        )
+        _add_detail(r, records, node_names)
+        pods.append(r)
+
+    # Pods admission refused. Controllers' failed creations stay in `rejections` only.
+    given = {o.key: o for o in objects or () if isinstance(o, Pod)}
+    for rej in run.rejections:
+        kind, _, key = rej.source_object_key.partition(" ")
+        if kind != "Pod":
+            continue
+        ns, name = _split_key(key)
+        obj = given.get(f"{ns}/{name}")
+        profile = (obj.spec.scheduler_name or "default-scheduler") if obj is not None else None
+        pods.append(
+            PodReport(
+                namespace=ns,
+                name=name,
+                labels=dict(obj.metadata.labels or {}) if obj is not None else {},
+                profile=profile,
+                served=profile is None or profile in served_profiles,
+                result="rejected",
+                node=None,
+                attempts=0,
+                message=rej.message,
+            )
+        )
+
+    # Victims, on their preemptors.
+    victim_node = {r.key: r.node for r in pods if r.result == "preempted"}
+    for r in pods:
+        evs = victims_of.get(r.key)
+        if evs and r.result in ("scheduled", "pending"):
+            r.preemption = PreemptionReport(
+                victims=[
+                    VictimReport(
+                        namespace=e.involved_namespace,
+                        name=e.involved_name,
+                        node=victim_node.get(f"{e.involved_namespace}/{e.involved_name}")
+                        or e.message.rsplit(" on node ", 1)[-1],
+                    )
+                    for e in evs
+                ]
+            )
+
+    pods.sort(key=lambda p: (p.namespace, p.name, p.result != "scheduled", p.uid or ""))
+
+    wanted: set[str] | None = None
+    if explain is not None:
+        wanted = {parse_pod_key(k) for k in explain}
+        missing = sorted(wanted - {p.key for p in pods})
+        if missing:
+            raise UserInputError(
+                f"no pod {', '.join(missing)} in the simulation "
+                f"({len(pods)} pods; list them with --output json)",
+                obj="--explain",
+            )
+    if detail == DETAIL_SUMMARY or wanted is not None:
+        for r in pods:
+            if detail == DETAIL_SUMMARY or r.key not in wanted:  # type: ignore[operator]
+                r.filters, r.scores, r.history = [], [], []
+
+    summary = _summary(profiles, pods, run)
+    return SimulationReport(
+        seed=run.seed,
+        detail=detail,  # type: ignore[arg-type]
+        virtualTimeSeconds=run.virtual_time,
+        wallTimeSeconds=run.wall_time,
+        cycles=run.cycles,
+        profiles=profiles,
+        summary=summary,
+        pods=pods,
+        nodes=_nodes(nodes, cluster.pods()),
+        rejections=[
+            RejectionReport(object=r.source_object_key, message=r.message) for r in run.rejections
+        ],
+        events=[_event(e) for e in cluster.events] if include_events else None,
+    )
+
+
+def _add_detail(report: PodReport, records: list[AttemptRecord], node_names: list[str]) -> None:
+    if not records:
+        return
+    last = records[-1]
+    report.filters = _filters(last, node_names)
+    report.scores = _scores(last)
+    report.history = _history(records)
+
+
+def _summary(profiles: list[str], pods: list[PodReport], run: Any) -> list[ProfileSummary]:
+    rows = {p: ProfileSummary(profile=p) for p in profiles}
+    for pod in pods:
+        name = pod.profile or "(unknown)"
+        row = rows.get(name)
+        if row is None:
+            row = rows[name] = ProfileSummary(profile=name, served=False)
+        setattr(row, pod.result, getattr(row, pod.result) + 1)
+        row.attempts += pod.attempts
+    return list(rows.values())
+
+
+def _nodes(nodes: list[Any], pods: list[Pod]) -> list[NodeReport]:
+    by_node: dict[str, list[Pod]] = defaultdict(list)
+    for pod in pods:
+        if _occupies_node(pod):
+            by_node[pod.spec.node_name].append(pod)  # type: ignore[index]
+    out = []
+    for node in nodes:
+        on_node = sorted(by_node.get(node.name, []), key=lambda p: p.key)
+        requested: dict[str, int] = {}
+        for pod in on_node:
+            for name, value in pod_requests(pod).items():
+                requested[name] = requested.get(name, 0) + value
+        labels = dict(node.metadata.labels or {})
+        out.append(
+            NodeReport(
+                name=node.name,
+                zone=labels.get(ZONE_LABEL),
+                labels=labels,
+                unschedulable=bool(node.spec.unschedulable),
+                taints=[_taint(t) for t in node.spec.taints or []],
+                allocatable=Resources.from_dict(node_allocatable(node)),
+                requested=Resources.from_dict(requested, pods=len(on_node)),
+                pods=[p.key for p in on_node],
+            )
+        )
+    return out
+
+
+def _event(e: RecordedEvent) -> EventReport:
+    ns = f"{e.involved_namespace}/" if e.involved_namespace else ""
+    return EventReport(
+        time=e.timestamp,
+        type=e.type,
+        reason=e.reason,
+        object=f"{e.involved_kind} {ns}{e.involved_name}",
+        message=e.message,
+        related=e.related,
+    )
