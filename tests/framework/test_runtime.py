@@ -438,3 +438,36 @@ def test_events_default_to_wildcard_for_rejecting_plugins():
     fw = make_framework(recording("F", "filter"))
     regs = fw.events_to_register()
     assert [(p, e.display()) for p, e, _ in regs] == [("F", "WildCardEvent")]
+
+
+def test_vectorised_hooks_must_return_one_result_per_node():
+    class Short:
+        name = "Short"
+
+        def __init__(self, args, handle):
+            pass
+
+        @hookimpl
+        def filter(self, node_info):
+            return None
+
+        @hookimpl
+        def filter_nodes(self, nodes):
+            return [None]
+
+        @hookimpl
+        def score(self, node_info):
+            return 1
+
+        @hookimpl
+        def score_nodes(self, nodes):
+            return [1]
+
+    fw = make_framework(Short)
+    state = fw.new_cycle_state()
+    batch = node_batch(nodes("a", "b"))
+    _, error = fw.run_filter_batch(state, POD, batch)
+    assert error.code is Code.ERROR and error.plugin == "Short"
+    assert "filter_nodes of plugin 'Short' returned 1 verdicts for 2 nodes" in error.message()
+    status = fw.run_score_plugins(state, POD, batch)
+    assert status.message() == "score_nodes of plugin 'Short' returned 1 scores for 2 nodes"

@@ -48,15 +48,27 @@ class ObjectLister(Protocol):
         """The PodDisruptionBudgets of ``namespace`` (preemption reads them)."""
         ...
 
+    def get(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
+        """Any object by kind name (built-in or a plugin's CRD-like kind such as
+        ``PodGroup``), or None. ``namespace`` is ignored for cluster-scoped kinds."""
+        ...
+
+    def list_objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
+        """The objects of ``kind`` (of ``namespace`` if given), sorted by key; empty for
+        a kind nobody registered."""
+        ...
+
 
 class StaticLister:
     """An ``ObjectLister`` over a fixed set of objects (tests, snapshots).
 
-    Objects of other kinds are ignored. ``add``/``remove`` keep it current when used
+    Every object is reachable through the generic ``get``/``list_objects``; the typed
+    ``list_*`` methods serve their kinds. ``add``/``remove`` keep it current when used
     as the store of a changing cluster.
     """
 
     def __init__(self, objects: Iterable[KubeObject] = ()) -> None:
+        self._generic: dict[str, dict[str, KubeObject]] = defaultdict(dict)
         self._namespaces: dict[str, Namespace] = {}
         self._by_kind: dict[type, dict[str, dict[str, KubeObject]]] = defaultdict(
             lambda: defaultdict(dict)
@@ -66,6 +78,7 @@ class StaticLister:
 
     def add(self, obj: KubeObject) -> None:
         """Add or replace ``obj``."""
+        self._generic[obj.kind or type(obj).__name__][obj.key] = obj
         if isinstance(obj, Namespace):
             self._namespaces[obj.metadata.name] = obj
         elif isinstance(
@@ -76,6 +89,7 @@ class StaticLister:
 
     def remove(self, obj: KubeObject) -> None:
         """Remove ``obj`` if present."""
+        self._generic[obj.kind or type(obj).__name__].pop(obj.key, None)
         if isinstance(obj, Namespace):
             self._namespaces.pop(obj.metadata.name, None)
         else:
@@ -108,3 +122,21 @@ class StaticLister:
     def list_pod_disruption_budgets(self, namespace: str) -> list[PodDisruptionBudget]:
         """The PodDisruptionBudgets of ``namespace``."""
         return self._list(PodDisruptionBudget, namespace)
+
+    def get(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
+        """Any object by kind name, or None."""
+        store = self._generic.get(kind)
+        if not store:
+            return None
+        obj = store.get(f"{namespace or 'default'}/{name}")
+        # A cluster-scoped object's key is its name.
+        return obj if obj is not None else store.get(name)
+
+    def list_objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
+        """The objects of ``kind`` (of ``namespace`` if given), sorted by key."""
+        store = self._generic.get(kind) or {}
+        return [
+            store[k]
+            for k in sorted(store)
+            if namespace is None or store[k].namespace == namespace
+        ]

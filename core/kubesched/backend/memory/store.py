@@ -21,6 +21,7 @@ from kubesched.api import (
     ReplicationController,
     Service,
     StatefulSet,
+    resolve_kind,
 )
 from kubesched.api import PodCondition as ApiPodCondition
 from kubesched.backend.memory.admission import AdmissionError, PodAdmission, validate_priority_class
@@ -206,16 +207,31 @@ class MemoryCluster:
         """The cluster's current virtual time (the clock's)."""
         return self.clock.now()
 
+    def _known(self, kind: str) -> bool:
+        """True for a built-in kind or one a plugin package registered (``kubesched.kinds``
+        entry points, :func:`kubesched.api.register_kind`); its store and watch list are
+        created the first time the kind is used, so extension kinds are stored like the
+        built-in ones (keyed by kind name), with watches and resourceVersions."""
+        if kind in self._objects:
+            return True
+        if resolve_kind(kind) is None:
+            return False
+        self._objects[kind] = {}
+        self._watches[kind] = []
+        return True
+
     @staticmethod
     def _key(kind: str, namespace: str | None, name: str) -> str:
-        cls = KINDS.get(kind)
+        cls = resolve_kind(kind)
         if cls is None:
             raise BackendError(f"unsupported kind {kind!r}", 400)
         return f"{namespace or 'default'}/{name}" if cls.namespaced else name
 
     def try_get(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         """The object, or None."""
-        return self._objects[kind].get(self._key(kind, namespace, name)) if kind in KINDS else None
+        if not self._known(kind):
+            return None
+        return self._objects[kind].get(self._key(kind, namespace, name))
 
     def get(self, kind: str, namespace: str | None, name: str) -> KubeObject:
         """The object; ``NotFoundError`` if it does not exist."""
@@ -226,9 +242,9 @@ class MemoryCluster:
 
     def objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
         """The objects of ``kind`` (of ``namespace`` if given), sorted by key."""
-        store = self._objects.get(kind)
-        if store is None:
+        if not self._known(kind):
             raise BackendError(f"unsupported kind {kind!r}", 400)
+        store = self._objects[kind]
         if namespace is None:
             return [store[k] for k in sorted(store)]
         prefix = namespace + "/"
@@ -236,6 +252,8 @@ class MemoryCluster:
 
     def iter_objects(self, kind: str, namespace: str | None = None) -> Iterator[KubeObject]:
         """The objects of ``kind`` (of ``namespace`` if given), unsorted (insertion order)."""
+        if not self._known(kind):
+            raise BackendError(f"unsupported kind {kind!r}", 400)
         store = self._objects[kind]
         if namespace is None:
             yield from store.values()
@@ -292,6 +310,12 @@ class MemoryCluster:
         """The PodDisruptionBudgets (of ``namespace`` if given)."""
         return self.objects("PodDisruptionBudget", namespace)  # type: ignore[return-value]
 
+    def list_objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
+        """The objects of ``kind`` (of ``namespace`` if given), sorted by key; empty for
+        an unknown kind (``ObjectLister``; :meth:`get` is ``ObjectLister.get`` too, but
+        raises ``NotFoundError``: plugins use :meth:`try_get` semantics through it)."""
+        return self.objects(kind, namespace) if self._known(kind) else []
+
     # -- watching --------------------------------------------------------------------------
 
     def watch(self, kind: str, resource_version: str, handler: WatchHandler) -> _MemoryWatch:
@@ -302,7 +326,7 @@ class MemoryCluster:
         object. A version older than the kept event log raises ``BackendError`` with
         code 410 (Gone): re-list and watch from the list's version.
         """
-        if kind not in KINDS:
+        if not self._known(kind):
             raise BackendError(f"unsupported kind {kind!r}", 400)
         if resource_version in ("", "0"):
             w = _MemoryWatch(self, kind, self._rv, handler)
@@ -418,7 +442,7 @@ class MemoryCluster:
         is honoured, ``uid`` and ``creationTimestamp`` are set when missing.
         """
         kind = obj.kind or ""
-        if kind not in KINDS:
+        if not self._known(kind):
             raise BackendError(f"unsupported kind {kind!r}", 400)
         if type(obj).namespaced:
             self._ensure_namespace(obj.metadata.namespace or "default")
@@ -485,7 +509,7 @@ class MemoryCluster:
         ``metadata.generation``.
         """
         kind = obj.kind or ""
-        if kind not in KINDS:
+        if not self._known(kind):
             raise BackendError(f"unsupported kind {kind!r}", 400)
         old = self._objects[kind].get(obj.key)
         if old is None:

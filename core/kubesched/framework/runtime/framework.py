@@ -477,11 +477,8 @@ class Framework:
         if start:
             self._observe_plugin(runner.name, "Filter", None, start)
         if len(results) != len(sub):
-            return Status(
-                Code.ERROR,
-                f"filter_nodes of plugin {runner.name!r} returned {len(results)} verdicts "
-                f"for {len(sub)} nodes",
-                plugin=runner.name,
+            return _batch_length_error(
+                runner.name, "filter_nodes", "verdicts", len(results), len(sub)
             )
         return results
 
@@ -627,12 +624,7 @@ class Framework:
         if start:
             self._observe_plugin(runner.name, "Score", None, start)
         if len(raw) != len(batch):
-            return Status(
-                Code.ERROR,
-                f"score_nodes of plugin {runner.name!r} returned {len(raw)} scores for "
-                f"{len(batch)} nodes",
-                plugin=runner.name,
-            )
+            return _batch_length_error(runner.name, "score_nodes", "scores", len(raw), len(batch))
         return raw
 
     def run_reserve_plugins_reserve(
@@ -829,6 +821,15 @@ class Framework:
             self.metrics.plugin_execution_duration.labels(plugin, extension_point, code).observe(
                 time.perf_counter() - start
             )
+
+
+def _batch_length_error(plugin: str, hook: str, what: str, got: int, want: int) -> Status:
+    """The ERROR of a vectorised hook that returned a result of the wrong length."""
+    return Status(
+        Code.ERROR,
+        f"{hook} of plugin {plugin!r} returned {got} {what} for {want} nodes",
+        plugin=plugin,
+    )
 
 
 def _wrap_error(status: Status, context: str) -> Status:
