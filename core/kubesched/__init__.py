@@ -7,6 +7,7 @@ Plugin authors import what they need from here (and test helpers from
 from kubesched.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    PODS_TO_ACTIVATE_KEY,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -15,6 +16,7 @@ from kubesched.framework import (
     EventResource,
     NodeScores,
     PluginArgs,
+    PodsToActivate,
     PostFilterResult,
     PreFilterResult,
     QueueingHint,
@@ -41,6 +43,7 @@ __version__ = "0.1.0"
 __all__ = [
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
+    "PODS_TO_ACTIVATE_KEY",
     "ActionType",
     "AffinityTerm",
     "ClusterEvent",
@@ -55,6 +58,7 @@ __all__ = [
     "NodeTable",
     "PluginArgs",
     "PodInfo",
+    "PodsToActivate",
     "PostFilterResult",
     "PreFilterResult",
     "QueuedPodInfo",

@@ -349,8 +349,15 @@ def test_bind_error_is_wrapped():
             (None, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "P0"),
         ),
         ([Status(Code.ERROR, "bad")], (None, Code.ERROR, "P0")),
+        (
+            [
+                PostFilterResult("", status=Status.unschedulable("no victims")),
+                Status.unschedulable("b"),
+            ],
+            (PostFilterResult(""), Code.UNSCHEDULABLE, "P0"),
+        ),
     ],
-    ids=["second-nominates", "all-fail", "unresolvable-stops", "error"],
+    ids=["second-nominates", "all-fail", "unresolvable-stops", "error", "reject-and-clear"],
 )
 def test_post_filter(results, expected):
     fw = make_framework(*[recording(f"P{i}", "post_filter", r) for i, r in enumerate(results)])

@@ -21,6 +21,7 @@ from kubesched import (
 from kubesched.framework.types import NodeToStatus
 from kubesched_builtin.defaultpreemption.evaluator import (
     DISRUPTION_TARGET,
+    PREEMPTION_EXPLANATION_KEY,
     REASON_PREEMPTION_BY_SCHEDULER,
     Candidate,
     Evaluator,
@@ -160,15 +161,16 @@ class DefaultPreemption:
             # Upstream counts every PostFilter call as an attempt (a deferred Inc).
             if metrics is not None:
                 metrics.preemption_attempts.inc()
+        details = state.get(PREEMPTION_EXPLANATION_KEY)
+        nominated = result.nominated_node_name if result is not None else None
         if status.is_success() and result is not None:
-            return result
+            return PostFilterResult(nominated, details=details)
         msg = status.message()
         if msg:
             status = Status(status.code, MESSAGE_PREFIX + msg, error=status.error)
-        # A PostFilterResult("") alongside the rejection asks upstream's framework to clear
-        # the pod's nomination; kubesched's PostFilter hook returns one or the other, so
-        # the rejection wins and the nomination stays (see docs/plugins/DefaultPreemption.md).
-        return status
+        # With the rejection, a nomination of "" clears the pod's stale nomination, as
+        # upstream's (result, status) pair does.
+        return PostFilterResult(nominated, status=status, details=details)
 
     @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:

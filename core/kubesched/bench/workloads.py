@@ -283,7 +283,10 @@ def build_unschedulable(nodes: int, pods: int, seed: int) -> Workload:
         for i in range(pods)
     ]
     return Workload(
-        "unschedulable", _nodes(nodes), _pods(manifests), expected_unschedulable=len(large)
+        "unschedulable",
+        _nodes(nodes),
+        _pods(manifests),
+        expected_unschedulable=expected_unschedulable("unschedulable", nodes, pods),
     )
 
 
@@ -329,7 +332,7 @@ def build_preemption(nodes: int, pods: int, seed: int) -> Workload:
         _nodes(nodes),
         _pods(manifests),
         setup=setup,
-        expected_unschedulable=max(0, pods - nodes),
+        expected_unschedulable=expected_unschedulable("preemption", nodes, pods),
     )
 
 
@@ -376,6 +379,15 @@ WORKLOADS: dict[str, WorkloadSpec] = {
     )
 }
 """Every workload by name, in the order ``all`` runs them."""
+
+
+def expected_unschedulable(name: str, nodes: int, pods: int) -> int:
+    """How many measured pods of workload ``name`` cannot be placed, by construction."""
+    if name == "unschedulable":
+        return unschedulable_count(pods)
+    if name == "preemption":
+        return max(0, pods - nodes)
+    return 0
 
 
 def build_workload(name: str, nodes: int, pods: int, seed: int = 0) -> Workload:

@@ -1,6 +1,12 @@
 """The scheduling framework: extension points, statuses, cycle state, plugin discovery, runtime."""
 
-from kubesched.framework.cycle_state import CycleState, StateData, StateKey
+from kubesched.framework.cycle_state import (
+    PODS_TO_ACTIVATE_KEY,
+    CycleState,
+    PodsToActivate,
+    StateData,
+    StateKey,
+)
 from kubesched.framework.events import (
     WILDCARD_EVENT,
     ActionType,
@@ -38,6 +44,7 @@ __all__ = [
     "EXTENSION_POINTS",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
+    "PODS_TO_ACTIVATE_KEY",
     "WILDCARD_EVENT",
     "ActionType",
     "ClusterEvent",
@@ -51,6 +58,7 @@ __all__ = [
     "PluginEntry",
     "PluginLoadError",
     "PluginRegistry",
+    "PodsToActivate",
     "PostFilterResult",
     "PreFilterResult",
     "QueueingHint",

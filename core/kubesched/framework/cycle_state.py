@@ -36,6 +36,22 @@ class StateData:
         return self
 
 
+class PodsToActivate(StateData):
+    """Pods a plugin wants moved to the active queue at the end of this pod's scheduling
+    (and binding) cycle, by ``namespace/name`` (upstream ``framework.PodsToActivate``).
+
+    Every cycle state starts with an empty one under :data:`PODS_TO_ACTIVATE_KEY`; a
+    plugin adds pods to ``pods`` (e.g. Coscheduling activates a waiting pod's siblings),
+    and the scheduler activates them once the scheduling cycle succeeded, and again
+    after a successful binding. Shared by clones, as upstream's.
+    """
+
+    __slots__ = ("pods",)
+
+    def __init__(self) -> None:
+        self.pods: dict[str, Any] = {}
+
+
 class CycleState:
     """What the plugins of one scheduling cycle write and read.
 
@@ -85,3 +101,7 @@ class CycleState:
         copy.skip_score_plugins = set(self.skip_score_plugins)
         copy.record_plugin_metrics = self.record_plugin_metrics
         return copy
+
+
+PODS_TO_ACTIVATE_KEY: StateKey[PodsToActivate] = StateKey("kubernetes.io/pods-to-activate")
+"""Where a cycle's :class:`PodsToActivate` lives (upstream ``PodsToActivateKey``)."""

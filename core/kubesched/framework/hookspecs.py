@@ -177,10 +177,12 @@ def post_filter(
     """PostFilter: the pod fits no node; try to make room (preemption).
 
     Runs, in configured order, only when Filter rejected every node, until a plugin
-    returns a ``PostFilterResult`` or success (it nominated a node; the pod is
-    retried). ``UNSCHEDULABLE`` means this plugin could not help, the next one is
-    tried; ``ERROR`` ends the attempt. ``filtered_node_status_map`` holds each node's
-    Filter status.
+    succeeds: a ``PostFilterResult`` (without a ``status``) nominating a node, or a
+    success status; the pod is then retried. ``UNSCHEDULABLE`` means this plugin could
+    not help and the next one is tried; a ``PostFilterResult`` carrying that status can
+    still clear or change the pod's nomination and explain itself (``details``).
+    ``UNSCHEDULABLE_AND_UNRESOLVABLE`` stops the PostFilter plugins; ``ERROR`` ends
+    the attempt. ``filtered_node_status_map`` holds every node's Filter status.
     """
 
 

@@ -48,7 +48,7 @@ class ObjectLister(Protocol):
         """The PodDisruptionBudgets of ``namespace`` (preemption reads them)."""
         ...
 
-    def get(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
+    def get_object(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         """Any object by kind name (built-in or a plugin's CRD-like kind such as
         ``PodGroup``), or None. ``namespace`` is ignored for cluster-scoped kinds."""
         ...
@@ -123,7 +123,7 @@ class StaticLister:
         """The PodDisruptionBudgets of ``namespace``."""
         return self._list(PodDisruptionBudget, namespace)
 
-    def get(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
+    def get_object(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         """Any object by kind name, or None."""
         store = self._generic.get(kind)
         if not store:
@@ -136,7 +136,5 @@ class StaticLister:
         """The objects of ``kind`` (of ``namespace`` if given), sorted by key."""
         store = self._generic.get(kind) or {}
         return [
-            store[k]
-            for k in sorted(store)
-            if namespace is None or store[k].namespace == namespace
+            store[k] for k in sorted(store) if namespace is None or store[k].namespace == namespace
         ]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+
+from kubesched.framework.status import Status
 
 MAX_NODE_SCORE = 100
 """The highest score a node can have after NormalizeScore (upstream ``MaxNodeScore``)."""
@@ -38,10 +41,20 @@ class PreFilterResult:
 
 @dataclass(frozen=True)
 class PostFilterResult:
-    """A PostFilter plugin's success: the node the pod is nominated to run on, once the
-    victims it chose are gone (``None`` clears an existing nomination)."""
+    """What a PostFilter plugin (preemption) decided.
+
+    ``nominated_node_name``: the node the pod is nominated to, once the victims the
+    plugin chose are gone; ``""`` clears the pod's nomination; ``None`` leaves it as it
+    is (upstream's ``ModeNoop``). ``status``: ``None`` for success; a rejection means
+    the plugin could not help, and its nomination change still applies (upstream returns
+    a result and a status together). ``details``: the plugin's explanation of its
+    decision (e.g. the preemption candidates and victims), shown by
+    ``simulate --explain``.
+    """
 
     nominated_node_name: str | None = None
+    status: Status | None = None
+    details: Any = field(default=None, compare=False)
 
 
 class NodeScores:

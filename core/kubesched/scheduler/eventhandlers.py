@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kubesched.api import Node, Pod
+from kubesched.api import Node, Pod, resolve_kind
 from kubesched.backend.protocol import EventType, Watch, WatchEvent
 from kubesched.cache import CacheError
 from kubesched.framework.events import ActionType, ClusterEvent, EventResource
@@ -26,6 +26,11 @@ _NODE_UPDATES = (
 
 OTHER_KINDS = ("Namespace", "Service")
 """Kinds whose changes only move pods (plugins read them through the lister)."""
+
+EXTENSION_KINDS = (EventResource.POD_GROUP.value,)
+"""Plugin-defined kinds (``kubesched.kinds`` entry points) that are event resources too:
+watched like ``OTHER_KINDS`` when a plugin package registered the kind, so that a
+plugin's ``events_to_register`` on them (Coscheduling: PodGroup Add/Update) works."""
 
 
 def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
@@ -84,10 +89,11 @@ class EventHandlers:
 
     def connect(self, backend: Any) -> None:
         """List and watch Nodes first (pods need their nodes), then Pods and the rest."""
+        extension = tuple(k for k in EXTENSION_KINDS if resolve_kind(k) is not None)
         for kind, handler in (
             ("Node", self.on_node),
             ("Pod", self.on_pod),
-            *((k, self.on_other) for k in OTHER_KINDS),
+            *((k, self.on_other) for k in OTHER_KINDS + extension),
         ):
             objects, rv = backend.list(kind)
             for obj in objects:
@@ -189,9 +195,9 @@ class EventHandlers:
 
     # -- other kinds --------------------------------------------------------------------
     def on_other(self, ev: WatchEvent) -> None:
-        """A Namespace or Service changed: move the pods whose plugins care."""
+        """A Namespace, Service or extension kind changed: move the pods whose plugins care."""
         obj = ev.object
-        resource = EventResource(type(obj).__name__)
+        resource = EventResource(obj.kind or type(obj).__name__)
         action = {
             EventType.ADDED: ActionType.ADD,
             EventType.MODIFIED: ActionType.UPDATE,

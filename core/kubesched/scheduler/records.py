@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubesched.framework.runtime import ScoreResult
 from kubesched.framework.status import Status
@@ -22,8 +23,10 @@ class AttemptRecord:
     ``diagnosis`` holds each rejected node's Filter status (only the nodes evaluated:
     with ``percentageOfNodesToScore`` the search stops early, as upstream's), ``feasible``
     the nodes that passed, ``scores`` each Score plugin's raw and normalised scores of
-    them. ``nominated_node`` is what PostFilter (preemption) nominated; ``post_filter``
-    its status. ``binding`` is the binding cycle's status when there was one.
+    them. ``nominated_node`` is what PostFilter (preemption) nominated (``""``: the
+    nomination was cleared); ``post_filter`` its status and ``post_filter_details`` the
+    plugin's explanation (DefaultPreemption: candidates, victims, the deciding rule).
+    ``binding`` is the binding cycle's status when there was one.
     """
 
     pod_key: str
@@ -41,6 +44,7 @@ class AttemptRecord:
     num_all_nodes: int = 0
     scores: ScoreResult | None = None
     post_filter: Status | None = None
+    post_filter_details: Any = None
     nominated_node: str | None = None
     binding: Status | None = None
     finished_at: float | None = None

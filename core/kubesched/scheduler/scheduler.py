@@ -16,7 +16,7 @@ from kubesched.backend.protocol import PodCondition
 from kubesched.cache import Cache, CacheError, Snapshot
 from kubesched.clock import Clock, RealClock
 from kubesched.config import EffectiveConfiguration
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, EventResource
 from kubesched.framework.registry import PluginRegistry
 from kubesched.framework.runtime import Framework
@@ -223,6 +223,8 @@ class Scheduler:
         if status.is_success():
             status = fwk.run_permit_plugins(state, assumed, host)
             if status.is_success() or status.is_wait():
+                # At the end of a successful scheduling cycle, move up the pods plugins asked for.
+                self._activate_pods(state)
                 return _Binding(fwk, state, qpi, assumed, result, record, started)
         # Reserve or Permit failed: undo, and report the node's status as the reason.
         fwk.run_reserve_plugins_unreserve(state, assumed, host)
@@ -260,6 +262,7 @@ class Scheduler:
         record.post_filter = status
         if result is not None:
             record.nominated_node = result.nominated_node_name
+            record.post_filter_details = result.details
 
     @staticmethod
     def _single_node_fit_error(pod_info: PodInfo, host: str, status: Status) -> FitError:
@@ -403,6 +406,8 @@ class Scheduler:
                 _attempts_label(b.qpi.attempts)
             ).observe(self.clock.now() - b.qpi.initial_attempt_timestamp)
         fwk.run_post_bind_plugins(state, assumed, host)
+        # At the end of a successful binding cycle, move up the pods plugins asked for.
+        self._activate_pods(state)
         self.queue.done(assumed.uid)
         b.record.result = RESULT_SCHEDULED
         b.record.binding = status
@@ -437,6 +442,13 @@ class Scheduler:
             b.started,
             CLEAR_NOMINATION,
         )
+
+    def _activate_pods(self, state: CycleState) -> None:
+        """Activate the pods plugins put in the cycle's ``PodsToActivate``, then clear it."""
+        pods = state.get(PODS_TO_ACTIVATE_KEY)
+        if pods is not None and pods.pods:
+            self.queue.activate(dict(pods.pods))
+            pods.pods.clear()
 
     def _finish(self, record: AttemptRecord) -> None:
         record.finished_at = self.clock.now()

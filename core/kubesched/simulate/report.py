@@ -13,6 +13,7 @@ from kubesched.api.resources import node_allocatable
 from kubesched.backend.protocol import BackendError, EventType, RecordedEvent, WatchEvent
 from kubesched.errors import UserInputError
 from kubesched.scheduler.records import AttemptRecord
+from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY
 
 SCHEMA_VERSION = "kubesched.io/simulation/v1"
 """The ``schemaVersion`` of reports this module writes. A change that removes or renames a
@@ -22,10 +23,9 @@ does not."""
 ZONE_LABEL = "topology.kubernetes.io/zone"
 """The node label that names a node's zone."""
 
-DETAIL_FULL = "full"
-DETAIL_SUMMARY = "summary"
 
 PodResult = Literal["scheduled", "pending", "rejected", "preempted", "deleted"]
+
 
 class _Model(BaseModel):
     # A report is output: camelCase on the wire, and a typo in a consumer's hand-made
@@ -116,8 +116,12 @@ class AttemptReport(_Model):
     )
     node: str | None = Field(None, description="The node chosen (result scheduled).")
     message: str = Field("", description="The FailedScheduling message of a failed attempt.")
+    all_nodes: int = Field(0, alias="allNodes", description="Nodes in the snapshot.")
     evaluated_nodes: int = Field(
-        0, alias="evaluatedNodes", description="Nodes the filters ran on (percentageOfNodesToScore)."
+        0,
+        alias="evaluatedNodes",
+        description="Nodes the filters ran on: fewer than allNodes when percentageOfNodesToScore "
+        "stopped the search early.",
     )
     feasible_nodes: int = Field(0, alias="feasibleNodes", description="Nodes that passed.")
     nominated_node: str | None = Field(
@@ -368,7 +372,9 @@ def _filters(record: AttemptRecord, node_names: Iterable[str]) -> list[FilterSta
         for node in node_names:
             if node not in d.node_to_status and node not in feasible:
                 out.append(
-                    FilterStatus(node=node, plugin=s.plugin, code=_status_code(s), reasons=s.reasons)
+                    FilterStatus(
+                        node=node, plugin=s.plugin, code=_status_code(s), reasons=s.reasons
+                    )
                 )
     out.sort(key=lambda f: f.node)
     return out
@@ -405,7 +411,9 @@ def _history(records: list[AttemptRecord]) -> list[AttemptReport]:
             result=r.result or "error",  # type: ignore[arg-type]
             node=r.node_name,
             message=r.message,
-            evaluatedNodes=r.evaluated_nodes,
+            allNodes=r.num_all_nodes,
+            # A failed attempt ran the filters on every node (or PreFilter rejected them all).
+            evaluatedNodes=r.evaluated_nodes or (r.num_all_nodes if not r.feasible else 0),
             feasibleNodes=len(r.feasible),
             nominatedNode=r.nominated_node,
         )

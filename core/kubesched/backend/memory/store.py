@@ -312,9 +312,12 @@ class MemoryCluster:
 
     def list_objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
         """The objects of ``kind`` (of ``namespace`` if given), sorted by key; empty for
-        an unknown kind (``ObjectLister``; :meth:`get` is ``ObjectLister.get`` too, but
-        raises ``NotFoundError``: plugins use :meth:`try_get` semantics through it)."""
+        an unknown kind (``ObjectLister``)."""
         return self.objects(kind, namespace) if self._known(kind) else []
+
+    def get_object(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
+        """Any object by kind name, or None (``ObjectLister``; same as :meth:`try_get`)."""
+        return self.try_get(kind, namespace, name)
 
     # -- watching --------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kubesched.errors import KubeschedError
-from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
 from kubesched.framework.events import WILDCARD_EVENT, ClusterEvent, ClusterEventWithHint
 from kubesched.framework.plugin import EXTENSION_POINTS
 from kubesched.framework.registry import PluginRegistry
@@ -237,6 +237,7 @@ class Framework:
     def new_cycle_state(self) -> CycleState:
         """A fresh CycleState; plugin durations are sampled in 10% of cycles as upstream."""
         state = CycleState()
+        state.write(PODS_TO_ACTIVATE_KEY, PodsToActivate())
         state.record_plugin_metrics = (
             self.metrics is not None and self.rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
         )
@@ -485,7 +486,11 @@ class Framework:
     def run_post_filter_plugins(
         self, state: CycleState, pod_info: PodInfo, node_to_status: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
-        """PostFilter until one succeeds: ``(result, status)`` as upstream."""
+        """PostFilter until one succeeds: ``(result, status)`` as upstream.
+
+        The result is the succeeding plugin's, or else the last one that asked for a
+        nomination change while rejecting (upstream keeps the last non-Noop result).
+        """
         start = time.perf_counter()
         result: PostFilterResult | None = None
         reasons: list[str] = []
@@ -496,20 +501,25 @@ class Framework:
             r = self._safe(
                 runner, "post_filter", "PostFilter", state, pod, pod_info, node_to_status
             )
-            if isinstance(r, PostFilterResult):
-                result, final = r, Status()
-                break
-            status = r if r is not None else Status()
+            returned = r if isinstance(r, PostFilterResult) else None
+            if returned is not None:
+                status = returned.status or Status()
+            else:
+                status = r if r is not None else Status()
             if status.is_success():
-                final = status
+                result, final = returned, status
                 break
             status.with_plugin(runner.name)
             if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                final = status
+                result, final = returned, status
                 break
             if not status.is_rejected():
                 final = _wrap_error(status, f"running PostFilter plugin {runner.name!r}")
                 break
+            if returned is not None and (
+                returned.nominated_node_name is not None or returned.details is not None
+            ):
+                result = returned
             reasons.extend(status.reasons)
             rejector = rejector or runner.name
         if final is None:

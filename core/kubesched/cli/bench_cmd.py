@@ -1,0 +1,268 @@
+"""``kubesched bench``: scheduler_perf-like workloads on the embedded cluster, measured."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from kubesched.bench import (
+    BREAKDOWN_PHASES,
+    WORKLOADS,
+    BenchError,
+    BenchResult,
+    environment,
+    run_workload,
+)
+from kubesched.errors import KubeschedError
+from kubesched.framework.registry import PluginRegistry, default_registry
+
+
+def _registry() -> PluginRegistry:
+    # One indirection so that tests can substitute a registry.
+    return default_registry()
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, not {value}")
+    return value
+
+
+def _percentage(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be within 0..100, not {value}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``bench`` command."""
+    lines = "\n".join(
+        f"  {spec.name:<20} {spec.summary} (upstream {spec.upstream})"
+        for spec in WORKLOADS.values()
+    )
+    parser = subparsers.add_parser(
+        "bench",
+        help="measure scheduling throughput and latency on scheduler_perf-like workloads",
+        description="Build a workload on the embedded cluster (deterministically from --seed), "
+        "schedule it and report pods/s, the p50/p99 latency of a scheduling attempt and the "
+        "peak memory; medians over --repeat runs. Workloads:\n" + lines,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "workloads",
+        metavar="WORKLOAD",
+        nargs="*",
+        default=["basic"],
+        help="workloads to run, or 'all' (default: basic)",
+    )
+    parser.add_argument("--nodes", type=_positive, default=500, help="nodes (default: 500)")
+    parser.add_argument(
+        "--pods", type=_non_negative, default=1000, help="measured pods (default: 1000)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
+    parser.add_argument(
+        "--repeat", type=_positive, default=1, help="runs per workload; medians reported"
+    )
+    parser.add_argument(
+        "--percentage-of-nodes-to-score",
+        type=_percentage,
+        default=None,
+        metavar="PCT",
+        help="percentageOfNodesToScore (default: upstream's adaptive value; 100 scores all)",
+    )
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="time the phases (queue, snapshot, filter, score, bind…) with wrappers",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="also make one cProfile'd run per workload and write its stats to FILE "
+        "(FILE-WORKLOAD.EXT with several workloads)",
+    )
+    parser.add_argument(
+        "--no-isolate",
+        dest="isolate",
+        action="store_false",
+        help="run in this process instead of a fresh process per run "
+        "(peak memory then exact for the first run only)",
+    )
+    parser.add_argument(
+        "--output", "-o", choices=("text", "json"), default="text", help="output format"
+    )
+    parser.add_argument(
+        "--save", metavar="FILE", help="also write the JSON report to FILE"
+    )
+    parser.set_defaults(func=_bench)
+
+
+def _workload_names(requested: list[str]) -> list[str]:
+    names: list[str] = []
+    for name in requested:
+        if name == "all":
+            names.extend(n for n in WORKLOADS if n not in names)
+        elif name not in WORKLOADS:
+            raise BenchError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)}, all)")
+        elif name not in names:
+            names.append(name)
+    return names
+
+
+def _profile_path(base: str, workload: str, several: bool) -> str:
+    if not several:
+        return base
+    path = Path(base)
+    return str(path.with_name(f"{path.stem}-{workload}{path.suffix}"))
+
+
+def report(
+    results: list[BenchResult], *, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The JSON report: environment, options and one entry per workload."""
+    return {
+        "environment": environment(),
+        "options": options or {},
+        "results": [r.to_dict() for r in results],
+    }
+
+
+def _bench(args: argparse.Namespace) -> int:
+    registry = _registry()
+    names = _workload_names(args.workloads)
+    missing = [
+        (name, p)
+        for name in names
+        for p in WORKLOADS[name].required_plugins
+        if p not in registry
+    ]
+    if missing:
+        name, plugin = missing[0]
+        raise BenchError(
+            f"workload {name!r} needs the plugin {plugin}, which is not installed "
+            "(see `kubesched plugins`)"
+        )
+    text = args.output == "text"
+    if text:
+        env = environment()
+        print(
+            f"kubesched {env['kubesched_version']} · Python {env['python_version']} · "
+            f"{env['cpu_count']} CPUs · seed {args.seed} · repeat {args.repeat} · "
+            f"percentageOfNodesToScore "
+            f"{'adaptive' if args.percentage_of_nodes_to_score is None else args.percentage_of_nodes_to_score}",
+            flush=True,
+        )
+    results = []
+    for name in names:
+        if text:
+            print(f"running {name} ({args.nodes} nodes × {args.pods} pods)…", file=sys.stderr,
+                  flush=True)
+        profile = (
+            _profile_path(args.profile, name, len(names) > 1) if args.profile else None
+        )
+        results.append(
+            run_workload(
+                name,
+                args.nodes,
+                args.pods,
+                seed=args.seed,
+                repeat=args.repeat,
+                percentage_of_nodes_to_score=args.percentage_of_nodes_to_score,
+                breakdown=args.breakdown,
+                profile_path=profile,
+                isolate=args.isolate,
+                registry=registry,
+            )
+        )
+    options = {
+        "workloads": names,
+        "nodes": args.nodes,
+        "pods": args.pods,
+        "seed": args.seed,
+        "repeat": args.repeat,
+        "percentage_of_nodes_to_score": args.percentage_of_nodes_to_score,
+        "breakdown": args.breakdown,
+        "isolate": args.isolate,
+    }
+    data = report(results, options=options)
+    if args.save:
+        try:
+            path = Path(args.save)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(data, indent=2) + "\n")
+        except OSError as err:
+            raise KubeschedError(f"cannot write {args.save}: {err}") from None
+    if text:
+        print(render_text(results), end="")
+        for r in results:
+            if r.profile:
+                print(f"profile of {r.workload}: {r.profile} (python -m pstats {r.profile})")
+    else:
+        print(json.dumps(data, indent=2))
+    return 0
+
+
+
+def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
+
+    return "\n".join([line(headers), *(line(r) for r in rows)]) + "\n"
+
+
+def render_text(results: list[BenchResult]) -> str:
+    """The results as a table (and, when measured, the breakdown as a second one)."""
+    if not results:
+        return ""
+    headers = [
+        "WORKLOAD", "NODES", "PODS", "SCHEDULED", "PENDING", "PODS/S",
+        "P50 MS", "P99 MS", "PEAK MB", "SETUP S", "SCHEDULE S",
+    ]  # fmt: skip
+    rows = [
+        [
+            r.workload,
+            str(r.nodes),
+            str(r.pods),
+            str(r.scheduled),
+            str(r.pending),
+            f"{r.pods_per_second:.1f}",
+            f"{r.p50_ms:.2f}",
+            f"{r.p99_ms:.2f}",
+            f"{r.peak_memory_mb:.1f}",
+            f"{r.setup_s:.2f}",
+            f"{r.schedule_s:.2f}",
+        ]
+        for r in results
+    ]
+    out = _table(headers, rows)
+    with_breakdown = [r for r in results if r.breakdown]
+    if with_breakdown:
+        phases = [
+            p for p in BREAKDOWN_PHASES if any(r.breakdown.get(p, 0.0) > 0 for r in with_breakdown)
+        ]
+        rows = []
+        for r in with_breakdown:
+            total = sum(r.breakdown.values()) or 1.0
+            rows.append(
+                [r.workload, f"{total:.2f}"]
+                + [f"{100 * r.breakdown[p] / total:.1f}%" for p in phases]
+            )
+        out += "\nbreakdown of the scheduling time (share of exclusive wall time per phase):\n"
+        out += _table(["WORKLOAD", "TOTAL S", *(p.upper() for p in phases)], rows)
+    return out

@@ -1,0 +1,313 @@
+"""Human views of a simulation report: the summary and one pod's explanation (rich tables)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from kubesched.simulate.report import NodeReport, PodReport, SimulationReport
+
+MAX_NODE_ROWS = 100
+"""Above this many nodes the summary shows one row per zone instead of one per node."""
+MAX_PENDING_ROWS = 50
+"""Pending pods listed one by one; the rest are counted (the JSON output has them all)."""
+MAX_SCORE_NODES = 20
+"""Feasible nodes whose scores ``--explain`` shows (best first)."""
+MAX_NODES_PER_REASON = 12
+"""Node names listed per filter reason before "(+N more)"."""
+
+_GIB = 1024**3
+
+
+def _pct(used: int, total: int) -> str:
+    if total <= 0:
+        return "-" if used == 0 else "∞"
+    return f"{100 * used / total:.0f}%"
+
+
+def _cores(milli: int) -> str:
+    return f"{milli / 1000:g}"
+
+
+def _gib(n: int) -> str:
+    return f"{n / _GIB:.1f}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _usage_style(used: int, total: int) -> str:
+    if total <= 0:
+        return ""
+    ratio = used / total
+    return "red" if ratio >= 0.9 else "yellow" if ratio >= 0.7 else "green"
+
+
+# -- the summary ----------------------------------------------------------------------------
+
+
+def render_summary(
+    report: SimulationReport,
+    console: Console,
+    *,
+    max_node_rows: int = MAX_NODE_ROWS,
+    max_pending_rows: int = MAX_PENDING_ROWS,
+) -> None:
+    """The run's outcome: counts per profile, nodes' allocation by zone, pending pods with
+    their diagnosis, admission rejections."""
+    pods_total = len(report.pods)
+    console.print(
+        Text.assemble(
+            ("Simulation", "bold"),
+            f": {_plural(pods_total, 'pod')} on {_plural(len(report.nodes), 'node')}, "
+            f"seed {report.seed}, {report.virtual_time_seconds:g} s virtual time, "
+            f"{report.wall_time_seconds:.2f} s wall time, {_plural(report.cycles, 'cycle')}",
+        )
+    )
+    console.print()
+    _profiles_table(report, console)
+    console.print()
+    _nodes_table(report.nodes, console, max_node_rows)
+    pending = [p for p in report.pods if p.result == "pending"]
+    if pending:
+        console.print()
+        console.print(Text(f"Pending pods ({len(pending)})", style="bold"))
+        for pod in pending[:max_pending_rows]:
+            _pending_line(pod, console)
+        if len(pending) > max_pending_rows:
+            console.print(
+                f"  ... and {len(pending) - max_pending_rows} more (all are in --output json)"
+            )
+    preempted = [p for p in report.pods if p.result == "preempted"]
+    if preempted:
+        console.print()
+        console.print(Text(f"Preempted pods ({len(preempted)})", style="bold"))
+        for pod in preempted[:max_pending_rows]:
+            console.print(
+                Text.assemble("  ", (pod.key, "magenta"), f" on {pod.node}, by {pod.preempted_by}")
+            )
+    if report.rejections:
+        console.print()
+        console.print(Text(f"Rejected by admission ({len(report.rejections)})", style="bold"))
+        for rej in report.rejections:
+            console.print(
+                Text.assemble("  ", (rej.object, "red"), f": {rej.message}"), soft_wrap=True
+            )
+
+
+def _profiles_table(report: SimulationReport, console: Console) -> None:
+    table = Table(title="Pods per profile", title_justify="left", title_style="bold")
+    table.add_column("PROFILE")
+    for name in ("SCHEDULED", "PENDING", "REJECTED", "PREEMPTED", "ATTEMPTS"):
+        table.add_column(name, justify="right")
+    for row in report.summary:
+        name = row.profile if row.served else f"{row.profile} (no such profile)"
+        table.add_row(
+            name,
+            Text(str(row.scheduled), style="green" if row.scheduled else ""),
+            Text(str(row.pending), style="yellow" if row.pending else ""),
+            Text(str(row.rejected), style="red" if row.rejected else ""),
+            Text(str(row.preempted), style="magenta" if row.preempted else ""),
+            str(row.attempts),
+        )
+    console.print(table)
+
+
+def _usage_cells(used: int, total: int, fmt) -> tuple[Text, Text]:  # type: ignore[no-untyped-def]
+    return (
+        Text(f"{fmt(used)}/{fmt(total)}"),
+        Text(_pct(used, total), style=_usage_style(used, total)),
+    )
+
+
+def _nodes_table(nodes: list[NodeReport], console: Console, max_rows: int) -> None:
+    by_zone: dict[str, list[NodeReport]] = defaultdict(list)
+    for node in nodes:
+        by_zone[node.zone or "-"].append(node)
+    per_node = len(nodes) <= max_rows
+    title = "Nodes: requested / allocatable" + ("" if per_node else " (per zone)")
+    table = Table(title=title, title_justify="left", title_style="bold")
+    table.add_column("ZONE")
+    table.add_column("NODE" if per_node else "NODES")
+    table.add_column("CPU (cores)", justify="right")
+    table.add_column("%", justify="right")
+    table.add_column("MEMORY (GiB)", justify="right")
+    table.add_column("%", justify="right")
+    table.add_column("PODS", justify="right")
+    table.add_column("%", justify="right")
+
+    def row(zone: str, label: str | Text, group: Iterable[NodeReport]) -> None:
+        group = list(group)
+        cpu = sum(n.requested.cpu for n in group), sum(n.allocatable.cpu for n in group)
+        mem = sum(n.requested.memory for n in group), sum(n.allocatable.memory for n in group)
+        pods = sum(n.requested.pods for n in group), sum(n.allocatable.pods for n in group)
+        table.add_row(
+            zone,
+            label,
+            *_usage_cells(*cpu, _cores),
+            *_usage_cells(*mem, _gib),
+            *_usage_cells(*pods, str),
+        )
+
+    for zone in sorted(by_zone):
+        group = by_zone[zone]
+        if per_node:
+            for i, node in enumerate(group):
+                label = Text(node.name)
+                if node.unschedulable:
+                    label.append(" (cordoned)", style="dim")
+                row(zone if i == 0 else "", label, [node])
+            if len(by_zone) > 1 and len(group) > 1:
+                row("", Text(f"zone total ({len(group)})", style="italic"), group)
+            table.add_section()
+        else:
+            row(zone, str(len(group)), group)
+    if len(by_zone) > 1 or not per_node:
+        row("all", Text(f"total ({len(nodes)})", style="bold"), nodes)
+    console.print(table)
+
+
+def _pending_line(pod: PodReport, console: Console) -> None:
+    attempts = _plural(pod.attempts, "attempt")
+    line = Text.assemble("  ", (pod.key, "yellow"), f" ({attempts}): ", pod.message or "-")
+    if pod.nominated_node:
+        line.append(f" [nominated: {pod.nominated_node}]", style="cyan")
+    console.print(line, soft_wrap=True)
+
+
+# -- one pod --------------------------------------------------------------------------------
+
+
+def group_filters(pod: PodReport) -> list[tuple[list[str], str]]:
+    """Rejected nodes grouped by (plugin, code, reasons): ``[(nodes, "Plugin: reasons")]``,
+    the largest group first."""
+    groups: dict[tuple[str, str, tuple[str, ...]], list[str]] = defaultdict(list)
+    for f in pod.filters:
+        groups[(f.plugin or "-", f.code, tuple(f.reasons))].append(f.node)
+    out = []
+    for (plugin, code, reasons), nodes in groups.items():
+        text = f"{plugin}: {'; '.join(reasons) or code}"
+        if code == "UnschedulableAndUnresolvable":
+            text += " (preemption would not help)"
+        elif code == "Error":
+            text += " (plugin error)"
+        out.append((nodes, text))
+    out.sort(key=lambda g: (-len(g[0]), g[1]))
+    return out
+
+
+def _node_list(nodes: list[str]) -> str:
+    shown = ", ".join(nodes[:MAX_NODES_PER_REASON])
+    rest = len(nodes) - MAX_NODES_PER_REASON
+    return f"{shown} (+{rest} more)" if rest > 0 else shown
+
+
+def render_explain(report: SimulationReport, key: str, console: Console) -> None:
+    """Why pod ``key`` (namespace/name) ended where it did: its attempts, each filter
+    rejection grouped by reason, each feasible node's scores (best first), the node."""
+    pod = report.pod(key)
+    style = {"scheduled": "green", "pending": "yellow", "preempted": "magenta"}.get(
+        pod.result, "red"
+    )
+    head = Text.assemble(("Pod ", "bold"), (pod.key, "bold"), " — ", (pod.result, style))
+    head.append(f" (profile {pod.profile or '?'}, {_plural(pod.attempts, 'attempt')})")
+    console.print(head)
+    if pod.node:
+        where = "node" if pod.result == "scheduled" else "was on node"
+        console.print(Text.assemble(f"  {where}: ", (pod.node, "bold green")))
+    if pod.message:
+        console.print(f"  message: {pod.message}", soft_wrap=True)
+    if pod.nominated_node:
+        console.print(f"  nominated node: {pod.nominated_node}")
+    if pod.preempted_by:
+        console.print(f"  preempted by: {pod.preempted_by}")
+    if pod.preemption and pod.preemption.victims:
+        victims = ", ".join(f"{v.namespace}/{v.name} on {v.node}" for v in pod.preemption.victims)
+        console.print(f"  preempted to make room: {victims}", soft_wrap=True)
+
+    if pod.history:
+        console.print()
+        table = Table(title="Attempts", title_justify="left", title_style="bold")
+        table.add_column("#", justify="right")
+        table.add_column("TIME (s)", justify="right")
+        table.add_column("RESULT")
+        table.add_column("NODE")
+        table.add_column("NODES", justify="right")
+        table.add_column("EVALUATED", justify="right")
+        table.add_column("FEASIBLE", justify="right")
+        for a in pod.history:
+            table.add_row(
+                str(a.attempt),
+                f"{a.started_at:g}",
+                a.result,
+                a.node or (a.nominated_node and f"nominated {a.nominated_node}") or "-",
+                str(a.all_nodes),
+                str(a.evaluated_nodes),
+                str(a.feasible_nodes),
+            )
+        console.print(table)
+    elif pod.attempts == 0 and pod.result in ("scheduled", "preempted"):
+        console.print("  (given already bound: no scheduling attempt)")
+    elif pod.attempts and not pod.history:
+        console.print("  (no per-attempt detail: run with --detail full)")
+
+    if pod.filters:
+        console.print()
+        console.print(
+            Text(
+                f"Filtered out in the last attempt ({_plural(len(pod.filters), 'node')})",
+                style="bold",
+            )
+        )
+        for nodes, text in group_filters(pod):
+            console.print(
+                Text.assemble("  ", (_node_list(nodes), "cyan"), f": {text}"), soft_wrap=True
+            )
+
+    if pod.scores:
+        console.print()
+        shown = pod.scores[:MAX_SCORE_NODES]
+        title = "Scores in the last attempt, best first"
+        if len(pod.scores) > len(shown):
+            title += f" (top {len(shown)} of {len(pod.scores)} feasible nodes)"
+        table = Table(title=title, title_justify="left", title_style="bold")
+        table.add_column("NODE")
+        table.add_column("TOTAL", justify="right")
+        table.add_column("PLUGIN")
+        table.add_column("RAW", justify="right")
+        table.add_column("NORMALIZED", justify="right")
+        table.add_column("WEIGHT", justify="right")
+        table.add_column("WEIGHTED", justify="right")
+        chosen = pod.history[-1].node if pod.history else None
+        for s in shown:
+            node_style = "bold green" if s.node == chosen else ""
+            for i, p in enumerate(s.plugins):
+                table.add_row(
+                    Text(s.node, style=node_style) if i == 0 else "",
+                    Text(str(s.total), style=node_style) if i == 0 else "",
+                    p.plugin,
+                    str(p.raw),
+                    str(p.normalized),
+                    str(p.weight),
+                    str(p.weighted),
+                )
+            if not s.plugins:
+                table.add_row(Text(s.node, style=node_style), str(s.total), "-", "", "", "", "")
+            table.add_section()
+        console.print(table)
+    elif pod.history and pod.history[-1].result == "scheduled":
+        console.print()
+        console.print("  Scoring skipped: a single node passed the filters.")
+
+    if pod.history:
+        last = pod.history[-1]
+        console.print()
+        if last.node:
+            console.print(Text.assemble(("Chosen node: ", "bold"), (last.node, "bold green")))
+        else:
+            console.print(Text.assemble(("Chosen node: ", "bold"), ("none", "yellow")))
