@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint docs clean
+.PHONY: demo test lint docs clean bench
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,15 +12,17 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-demo: $(BIN)/.installed  ## the main job
-	$(BIN)/kubesched plugins
-	$(BIN)/kubesched config defaults
+demo: $(BIN)/.installed  ## the main job: simulate the quickstart cluster and workload
+	$(BIN)/kubesched simulate examples/quickstart
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 
 test: $(BIN)/.installed lint  ## the whole test suite (lint included)
 	$(BIN)/python -m pytest
+
+bench: $(BIN)/.installed  ## the standard benchmark runs (benchmarks/workloads.yaml)
+	$(BIN)/python benchmarks/run_workloads.py --output benchmarks/results/latest.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info core/*.egg-info .pytest_cache

@@ -15,11 +15,14 @@ class Heap(Generic[T]):
 
     Each item has a key (``key(item)``); a key is in the heap at most once, so
     adding an item whose key is present replaces it and restores the order
-    (upstream's ``heap.Heap.AddOrUpdate``). Not thread-safe: the scheduling queue
-    guards it with its own lock.
+    (upstream's ``heap.Heap.AddOrUpdate``). Items that ``less`` cannot tell apart come
+    out in the order they were added: upstream's are told apart by their queue
+    timestamps, but pods loaded into a simulation together share one virtual
+    timestamp, and arrival order is then the faithful (and repeatable) tie-break. Not
+    thread-safe: the scheduling queue guards it with its own lock.
     """
 
-    __slots__ = ("_index", "_items", "_key", "_less")
+    __slots__ = ("_arrivals", "_index", "_items", "_key", "_less", "_order")
 
     def __init__(self, key: Callable[[T], Hashable], less: Callable[[T, T], bool]) -> None:
         self._key = key
@@ -28,6 +31,17 @@ class Heap(Generic[T]):
         # key -> position in _items; kept in step with every swap so that update and
         # delete need no linear search.
         self._index: dict[Hashable, int] = {}
+        # key -> arrival number, the tie-break between items ``less`` finds equal.
+        self._order: dict[Hashable, int] = {}
+        self._arrivals = 0
+
+    def _before(self, a: T, b: T) -> bool:
+        """``a`` comes out before ``b``: by ``less``, then by arrival."""
+        if self._less(a, b):
+            return True
+        if self._less(b, a):
+            return False
+        return self._order[self._key(a)] < self._order[self._key(b)]
 
     # -- queries ----------------------------------------------------------------------
     def __len__(self) -> int:
@@ -61,6 +75,8 @@ class Heap(Generic[T]):
         if i is None:
             self._items.append(item)
             self._index[k] = len(self._items) - 1
+            self._order[k] = self._arrivals
+            self._arrivals += 1
             self._up(len(self._items) - 1)
         else:
             self._items[i] = item
@@ -89,6 +105,7 @@ class Heap(Generic[T]):
         """Remove every item."""
         self._items.clear()
         self._index.clear()
+        self._order.clear()
 
     # -- internals --------------------------------------------------------------------
     def _remove_at(self, i: int) -> T:
@@ -97,7 +114,9 @@ class Heap(Generic[T]):
         if i != last:
             self._swap(i, last)
         item = items.pop()
-        del self._index[self._key(item)]
+        key = self._key(item)
+        del self._index[key]
+        del self._order[key]
         if i < len(items):
             self._fix(i)
         return item
@@ -113,7 +132,7 @@ class Heap(Generic[T]):
         self._index[self._key(items[j])] = j
 
     def _up(self, i: int) -> None:
-        items, less = self._items, self._less
+        items, less = self._items, self._before
         while i > 0:
             parent = (i - 1) // 2
             if not less(items[i], items[parent]):
@@ -123,7 +142,7 @@ class Heap(Generic[T]):
 
     def _down(self, i: int) -> bool:
         """Sift down from ``i``; True if the item moved."""
-        items, less = self._items, self._less
+        items, less = self._items, self._before
         n = len(items)
         start = i
         while True:
