@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
 	touch $@
 
 demo: $(BIN)/.installed  ## the main job: simulate the quickstart cluster and workload
@@ -18,11 +18,14 @@ demo: $(BIN)/.installed  ## the main job: simulate the quickstart cluster and wo
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 
-test: $(BIN)/.installed lint  ## the whole test suite (lint included)
+test: $(BIN)/.installed lint docs  ## the whole test suite (lint and a strict docs build included)
 	$(BIN)/python -m pytest
+
+docs: $(BIN)/.installed  ## build the documentation into site/, failing on any warning
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
 
 bench: $(BIN)/.installed  ## the standard benchmark runs (benchmarks/workloads.yaml)
 	$(BIN)/python benchmarks/run_workloads.py --output benchmarks/results/latest.json
 
 clean:
-	rm -rf $(VENV) build *.egg-info core/*.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info core/*.egg-info .pytest_cache site

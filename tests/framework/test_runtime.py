@@ -169,14 +169,27 @@ def test_pre_filter_results_are_intersected(results, expected_nodes, expected_st
     assert (status.code, status.reasons) == (expected_status.code, expected_status.reasons)
 
 
-def test_pre_filter_rejection_stops_and_names_the_plugin():
+def test_pre_filter_unresolvable_stops_at_once():
     fw = make_framework(
         recording("R", "pre_filter", Status.unresolvable("no way")),
         recording("Later", "pre_filter"),
     )
-    _, status, rejectors = fw.run_pre_filter_plugins(fw.new_cycle_state(), POD, [])
+    _, status, plugins = fw.run_pre_filter_plugins(fw.new_cycle_state(), POD, [])
     assert status == Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "no way", plugin="R")
-    assert rejectors == {"R"} and CALLS == ["R.pre_filter"]
+    # Upstream returns no plugin set here; the scheduler adds the status's plugin.
+    assert plugins == set() and CALLS == ["R.pre_filter"]
+
+
+def test_pre_filter_unschedulable_lets_the_others_run():
+    # kubernetes#119770: preemption may still help, so every PreFilter must run.
+    fw = make_framework(
+        recording("U", "pre_filter", Status.unschedulable("not yet")),
+        recording("Narrow", "pre_filter", PreFilterResult(frozenset({"a"}))),
+    )
+    result, status, plugins = fw.run_pre_filter_plugins(fw.new_cycle_state(), POD, [])
+    assert status == Status(Code.UNSCHEDULABLE, "not yet", plugin="U")
+    assert CALLS == ["U.pre_filter", "Narrow.pre_filter"]
+    assert result.node_names == {"a"} and plugins == {"Narrow"}
 
 
 def _scorer(name, table, normalize=None):

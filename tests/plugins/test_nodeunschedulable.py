@@ -7,7 +7,15 @@ import pytest
 
 from kubesched import ActionType, Code, EventResource, NodeBatch, NodeInfo, PodInfo, QueueingHint
 from kubesched.cache import new_snapshot
-from kubesched.testing import make_framework, make_node, make_pod, node_batch
+from kubesched.testing import (
+    assert_batch_matches_per_node,
+    assert_statuses,
+    make_framework,
+    make_node,
+    make_pod,
+    node_batch,
+    run_filter,
+)
 from kubesched_builtin.nodeunschedulable import (
     ERR_REASON_UNKNOWN_CONDITION,
     ERR_REASON_UNSCHEDULABLE,
@@ -84,6 +92,8 @@ def test_filter(tolerations, fits_cordoned) -> None:
     assert [v.reasons if v else None for v in verdicts] == [
         fw.run_filter_plugins(state, pi, ni).reasons or None for ni in infos
     ]
+    assert_batch_matches_per_node(fw, NAME, pod, snap)
+    assert_statuses(run_filter(fw, pod, snap), expected)
 
 
 def test_node_info_without_node() -> None:

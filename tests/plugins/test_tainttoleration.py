@@ -6,7 +6,14 @@ import pytest
 
 from kubesched import ActionType, Code, EventResource, NodeBatch, PodInfo, QueueingHint
 from kubesched.cache import new_snapshot
-from kubesched.testing import make_framework, make_node, make_pod, node_batch
+from kubesched.testing import (
+    assert_batch_matches_per_node,
+    assert_scores,
+    make_framework,
+    make_node,
+    make_pod,
+    run_score,
+)
 from kubesched_builtin.tainttoleration import (
     ERR_REASON_UNTOLERATED,
     NAME,
@@ -214,22 +221,13 @@ SCORE_CASES = [
     ids=[c[0] for c in SCORE_CASES],
 )
 def test_score(tolerations, node_taints, raw, normalized) -> None:
-    snap = new_snapshot([], [build_node(n, t) for n, t in node_taints.items()])
-    infos = snap.list()
+    nodes = [build_node(n, t) for n, t in node_taints.items()]
+    pod = build_pod(tolerations)
     fw = make_framework(TaintToleration)
-    fw.set_snapshot(snap)
-    pi = PodInfo(build_pod(tolerations))
-    state = fw.new_cycle_state()
-    assert fw.run_pre_score_plugins(state, pi, infos).is_success()
-    plugin = fw.plugin(NAME)
-    per_node = [plugin.score(state, ni) for ni in infos]
-    batch = NodeBatch(snap.table, range(len(infos)), infos)
-    assert list(plugin.score_nodes(state, batch)) == per_node
-    result = fw.run_score_plugins(state, pi, node_batch(infos))
-    (ps,) = result.plugins
-    names = result.names
-    assert dict(zip(names, ps.raw.tolist(), strict=True)) == raw
-    assert dict(zip(names, ps.normalized.tolist(), strict=True)) == normalized
+    # score_nodes agrees with score, on all nodes and on a shuffled subset.
+    assert_batch_matches_per_node(fw, NAME, pod, nodes)
+    assert_scores(run_score(fw, pod, nodes, raw=True), raw)
+    assert_scores(run_score(fw, pod, nodes), normalized)
 
 
 def test_events_and_hints() -> None:

@@ -301,3 +301,22 @@ def test_same_seed_same_placement():
 
     assert placement(7) == placement(7)
     assert len({tuple(placement(s)) for s in range(6)}) > 1  # ties really are random
+
+
+def test_nodes_left_out_by_pre_filter_are_named_in_the_diagnosis():
+    from kubesched_builtin.nodeaffinity import NodeAffinity
+
+    pinned = (
+        make_pod("pinned")
+        .req(cpu="4")
+        .node_affinity_term(
+            match_fields=[{"key": "metadata.name", "operator": "In", "values": ["n0"]}]
+        )
+    )
+    h = Harness([NodeResourcesFit, NodeAffinity], [*nodes(3), pinned.obj()])
+    h.run()
+    assert h.records[-1].message == (
+        "0/3 nodes are available: 1 Insufficient cpu, "
+        "2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    )
+    assert h.records[-1].diagnosis.unschedulable_plugins == {"NodeAffinity", "NodeResourcesFit"}

@@ -106,7 +106,9 @@ def _load_extra_kinds() -> None:
                     raise TypeError(f"{ep.value} has kind {cls.model_fields['kind'].default!r}")
                 KINDS[ep.name] = cls
             except Exception as err:  # one bad package must not break manifest loading
-                log.warning("ignoring object kind %r from entry point %s: %s", ep.name, ep.value, err)
+                log.warning(
+                    "ignoring object kind %r from entry point %s: %s", ep.name, ep.value, err
+                )
 
 
 def resolve_kind(kind: str) -> type[KubeObject] | None:

@@ -61,6 +61,7 @@ from kubesched.bench.workloads import (
     expected_unschedulable,
 )
 from kubesched.config import EffectiveConfiguration, config_from_dict, effective_configuration
+from kubesched.errors import KubeschedError
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.simulate.driver import DETAIL_SUMMARY, Simulation
 
@@ -79,7 +80,7 @@ BREAKDOWN_PHASES = (
 """The phases of ``breakdown``, in display order."""
 
 
-class BenchError(Exception):
+class BenchError(KubeschedError):
     """A benchmark that cannot run (a workload needs a plugin that is not installed…)."""
 
 
@@ -225,9 +226,7 @@ def _instrument(sim: Simulation, timers: _Timers) -> None:
         "queue", s.queue.add_unschedulable_if_not_present
     )
     s.cache.update_snapshot = timers.wrap("snapshot", s.cache.update_snapshot)
-    s.algorithm.find_nodes_that_fit_pod = timers.wrap(
-        "filter", s.algorithm.find_nodes_that_fit_pod
-    )
+    s.algorithm.find_nodes_that_fit_pod = timers.wrap("filter", s.algorithm.find_nodes_that_fit_pod)
     s.algorithm.prioritize_nodes = timers.wrap("score", s.algorithm.prioritize_nodes)
     s._post_filter = timers.wrap("postfilter", s._post_filter)
     s._binding_cycle = timers.wrap("bind", s._binding_cycle)

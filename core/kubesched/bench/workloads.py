@@ -170,9 +170,7 @@ def _check_sizes(nodes: int, pods: int) -> None:
 def build_basic(nodes: int, pods: int, seed: int) -> Workload:
     """SchedulingBasic: ``pods`` default pods (100m cpu, 500Mi) on ``nodes`` nodes."""
     _check_sizes(nodes, pods)
-    return Workload(
-        "basic", _nodes(nodes), _pods([pod_manifest(f"pod-{i}") for i in range(pods)])
-    )
+    return Workload("basic", _nodes(nodes), _pods([pod_manifest(f"pod-{i}") for i in range(pods)]))
 
 
 def anti_affinity_group_size(nodes: int) -> int:
@@ -255,7 +253,11 @@ def build_preferred_affinity(nodes: int, pods: int, seed: int) -> Workload:
             f"preferred-affinity-pod-{i}",
             namespace=MEASURE_NAMESPACE,
             labels={"color": "red"},
-            spec={"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}},
+            spec={
+                "affinity": {
+                    "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}
+                }
+            },
         )
         for i in range(pods)
     ]
@@ -395,7 +397,5 @@ def build_workload(name: str, nodes: int, pods: int, seed: int = 0) -> Workload:
     try:
         spec = WORKLOADS[name]
     except KeyError:
-        raise ValueError(
-            f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})"
-        ) from None
+        raise ValueError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})") from None
     return spec.build(nodes, pods, seed)

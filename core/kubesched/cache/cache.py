@@ -275,6 +275,13 @@ class Cache:
         with self._lock:
             return pod_info.uid in self._assumed
 
+    def assumed_pod_info(self, uid: str) -> PodInfo | None:
+        """The PodInfo of the assumed pod with ``uid``, or ``None`` if it is not assumed."""
+        with self._lock:
+            if uid not in self._assumed:
+                return None
+            return self._pod_states[uid].pod_info
+
     def get_pod(self, pod_info: PodInfo) -> PodInfo:
         """The cache's version of the pod (possibly on a deleted node); ``CacheError`` if absent."""
         with self._lock:

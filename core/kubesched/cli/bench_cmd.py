@@ -103,9 +103,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--output", "-o", choices=("text", "json"), default="text", help="output format"
     )
-    parser.add_argument(
-        "--save", metavar="FILE", help="also write the JSON report to FILE"
-    )
+    parser.add_argument("--save", metavar="FILE", help="also write the JSON report to FILE")
     parser.set_defaults(func=_bench)
 
 
@@ -128,9 +126,7 @@ def _profile_path(base: str, workload: str, several: bool) -> str:
     return str(path.with_name(f"{path.stem}-{workload}{path.suffix}"))
 
 
-def report(
-    results: list[BenchResult], *, options: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def report(results: list[BenchResult], *, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON report: environment, options and one entry per workload."""
     return {
         "environment": environment(),
@@ -143,10 +139,7 @@ def _bench(args: argparse.Namespace) -> int:
     registry = _registry()
     names = _workload_names(args.workloads)
     missing = [
-        (name, p)
-        for name in names
-        for p in WORKLOADS[name].required_plugins
-        if p not in registry
+        (name, p) for name in names for p in WORKLOADS[name].required_plugins if p not in registry
     ]
     if missing:
         name, plugin = missing[0]
@@ -157,21 +150,23 @@ def _bench(args: argparse.Namespace) -> int:
     text = args.output == "text"
     if text:
         env = environment()
+        pct = args.percentage_of_nodes_to_score
+        pct = "adaptive" if pct is None else pct
         print(
             f"kubesched {env['kubesched_version']} · Python {env['python_version']} · "
             f"{env['cpu_count']} CPUs · seed {args.seed} · repeat {args.repeat} · "
-            f"percentageOfNodesToScore "
-            f"{'adaptive' if args.percentage_of_nodes_to_score is None else args.percentage_of_nodes_to_score}",
+            f"percentageOfNodesToScore {pct}",
             flush=True,
         )
     results = []
     for name in names:
         if text:
-            print(f"running {name} ({args.nodes} nodes × {args.pods} pods)…", file=sys.stderr,
-                  flush=True)
-        profile = (
-            _profile_path(args.profile, name, len(names) > 1) if args.profile else None
-        )
+            print(
+                f"running {name} ({args.nodes} nodes × {args.pods} pods)…",
+                file=sys.stderr,
+                flush=True,
+            )
+        profile = _profile_path(args.profile, name, len(names) > 1) if args.profile else None
         results.append(
             run_workload(
                 name,
@@ -214,14 +209,12 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
 
     def line(cells: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
-        ).rstrip()
+        pairs = enumerate(zip(cells, widths, strict=True))
+        return "  ".join(c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in pairs).rstrip()
 
     return "\n".join([line(headers), *(line(r) for r in rows)]) + "\n"
 

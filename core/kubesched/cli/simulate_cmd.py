@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 import yaml
 
 from kubesched.api import load_manifests
@@ -18,7 +19,14 @@ from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY, Simulation
 from kubesched.simulate.render import render_explain, render_summary
-from kubesched.simulate.report import build_report, parse_pod_key
+from kubesched.simulate.report import (
+    SimulationReport,
+    build_report,
+    build_report_data,
+    parse_pod_key,
+)
+
+_YamlDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 PROGRESS_AFTER_SECONDS = 0.5
 """The progress bar appears only when a run lasts longer than this."""
@@ -120,7 +128,7 @@ def _console() -> Any:
     from rich.console import Console
 
     if sys.stdout.isatty():
-        return Console()
+        return Console(highlight=False)
     # Not a terminal: no colours, and a width that keeps tables unwrapped in files.
     return Console(
         file=sys.stdout,
@@ -157,22 +165,16 @@ def _simulate(args: argparse.Namespace) -> int:
         stop_progress()
 
     text = args.output == "text"
-    report = build_report(
+    build = build_report if text else build_report_data
+    report = build(
         run,
-        explain=explain if (explain and not text) else None,
+        # The text views need details only for the pods explained; json/yaml for every
+        # pod unless --explain narrows them.
+        explain=explain if (text or explain) else None,
         detail=args.detail,
         objects=objects,
         include_events=args.events,
     )
-    if text and explain:
-        known = {p.key for p in report.pods}
-        missing = [k for k in explain if k not in known]
-        if missing:
-            raise UserInputError(
-                f"no pod {', '.join(missing)} in the simulation "
-                f"({len(report.pods)} pods; list them with --output json)",
-                obj="--explain",
-            )
     if args.metrics:
         try:
             Path(args.metrics).write_bytes(run.metrics.expose())
@@ -182,10 +184,20 @@ def _simulate(args: argparse.Namespace) -> int:
             ) from None
 
     if args.output == "json":
-        print(report.to_json(indent=2))
+        # pydantic-core's encoder: the stdlib's is pure Python once indent is set, and a
+        # full report of a large run is hundreds of megabytes.
+        data = pydantic_core.to_json(report, indent=2) + b"\n"
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None:  # stdout replaced by a text stream (tests, notebooks)
+            sys.stdout.write(data.decode())
+        else:
+            sys.stdout.flush()
+            buffer.write(data)
+            sys.stdout.flush()
     elif args.output == "yaml":
-        print(yaml.safe_dump(report.to_dict(), sort_keys=False), end="")
+        yaml.dump(report, sys.stdout, Dumper=_YamlDumper, sort_keys=False)
     else:
+        assert isinstance(report, SimulationReport)
         console = _console()
         if explain:
             for i, key in enumerate(explain):

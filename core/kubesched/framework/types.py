@@ -286,6 +286,35 @@ class PodInfo:
             (anti.preferred_during_scheduling_ignored_during_execution if anti else None) or (),
         )
 
+    def for_version(self, pod: Pod) -> PodInfo:
+        """A PodInfo for ``pod``, a newer version of this PodInfo's pod.
+
+        The pre-computed fields are reused when what they are computed from is shared
+        with the old version (a bind or a status write copies only what it changes), and
+        computed anew otherwise: a bind's watch event then costs no re-parsing.
+        """
+        old_spec, spec = self.pod.spec, pod.spec
+        meta = pod.metadata
+        if not (
+            spec.containers is old_spec.containers
+            and spec.init_containers is old_spec.init_containers
+            and spec.overhead is old_spec.overhead
+            and spec.tolerations is old_spec.tolerations
+            and spec.affinity is old_spec.affinity
+            and spec.volumes is old_spec.volumes
+            and spec.priority == old_spec.priority
+            and (meta.uid or f"{meta.namespace}/{meta.name}") == self.uid
+            and (meta.labels or {}) == self.labels
+        ):
+            return PodInfo(pod)
+        copy = PodInfo.__new__(PodInfo)
+        for slot in PodInfo.__slots__:
+            setattr(copy, slot, getattr(self, slot))
+        copy.pod = pod
+        copy.labels = meta.labels or {}
+        copy.node_name = spec.node_name or ""
+        return copy
+
     def assumed_on(self, node_name: str) -> PodInfo:
         """A copy of this PodInfo for the pod bound to ``node_name`` (what the scheduler
         assumes in its cache); the pre-computed fields are shared, not recomputed."""

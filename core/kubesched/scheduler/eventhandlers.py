@@ -143,7 +143,7 @@ class EventHandlers:
                     self._delete_from_queue(old)
                 self._add_to_cache(pod)
             elif self._responsible(pod):
-                if not self.scheduler.cache.is_assumed_pod(PodInfo(pod)):
+                if self.scheduler.cache.assumed_pod_info(pod.metadata.uid or "") is None:
                     self.scheduler.queue.update(old, pod)
             elif self._responsible(old):
                 self._delete_from_queue(old)
@@ -157,7 +157,9 @@ class EventHandlers:
 
     def _add_to_cache(self, pod: Pod) -> None:
         s = self.scheduler
-        pod_info = PodInfo(pod)
+        assumed = s.cache.assumed_pod_info(pod.metadata.uid or "")
+        # The bind of a pod this scheduler assumed: reuse what was computed for it.
+        pod_info = assumed.for_version(pod) if assumed is not None else PodInfo(pod)
         try:
             s.cache.add_pod(pod_info)
         except CacheError as err:

@@ -120,6 +120,9 @@ class Scheduler:
             fwk.set_snapshot(self.snapshot)
         self.algorithm = SchedulingAlgorithm(self.rng, cfg.percentage_of_nodes_to_score)
         self.observers: list[Callable[[AttemptRecord], None]] = []
+        self.record_details = True
+        """Keep each attempt's per-node statuses, feasible nodes and scores in its record
+        (explanations); off for large runs that only count outcomes."""
         self._ready: deque[_Binding] = deque()
         self._executor = (
             ThreadPoolExecutor(max_workers=cfg.parallelism, thread_name_prefix="binding")
@@ -204,10 +207,11 @@ class Scheduler:
         except SchedulingError as err:
             self._fail(fwk, qpi, err.status, None, record, cycle, started, None)
             return None
-        record.diagnosis = result.diagnosis
-        record.feasible = [ni.name for ni in result.feasible]
         record.evaluated_nodes = result.evaluated_nodes
-        record.scores = result.scores
+        if self.record_details:
+            record.diagnosis = result.diagnosis
+            record.feasible = [ni.name for ni in result.feasible]
+            record.scores = result.scores
         host = result.suggested_host
         record.node_name = host
 

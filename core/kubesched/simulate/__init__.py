@@ -23,6 +23,7 @@ from kubesched.simulate.report import (
     PodReport,
     SimulationReport,
     build_report,
+    build_report_data,
     json_schema,
 )
 
@@ -36,6 +37,7 @@ __all__ = [
     "SimulationReport",
     "SimulationRun",
     "build_report",
+    "build_report_data",
     "json_schema",
     "simulate",
 ]

@@ -83,6 +83,7 @@ class Simulation:
             seed=seed,
             metrics=self.metrics,
         )
+        self.scheduler.record_details = detail == DETAIL_FULL
         self.attempts: dict[str, list[AttemptRecord]] = {}
         self.scheduler.observers.append(self._observe)
         self.handlers = EventHandlers(self.scheduler)

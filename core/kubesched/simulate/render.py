@@ -14,7 +14,9 @@ from kubesched.simulate.report import NodeReport, PodReport, SimulationReport
 MAX_NODE_ROWS = 100
 """Above this many nodes the summary shows one row per zone instead of one per node."""
 MAX_PENDING_ROWS = 50
-"""Pending pods listed one by one; the rest are counted (the JSON output has them all)."""
+"""Distinct pending diagnoses listed; the rest are counted (the JSON output has them all)."""
+MAX_PODS_PER_DIAGNOSIS = 5
+"""Pod names listed for a diagnosis several pending pods share."""
 MAX_SCORE_NODES = 20
 """Feasible nodes whose scores ``--explain`` shows (best first)."""
 MAX_NODES_PER_REASON = 12
@@ -77,12 +79,7 @@ def render_summary(
     if pending:
         console.print()
         console.print(Text(f"Pending pods ({len(pending)})", style="bold"))
-        for pod in pending[:max_pending_rows]:
-            _pending_line(pod, console)
-        if len(pending) > max_pending_rows:
-            console.print(
-                f"  ... and {len(pending) - max_pending_rows} more (all are in --output json)"
-            )
+        _pending_groups(pending, console, max_pending_rows)
     preempted = [p for p in report.pods if p.result == "preempted"]
     if preempted:
         console.print()
@@ -172,12 +169,30 @@ def _nodes_table(nodes: list[NodeReport], console: Console, max_rows: int) -> No
     console.print(table)
 
 
-def _pending_line(pod: PodReport, console: Console) -> None:
-    attempts = _plural(pod.attempts, "attempt")
-    line = Text.assemble("  ", (pod.key, "yellow"), f" ({attempts}): ", pod.message or "-")
-    if pod.nominated_node:
-        line.append(f" [nominated: {pod.nominated_node}]", style="cyan")
-    console.print(line, soft_wrap=True)
+def _pending_groups(pending: list[PodReport], console: Console, max_rows: int) -> None:
+    """Each pending pod with its diagnosis; pods with the same diagnosis share one line
+    (a Deployment's replicas usually do)."""
+    groups: dict[str, list[PodReport]] = defaultdict(list)
+    for pod in pending:
+        groups[pod.message or "-"].append(pod)
+    ordered = sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))
+    for shown, (message, pods) in enumerate(ordered):
+        if shown >= max_rows:
+            console.print(f"  ... and {len(groups) - shown} more diagnoses (see --output json)")
+            break
+        if len(pods) == 1:
+            pod = pods[0]
+            attempts = _plural(pod.attempts, "attempt")
+            line = Text.assemble("  ", (pod.key, "yellow"), f" ({attempts}): ", message)
+            if pod.nominated_node:
+                line.append(f" [nominated: {pod.nominated_node}]", style="cyan")
+        else:
+            keys = [p.key for p in pods]
+            names = ", ".join(keys[:MAX_PODS_PER_DIAGNOSIS])
+            if len(keys) > MAX_PODS_PER_DIAGNOSIS:
+                names += f" (+{len(keys) - MAX_PODS_PER_DIAGNOSIS} more)"
+            line = Text.assemble("  ", (f"{len(pods)} pods", "yellow"), f" ({names}): ", message)
+        console.print(line, soft_wrap=True)
 
 
 # -- one pod --------------------------------------------------------------------------------

@@ -25,9 +25,17 @@ def _show_status(status: Status | None) -> str:
     return text
 
 
+def _tuple_reasons(expected: tuple) -> tuple[Code, list[str]]:
+    # ``(code, "r1", "r2")`` or ``(code, ["r1", "r2"])`` (what ``(s.code, s.reasons)`` gives).
+    code, *reasons = expected
+    if len(reasons) == 1 and isinstance(reasons[0], list | tuple):
+        reasons = list(reasons[0])
+    return code, reasons
+
+
 def _show_expected(expected: Any) -> str:
     if isinstance(expected, tuple):
-        code, *reasons = expected
+        code, reasons = _tuple_reasons(expected)
         return _show_status(Status(code, *reasons))
     if isinstance(expected, Code):
         return expected.display + (": *" if expected is not Code.SUCCESS else "")
@@ -47,8 +55,8 @@ def _status_matches(actual: Status | None, expected: Any) -> bool:
     if isinstance(expected, str):
         return code is not Code.SUCCESS and actual.reasons == [expected]
     if isinstance(expected, tuple):
-        exp_code, *reasons = expected
-        return code is exp_code and actual.reasons == list(reasons)
+        exp_code, reasons = _tuple_reasons(expected)
+        return code is exp_code and actual.reasons == reasons
     if isinstance(expected, Status):
         same = code is expected.code and actual.reasons == expected.reasons
         return same and (expected.plugin is None or expected.plugin == actual.plugin)
@@ -64,7 +72,8 @@ def _table(
     lines = [title, "  " + "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
     for node, exp, act, ok in rows:
         mark = "  " if ok else "✗ "
-        lines.append(mark + "  ".join(v.ljust(w) for v, w in zip((node, exp, act), widths, strict=True)))
+        cells = (v.ljust(w) for v, w in zip((node, exp, act), widths, strict=True))
+        lines.append(mark + "  ".join(cells))
     return "\n".join(line.rstrip() for line in lines)
 
 
@@ -72,8 +81,9 @@ def assert_statuses(actual: Mapping[str, Status | None], expected: Mapping[str, 
     """Assert each node's status (from ``run_filter``) is as expected.
 
     An expected value is ``None`` (success), a ``Code`` (that code, any reasons), a
-    ``(Code, reason, ...)`` tuple, a reason string (any rejecting code, exactly that
-    reason), or a ``Status`` (code and reasons, and its plugin when set). Both
+    ``(Code, reason, ...)`` or ``(Code, [reasons])`` tuple, a reason string (any
+    rejecting code, exactly that reason), or a ``Status`` (code and reasons, and its
+    plugin when set). Both
     mappings must name the same nodes. On failure the message is a table of every
     node with the differing ones marked ``✗``.
     """

@@ -54,7 +54,8 @@ def snapshot_of(nodes: NodesLike = (), pods: Iterable[PodLike] = ()) -> Snapshot
         if not extra:
             return nodes
         infos = nodes.list()
-        return new_snapshot([*(p for ni in infos for p in ni.pods), *extra], [ni.node for ni in infos])
+        bound = [p for ni in infos for p in ni.pods]
+        return new_snapshot([*bound, *extra], [ni.node for ni in infos])
     node_objs: list[Node] = []
     pod_infos: list[PodInfo] = []
     for n in nodes:

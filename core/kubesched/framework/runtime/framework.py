@@ -283,13 +283,17 @@ class Framework:
     def run_pre_filter_plugins(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status, set[str]]:
-        """PreFilter: ``(node narrowing or None, status, plugins that rejected)``."""
+        """PreFilter: ``(node narrowing or None, status, plugins that narrowed or rejected)``.
+
+        As upstream: ``UNSCHEDULABLE_AND_UNRESOLVABLE`` stops at once; ``UNSCHEDULABLE``
+        lets the remaining plugins run (preemption may still help, kubernetes#119770)
+        and is returned at the end; an empty intersection of narrowings rejects the pod.
+        """
         start = time.perf_counter()
         result: PreFilterResult | None = None
         narrowing: list[str] = []
         skip: set[str] = set()
         status = Status()
-        rejectors: set[str] = set()
         pod = pod_info.pod
         for runner in self.points["PreFilter"]:
             r = self._safe(runner, "pre_filter", "PreFilter", state, pod, pod_info, nodes, st=state)
@@ -297,14 +301,18 @@ class Framework:
                 if r.is_skip():
                     skip.add(runner.name)
                     continue
-                if not r.is_success():
-                    r.with_plugin(runner.name)
-                    if r.is_rejected():
-                        status, rejectors = r, {runner.name}
-                    else:
-                        status = _wrap_error(r, f"running PreFilter plugin {runner.name!r}")
-                    break
-                continue
+                if r.is_success():
+                    continue
+                r.with_plugin(runner.name)
+                if r.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    self._observe("PreFilter", r, start)
+                    return None, r, set()
+                if r.code is Code.UNSCHEDULABLE:
+                    status = r
+                    continue
+                error = _wrap_error(r, f"running PreFilter plugin {runner.name!r}")
+                self._observe("PreFilter", error, start)
+                return None, error, set()
             if r is None or r.all_nodes():
                 continue
             narrowing.append(runner.name)
@@ -314,12 +322,12 @@ class Framework:
                     msg = f"node(s) didn't satisfy plugin {narrowing[0]}"
                 else:
                     msg = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowing)}] simultaneously"
-                status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg)
-                rejectors = set(narrowing)
-                break
+                rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg)
+                self._observe("PreFilter", rejected, start)
+                return result, rejected, set(narrowing)
         state.skip_filter_plugins = skip
         self._observe("PreFilter", status, start)
-        return result, status, rejectors
+        return result, status, set(narrowing)
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod_info: PodInfo, pod_info_to_add: PodInfo, node_info: NodeInfo

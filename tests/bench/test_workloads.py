@@ -1,0 +1,137 @@
+"""The bench workloads build the stated objects: counts, shapes, determinism."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from kubesched.api import Node, Pod, PriorityClass
+from kubesched.bench import WORKLOADS, build_workload, expected_unschedulable
+from kubesched.bench.workloads import (
+    LOW_PRIORITY_PODS_PER_NODE,
+    ZONES,
+    anti_affinity_group_size,
+    unschedulable_count,
+)
+
+
+def _requests(pod: Pod) -> dict[str, str]:
+    (container,) = pod.spec.containers
+    return {k: str(v) for k, v in container.resources.requests.items()}
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_counts_and_nodes(name: str) -> None:
+    w = build_workload(name, 12, 30, seed=1)
+    assert w.name == name
+    assert len(w.nodes) == 12
+    assert len(w.pods) == 30
+    assert all(isinstance(n, Node) for n in w.nodes)
+    assert all(isinstance(p, Pod) and not p.spec.node_name for p in w.pods)
+    node = w.nodes[0]
+    assert {k: str(v) for k, v in node.status.allocatable.items()} == {
+        "cpu": "4",
+        "memory": "32Gi",
+        "pods": "110",
+    }
+    zones = Counter(n.metadata.labels["topology.kubernetes.io/zone"] for n in w.nodes)
+    assert set(zones) == set(ZONES) and len(ZONES) >= 3
+    assert max(zones.values()) - min(zones.values()) <= 1
+    assert all(n.metadata.labels["kubernetes.io/hostname"] == n.metadata.name for n in w.nodes)
+    uids = [o.metadata.uid for o in w.objects() if o.kind in ("Pod", "Node")]
+    assert len(uids) == len(set(uids))
+    assert w.expected_unschedulable == expected_unschedulable(name, 12, 30)
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_deterministic_by_seed(name: str) -> None:
+    def dump(seed: int) -> list[dict]:
+        return [o.model_dump() for o in build_workload(name, 8, 20, seed).objects()]
+
+    assert dump(3) == dump(3)
+
+
+def test_unknown_workload() -> None:
+    with pytest.raises(ValueError, match="unknown workload"):
+        build_workload("nope", 1, 1)
+
+
+def test_basic_shape() -> None:
+    w = build_workload("basic", 5, 7)
+    for pod in w.pods:
+        assert _requests(pod) == {"cpu": "100m", "memory": "500Mi"}
+        assert pod.spec.affinity is None and not pod.spec.topology_spread_constraints
+
+
+def test_pod_anti_affinity_groups() -> None:
+    w = build_workload("pod-anti-affinity", 10, 23, seed=4)
+    size = anti_affinity_group_size(10)
+    assert size == 5
+    groups = Counter(p.metadata.labels["group"] for p in w.pods)
+    assert max(groups.values()) <= size <= 10
+    for pod in w.pods:
+        assert pod.metadata.namespace == "sched-1"
+        assert pod.metadata.labels["color"] == "green"
+        (term,) = (
+            pod.spec.affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution
+        )
+        assert term.topology_key == "kubernetes.io/hostname"
+        assert term.label_selector.match_labels == {
+            "color": "green",
+            "group": pod.metadata.labels["group"],
+        }
+    # The seed interleaves the groups.
+    order = [p.metadata.name for p in w.pods]
+    assert order != sorted(order, key=lambda n: int(n.rsplit("-", 1)[1]))
+    other = [p.metadata.name for p in build_workload("pod-anti-affinity", 10, 23, seed=5).pods]
+    assert other != order
+
+
+def test_topology_spread_shape() -> None:
+    for pod in build_workload("topology-spread", 6, 9).pods:
+        (c,) = pod.spec.topology_spread_constraints
+        assert (c.max_skew, c.topology_key, c.when_unsatisfiable) == (
+            5,
+            "topology.kubernetes.io/zone",
+            "DoNotSchedule",
+        )
+        assert c.label_selector.match_labels == {"color": "blue"}
+        assert pod.metadata.labels == {"color": "blue"}
+
+
+def test_preferred_affinity_shape() -> None:
+    for pod in build_workload("preferred-affinity", 6, 9).pods:
+        (t,) = pod.spec.affinity.pod_affinity.preferred_during_scheduling_ignored_during_execution
+        assert t.weight == 1
+        assert t.pod_affinity_term.topology_key == "kubernetes.io/hostname"
+        assert t.pod_affinity_term.label_selector.match_labels == {"color": "red"}
+
+
+def test_unschedulable_share() -> None:
+    w = build_workload("unschedulable", 10, 50, seed=2)
+    large = [p for p in w.pods if _requests(p)["cpu"] == "9"]
+    assert len(large) == unschedulable_count(50) == 5 == w.expected_unschedulable
+    assert all(_requests(p)["cpu"] == "100m" for p in w.pods if p not in large)
+    picked = {p.metadata.name for p in large}
+    other = {
+        p.metadata.name
+        for p in build_workload("unschedulable", 10, 50, seed=3).pods
+        if _requests(p)["cpu"] == "9"
+    }
+    assert picked != other
+
+
+def test_preemption_shape() -> None:
+    w = build_workload("preemption", 4, 6)
+    classes = [o for o in w.setup if isinstance(o, PriorityClass)]
+    assert [(c.metadata.name, c.value) for c in classes] == [("bench-high", 10)]
+    low = [o for o in w.setup if isinstance(o, Pod)]
+    assert len(low) == 4 * LOW_PRIORITY_PODS_PER_NODE
+    assert Counter(p.spec.node_name for p in low) == {f"node-{i}": 4 for i in range(4)}
+    assert all(_requests(p)["cpu"] == "900m" for p in low)
+    assert all(p.spec.termination_grace_period_seconds == 0 for p in low)
+    for pod in w.pods:
+        assert pod.spec.priority_class_name == "bench-high"
+        assert _requests(pod)["cpu"] == "3000m"
+    assert w.expected_unschedulable == 2

@@ -1,0 +1,97 @@
+"""Helpers of the contrib tests: PodGroups and a simulation bounded in virtual time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesched.config import config_from_dict
+from kubesched.simulate.driver import Simulation
+from kubesched_contrib.coscheduling import POD_GROUP_LABEL, PodGroup
+
+CONFIG_HEAD = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+}
+
+
+def pod_group(
+    name: str,
+    min_member: int,
+    *,
+    namespace: str = "default",
+    created: str | None = None,
+    timeout: int | None = None,
+    min_resources: dict[str, str] | None = None,
+) -> PodGroup:
+    """A PodGroup (``created``: an RFC 3339 creationTimestamp)."""
+    spec: dict[str, Any] = {"minMember": min_member}
+    if timeout is not None:
+        spec["scheduleTimeoutSeconds"] = timeout
+    if min_resources is not None:
+        spec["minResources"] = min_resources
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"pg-{name}"}
+    if created is not None:
+        meta["creationTimestamp"] = created
+    return PodGroup.model_validate({"metadata": meta, "spec": spec})
+
+
+def group_labels(group: str) -> dict[str, str]:
+    """The label that puts a pod in ``group``."""
+    return {POD_GROUP_LABEL: group}
+
+
+def coscheduling_config(args: dict[str, Any] | None = None):
+    """Default plugins plus Coscheduling everywhere, its QueueSort instead of PrioritySort."""
+    profile: dict[str, Any] = {
+        "schedulerName": "default-scheduler",
+        "plugins": {
+            "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+            "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+        },
+    }
+    if args:
+        profile["pluginConfig"] = [{"name": "Coscheduling", "args": args}]
+    return config_from_dict({**CONFIG_HEAD, "profiles": [profile]})
+
+
+class _Horizon(Exception):
+    pass
+
+
+class BoundedSimulation(Simulation):
+    """A simulation that stops at virtual time ``until``.
+
+    A gang that can never fit is retried forever (upstream behaves the same: each
+    member's failure rejects the others, and the group is tried again after backoff),
+    so an unbounded ``simulate`` would not return; ``settled`` says whether the run
+    ended on its own.
+    """
+
+    def __init__(self, objects, *, until: float = 900.0, **kw: Any) -> None:
+        super().__init__(objects, **kw)
+        self.until = until
+        self.settled = False
+
+    def _advance(self, when: float) -> None:
+        if when > self.until:
+            raise _Horizon
+        super()._advance(when)
+
+    def run_bounded(self) -> BoundedSimulation:
+        """Run until settled or ``until``; the cluster and attempts stay readable."""
+        try:
+            self.run()
+            self.settled = True
+        except _Horizon:
+            self.handlers.disconnect()
+        return self
+
+
+def placements(sim: Simulation) -> dict[str, str | None]:
+    """Each pod's node (None: pending), by name."""
+    return {p.metadata.name: p.spec.node_name for p in sim.cluster.pods()}
+
+
+def scheduled_condition(pod) -> Any:
+    """The pod's PodScheduled condition, if any."""
+    return next((c for c in pod.status.conditions or () if c.type == "PodScheduled"), None)

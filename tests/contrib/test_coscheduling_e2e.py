@@ -1,0 +1,161 @@
+"""Coscheduling end to end: manifests with PodGroups, simulated on the embedded cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubesched.api import parse_manifests
+from kubesched.simulate.driver import simulate
+
+from .helpers import BoundedSimulation, coscheduling_config, placements, scheduled_condition
+
+
+def manifests(
+    nodes: int,
+    groups: dict[str, tuple[int, int, str]],
+    *,
+    node_cpu: str = "1",
+    pod_cpu: str = "1",
+) -> list:
+    """``nodes`` nodes of ``node_cpu``; ``groups``: name -> (pods, minMember, created)."""
+    docs = []
+    for i in range(nodes):
+        docs.append(f"""
+apiVersion: v1
+kind: Node
+metadata: {{name: n{i}}}
+status:
+  capacity: {{cpu: "{node_cpu}", memory: 8Gi, pods: "110"}}
+  allocatable: {{cpu: "{node_cpu}", memory: 8Gi, pods: "110"}}
+""")
+    for g, (count, min_member, created) in groups.items():
+        docs.append(f"""
+apiVersion: scheduling.x-k8s.io/v1alpha1
+kind: PodGroup
+metadata: {{name: {g}, creationTimestamp: "{created}"}}
+spec: {{minMember: {min_member}, scheduleTimeoutSeconds: 30}}
+""")
+        for i in range(count):
+            docs.append(f"""
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {g}-{i}
+  labels: {{scheduling.x-k8s.io/pod-group: {g}}}
+spec:
+  containers:
+  - {{name: c, image: app, resources: {{requests: {{cpu: "{pod_cpu}"}}}}}}
+""")
+    return parse_manifests("---".join(docs))
+
+
+T0 = "2026-01-01T00:00:00Z"
+
+
+def test_gang_that_cannot_fit_gets_no_node():
+    # Room for 2 pods, the group needs 3: none is bound (all or nothing).
+    sim = BoundedSimulation(
+        manifests(2, {"g": (3, 3, T0)}), config=coscheduling_config(), until=600
+    ).run_bounded()
+    assert placements(sim) == {"g-0": None, "g-1": None, "g-2": None}
+    messages = {p.metadata.name: scheduled_condition(p).message for p in sim.cluster.pods()}
+    assert all(scheduled_condition(p).status == "False" for p in sim.cluster.pods())
+    # The member that found no node says why, and that the whole group was rejected.
+    assert any(
+        "Insufficient cpu" in m
+        and "PodGroup default/g gets rejected due to Pod" in m
+        and "is unschedulable even after PostFilter" in m
+        for m in messages.values()
+    ), messages
+    # The others were reserved, then rejected while waiting at Permit.
+    assert any(
+        "rejected while waiting on permit: optimistic rejection in PostFilter" in m
+        for m in messages.values()
+    ), messages
+    assert not any(e.reason == "Scheduled" for e in sim.cluster.events)
+
+
+def test_without_coscheduling_the_same_workload_is_placed_partially():
+    run = simulate(manifests(2, {"g": (3, 3, T0)}))
+    assert sum(node is not None for node in placements(run).values()) == 2
+
+
+def test_gang_that_fits_is_bound_whole():
+    run = simulate(manifests(3, {"g": (3, 3, T0)}), config=coscheduling_config())
+    assert sorted(placements(run).values()) == ["n0", "n1", "n2"]
+
+
+def test_gang_with_too_few_pods_waits_with_prefilter_reason():
+    run = simulate(manifests(3, {"g": (2, 3, T0)}), config=coscheduling_config())
+    assert placements(run) == {"g-0": None, "g-1": None}
+    cond = scheduled_condition(run.cluster.pods()[0])
+    assert cond.reason == "Unschedulable"
+    assert (
+        "pre-filter pod g-0 cannot find enough sibling pods, current pods number: 2, "
+        "minMember of group: 3" in cond.message
+    )
+
+
+def test_minimum_placed_then_the_rest_as_they_fit():
+    # minMember 2 of 3 pods, room for 2: the quorum is bound, the third stays pending.
+    sim = BoundedSimulation(
+        manifests(2, {"g": (3, 2, T0)}), config=coscheduling_config(), until=600
+    ).run_bounded()
+    placed = placements(sim)
+    assert sum(node is not None for node in placed.values()) == 2
+
+
+@pytest.mark.parametrize(
+    ("created_a", "created_b", "winner"),
+    [
+        ("2026-01-01T00:00:00Z", "2026-01-01T00:00:05Z", "a"),
+        ("2026-01-01T00:00:05Z", "2026-01-01T00:00:00Z", "b"),
+    ],
+    ids=["older-a-wins", "older-b-wins"],
+)
+def test_two_groups_competing_the_older_group_gets_the_room(created_a, created_b, winner):
+    # Room for 3 pods; two groups of 3 (minMember 3): the group created first is placed
+    # whole, the other gets nothing (rather than 2 + 1 and neither running).
+    sim = BoundedSimulation(
+        manifests(3, {"a": (3, 3, created_a), "b": (3, 3, created_b)}),
+        config=coscheduling_config(),
+        until=600,
+    ).run_bounded()
+    placed = placements(sim)
+    loser = "b" if winner == "a" else "a"
+    assert all(placed[f"{winner}-{i}"] is not None for i in range(3)), placed
+    assert all(placed[f"{loser}-{i}"] is None for i in range(3)), placed
+
+
+def test_group_backoff_spaces_out_retries():
+    sim = BoundedSimulation(
+        manifests(2, {"g": (3, 3, T0)}),
+        config=coscheduling_config({"podGroupBackoffSeconds": 300}),
+        until=600,
+    ).run_bounded()
+    assert set(placements(sim).values()) == {None}
+    messages = [scheduled_condition(p).message for p in sim.cluster.pods()]
+    assert any("podGroup default/g failed recently" in m for m in messages)
+    without = BoundedSimulation(
+        manifests(2, {"g": (3, 3, T0)}), config=coscheduling_config(), until=600
+    ).run_bounded()
+    # Far fewer attempts with the backoff than the ten-second retry loop without it.
+    assert sum(map(len, sim.attempts.values())) < sum(map(len, without.attempts.values()))
+
+
+def test_pods_added_later_complete_the_group():
+    # 2 of 3 pods first: PreFilter rejects them; the third arrives and they all fit.
+    objs = manifests(3, {"g": (3, 3, T0)})
+    third = next(o for o in objs if o.kind == "Pod" and o.metadata.name == "g-2")
+    sim = BoundedSimulation(
+        [o for o in objs if o is not third], config=coscheduling_config(), until=60
+    )
+    sim.handlers.connect(sim.cluster)
+    s = sim.scheduler
+    while s.schedule_one():
+        pass
+    assert set(placements(sim).values()) == {None}
+    sim.cluster.create(third)
+    sim.handlers.disconnect()
+    sim.run_bounded()
+    assert sorted(v for v in placements(sim).values() if v) == ["n0", "n1", "n2"]
