@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kubesched.simulate.report import NodeReport, PodReport, SimulationReport
+from kubesched.simulate.report import NodeReport, PodReport, PreemptionReport, SimulationReport
 
 MAX_NODE_ROWS = 100
 """Above this many nodes the summary shows one row per zone instead of one per node."""
@@ -244,6 +244,8 @@ def render_explain(report: SimulationReport, key: str, console: Console) -> None
     if pod.preemption and pod.preemption.victims:
         victims = ", ".join(f"{v.namespace}/{v.name} on {v.node}" for v in pod.preemption.victims)
         console.print(f"  preempted to make room: {victims}", soft_wrap=True)
+    if pod.preemption and pod.preemption.candidates:
+        _print_candidates(console, pod.preemption)
 
     if pod.history:
         console.print()
@@ -326,3 +328,22 @@ def render_explain(report: SimulationReport, key: str, console: Console) -> None
             console.print(Text.assemble(("Chosen node: ", "bold"), (last.node, "bold green")))
         else:
             console.print(Text.assemble(("Chosen node: ", "bold"), ("none", "yellow")))
+
+
+def _print_candidates(console: Console, preemption: PreemptionReport) -> None:
+    """The candidate nodes of the last preemption attempt and the chosen one."""
+    console.print()
+    table = Table(title="Preemption candidates", title_justify="left", title_style="bold")
+    table.add_column("NODE")
+    table.add_column("VICTIMS")
+    table.add_column("PDB VIOLATIONS", justify="right")
+    table.add_column("")
+    for c in preemption.candidates:
+        chosen = c.node == preemption.chosen
+        table.add_row(
+            Text(c.node, style="bold green" if chosen else ""),
+            ", ".join(c.victims) or "-",
+            str(c.num_pdb_violations),
+            f"chosen ({preemption.decided_by})" if chosen and preemption.decided_by else "",
+        )
+    console.print(table)

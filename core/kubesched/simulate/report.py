@@ -146,14 +146,22 @@ class CandidateReport(_Model):
 
 
 class PreemptionReport(_Model):
-    """What preemption did for this pod (the preemptor)."""
+    """What preemption did, or tried, for this pod (the preemptor)."""
 
     victims: list[VictimReport] = Field(default_factory=list)
     candidates: list[CandidateReport] = Field(
         default_factory=list,
-        description="Reserved: the candidate nodes considered. Not filled in by schema v1 "
-        "producers yet.",
+        description="The candidate nodes the last preemption attempt found, with the "
+        "victims each would need (empty when the PostFilter plugin does not explain itself).",
     )
+    chosen: str | None = Field(None, description="The node chosen among the candidates.")
+    decided_by: str | None = Field(
+        None,
+        alias="decidedBy",
+        description="The rule that singled the chosen node out (fewest PDB violations, "
+        "lowest highest victim priority, ...).",
+    )
+    message: str | None = Field(None, description="The PostFilter status message.")
 
 
 class PodReport(_Model):
@@ -404,6 +412,30 @@ def _scores(record: AttemptRecord) -> list[dict[str, Any]]:
     return out
 
 
+def _preemption_explained(explanation: Any) -> dict[str, Any]:
+    """PreemptionReport fields from a PostFilter plugin's explanation.
+
+    Read by attribute (``candidates``, ``chosen``, ``decided_by``, ``message``), as
+    DefaultPreemption's ``PreemptionExplanation`` has them: the core does not import
+    plugins, and another PostFilter plugin may explain itself the same way.
+    """
+    if explanation is None:
+        return {}
+    return {
+        "candidates": [
+            CandidateReport(
+                node=c.node,
+                victims=list(c.victims),
+                numPDBViolations=getattr(c, "num_pdb_violations", 0),
+            )
+            for c in getattr(explanation, "candidates", ()) or ()
+        ],
+        "chosen": getattr(explanation, "chosen", None) or None,
+        "decidedBy": getattr(explanation, "decided_by", None) or None,
+        "message": getattr(explanation, "message", None) or None,
+    }
+
+
 def _history(records: list[AttemptRecord]) -> list[dict[str, Any]]:
     return [
         {
@@ -519,6 +551,7 @@ def _assemble(
 
     pods: list[PodReport] = []
     details: dict[int, dict[str, Any]] = {}  # id(PodReport) -> its filters, scores, history
+    explanations: dict[int, Any] = {}  # id(PodReport) -> its PostFilter plugin's explanation
     seen_uids: set[str] = set()
 
     def add_pod(pod: Pod, result: PodResult, message: str = "") -> PodReport:
@@ -550,6 +583,12 @@ def _assemble(
         )
         if explained:
             details[id(report)] = _detail(records, node_names)
+        explanation = next(
+            (r.post_filter_details for r in reversed(records) if r.post_filter_details is not None),
+            None,
+        )
+        if explanation is not None:
+            explanations[id(report)] = explanation
         pods.append(report)
         return report
 
@@ -609,22 +648,25 @@ def _assemble(
             )
         )
 
-    # Victims, on their preemptors.
+    # Victims and candidates, on their preemptors.
     victim_node = {r.key: r.node for r in pods if r.result == "preempted"}
     for r in pods:
-        evs = victims_of.get(r.key)
-        if evs and r.result in ("scheduled", "pending"):
-            r.preemption = PreemptionReport(
-                victims=[
-                    VictimReport(
-                        namespace=e.involved_namespace,
-                        name=e.involved_name,
-                        node=victim_node.get(f"{e.involved_namespace}/{e.involved_name}")
-                        or e.message.rsplit(" on node ", 1)[-1],
-                    )
-                    for e in evs
-                ]
-            )
+        evs = victims_of.get(r.key) if r.result in ("scheduled", "pending") else None
+        explanation = explanations.get(id(r))
+        if not evs and explanation is None:
+            continue
+        r.preemption = PreemptionReport(
+            victims=[
+                VictimReport(
+                    namespace=e.involved_namespace,
+                    name=e.involved_name,
+                    node=victim_node.get(f"{e.involved_namespace}/{e.involved_name}")
+                    or e.message.rsplit(" on node ", 1)[-1],
+                )
+                for e in evs or ()
+            ],
+            **_preemption_explained(explanation),
+        )
 
     pods.sort(key=lambda p: (p.namespace, p.name, p.result != "scheduled", p.uid or ""))
 
