@@ -1,0 +1,254 @@
+"""TargetLoadPacking: pack nodes up to a target CPU utilisation read from node annotations (Score).
+
+A simplification of kubernetes-sigs/scheduler-plugins ``pkg/trimaran/targetloadpacking``
+(master) for simulations and clusters without a load watcher: a node's measured CPU
+utilisation comes from a node annotation (percent of capacity, default key
+``kubesched.io/cpu-utilization``) instead of a metrics provider. The score is upstream's:
+with ``U`` the node's predicted utilisation in percent once the pod runs on it and ``T``
+the target,
+
+* ``U <= T``: ``round((100 - T) * U / T + T)`` (from T up to 100 at the target: packing),
+* ``T < U <= 100``: ``round(T * (100 - U) / (100 - T))`` (penalised, down to 0),
+* ``U > 100``, or no utilisation annotation: 0.
+
+``U = 100 * (measured + pod + placed) / capacity`` in millicores of the node's
+``status.capacity.cpu``: ``measured`` from the annotation, ``pod`` the pod's predicted
+usage (a container's cpu limit, else its request times ``defaultRequestsMultiplier``,
+else ``defaultRequests.cpu``; plus overhead) and ``placed`` the predicted usage of the
+pods this profile has placed on the node since (Reserve), still on it: the annotation
+is a measurement taken before they ran (upstream adds the pods bound within the last
+metrics window the same way).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from kubesched import NodeBatch, NodeInfo, PluginArgs, PodInfo, hookimpl
+from kubesched.api import CPU, Node, Pod, Quantity, parse_quantity
+from kubesched.api.meta import NullableDict
+from kubesched_builtin.noderesources.resource_allocation import go_round, go_round_array
+from kubesched_builtin.noderesources.validation import ArgsError, invalid, raise_args_errors
+
+__all__ = [
+    "DEFAULT_CPU_UTILIZATION_ANNOTATION",
+    "NAME",
+    "TargetLoadPacking",
+    "TargetLoadPackingArgs",
+    "node_cpu_utilization",
+    "predict_utilization",
+]
+
+NAME = "TargetLoadPacking"
+
+DEFAULT_CPU_UTILIZATION_ANNOTATION = "kubesched.io/cpu-utilization"
+"""The node annotation holding its measured CPU utilisation, in percent (``"35.5"``)."""
+
+DEFAULT_TARGET_UTILIZATION = 40
+DEFAULT_REQUESTS_MILLI_CORES = 1000
+DEFAULT_REQUESTS_MULTIPLIER = "1.5"
+
+
+def _default_requests() -> dict[str, Quantity]:
+    return {CPU: parse_quantity(f"{DEFAULT_REQUESTS_MILLI_CORES}m")}
+
+
+class TargetLoadPackingArgs(PluginArgs):
+    """``TargetLoadPackingArgs`` with scheduler-plugins' v1 defaults; the metrics provider
+    (``watcherAddress``, ``metricProvider``) is replaced by an annotation key."""
+
+    default_requests: NullableDict[str, Quantity] = Field(
+        default_factory=_default_requests,
+        description="Predicted usage of a container without cpu request or limit (cpu: 1000m).",
+    )
+    default_requests_multiplier: str = Field(
+        default=DEFAULT_REQUESTS_MULTIPLIER,
+        description=(
+            "A container with a cpu request but no limit is predicted to use request × this."
+        ),
+    )
+    target_utilization: int = Field(
+        default=DEFAULT_TARGET_UTILIZATION,
+        description="Target CPU utilisation of a node, percent; 0 or less means 40.",
+    )
+    cpu_utilization_annotation: str = Field(
+        default=DEFAULT_CPU_UTILIZATION_ANNOTATION,
+        description="Node annotation with the node's measured CPU utilisation in percent.",
+    )
+
+    @model_validator(mode="after")
+    def _validate(self) -> TargetLoadPackingArgs:
+        # SetDefaults_TargetLoadPackingArgs: a missing or non-positive target means 40.
+        if self.target_utilization <= 0:
+            object.__setattr__(self, "target_utilization", DEFAULT_TARGET_UTILIZATION)
+        if not self.default_requests:
+            object.__setattr__(self, "default_requests", _default_requests())
+        errors: list[ArgsError] = []
+        try:
+            float(self.default_requests_multiplier)
+        except ValueError as err:
+            errors.append(
+                invalid(
+                    ("defaultRequestsMultiplier",),
+                    self.default_requests_multiplier,
+                    f"unable to parse DefaultRequestsMultiplier: {err}",
+                )
+            )
+        if self.target_utilization > 100:
+            # Not validated upstream; above 100 the score formula inverts.
+            errors.append(
+                invalid(
+                    ("targetUtilization",), self.target_utilization, "not in valid range [1, 100]"
+                )
+            )
+        if not self.cpu_utilization_annotation:
+            errors.append(invalid(("cpuUtilizationAnnotation",), "", "must not be empty"))
+        raise_args_errors("TargetLoadPackingArgs", errors)
+        return self
+
+
+def predict_utilization(pod: Pod, default_milli: int, multiplier: float) -> int:
+    """Upstream ``PredictUtilisation`` summed over the pod's containers, plus overhead:
+    the cpu limit, else ``round(request × multiplier)``, else the default (millicores)."""
+    total = 0
+    for c in pod.spec.containers:
+        res = c.resources
+        limits = (res.limits or {}) if res is not None else {}
+        requests = (res.requests or {}) if res is not None else {}
+        if CPU in limits:
+            total += limits[CPU].milli_value()
+        elif CPU in requests:
+            total += go_round(float(requests[CPU].milli_value()) * multiplier)
+        else:
+            total += default_milli
+    overhead = pod.spec.overhead or {}
+    if CPU in overhead:
+        total += overhead[CPU].milli_value()
+    return total
+
+
+def node_cpu_utilization(node: Node | None, annotation: str) -> float | None:
+    """The node's measured CPU utilisation (percent) from ``annotation``; None when it is
+    absent or not a finite non-negative number (the node has no metrics)."""
+    if node is None:
+        return None
+    raw = (node.metadata.annotations or {}).get(annotation)
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return value
+
+
+def _capacity_milli(node: Node | None) -> int:
+    if node is None:
+        return 0
+    q = (node.status.capacity or {}).get(CPU) if node.status is not None else None
+    return q.milli_value() if q is not None else 0
+
+
+class TargetLoadPacking:
+    """Favours nodes whose predicted CPU utilisation stays just under the target."""
+
+    name = NAME
+    Args = TargetLoadPackingArgs
+
+    def __init__(self, args: TargetLoadPackingArgs | None, handle: Any) -> None:
+        args = args or TargetLoadPackingArgs()
+        self.target = float(args.target_utilization)
+        cpu = args.default_requests.get(CPU)
+        self.default_milli = cpu.milli_value() if cpu is not None else 0
+        self.multiplier = float(args.default_requests_multiplier)
+        self.annotation = args.cpu_utilization_annotation
+        # Pods this profile placed, per node: uid -> predicted millicores. A pod that
+        # left the node no longer counts (checked against the snapshot's NodeInfo).
+        self._placed: dict[str, dict[str, int]] = {}
+        self._placed_cache: dict[str, tuple[int, int]] = {}
+
+    # -- bookkeeping of placed pods ------------------------------------------------------
+    @hookimpl
+    def reserve(self, pod: Pod, pod_info: PodInfo, node_name: str) -> None:
+        usage = predict_utilization(pod, self.default_milli, self.multiplier)
+        self._placed.setdefault(node_name, {})[pod_info.uid] = usage
+
+    @hookimpl
+    def unreserve(self, pod_info: PodInfo, node_name: str) -> None:
+        placed = self._placed.get(node_name)
+        if placed is not None:
+            placed.pop(pod_info.uid, None)
+            if not placed:
+                del self._placed[node_name]
+
+    def _missing(self, node_info: NodeInfo) -> int:
+        placed = self._placed.get(node_info.name)
+        if not placed:
+            return 0
+        # NodeInfo.generation changes with every pod added or removed.
+        cached = self._placed_cache.get(node_info.name)
+        if cached is not None and cached[0] == node_info.generation:
+            return cached[1]
+        present = {pi.uid for pi in node_info.pods}
+        missing = sum(v for uid, v in placed.items() if uid in present)
+        self._placed_cache[node_info.name] = (node_info.generation, missing)
+        return missing
+
+    # -- Score --------------------------------------------------------------------------
+    @hookimpl
+    def score(self, pod: Pod, node_info: NodeInfo) -> int:
+        util = node_cpu_utilization(node_info.node, self.annotation)
+        if util is None:
+            return 0  # no metrics: avoid the node (MinNodeScore)
+        pod_milli = predict_utilization(pod, self.default_milli, self.multiplier)
+        cap = float(_capacity_milli(node_info.node))
+        util_milli = (util / 100) * cap
+        predicted = 0.0
+        if cap != 0:
+            missing = float(self._missing(node_info))
+            predicted = 100 * (util_milli + float(pod_milli) + missing) / cap
+        target = self.target
+        if predicted > target:
+            if predicted > 100:
+                return 0
+            return go_round(target * (100 - predicted) / (100 - target))
+        return go_round((100 - target) * predicted / target + target)
+
+    @hookimpl
+    def score_nodes(self, pod: Pod, nodes: NodeBatch) -> np.ndarray:
+        table, rows = nodes.table, nodes.rows
+        key = self.annotation
+        util = table.derived(
+            (NAME, "util", key),
+            lambda t: np.array(
+                [
+                    np.nan if (u := node_cpu_utilization(ni.node, key)) is None else u
+                    for ni in t.infos
+                ],
+                dtype=np.float64,
+            ),
+        )[rows]
+        cap = table.derived(
+            (NAME, "capacity"),
+            lambda t: np.array([_capacity_milli(ni.node) for ni in t.infos], dtype=np.float64),
+        )[rows]
+        missing = np.array([self._missing(ni) for ni in nodes.infos], dtype=np.float64)
+        pod_milli = float(predict_utilization(pod, self.default_milli, self.multiplier))
+        has_metrics = ~np.isnan(util)
+        util = np.where(has_metrics, util, 0.0)
+        util_milli = (util / 100) * cap
+        safe_cap = np.where(cap != 0, cap, 1.0)
+        predicted = np.where(cap != 0, 100 * (util_milli + pod_milli + missing) / safe_cap, 0.0)
+        target = self.target
+        # A target of 100 divides by zero in the penalised branch, which then never applies.
+        with np.errstate(all="ignore"):
+            penalised = go_round_array(target * (100 - predicted) / (100 - target))
+            packed = go_round_array((100 - target) * predicted / target + target)
+        scores = np.where(predicted > target, np.where(predicted > 100, 0, penalised), packed)
+        return np.where(has_metrics, scores, 0).astype(np.int64)
