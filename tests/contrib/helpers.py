@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from kubesched.config import config_from_dict
-from kubesched.simulate.driver import Simulation
 from kubesched_contrib.coscheduling import POD_GROUP_LABEL, PodGroup
 
 CONFIG_HEAD = {
@@ -54,40 +53,7 @@ def coscheduling_config(args: dict[str, Any] | None = None):
     return config_from_dict({**CONFIG_HEAD, "profiles": [profile]})
 
 
-class _Horizon(Exception):
-    pass
-
-
-class BoundedSimulation(Simulation):
-    """A simulation that stops at virtual time ``until``.
-
-    A gang that can never fit is retried forever (upstream behaves the same: each
-    member's failure rejects the others, and the group is tried again after backoff),
-    so an unbounded ``simulate`` would not return; ``settled`` says whether the run
-    ended on its own.
-    """
-
-    def __init__(self, objects, *, until: float = 900.0, **kw: Any) -> None:
-        super().__init__(objects, **kw)
-        self.until = until
-        self.settled = False
-
-    def _advance(self, when: float) -> None:
-        if when > self.until:
-            raise _Horizon
-        super()._advance(when)
-
-    def run_bounded(self) -> BoundedSimulation:
-        """Run until settled or ``until``; the cluster and attempts stay readable."""
-        try:
-            self.run()
-            self.settled = True
-        except _Horizon:
-            self.handlers.disconnect()
-        return self
-
-
-def placements(sim: Simulation) -> dict[str, str | None]:
+def placements(sim: Any) -> dict[str, str | None]:
     """Each pod's node (None: pending), by name."""
     return {p.metadata.name: p.spec.node_name for p in sim.cluster.pods()}
 

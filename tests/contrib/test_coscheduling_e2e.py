@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kubesched.api import parse_manifests
-from kubesched.simulate.driver import simulate
+from kubesched.simulate.driver import Simulation, simulate
 
-from .helpers import BoundedSimulation, coscheduling_config, placements, scheduled_condition
+from .helpers import coscheduling_config, placements, scheduled_condition
 
 
 def manifests(
@@ -54,9 +54,9 @@ T0 = "2026-01-01T00:00:00Z"
 
 def test_gang_that_cannot_fit_gets_no_node():
     # Room for 2 pods, the group needs 3: none is bound (all or nothing).
-    sim = BoundedSimulation(
-        manifests(2, {"g": (3, 3, T0)}), config=coscheduling_config(), until=600
-    ).run_bounded()
+    sim = simulate(manifests(2, {"g": (3, 3, T0)}), config=coscheduling_config())
+    # The group is retried forever, as on a real cluster: the run stops as stalled.
+    assert sim.stop_reason == "stalled"
     assert placements(sim) == {"g-0": None, "g-1": None, "g-2": None}
     messages = {p.metadata.name: scheduled_condition(p).message for p in sim.cluster.pods()}
     assert all(scheduled_condition(p).status == "False" for p in sim.cluster.pods())
@@ -98,9 +98,7 @@ def test_gang_with_too_few_pods_waits_with_prefilter_reason():
 
 def test_minimum_placed_then_the_rest_as_they_fit():
     # minMember 2 of 3 pods, room for 2: the quorum is bound, the third stays pending.
-    sim = BoundedSimulation(
-        manifests(2, {"g": (3, 2, T0)}), config=coscheduling_config(), until=600
-    ).run_bounded()
+    sim = simulate(manifests(2, {"g": (3, 2, T0)}), config=coscheduling_config())
     placed = placements(sim)
     assert sum(node is not None for node in placed.values()) == 2
 
@@ -116,11 +114,10 @@ def test_minimum_placed_then_the_rest_as_they_fit():
 def test_two_groups_competing_the_older_group_gets_the_room(created_a, created_b, winner):
     # Room for 3 pods; two groups of 3 (minMember 3): the group created first is placed
     # whole, the other gets nothing (rather than 2 + 1 and neither running).
-    sim = BoundedSimulation(
+    sim = simulate(
         manifests(3, {"a": (3, 3, created_a), "b": (3, 3, created_b)}),
         config=coscheduling_config(),
-        until=600,
-    ).run_bounded()
+    )
     placed = placements(sim)
     loser = "b" if winner == "a" else "a"
     assert all(placed[f"{winner}-{i}"] is not None for i in range(3)), placed
@@ -128,17 +125,14 @@ def test_two_groups_competing_the_older_group_gets_the_room(created_a, created_b
 
 
 def test_group_backoff_spaces_out_retries():
-    sim = BoundedSimulation(
+    sim = simulate(
         manifests(2, {"g": (3, 3, T0)}),
         config=coscheduling_config({"podGroupBackoffSeconds": 300}),
-        until=600,
-    ).run_bounded()
+    )
     assert set(placements(sim).values()) == {None}
     messages = [scheduled_condition(p).message for p in sim.cluster.pods()]
     assert any("podGroup default/g failed recently" in m for m in messages)
-    without = BoundedSimulation(
-        manifests(2, {"g": (3, 3, T0)}), config=coscheduling_config(), until=600
-    ).run_bounded()
+    without = simulate(manifests(2, {"g": (3, 3, T0)}), config=coscheduling_config())
     # Far fewer attempts with the backoff than the ten-second retry loop without it.
     assert sum(map(len, sim.attempts.values())) < sum(map(len, without.attempts.values()))
 
@@ -147,15 +141,11 @@ def test_pods_added_later_complete_the_group():
     # 2 of 3 pods first: PreFilter rejects them; the third arrives and they all fit.
     objs = manifests(3, {"g": (3, 3, T0)})
     third = next(o for o in objs if o.kind == "Pod" and o.metadata.name == "g-2")
-    sim = BoundedSimulation(
-        [o for o in objs if o is not third], config=coscheduling_config(), until=60
-    )
-    sim.handlers.connect(sim.cluster)
-    s = sim.scheduler
-    while s.schedule_one():
-        pass
+    sim = Simulation([o for o in objs if o is not third], config=coscheduling_config())
+    first = sim.run()
+    assert first.stop_reason == "settled"
     assert set(placements(sim).values()) == {None}
     sim.cluster.create(third)
-    sim.handlers.disconnect()
-    sim.run_bounded()
+    sim.run()
+    sim.close()
     assert sorted(v for v in placements(sim).values() if v) == ["n0", "n1", "n2"]

@@ -7,8 +7,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.api import KubeObject
+from kubesched.api import KubeObject, Pod
 from kubesched.backend.memory import MemoryCluster
+from kubesched.backend.protocol import EventType, WatchEvent
 from kubesched.clock import FakeClock
 from kubesched.config import (
     EffectiveConfiguration,
@@ -25,6 +26,14 @@ DETAIL_FULL = "full"
 DETAIL_SUMMARY = "summary"
 """Keep only each attempt's outcome and message (large runs, benchmarks)."""
 
+STOP_SETTLED = "settled"
+"""The run ended because nothing more could happen."""
+STOP_STALLED = "stalled"
+"""The run ended because pods kept retrying with no progress (see ``STALL_AFTER``)."""
+STALL_AFTER = 1800.0
+"""Virtual seconds without progress after which a run stops as stalled: twice the
+longest single timer (a Permit wait is capped at 15 minutes)."""
+
 
 @dataclass
 class SimulationRun:
@@ -39,6 +48,8 @@ class SimulationRun:
     cycles: int
     seed: int
     metrics: Metrics = field(repr=False, default_factory=Metrics)
+    stop_reason: str = STOP_SETTLED
+    """``settled`` (nothing more could happen) or ``stalled`` (pods kept retrying)."""
 
 
 class Simulation:
@@ -48,7 +59,8 @@ class Simulation:
     Nothing waits on the wall clock: backoffs, graceful deletions and Permit waits pass
     in virtual time. With the same objects, configuration and ``seed`` the result is the
     same. ``progress(done, total)`` is called now and then with the number of pods
-    settled (bound or rejected) so far.
+    settled (bound or rejected) so far. ``run`` may be called again after changing the
+    cluster (``simulation.cluster.create(...)``): it goes on from where it stopped.
     """
 
     def __init__(
@@ -88,6 +100,8 @@ class Simulation:
         self.scheduler.observers.append(self._observe)
         self.handlers = EventHandlers(self.scheduler)
         self.cycles = 0
+        self._progress_mark = 0
+        self._watches: list[Any] = []
 
     def _observe(self, record: AttemptRecord) -> None:
         if self.detail != DETAIL_FULL:
@@ -97,28 +111,40 @@ class Simulation:
         self.attempts.setdefault(record.pod_uid, []).append(record)
 
     def run(self) -> SimulationRun:
-        """Run until no pod can make progress; return what happened."""
+        """Run until no pod can make progress; return what happened.
+
+        Progress is a pod created, bound or removed, or a node changed; status writes
+        (conditions, nominations) are not. The run settles when no timer can change
+        anything; it stops as ``stalled`` when timers keep firing but nothing has
+        progressed for ``STALL_AFTER`` seconds of virtual time (pods retrying forever,
+        as a gang that can never fit does on a real cluster too).
+        """
         started = time.perf_counter()
-        self.handlers.connect(self.cluster)
+        self._connect()
         s = self.scheduler
-        last_progress_mark = None
+        retried_at_mark: int | None = None
+        last_mark, last_progress_at = self._progress_mark, self.clock.now()
+        stop_reason = STOP_SETTLED
         while True:
             while s.schedule_one():
                 self.cycles += 1
                 if self.progress is not None and self.cycles % 256 == 0:
                     self._report_progress()
             s.drain_ready_bindings()
+            if self._progress_mark != last_mark:
+                last_mark, last_progress_at = self._progress_mark, self.clock.now()
             when = self._next_timer()
             if when is None:
                 # Only the unschedulable pods' periodic retry is left: it can help only
-                # if the cluster changed since the last retry.
+                # if something progressed since the last such retry.
                 when = s.queue.next_event_time(include_unschedulable_timeout=True)
-                mark = self.cluster.resource_version
-                if when is None or mark == last_progress_mark:
+                if when is None or retried_at_mark == self._progress_mark:
                     break
-                last_progress_mark = mark
+                retried_at_mark = self._progress_mark
+            if when - last_progress_at > STALL_AFTER:
+                stop_reason = STOP_STALLED
+                break
             self._advance(when)
-        self.handlers.disconnect()
         if self.progress is not None:
             self._report_progress()
         return SimulationRun(
@@ -131,7 +157,35 @@ class Simulation:
             cycles=self.cycles,
             seed=self.seed,
             metrics=self.metrics,
+            stop_reason=stop_reason,
         )
+
+    def _connect(self) -> None:
+        """Subscribe the scheduler (and the progress count) to the cluster, once.
+
+        The subscription stays after ``run`` returns, so that objects created on the
+        cluster afterwards reach the scheduler and a later ``run`` goes on from there.
+        """
+        if self._watches:
+            return
+        self.handlers.connect(self.cluster)
+        for kind in ("Pod", "Node"):
+            self._watches.append(
+                self.cluster.watch(kind, self.cluster.resource_version, self._count_progress)
+            )
+
+    def close(self) -> None:
+        """Unsubscribe from the cluster (the simulation can no longer run)."""
+        self.handlers.disconnect()
+        for w in self._watches:
+            w.stop()
+        self._watches.clear()
+
+    def _count_progress(self, ev: WatchEvent) -> None:
+        is_pod_update = ev.type is EventType.MODIFIED and isinstance(ev.object, Pod)
+        if is_pod_update and (ev.old.spec.node_name or "") == (ev.object.spec.node_name or ""):
+            return  # a status write, not progress
+        self._progress_mark += 1
 
     def _next_timer(self) -> float | None:
         times = [
@@ -173,4 +227,8 @@ def simulate(
     detail: str = DETAIL_FULL,
 ) -> SimulationRun:
     """Schedule ``objects`` on an embedded cluster and return the run (Python API)."""
-    return Simulation(objects, config=config, registry=registry, seed=seed, detail=detail).run()
+    sim = Simulation(objects, config=config, registry=registry, seed=seed, detail=detail)
+    try:
+        return sim.run()
+    finally:
+        sim.close()

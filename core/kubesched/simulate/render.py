@@ -71,6 +71,14 @@ def render_summary(
             f"{report.wall_time_seconds:.2f} s wall time, {_plural(report.cycles, 'cycle')}",
         )
     )
+    if report.stop_reason == "stalled":
+        console.print(
+            Text(
+                "Stopped: pods kept retrying with no progress for 30 minutes of virtual "
+                "time (the pending pods below would retry forever on a real cluster).",
+                style="bold yellow",
+            )
+        )
     console.print()
     _profiles_table(report, console)
     console.print()

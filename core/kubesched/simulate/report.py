@@ -289,6 +289,13 @@ class SimulationReport(_Model):
         alias="wallTimeSeconds", description="Real time the run took (varies between runs)."
     )
     cycles: int = Field(0, description="Scheduling cycles run.")
+    stop_reason: Literal["settled", "stalled"] = Field(
+        "settled",
+        alias="stopReason",
+        description="settled: nothing more could happen. stalled: pods kept retrying "
+        "with no pod created, bound or removed for 30 minutes of virtual time (e.g. a "
+        "gang that can never fit), so the run was stopped.",
+    )
     profiles: list[str] = Field(description="The configured profiles (schedulerName), in order.")
     summary: list[ProfileSummary]
     pods: list[PodReport]
@@ -685,6 +692,7 @@ def _assemble(
         virtualTimeSeconds=run.virtual_time,
         wallTimeSeconds=run.wall_time,
         cycles=run.cycles,
+        stopReason=run.stop_reason,
         profiles=profiles,
         summary=summary,
         pods=pods,
