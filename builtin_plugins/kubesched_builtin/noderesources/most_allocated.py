@@ -7,13 +7,11 @@ then the weighted average over the resources the node has, in int64 division.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from kubesched import MAX_NODE_SCORE
 
-from .resource_allocation import go_div, go_div_array
+from .resource_allocation import WeightedAverageScorer, go_div, go_div_array
 
 
 def most_requested_score(requested: int, capacity: int) -> int:
@@ -24,31 +22,13 @@ def most_requested_score(requested: int, capacity: int) -> int:
     return go_div(requested * MAX_NODE_SCORE, capacity)
 
 
-class MostAllocatedScorer:
+class MostAllocatedScorer(WeightedAverageScorer):
     """Favours nodes with more requested capacity (bin packing)."""
 
-    def __init__(self, weights: Sequence[int]) -> None:
-        self.weights = tuple(weights)
+    def resource_score(self, requested: int, capacity: int) -> int:
+        """``most_requested_score``."""
+        return most_requested_score(requested, capacity)
 
-    def score(self, requested: Sequence[int], allocatable: Sequence[int]) -> int:
-        node_score = weight_sum = 0
-        for weight, req, alloc in zip(self.weights, requested, allocatable, strict=True):
-            if alloc == 0:
-                continue
-            node_score += most_requested_score(req, alloc) * weight
-            weight_sum += weight
-        return go_div(node_score, weight_sum) if weight_sum else 0
-
-    def score_columns(self, requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
-        n = requested.shape[1]
-        node_score = np.zeros(n, dtype=np.int64)
-        weight_sum = np.zeros(n, dtype=np.int64)
-        for weight, req, alloc in zip(self.weights, requested, allocatable, strict=True):
-            present = alloc != 0
-            safe = np.where(present, alloc, 1)
-            s = go_div_array(np.minimum(req, safe) * MAX_NODE_SCORE, safe)
-            node_score += np.where(present, s, 0) * weight
-            weight_sum += np.where(present, weight, 0)
-        return np.where(
-            weight_sum != 0, go_div_array(node_score, np.where(weight_sum != 0, weight_sum, 1)), 0
-        )
+    def resource_score_columns(self, requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+        """``most_requested_score`` for many nodes."""
+        return go_div_array(np.minimum(requested, capacity) * MAX_NODE_SCORE, capacity)

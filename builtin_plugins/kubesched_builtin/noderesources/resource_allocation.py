@@ -14,6 +14,7 @@ toward zero (:func:`go_div`), ``math.Round`` rounds halves away from zero
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -122,6 +123,47 @@ class AllocationScorer(Protocol):
     def score_columns(self, requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
         """Scores of many nodes: int64 arrays of shape ``(resources, nodes)`` in, int64 out."""
         ...
+
+
+class WeightedAverageScorer(ABC):
+    """The shape LeastAllocated and MostAllocated share upstream: a score on 0..100 per
+    resource, averaged with the resources' weights over the resources the node has
+    (allocatable > 0), all in int64 division. Subclasses give the per-resource score."""
+
+    def __init__(self, weights: Sequence[int]) -> None:
+        self.weights = tuple(weights)
+
+    @abstractmethod
+    def resource_score(self, requested: int, capacity: int) -> int:
+        """One resource's score on 0..100; ``capacity`` > 0."""
+
+    @abstractmethod
+    def resource_score_columns(self, requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+        """``resource_score`` for many nodes; ``capacity`` > 0 everywhere."""
+
+    def score(self, requested: Sequence[int], allocatable: Sequence[int]) -> int:
+        """One node's score."""
+        node_score = weight_sum = 0
+        for weight, req, alloc in zip(self.weights, requested, allocatable, strict=True):
+            if alloc == 0:
+                continue
+            node_score += self.resource_score(req, alloc) * weight
+            weight_sum += weight
+        return go_div(node_score, weight_sum) if weight_sum else 0
+
+    def score_columns(self, requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+        """Scores of many nodes: int64 arrays of shape ``(resources, nodes)`` in, int64 out."""
+        n = requested.shape[1]
+        node_score = np.zeros(n, dtype=np.int64)
+        weight_sum = np.zeros(n, dtype=np.int64)
+        for weight, req, alloc in zip(self.weights, requested, allocatable, strict=True):
+            present = alloc != 0
+            s = self.resource_score_columns(req, np.where(present, alloc, 1))
+            node_score += np.where(present, s, 0) * weight
+            weight_sum += np.where(present, weight, 0)
+        return np.where(
+            weight_sum != 0, go_div_array(node_score, np.where(weight_sum != 0, weight_sum, 1)), 0
+        )
 
 
 # How each configured resource is read from a node (calculateResourceAllocatableRequest).
