@@ -126,7 +126,7 @@ class PodGroupManager:
             )
         if pg.spec.min_resources is None:
             return
-        # Upstream's TODO stands: only a resource pre-check, other constraints may
+        # As upstream (an open item there too): only a resource pre-check, other constraints may
         # still fail in Filter.
         if full_name in self.permitted:
             return
