@@ -262,7 +262,7 @@ def test_expiry_at_deadline(cache: Cache, clock: FakeClock, step: float, expired
     cache.assume_pod(P1)
     cache.finish_binding(P1)
     clock.step(step)
-    assert cache.cleanup_expired_assumed_pods() == ([P1] if expired else [])
+    assert cache.cleanup_assumed_pods() == ([P1] if expired else [])
     assert cache.is_assumed_pod(P1) is not expired
     assert cpu_on(cache, "n1") == (0 if expired else 100)
 

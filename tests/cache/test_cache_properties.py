@@ -245,7 +245,7 @@ class CacheMachine(RuleBasedStateMachine):
             and self.pods[n].deadline is not None
             and now > self.pods[n].deadline
         ]
-        expired = self.cache.cleanup_expired_assumed_pods()
+        expired = self.cache.cleanup_assumed_pods()
         assert [p.name for p in expired] == expected
         for n in expected:
             del self.pods[n]

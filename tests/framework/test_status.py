@@ -3,7 +3,6 @@
 import pytest
 
 from kubesched import Code, Status
-from kubesched.framework.status import as_status
 
 
 @pytest.mark.parametrize(
@@ -53,7 +52,6 @@ def test_from_error_keeps_exception_and_text():
 
 
 def test_none_is_success_and_equality():
-    assert as_status(None).is_success()
     assert Status.unschedulable("a") == Status.unschedulable("a")
     assert Status.unschedulable("a") != Status.unschedulable("b")
     assert Status.wait(3).timeout == 3

@@ -120,6 +120,7 @@ def resolve_kind(kind: str) -> type[KubeObject] | None:
         cls = KINDS.get(kind)
     return cls
 
+
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 """File suffixes read from a directory."""
 

@@ -329,17 +329,13 @@ class Cache:
             self._update_metrics_locked()
             return expired
 
-    def cleanup_expired_assumed_pods(self, now: float | None = None) -> list[PodInfo]:
-        """``cleanup_assumed_pods`` at the clock's current time (the 1 s loop's call)."""
-        return self.cleanup_assumed_pods(now)
-
     def run_cleanup_loop(self, stop: threading.Event, period: float = 1.0) -> threading.Thread:
         """Start a daemon thread expiring assumed pods every ``period`` seconds until ``stop``."""
 
         def loop() -> None:
             while not stop.wait(period):
                 try:
-                    self.cleanup_expired_assumed_pods()
+                    self.cleanup_assumed_pods()
                 except Exception:  # the loop must survive a bug in one pass
                     log.exception("cleaning up assumed pods failed")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from enum import IntEnum
 
 
@@ -39,11 +38,13 @@ class Code(IntEnum):
     SKIP = 5
     """PreFilter/PreScore: this plugin's Filter/Score is not needed for this pod and is
     skipped for this cycle. Bind: this plugin does not bind this pod; the next Bind
-    plugin is asked. Elsewhere it means the same as success."""
+    plugin is asked. PreBind and PreEnqueue: the same as success. At any other extension
+    point it is an error (upstream treats an unexpected code so)."""
 
     PENDING = 6
     """The pod waits for something outside the scheduler (a PreEnqueue gate, an external
-    component). It is not retried on a timer; only a registered event moves it."""
+    component). An event the rejecting plugin registered moves it without backoff;
+    otherwise only the periodic flush of long-unschedulable pods retries it."""
 
     @property
     def display(self) -> str:
@@ -165,13 +166,3 @@ class Status:
 
 
 _REJECTED = frozenset({Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING})
-
-
-def as_status(result: Status | None) -> Status:
-    """A plugin's return value as a ``Status`` (``None`` is success)."""
-    return Status() if result is None else result
-
-
-def merge_reasons(statuses: Iterable[Status]) -> list[str]:
-    """All reasons of ``statuses``, in order."""
-    return [r for s in statuses for r in s.reasons]

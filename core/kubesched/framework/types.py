@@ -32,6 +32,13 @@ if TYPE_CHECKING:
 _generation = itertools.count(1)
 
 
+def pod_uid(pod: Pod) -> str:
+    """The pod's identity in the scheduler: its uid, or ``namespace/name`` for a pod
+    without one (hand-written test objects). Every part keys pods by this."""
+    meta = pod.metadata
+    return meta.uid or f"{meta.namespace or 'default'}/{meta.name or ''}"
+
+
 def next_generation() -> int:
     """A process-wide increasing number stamped on every NodeInfo change."""
     return next(_generation)
@@ -239,7 +246,7 @@ class PodInfo:
         self.name = meta.name or ""
         self.namespace = meta.namespace or "default"
         self.key = f"{self.namespace}/{self.name}"
-        self.uid = meta.uid or self.key
+        self.uid = pod_uid(pod)
         self.labels: Mapping[str, str] = meta.labels or {}
         self.node_name: str = spec.node_name or ""
         self.priority: int = spec.priority or 0
@@ -303,24 +310,27 @@ class PodInfo:
             and spec.affinity is old_spec.affinity
             and spec.volumes is old_spec.volumes
             and spec.priority == old_spec.priority
-            and (meta.uid or f"{meta.namespace}/{meta.name}") == self.uid
+            and pod_uid(pod) == self.uid
             and (meta.labels or {}) == self.labels
         ):
             return PodInfo(pod)
-        copy = PodInfo.__new__(PodInfo)
-        for slot in PodInfo.__slots__:
-            setattr(copy, slot, getattr(self, slot))
+        copy = self._copy()
         copy.pod = pod
         copy.labels = meta.labels or {}
         copy.node_name = spec.node_name or ""
         return copy
 
-    def assumed_on(self, node_name: str) -> PodInfo:
-        """A copy of this PodInfo for the pod bound to ``node_name`` (what the scheduler
-        assumes in its cache); the pre-computed fields are shared, not recomputed."""
+    def _copy(self) -> PodInfo:
+        """A shallow copy (the pre-computed fields are shared)."""
         copy = PodInfo.__new__(PodInfo)
         for slot in PodInfo.__slots__:
             setattr(copy, slot, getattr(self, slot))
+        return copy
+
+    def assumed_on(self, node_name: str) -> PodInfo:
+        """A copy of this PodInfo for the pod bound to ``node_name`` (what the scheduler
+        assumes in its cache); the pre-computed fields are shared, not recomputed."""
+        copy = self._copy()
         spec = self.pod.spec.model_copy(update={"node_name": node_name})
         copy.pod = self.pod.model_copy(update={"spec": spec})
         copy.node_name = node_name
@@ -352,7 +362,6 @@ class QueuedPodInfo:
     __slots__ = (
         "attempts",
         "backoff_expiration",
-        "consecutive_errors",
         "gated",
         "gating_plugin",
         "initial_attempt_timestamp",
@@ -367,7 +376,6 @@ class QueuedPodInfo:
         self.timestamp = timestamp
         self.initial_attempt_timestamp: float | None = None
         self.attempts = 0
-        self.consecutive_errors = 0
         self.backoff_expiration: float | None = None
         self.unschedulable_plugins: set[str] = set()
         self.pending_plugins: set[str] = set()

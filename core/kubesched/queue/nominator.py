@@ -6,17 +6,12 @@ import threading
 from collections.abc import Callable
 
 from kubesched.api import Pod
-from kubesched.framework.types import PodInfo
+from kubesched.framework.types import PodInfo, pod_uid
 
 __all__ = ["Nominator", "PodLister"]
 
 PodLister = Callable[[str, str], Pod | None]
 """``lister(namespace, name)``: the current version of a pod, or ``None`` if it is gone."""
-
-
-def _uid(pod: Pod) -> str:
-    meta = pod.metadata
-    return meta.uid or f"{meta.namespace or 'default'}/{meta.name or ''}"
 
 
 class Nominator:
@@ -57,7 +52,7 @@ class Nominator:
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
         """Forget the nomination of ``pod`` (matched by uid), if any."""
         with self._lock:
-            self._delete_locked(_uid(pod))
+            self._delete_locked(pod_uid(pod))
 
     def update_nominated_pod(self, old_pod: Pod, new_pod_info: PodInfo) -> None:
         """Replace ``old_pod`` by its new version.
@@ -71,8 +66,8 @@ class Nominator:
             if not old_pod.status.nominated_node_name and not (
                 new_pod_info.pod.status.nominated_node_name
             ):
-                override = self._node_of.get(_uid(old_pod))
-            self._delete_locked(_uid(old_pod))
+                override = self._node_of.get(pod_uid(old_pod))
+            self._delete_locked(pod_uid(old_pod))
             self._add_locked(new_pod_info, override)
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
@@ -87,7 +82,7 @@ class Nominator:
 
     def nominated_node_name(self, pod: Pod | PodInfo) -> str | None:
         """The node ``pod`` is nominated to, or ``None``."""
-        uid = pod.uid if isinstance(pod, PodInfo) else _uid(pod)
+        uid = pod.uid if isinstance(pod, PodInfo) else pod_uid(pod)
         with self._lock:
             return self._node_of.get(uid)
 

@@ -41,7 +41,7 @@ from kubesched.framework.events import (
     QueueingHintFn,
 )
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PodInfo, QueuedPodInfo
+from kubesched.framework.types import PodInfo, QueuedPodInfo, pod_uid
 from kubesched.metrics import Metrics
 from kubesched.queue.heap import Heap
 from kubesched.queue.nominator import Nominator, PodLister
@@ -150,11 +150,6 @@ def calculate_backoff_duration(attempts: int, initial: float, maximum: float) ->
     return min(duration, maximum)
 
 
-def _uid(pod: Pod) -> str:
-    meta = pod.metadata
-    return meta.uid or f"{meta.namespace or 'default'}/{meta.name or ''}"
-
-
 def _qpi_key(qpi: QueuedPodInfo) -> str:
     return qpi.pod_info.uid
 
@@ -259,7 +254,7 @@ class PriorityQueue:
         if not self._accepts(pod):
             return
         with self._lock:
-            uid = _uid(pod)
+            uid = pod_uid(pod)
             if uid in self._in_flight:
                 self._in_flight[uid] = pod
                 return
@@ -294,7 +289,7 @@ class PriorityQueue:
     def delete(self, pod: Pod) -> None:
         """A pod was deleted (or bound): forget it everywhere, including its nomination."""
         with self._lock:
-            uid = _uid(pod)
+            uid = pod_uid(pod)
             self.nominator.delete_nominated_pod_if_exists(pod)
             self._remove_locked(uid)
             if uid in self._in_flight:
@@ -314,7 +309,7 @@ class PriorityQueue:
         with self._lock:
             activated = False
             for pod in pods:
-                uid = _uid(pod)
+                uid = pod_uid(pod)
                 qpi = (
                     self._unschedulable.get(uid)
                     or self._gated.get(uid)
@@ -432,7 +427,6 @@ class PriorityQueue:
                 # the unschedulable leftover timeout.
                 qpi.timestamp = self._clock.now()
                 rejectors = qpi.unschedulable_plugins | qpi.pending_plugins
-                qpi.consecutive_errors = 0 if rejectors else qpi.consecutive_errors + 1
                 qpi.backoff_expiration = None
                 self._count_reasons(qpi, rejectors)
                 if self._move_request_cycle >= pod_scheduling_cycle or not rejectors or updated:
@@ -567,7 +561,7 @@ class PriorityQueue:
     def queue_of(self, pod: Pod | str) -> str | None:
         """Where the pod (or uid) is: ``"active"``, ``"backoff"``, ``"unschedulable"``,
         ``"gated"``, ``"in-flight"`` or ``None``."""
-        uid = pod if isinstance(pod, str) else _uid(pod)
+        uid = pod if isinstance(pod, str) else pod_uid(pod)
         with self._lock:
             if uid in self._active:
                 return _ACTIVE
@@ -655,7 +649,7 @@ class PriorityQueue:
         self._gated.pop(uid, None)
 
     def _update_locked(self, old_pod: Pod | None, new_pod: Pod) -> None:
-        uid = _uid(new_pod)
+        uid = pod_uid(new_pod)
         if uid in self._in_flight:
             # Being scheduled: upstream records the update and lets the attempt's
             # outcome decide; a relevant change sends it to the backoffQ afterwards.
@@ -697,6 +691,10 @@ class PriorityQueue:
         uid = qpi.pod_info.uid
         status = self._run_pre_enqueue(qpi)
         if status is not None:
+            # Another plugin may gate the pod now (its scheduling gates were removed, a
+            # quota plugin holds it): only the current gate counts as a rejector.
+            if qpi.gating_plugin and qpi.gating_plugin != status.plugin:
+                qpi.unschedulable_plugins.discard(qpi.gating_plugin)
             qpi.gated = True
             qpi.gating_plugin = status.plugin
             if status.plugin:
@@ -796,7 +794,9 @@ class PriorityQueue:
         label = event.display()
         activated = False
         for qpi in pods:
-            if qpi.gated and _SCHEDULING_GATES in qpi.unschedulable_plugins:
+            # Upstream skips only pods whose gate is SchedulingGates: only an update of
+            # the pod itself can open it, and such pods can be many.
+            if qpi.gated and qpi.gating_plugin == _SCHEDULING_GATES:
                 continue
             strategy = self._worth_requeuing(qpi, event, old_obj, new_obj)
             if strategy is _Strategy.SKIP:
@@ -817,7 +817,7 @@ class PriorityQueue:
             return _Strategy.AFTER_BACKOFF
         if _is_wildcard(event):
             # A wildcard event carrying a pod (ForceActivate) is meant for that pod only.
-            if isinstance(new_obj, Pod) and _uid(new_obj) != qpi.pod_info.uid:
+            if isinstance(new_obj, Pod) and pod_uid(new_obj) != qpi.pod_info.uid:
                 return _Strategy.SKIP
             return _Strategy.AFTER_BACKOFF
         profile = self._profiles.get(qpi.pod.spec.scheduler_name)

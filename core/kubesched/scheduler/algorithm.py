@@ -117,9 +117,10 @@ class SchedulingAlgorithm:
             # Likely the only node that fits after preemption: try it before the others.
             row = np.array([table.index[nominated]], dtype=np.intp)
             feasible, rows = self.find_nodes_that_pass_filters(
-                fwk, state, pod_info, diagnosis, row, table, len(all_nodes)
+                fwk, state, pod_info, diagnosis, row, table
             )
             if feasible:
+                # As upstream: the round-robin start does not move for the nominated node.
                 return feasible, rows, diagnosis
 
         if pre_result is None or pre_result.all_nodes():
@@ -136,8 +137,13 @@ class SchedulingAlgorithm:
                 f"node(s) didn't satisfy plugin(s) [{narrowed_by}]",
             )
         feasible, feasible_rows = self.find_nodes_that_pass_filters(
-            fwk, state, pod_info, diagnosis, rows, table, len(all_nodes)
+            fwk, state, pod_info, diagnosis, rows, table
         )
+        # Every node gets its turn: the next search starts after the nodes evaluated now
+        # (upstream counts the feasible ones and every node with a status).
+        if all_nodes:
+            processed = len(feasible) + len(diagnosis.node_to_status)
+            self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
         return feasible, feasible_rows, diagnosis
 
     def find_nodes_that_pass_filters(
@@ -148,7 +154,6 @@ class SchedulingAlgorithm:
         diagnosis: Diagnosis,
         rows: np.ndarray,
         table: NodeTable,
-        num_all_nodes: int,
     ) -> tuple[list[NodeInfo], np.ndarray]:
         """Filter the nodes at ``rows`` (snapshot rows) from the round-robin start index
         until enough feasible nodes are found, as upstream's parallel search but in order.
@@ -166,7 +171,6 @@ class SchedulingAlgorithm:
         order = np.concatenate((rows[start:], rows[:start])) if start else rows
         if not fwk.has_filter_plugins():
             chosen = order[:to_find]
-            self._advance(len(chosen), num_all_nodes)
             return [infos[r] for r in chosen.tolist()], chosen
 
         nominated_nodes = (
@@ -176,7 +180,7 @@ class SchedulingAlgorithm:
         )
         names = table.names
         found_parts: list[np.ndarray] = []
-        found = failed = pos = 0
+        found = pos = 0
         chunk = to_find
         while pos < n and found < to_find:
             part = order[pos : pos + chunk]
@@ -194,10 +198,8 @@ class SchedulingAlgorithm:
                 status = verdicts[j]
                 diagnosis.node_to_status[names[part[j]]] = status
                 diagnosis.add_plugin_status(status)
-                failed += 1
             # Most nodes failing means many more to look at: widen the next chunk.
             chunk = max(chunk * 2, to_find - found)
-        self._advance(found + failed, num_all_nodes)
         chosen = np.concatenate(found_parts) if found_parts else np.empty(0, dtype=np.intp)
         return table.info_array[chosen].tolist(), chosen
 
@@ -245,10 +247,6 @@ class SchedulingAlgorithm:
     def _percentage(self, fwk: Framework) -> int | None:
         profile_value = fwk.profile.percentage_of_nodes_to_score
         return profile_value if profile_value is not None else self.percentage_of_nodes_to_score
-
-    def _advance(self, processed: int, num_all_nodes: int) -> None:
-        if num_all_nodes:
-            self.next_start_node_index = (self.next_start_node_index + processed) % num_all_nodes
 
     # -- scoring ------------------------------------------------------------------------
     def prioritize_nodes(

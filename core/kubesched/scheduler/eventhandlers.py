@@ -9,7 +9,7 @@ from kubesched.api import Node, Pod, resolve_kind
 from kubesched.backend.protocol import EventType, Watch, WatchEvent
 from kubesched.cache import CacheError
 from kubesched.framework.events import ActionType, ClusterEvent, EventResource
-from kubesched.framework.types import PodInfo
+from kubesched.framework.types import PodInfo, pod_uid
 from kubesched.scheduler.scheduler import ASSIGNED_POD_DELETE, Scheduler
 
 log = logging.getLogger(__name__)
@@ -128,6 +128,11 @@ class EventHandlers:
     def on_pod(self, ev: WatchEvent) -> None:
         """A Pod was added, changed or deleted."""
         pod = ev.object
+        key = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
+        if ev.type is EventType.DELETED:
+            self.scheduler.pods.pop(key, None)
+        else:
+            self.scheduler.pods[key] = pod
         if ev.type is EventType.ADDED:
             if _assigned(pod):
                 self._add_to_cache(pod)
@@ -143,7 +148,7 @@ class EventHandlers:
                     self._delete_from_queue(old)
                 self._add_to_cache(pod)
             elif self._responsible(pod):
-                if self.scheduler.cache.assumed_pod_info(pod.metadata.uid or "") is None:
+                if self.scheduler.cache.assumed_pod_info(pod_uid(pod)) is None:
                     self.scheduler.queue.update(old, pod)
             elif self._responsible(old):
                 self._delete_from_queue(old)
@@ -157,7 +162,7 @@ class EventHandlers:
 
     def _add_to_cache(self, pod: Pod) -> None:
         s = self.scheduler
-        assumed = s.cache.assumed_pod_info(pod.metadata.uid or "")
+        assumed = s.cache.assumed_pod_info(pod_uid(pod))
         # The bind of a pod this scheduler assumed: reuse what was computed for it.
         pod_info = assumed.for_version(pod) if assumed is not None else PodInfo(pod)
         try:
@@ -193,7 +198,7 @@ class EventHandlers:
         s.queue.delete(pod)
         fwk = s.framework_for(pod)
         if fwk is not None:
-            fwk.reject_waiting_pod(pod.metadata.uid or "")
+            fwk.reject_waiting_pod(pod_uid(pod))
 
     # -- other kinds --------------------------------------------------------------------
     def on_other(self, ev: WatchEvent) -> None:

@@ -21,7 +21,7 @@ from kubesched.framework.events import ActionType, ClusterEvent, EventResource
 from kubesched.framework.registry import PluginRegistry
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PodInfo, QueuedPodInfo
+from kubesched.framework.types import PodInfo, QueuedPodInfo, pod_uid
 from kubesched.metrics import Metrics
 from kubesched.queue import PriorityQueue, ProfileQueueing
 from kubesched.scheduler.algorithm import ScheduleResult, SchedulingAlgorithm, SchedulingError
@@ -103,6 +103,9 @@ class Scheduler:
                 parallelism=cfg.parallelism,
                 rng=random.Random(self.rng.random()),
             )
+        self.pods: dict[str, Any] = {}
+        """Each pod as the watch last reported it, by ``namespace/name`` (what upstream
+        reads through its informer's pod lister); kept by ``EventHandlers``."""
         first = next(iter(self.frameworks.values()))
         self.queue = PriorityQueue(
             first.queue_sort_less(),
@@ -114,6 +117,7 @@ class Scheduler:
             pod_initial_backoff=cfg.pod_initial_backoff_seconds,
             pod_max_backoff=cfg.pod_max_backoff_seconds,
             metrics=self.metrics,
+            pod_lister=lambda namespace, name: self.pods.get(f"{namespace}/{name}"),
         )
         for fwk in self.frameworks.values():
             fwk.nominator = self.queue.nominator
@@ -159,11 +163,29 @@ class Scheduler:
             attempt=qpi.attempts,
             started_at=self.clock.now(),
         )
-        binding = self._scheduling_cycle(fwk, state, qpi, record, cycle, started)
+        try:
+            binding = self._scheduling_cycle(fwk, state, qpi, record, cycle, started)
+        except Exception as err:
+            # A bug (ours or a plugin's, outside a hook call) must not lose the pod: undo
+            # the assumption if there was one and requeue it with the error.
+            log.exception("scheduling cycle of %s failed", pod_info.key)
+            self._forget_if_assumed(pod_info.uid)
+            self._fail(
+                fwk, qpi, Status.from_error(err), None, record, cycle, started, CLEAR_NOMINATION
+            )
+            binding = None
         if binding is not None:
             self._start_binding(binding)
         self.drain_ready_bindings()
         return True
+
+    def _forget_if_assumed(self, uid: str) -> None:
+        assumed = self.cache.assumed_pod_info(uid)
+        if assumed is not None:
+            try:
+                self.cache.forget_pod(assumed)
+            except CacheError as err:
+                log.error("scheduler cache forget pod failed: %s", err)
 
     def _skip_pod_schedule(self, fwk: Framework, pod_info: PodInfo) -> bool:
         pod = pod_info.pod
@@ -191,12 +213,10 @@ class Scheduler:
     ) -> _Binding | None:
         pod_info = qpi.pod_info
         try:
+            # An inconsistency is repaired by the cache and then reported: like upstream,
+            # this attempt fails with the error and the pod is retried after backoff.
             self.cache.update_snapshot(self.snapshot)
-        except CacheError as err:
-            # The cache repaired the snapshot; upstream logs and goes on.
-            log.error("%s", err)
-        record.num_all_nodes = self.snapshot.num_nodes()
-        try:
+            record.num_all_nodes = self.snapshot.num_nodes()
             result = self.algorithm.schedule_pod(fwk, state, pod_info, self.snapshot)
         except FitError as fit:
             self._post_filter(fwk, state, pod_info, fit, record)
@@ -204,8 +224,9 @@ class Scheduler:
             record.diagnosis = fit.diagnosis
             self._fail(fwk, qpi, status, fit, record, cycle, started, record.nominated_node)
             return None
-        except SchedulingError as err:
-            self._fail(fwk, qpi, err.status, None, record, cycle, started, None)
+        except (SchedulingError, CacheError) as err:
+            status = err.status if isinstance(err, SchedulingError) else Status.from_error(err)
+            self._fail(fwk, qpi, status, None, record, cycle, started, CLEAR_NOMINATION)
             return None
         record.evaluated_nodes = result.evaluated_nodes
         if self.record_details:
@@ -219,7 +240,8 @@ class Scheduler:
         try:
             self.cache.assume_pod(assumed)
         except CacheError as err:
-            self._fail(fwk, qpi, Status(Code.ERROR, str(err)), None, record, cycle, started, None)
+            error = Status(Code.ERROR, str(err))
+            self._fail(fwk, qpi, error, None, record, cycle, started, CLEAR_NOMINATION)
             return None
         self.queue.nominator.delete_nominated_pod_if_exists(assumed.pod)
 
@@ -236,14 +258,8 @@ class Scheduler:
             self.cache.forget_pod(assumed)
         except CacheError as err:
             log.error("scheduler cache forget pod failed: %s", err)
-        fit = None
-        if status.is_rejected():
-            fit = self._single_node_fit_error(pod_info, host, status)
-            record.diagnosis = fit.diagnosis
-            status = Status(status.code, str(fit), plugin=status.plugin)
-        self._fail(
-            fwk, qpi, status, fit, record, cycle, started, CLEAR_NOMINATION if fit is None else None
-        )
+        status, fit = self._on_node_rejection(pod_info, host, status, record)
+        self._fail(fwk, qpi, status, fit, record, cycle, started, CLEAR_NOMINATION)
         return None
 
     def _post_filter(
@@ -269,11 +285,18 @@ class Scheduler:
             record.post_filter_details = result.details
 
     @staticmethod
-    def _single_node_fit_error(pod_info: PodInfo, host: str, status: Status) -> FitError:
-        """A Reserve/Permit rejection as upstream reports it: one node, its status."""
+    def _on_node_rejection(
+        pod_info: PodInfo, host: str, status: Status, record: AttemptRecord
+    ) -> tuple[Status, FitError | None]:
+        """A Reserve/Permit failure as upstream reports it: a rejection becomes a FitError
+        over one node (the chosen one) with its status; an error stays as it is."""
+        if not status.is_rejected():
+            return status, None
         diagnosis = Diagnosis(node_to_status={host: status})
         diagnosis.add_plugin_status(status)
-        return FitError(pod_info.key, 1, diagnosis)
+        fit = FitError(pod_info.key, 1, diagnosis)
+        record.diagnosis = diagnosis
+        return Status(status.code, str(fit), plugin=status.plugin), fit
 
     # -- failure ------------------------------------------------------------------------
     def _fail(
@@ -297,10 +320,10 @@ class Scheduler:
             qpi.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
             qpi.pending_plugins = set(fit.diagnosis.pending_plugins)
         else:
+            # As upstream: without a FitError (an error, or a PreBind/Bind rejection) no
+            # plugin is recorded, so the pod backs off instead of waiting for an event.
             qpi.unschedulable_plugins = set()
             qpi.pending_plugins = set()
-            if rejected and status.plugin:
-                qpi.unschedulable_plugins = {status.plugin}
         self.queue.add_unschedulable_if_not_present(qpi, cycle)
         self.queue.nominator.add_nominated_pod(pod_info, nominating)
         message = status.message()
@@ -366,8 +389,14 @@ class Scheduler:
     def _binding_cycle(self, b: _Binding) -> None:
         try:
             self._run_binding_cycle(b)
-        except Exception:  # a bug must not kill the binding thread silently
+        except Exception as err:
+            # A bug must neither kill the binding thread nor strand the assumed pod: roll
+            # back as for any failed binding.
             log.exception("binding cycle of %s failed", b.assumed.key)
+            try:
+                self._binding_failed(b, Status.from_error(err), None)
+            except Exception:
+                log.exception("rolling back the binding of %s failed", b.assumed.key)
         finally:
             with self._lock:
                 self._in_binding -= 1
@@ -376,17 +405,14 @@ class Scheduler:
         fwk, state, assumed, host = b.fwk, b.state, b.assumed, b.result.suggested_host
         status = fwk.wait_on_permit(assumed)
         if not status.is_success():
-            fit = None
-            if status.is_rejected():
-                fit = self._single_node_fit_error(assumed, host, status)
-                b.record.diagnosis = fit.diagnosis
-                status = Status(status.code, str(fit), plugin=status.plugin)
+            status, fit = self._on_node_rejection(assumed, host, status, b.record)
             self._binding_failed(b, status, fit)
             return
         status = fwk.run_pre_bind_plugins(state, assumed, host)
         if status.is_success():
             status = fwk.run_bind_plugins(state, assumed, host)
-        self.cache.finish_binding(assumed)
+            # As upstream, only a Bind that ran starts the assumed pod's expiry.
+            self.cache.finish_binding(assumed)
         if not status.is_success():
             self._binding_failed(b, status, None)
             return
@@ -423,17 +449,26 @@ class Scheduler:
         fwk.run_reserve_plugins_unreserve(b.state, assumed, host)
         try:
             self.cache.forget_pod(assumed)
+            forgotten = True
         except CacheError as err:
             log.error("scheduler cache forget pod failed: %s", err)
-        else:
+            forgotten = False
+        uid = assumed.uid
+
+        def freed() -> None:
             # The forgotten pod's resources are free again: as if an assigned pod went.
-            uid = assumed.uid
             self.queue.move_all_to_active_or_backoff_queue(
                 ASSIGNED_POD_DELETE,
                 assumed.pod,
                 None,
-                (lambda p: (p.metadata.uid or "") != uid) if status.is_rejected() else None,
+                (lambda p: pod_uid(p) != uid) if status.is_rejected() else None,
             )
+
+        # Upstream defers this move for a rejection: made first, it would count as a move
+        # request during the pod's own attempt and send the pod to backoff instead of the
+        # unschedulable pods.
+        if forgotten and not status.is_rejected():
+            freed()
         b.record.binding = status
         # The pod in the queue's hands is the unbound one, not the assumed copy.
         self._fail(
@@ -446,6 +481,8 @@ class Scheduler:
             b.started,
             CLEAR_NOMINATION,
         )
+        if forgotten and status.is_rejected():
+            freed()
 
     def _activate_pods(self, state: CycleState) -> None:
         """Activate the pods plugins put in the cycle's ``PodsToActivate``, then clear it."""

@@ -271,8 +271,14 @@ class WorkloadControllers:
 
     def resync_all(self) -> None:
         """Reconcile every workload (after a batch load, or when a class appears)."""
-        for kind in ("Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "Job",
-                     "DaemonSet"):
+        for kind in (
+            "Deployment",
+            "ReplicaSet",
+            "ReplicationController",
+            "StatefulSet",
+            "Job",
+            "DaemonSet",
+        ):
             for obj in self.cluster.objects(kind):
                 # An earlier sync in this loop may have deleted it (garbage collection).
                 if self.cluster.try_get(kind, obj.metadata.namespace, obj.name) is obj:
@@ -372,8 +378,12 @@ class WorkloadControllers:
             if rs is not new_rs and d.spec.paused:
                 continue
             if rs.spec.replicas != target:
-                cluster.update(rs.model_copy(deep=True, update={"spec": rs.spec.model_copy(
-                    deep=True, update={"replicas": target})}))
+                cluster.update(
+                    rs.model_copy(
+                        deep=True,
+                        update={"spec": rs.spec.model_copy(deep=True, update={"replicas": target})},
+                    )
+                )
 
     def _create_replica_set(self, d: Deployment, owned: list[ReplicaSet]) -> ReplicaSet | None:
         cluster = self.cluster
@@ -433,7 +443,7 @@ class WorkloadControllers:
         by_ordinal: dict[int, Pod] = {}
         prefix = sts.name + "-"
         for pod in self._owned_pods(sts):
-            suffix = pod.name[len(prefix):] if pod.name.startswith(prefix) else ""
+            suffix = pod.name[len(prefix) :] if pod.name.startswith(prefix) else ""
             if suffix.isdigit():
                 by_ordinal[int(suffix)] = pod
         revision = f"{sts.name}-{compute_hash(sts.spec.template)}"
@@ -459,8 +469,9 @@ class WorkloadControllers:
                 if ordered or created is None:
                     return
                 continue
-            if ordered and (pod.metadata.deletion_timestamp is not None
-                            or not _is_running_and_ready(pod)):
+            if ordered and (
+                pod.metadata.deletion_timestamp is not None or not _is_running_and_ready(pod)
+            ):
                 return
         condemned = sorted((o for o in by_ordinal if o >= replicas), reverse=True)
         if not condemned:
@@ -510,9 +521,7 @@ class WorkloadControllers:
             return
         missing = want - len(active)
         if spec.completion_mode == "Indexed" and spec.completions is not None:
-            taken = {
-                p.metadata.labels.get(JOB_COMPLETION_INDEX) for p in (*active, *succeeded)
-            }
+            taken = {p.metadata.labels.get(JOB_COMPLETION_INDEX) for p in (*active, *succeeded)}
             for index in range(spec.completions):
                 if missing <= 0:
                     break

@@ -343,9 +343,7 @@ class MemoryCluster:
         except ValueError:
             raise BackendError(f"invalid resourceVersion {resource_version!r}", 400) from None
         if rv < self._compacted_rv:
-            raise BackendError(
-                f"too old resource version: {rv} ({self._compacted_rv + 1})", 410
-            )
+            raise BackendError(f"too old resource version: {rv} ({self._compacted_rv + 1})", 410)
         w = _MemoryWatch(self, kind, rv, handler)
         self._watches[kind].append(w)
         # Events still queued (rv > every logged rv) reach the watch through the pump.
@@ -454,9 +452,7 @@ class MemoryCluster:
         meta = obj.metadata
         if not meta.name:
             if not meta.generate_name:
-                raise BackendError(
-                    f"{resource_name(kind)}: name or generateName is required", 422
-                )
+                raise BackendError(f"{resource_name(kind)}: name or generateName is required", 422)
             meta.name = self._generate_name(kind, meta.namespace, meta.generate_name)
         if obj.key in self._objects[kind]:
             raise ConflictError(f'{resource_name(kind)} "{meta.name}" already exists')
@@ -805,9 +801,7 @@ def _set_condition(conditions: list[ApiPodCondition], cond: ApiPodCondition, now
     moves only when the status changes."""
     for i, c in enumerate(conditions):
         if c.type == cond.type:
-            cond.last_transition_time = (
-                c.last_transition_time if c.status == cond.status else now
-            )
+            cond.last_transition_time = c.last_transition_time if c.status == cond.status else now
             conditions[i] = cond
             return
     cond.last_transition_time = now

@@ -252,7 +252,7 @@ class Framework:
         """PreEnqueue: None if the pod may enter the active queue, else the gating status."""
         for runner in self.points["PreEnqueue"]:
             status = self._safe(runner, "pre_enqueue", "PreEnqueue", pod_info.pod, pod_info)
-            if status is not None and not status.is_success():
+            if status is not None and not status.is_success() and not status.is_skip():
                 return status.with_plugin(runner.name)
         return None
 
@@ -288,11 +288,23 @@ class Framework:
         As upstream: ``UNSCHEDULABLE_AND_UNRESOLVABLE`` stops at once; ``UNSCHEDULABLE``
         lets the remaining plugins run (preemption may still help, kubernetes#119770)
         and is returned at the end; an empty intersection of narrowings rejects the pod.
+        The plugins that returned ``SKIP`` are recorded in the cycle state however the
+        call ends (upstream does it in a ``defer``), so a later Filter run skips them.
         """
         start = time.perf_counter()
+        skip: set[str] = set()
+        try:
+            result, status, plugins = self._pre_filter(state, pod_info, nodes, skip)
+        finally:
+            state.skip_filter_plugins = skip
+        self._observe("PreFilter", status, start)
+        return result, status, plugins
+
+    def _pre_filter(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo], skip: set[str]
+    ) -> tuple[PreFilterResult | None, Status, set[str]]:
         result: PreFilterResult | None = None
         narrowing: list[str] = []
-        skip: set[str] = set()
         status = Status()
         pod = pod_info.pod
         for runner in self.points["PreFilter"]:
@@ -305,14 +317,11 @@ class Framework:
                     continue
                 r.with_plugin(runner.name)
                 if r.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                    self._observe("PreFilter", r, start)
                     return None, r, set()
                 if r.code is Code.UNSCHEDULABLE:
                     status = r
                     continue
-                error = _wrap_error(r, f"running PreFilter plugin {runner.name!r}")
-                self._observe("PreFilter", error, start)
-                return None, error, set()
+                return None, _wrap_error(r, f"running PreFilter plugin {runner.name!r}"), set()
             if r is None or r.all_nodes():
                 continue
             narrowing.append(runner.name)
@@ -322,11 +331,7 @@ class Framework:
                     msg = f"node(s) didn't satisfy plugin {narrowing[0]}"
                 else:
                     msg = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowing)}] simultaneously"
-                rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg)
-                self._observe("PreFilter", rejected, start)
-                return result, rejected, set(narrowing)
-        state.skip_filter_plugins = skip
-        self._observe("PreFilter", status, start)
+                return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg), set(narrowing)
         return result, status, set(narrowing)
 
     def run_pre_filter_extension_add_pod(
@@ -460,6 +465,8 @@ class Framework:
             keep = np.ones(len(alive), dtype=bool)
             for j in failed.tolist():
                 status = results[j]
+                if not isinstance(status, Status):
+                    return verdicts, _wrong_result(runner.name, "filter_nodes", status)
                 if not status.code:
                     continue  # an explicit success status
                 status.with_plugin(runner.name)
@@ -600,6 +607,16 @@ class Framework:
                     self._observe("Score", error, start)
                     return error
             values = scores.values
+            if not isinstance(values, np.ndarray) or values.dtype.kind not in "iu":
+                error = _wrong_result(runner.name, "normalize_score", values)
+                self._observe("Score", error, start)
+                return error
+            if len(values) != len(names):
+                error = _batch_length_error(
+                    runner.name, "normalize_score", "scores", len(values), len(names)
+                )
+                self._observe("Score", error, start)
+                return error
             if len(values) and (values.min() < MIN_NODE_SCORE or values.max() > MAX_NODE_SCORE):
                 bad = int(values[(values < MIN_NODE_SCORE) | (values > MAX_NODE_SCORE)][0])
                 error = Status(
@@ -627,7 +644,10 @@ class Framework:
                     return _wrap_error(
                         raw.with_plugin(runner.name), f"running Score plugin {runner.name!r}"
                     )
-                raw = np.asarray(raw, dtype=np.int64)
+                raw = np.asarray(raw)
+                if raw.dtype.kind not in "iu":
+                    return _wrong_result(runner.name, "score_nodes", raw.dtype)
+                raw = raw.astype(np.int64, copy=False)
             else:
                 call = runner.call("score")
                 values = [call(state, pod, pod_info, ni) for ni in batch.infos]
@@ -636,6 +656,8 @@ class Framework:
                         return _wrap_error(
                             v.with_plugin(runner.name), f"running Score plugin {runner.name!r}"
                         )
+                    if not _is_score(v):
+                        return _wrong_result(runner.name, "score", v)
                 raw = np.fromiter(values, dtype=np.int64, count=len(values))
         except Exception as err:
             return Status.from_error(err, runner.name)
@@ -811,6 +833,10 @@ class Framework:
             result = call(*args)
         except Exception as err:
             result = Status.from_error(err, runner.name)
+        else:
+            allowed = _RESULT_TYPES.get(hook)
+            if allowed is not None and result is not None and not isinstance(result, allowed):
+                result = _wrong_result(runner.name, hook, result)
         if timed:
             self._observe_plugin(
                 runner.name, ep, result if isinstance(result, Status) else None, start
@@ -839,6 +865,39 @@ class Framework:
             self.metrics.plugin_execution_duration.labels(plugin, extension_point, code).observe(
                 time.perf_counter() - start
             )
+
+
+_STATUS_ONLY = (Status,)
+_RESULT_TYPES: dict[str, tuple[type, ...]] = {
+    "pre_enqueue": _STATUS_ONLY,
+    "pre_filter": (Status, PreFilterResult),
+    "pre_filter_add_pod": _STATUS_ONLY,
+    "pre_filter_remove_pod": _STATUS_ONLY,
+    "filter": _STATUS_ONLY,
+    "post_filter": (Status, PostFilterResult),
+    "pre_score": _STATUS_ONLY,
+    "normalize_score": _STATUS_ONLY,
+    "reserve": _STATUS_ONLY,
+    "permit": _STATUS_ONLY,
+    "pre_bind": _STATUS_ONLY,
+    "bind": _STATUS_ONLY,
+}
+"""What each hook may return besides None; anything else is the plugin's error (a
+misbehaving plugin gets an ERROR status, it does not crash the scheduler)."""
+
+
+def _wrong_result(plugin: str, hook: str, result: object) -> Status:
+    """The ERROR of a hook implementation that returned something its hook does not take."""
+    return Status(
+        Code.ERROR,
+        f"plugin {plugin!r} returned {type(result).__name__} from {hook}",
+        plugin=plugin,
+    )
+
+
+def _is_score(value: object) -> bool:
+    """An integer score (numpy integers too; a bool is not a score)."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
 def _batch_length_error(plugin: str, hook: str, what: str, got: int, want: int) -> Status:
