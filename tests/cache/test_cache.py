@@ -519,6 +519,24 @@ def test_image_states_in_snapshot_follow_other_nodes_without_copying(clock: Fake
     assert a.image_states["app:1"].num_nodes == 1
 
 
+def test_image_size_change_on_its_only_node_reaches_the_snapshot(clock: FakeClock) -> None:
+    # The image leaves its last node and comes back with another size: a new image
+    # state upstream, so the long-lived snapshot must not keep the old size.
+    cache = Cache(clock)
+    cache.add_node(make_node("a", images=[(["app:1"], 30_000_000)]))
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    cache.update_node(
+        make_node("a", images=[(["app:1"], 30_000_000)]),
+        make_node("a", images=[(["app:1"], 900_000_000)]),
+    )
+    cache.update_snapshot(snap)
+    fresh = Snapshot()
+    cache.update_snapshot(fresh)
+    assert fresh.get("a").image_states["app:1"].size == 900_000_000
+    assert snap.get("a").image_states["app:1"].size == 900_000_000
+
+
 def test_dump_is_a_detached_copy(cache: Cache) -> None:
     cache.add_node(make_node("n3", images=[(["x"], 1)]))
     cache.add_pod(P1)

@@ -528,6 +528,9 @@ class Cache:
             if live is None:
                 del images[name]
             else:
+                # The size too: an image gone from its last node and back (a node update
+                # with a new sizeBytes) is a new image state, as upstream recreates it.
+                summary.size = live.size
                 summary.num_nodes = live.num_nodes
         snapshot._image_generation = newest
 
