@@ -239,3 +239,65 @@ SCALAR = [
 @pytest.mark.parametrize(("name", "expected"), SCALAR, ids=[s[0] for s in SCALAR])
 def test_is_scalar_resource_name(name: str, expected: bool) -> None:
     assert is_scalar_resource_name(name) is expected
+
+
+def pod_level(resources: dict, containers=(), overhead=None) -> Pod:
+    """A pod with pod-level ``spec.resources``."""
+    spec: dict = {"containers": list(containers), "resources": resources}
+    if overhead is not None:
+        spec["overhead"] = overhead
+    return Pod.model_validate({"metadata": {"name": "p"}, "spec": spec})
+
+
+POD_LEVEL_CASES = [
+    (
+        "pod-level-replaces-containers-sum",
+        pod_level({"requests": {"cpu": "8", "memory": "64Gi"}}, [c({"cpu": "1"}), c({"cpu": "1"})]),
+        {"cpu": 8000, "memory": 64 * 1024 * Mi},
+        (8000, 64 * 1024 * Mi),
+    ),
+    (
+        "pod-level-memory-only-cpu-from-containers",
+        pod_level({"requests": {"memory": "1Gi"}}, [c({"cpu": "300m"}), c()]),
+        {"cpu": 300, "memory": 1024 * Mi},
+        # cpu is requested by the pod (a container has it): no default is added.
+        (300, 1024 * Mi),
+    ),
+    (
+        "pod-level-memory-only-no-cpu-anywhere",
+        pod_level({"requests": {"memory": "1Gi"}}, [c(), c()]),
+        {"memory": 1024 * Mi},
+        # Nobody requests cpu: each container counts the 100m default.
+        (2 * DEFAULT_MILLI_CPU_REQUEST, 1024 * Mi),
+    ),
+    (
+        "pod-level-limits-default-requests",
+        pod_level({"limits": {"cpu": "2"}}, [c()]),
+        {"cpu": 2000},
+        (2000, DEFAULT_MEMORY_REQUEST),
+    ),
+    (
+        "pod-level-extended-resources-are-not-pod-level",
+        pod_level(
+            {"requests": {"cpu": "1", "example.com/gpu": "4"}}, [c({"example.com/gpu": "1"})]
+        ),
+        {"cpu": 1000, "example.com/gpu": 1},
+        (1000, DEFAULT_MEMORY_REQUEST),
+    ),
+    (
+        "overhead-added-after-the-override",
+        pod_level({"requests": {"cpu": "1"}}, [c({"cpu": "4"})], overhead={"cpu": "250m"}),
+        {"cpu": 1250},
+        (1250, DEFAULT_MEMORY_REQUEST),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("p", "requests", "non_zero"),
+    [case[1:] for case in POD_LEVEL_CASES],
+    ids=[case[0] for case in POD_LEVEL_CASES],
+)
+def test_pod_level_resources(p, requests, non_zero):
+    assert pod_requests(p) == requests
+    assert pod_non_zero_requests(p) == non_zero

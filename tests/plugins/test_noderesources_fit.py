@@ -1173,3 +1173,24 @@ def test_batch_on_a_subset_of_the_table_rows() -> None:
     assert verdicts[0] is None
     assert (verdicts[1].code, verdicts[1].reasons) == (UU, ["Insufficient cpu"])
     assert pl.score_nodes(state, pi, sub).tolist() == [pl.score(state, pi, ni) for ni in sub.infos]
+
+
+def test_pod_level_requests_are_what_the_filter_checks():
+    # PodLevelResources (on by default upstream since 1.34): the pod-level requests
+    # replace the containers' sum, here far above the node.
+    from kubesched.api import Pod
+    from kubesched.testing import framework_for, make_node, run_filter
+
+    pod = Pod.model_validate(
+        {
+            "metadata": {"name": "p"},
+            "spec": {
+                "containers": [{"name": "c"}],
+                "resources": {"requests": {"cpu": "8", "memory": "64Gi"}},
+            },
+        }
+    )
+    fw = framework_for(NodeResourcesFit)
+    statuses = run_filter(fw, pod, [make_node("n").capacity(cpu="4", memory="8Gi").obj()])
+    assert statuses["n"].code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert statuses["n"].reasons == ["Insufficient cpu", "Insufficient memory"]

@@ -249,6 +249,8 @@ class PodSpec(KubeModel):
     scheduler_name: str = "default-scheduler"
     scheduling_gates: NullableList[PodSchedulingGate] = Field(default_factory=list)
     overhead: dict[str, Quantity] | None = None
+    resources: ResourceRequirements | None = None
+    """Pod-level requests and limits (``spec.resources``, PodLevelResources)."""
     runtime_class_name: str | None = None
     volumes: NullableList[Volume] = Field(default_factory=list)
     termination_grace_period_seconds: int | None = 30
@@ -295,7 +297,8 @@ class Pod(KubeObject):
     """``v1.Pod``.
 
     As the API server's ``SetDefaults_Pod``, a container (or init container) with a limit
-    but no request for a resource gets the limit as its request.
+    but no request for a resource gets the limit as its request; so do the pod-level
+    ``spec.resources``.
     """
 
     namespaced: ClassVar[bool] = True
@@ -307,8 +310,10 @@ class Pod(KubeObject):
 
     @model_validator(mode="after")
     def _default_requests_from_limits(self) -> Pod:
-        for c in (*self.spec.containers, *self.spec.init_containers):
-            res = c.resources
+        requirements = [c.resources for c in (*self.spec.containers, *self.spec.init_containers)]
+        if self.spec.resources is not None:
+            requirements.append(self.spec.resources)
+        for res in requirements:
             if res.limits and not res.limits.keys() <= res.requests.keys():
                 res.requests = {**res.limits, **res.requests}
         return self

@@ -97,7 +97,9 @@ def pod_requests(
     init container needs its own request plus every restartable (sidecar, i.e.
     ``restartPolicy: Always``) init container started before it, and the pod needs at
     least the largest such figure; sidecars keep running, so they are also added to the
-    containers' sum. Then ``spec.overhead`` is added.
+    containers' sum. Pod-level requests (``spec.resources``) of the resources that can be
+    set at pod level (cpu, memory, hugepages) replace that sum. Then ``spec.overhead`` is
+    added.
 
     Units: milli-cores for cpu, ``Quantity.value()`` for everything else. With
     ``non_missing_defaults`` (in those units, e.g. ``{"cpu": 100, "memory": 200Mi}``),
@@ -136,18 +138,42 @@ def pod_requests(
             _max_into(init_max, use)
         _max_into(total, init_max)
 
+    for name, q in pod_level_requests(pod).items():
+        total[name] = q.nanos
+
     if spec.overhead:
         _add(total, spec.overhead)
     return {name: _to_units(name, n) for name, n in total.items()}
+
+
+def pod_level_requests(pod: Pod) -> dict[str, Quantity]:
+    """The pod-level requests that override the containers' (upstream
+    ``IsSupportedPodLevelResource``: cpu, memory, hugepages-*)."""
+    res = pod.spec.resources
+    if res is None or not res.requests:
+        return {}
+    return {
+        name: q
+        for name, q in res.requests.items()
+        if name in (CPU, MEMORY) or name.startswith("hugepages-")
+    }
 
 
 def pod_non_zero_requests(pod: Pod) -> tuple[int, int]:
     """``(milli_cpu, memory_bytes)`` with the scheduler's defaults for missing requests.
 
     A container without a CPU (memory) request counts as 100m (200 MiB); this is the
-    request the scoring plugins and ``NodeInfo.NonZeroRequested`` use.
+    request the scoring plugins and ``NodeInfo.NonZeroRequested`` use. With pod-level
+    requests, a default applies only when neither the pod nor any container requests
+    that resource (upstream ``getNonMissingContainerRequests``).
     """
-    reqs = pod_requests(pod, non_missing_defaults=_NON_ZERO_DEFAULTS)
+    if not pod_level_requests(pod):
+        reqs = pod_requests(pod, non_missing_defaults=_NON_ZERO_DEFAULTS)
+        return reqs.get(CPU, 0), reqs.get(MEMORY, 0)
+    reqs = pod_requests(pod)
+    missing = {k: v for k, v in _NON_ZERO_DEFAULTS.items() if k not in reqs}
+    if missing:
+        reqs = pod_requests(pod, non_missing_defaults=missing)
     return reqs.get(CPU, 0), reqs.get(MEMORY, 0)
 
 
