@@ -48,10 +48,7 @@ _SCHEDULABLE, _UNSCHEDULABLE, _NO_NODE = 0, 1, 2
 def _node_state_column(table: NodeTable) -> np.ndarray:
     # Per node: schedulable, cordoned, or no Node object (a deleted node with pods left).
     return np.fromiter(
-        (
-            _NO_NODE if ni.node is None else int(ni.node.spec.unschedulable)
-            for ni in table.infos
-        ),
+        (_NO_NODE if ni.node is None else int(ni.node.spec.unschedulable) for ni in table.infos),
         dtype=np.int8,
         count=len(table.infos),
     )

@@ -1046,7 +1046,7 @@ def test_events_to_register():
         (EventResource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
         (
             EventResource.NODE,
-            ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
+            ActionType.ADD | ActionType.UPDATE_NODE_LABEL,
         ),
     ]
     assert all(e.queueing_hint is not None for e in events)

@@ -1194,3 +1194,10 @@ def test_pod_level_requests_are_what_the_filter_checks():
     statuses = run_filter(fw, pod, [make_node("n").capacity(cpu="4", memory="8Gi").obj()])
     assert statuses["n"].code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert statuses["n"].reasons == ["Insufficient cpu", "Insufficient memory"]
+
+
+def test_null_scoring_strategy_is_the_default_one():
+    # SetDefaults_NodeResourcesFitArgs: LeastAllocated over cpu:1, memory:1.
+    strategy = Args.model_validate({"scoringStrategy": None}).scoring_strategy
+    assert strategy.type == "LeastAllocated"
+    assert [(r.name, r.weight) for r in strategy.resources] == [("cpu", 1), ("memory", 1)]

@@ -101,7 +101,6 @@ def _tainted(name: str) -> Node:
     return Node.model_validate(m)
 
 
-
 ZONE_NODES = [
     hnode("node-a", zone="zone1"),
     hnode("node-b", zone="zone1"),
@@ -139,18 +138,30 @@ FILTER_CASES = [
     (
         "pods spread across zones as 3/3, all nodes fit",
         make_pod("p").labels(foo="").spread_constraint(1, "zone", DNS, FOO).obj(),
-        [*pods_on("node-a", 1, foo=""), *pods_on("node-b", 2, foo=""),
-         *pods_on("node-x", 1, foo=""), *pods_on("node-y", 2, foo="")],
+        [
+            *pods_on("node-a", 1, foo=""),
+            *pods_on("node-b", 2, foo=""),
+            *pods_on("node-x", 1, foo=""),
+            *pods_on("node-y", 2, foo=""),
+        ],
         ZONE_NODES,
         {"node-a", "node-b", "node-x", "node-y"},
     ),
     (
         "pods spread across zones as 1/2 due to absence of label 'zone' on node-b",
         make_pod("p").labels(foo="").spread_constraint(1, "zone", DNS, FOO).obj(),
-        [*pods_on("node-a", 1, foo=""), *pods_on("node-b", 1, foo=""),
-         *pods_on("node-x", 1, foo=""), *pods_on("node-y", 1, foo="")],
-        [hnode("node-a", zone="zone1"), hnode("node-b", zon="zone1"),
-         hnode("node-x", zone="zone2"), hnode("node-y", zone="zone2")],
+        [
+            *pods_on("node-a", 1, foo=""),
+            *pods_on("node-b", 1, foo=""),
+            *pods_on("node-x", 1, foo=""),
+            *pods_on("node-y", 1, foo=""),
+        ],
+        [
+            hnode("node-a", zone="zone1"),
+            hnode("node-b", zon="zone1"),
+            hnode("node-x", zone="zone2"),
+            hnode("node-y", zone="zone2"),
+        ],
         {"node-a"},
     ),
     (
@@ -163,24 +174,33 @@ FILTER_CASES = [
     (
         "pods spread across nodes as 2/1/0/3, only node-x fits",
         make_pod("p").labels(foo="").spread_constraint(1, HOST, DNS, FOO).obj(),
-        [*pods_on("node-a", 2, foo=""), *pods_on("node-b", 1, foo=""),
-         *pods_on("node-y", 3, foo="")],
+        [
+            *pods_on("node-a", 2, foo=""),
+            *pods_on("node-b", 1, foo=""),
+            *pods_on("node-y", 3, foo=""),
+        ],
         ZONE_NODES,
         {"node-x"},
     ),
     (
         "pods spread across nodes as 2/1/0/3, maxSkew is 2, node-b and node-x fit",
         make_pod("p").labels(foo="").spread_constraint(2, HOST, DNS, FOO).obj(),
-        [*pods_on("node-a", 2, foo=""), *pods_on("node-b", 1, foo=""),
-         *pods_on("node-y", 3, foo="")],
+        [
+            *pods_on("node-a", 2, foo=""),
+            *pods_on("node-b", 1, foo=""),
+            *pods_on("node-y", 3, foo=""),
+        ],
         ZONE_NODES,
         {"node-b", "node-x"},
     ),
     (
         "pods spread across nodes as 2/1/0/3, but pod doesn't match itself",
         make_pod("p").labels(bar="").spread_constraint(1, HOST, DNS, FOO).obj(),
-        [*pods_on("node-a", 2, foo=""), *pods_on("node-b", 1, foo=""),
-         *pods_on("node-y", 3, foo="")],
+        [
+            *pods_on("node-a", 2, foo=""),
+            *pods_on("node-b", 1, foo=""),
+            *pods_on("node-y", 3, foo=""),
+        ],
         ZONE_NODES,
         {"node-b", "node-x"},
     ),
@@ -188,8 +208,11 @@ FILTER_CASES = [
         "terminating pods are not counted",
         make_pod("p").labels(foo="").spread_constraint(1, HOST, DNS, FOO).obj(),
         [
-            make_pod("t1").labels(foo="").node("node-a")
-            .deletion_timestamp("2024-01-01T00:00:00Z").obj(),
+            make_pod("t1")
+            .labels(foo="")
+            .node("node-a")
+            .deletion_timestamp("2024-01-01T00:00:00Z")
+            .obj(),
             *pods_on("node-b", 1, foo=""),
             *pods_on("node-x", 1, foo=""),
             *pods_on("node-y", 1, foo=""),
@@ -200,29 +223,54 @@ FILTER_CASES = [
     (
         # node-b and node-x pass this Filter too; NodeAffinity's Filter rejects them.
         "incoming pod has nodeAffinity, pods spread as 2/~1~/~0~/3, hence node-a fits",
-        make_pod("p").labels(foo="").spread_constraint(1, HOST, DNS, FOO)
-        .node_affinity_in("node", ["node-a", "node-y"]).obj(),
-        [*pods_on("node-a", 2, foo=""), *pods_on("node-b", 1, foo=""),
-         *pods_on("node-y", 3, foo="")],
-        [hnode(n, zone=z, node=n) for n, z in
-         (("node-a", "zone1"), ("node-b", "zone1"), ("node-x", "zone2"), ("node-y", "zone2"))],
+        make_pod("p")
+        .labels(foo="")
+        .spread_constraint(1, HOST, DNS, FOO)
+        .node_affinity_in("node", ["node-a", "node-y"])
+        .obj(),
+        [
+            *pods_on("node-a", 2, foo=""),
+            *pods_on("node-b", 1, foo=""),
+            *pods_on("node-y", 3, foo=""),
+        ],
+        [
+            hnode(n, zone=z, node=n)
+            for n, z in (
+                ("node-a", "zone1"),
+                ("node-b", "zone1"),
+                ("node-x", "zone2"),
+                ("node-y", "zone2"),
+            )
+        ],
         {"node-a", "node-b", "node-x"},
     ),
     (
         "two constraints on zone and node, spreads = [3/3, 2/1/0/3]",
-        make_pod("p").labels(foo="").spread_constraint(1, "zone", DNS, FOO)
-        .spread_constraint(1, HOST, DNS, FOO).obj(),
-        [*pods_on("node-a", 2, foo=""), *pods_on("node-b", 1, foo=""),
-         *pods_on("node-y", 3, foo="")],
+        make_pod("p")
+        .labels(foo="")
+        .spread_constraint(1, "zone", DNS, FOO)
+        .spread_constraint(1, HOST, DNS, FOO)
+        .obj(),
+        [
+            *pods_on("node-a", 2, foo=""),
+            *pods_on("node-b", 1, foo=""),
+            *pods_on("node-y", 3, foo=""),
+        ],
         ZONE_NODES,
         {"node-x"},
     ),
     (
         "two constraints on zone and node, spreads = [3/4, 2/1/0/4]",
-        make_pod("p").labels(foo="").spread_constraint(1, "zone", DNS, FOO)
-        .spread_constraint(1, HOST, DNS, FOO).obj(),
-        [*pods_on("node-a", 2, foo=""), *pods_on("node-b", 1, foo=""),
-         *pods_on("node-y", 4, foo="")],
+        make_pod("p")
+        .labels(foo="")
+        .spread_constraint(1, "zone", DNS, FOO)
+        .spread_constraint(1, HOST, DNS, FOO)
+        .obj(),
+        [
+            *pods_on("node-a", 2, foo=""),
+            *pods_on("node-b", 1, foo=""),
+            *pods_on("node-y", 4, foo=""),
+        ],
         ZONE_NODES,
         set(),
     ),
@@ -249,8 +297,10 @@ FILTER_CASES = [
     ),
     (
         "nodeTaintsPolicy Honor: the untolerated tainted node's domain is not counted",
-        make_pod("p").labels(foo="").spread_constraint(
-            1, HOST, DNS, FOO, node_taints_policy="Honor").obj(),
+        make_pod("p")
+        .labels(foo="")
+        .spread_constraint(1, HOST, DNS, FOO, node_taints_policy="Honor")
+        .obj(),
         [*pods_on("node-a", 1, foo=""), *pods_on("node-b", 1, foo="")],
         [hnode("node-a"), hnode("node-b"), _tainted("node-c")],
         {"node-a", "node-b", "node-c"},
@@ -264,26 +314,35 @@ FILTER_CASES = [
     ),
     (
         "nodeAffinityPolicy Ignore: nodes outside the affinity count",
-        make_pod("p").labels(foo="").spread_constraint(
-            1, HOST, DNS, FOO, node_affinity_policy="Ignore")
-        .node_affinity_in("node", ["node-a", "node-y"]).obj(),
-        [*pods_on("node-a", 2, foo=""), *pods_on("node-b", 1, foo=""),
-         *pods_on("node-y", 3, foo="")],
+        make_pod("p")
+        .labels(foo="")
+        .spread_constraint(1, HOST, DNS, FOO, node_affinity_policy="Ignore")
+        .node_affinity_in("node", ["node-a", "node-y"])
+        .obj(),
+        [
+            *pods_on("node-a", 2, foo=""),
+            *pods_on("node-b", 1, foo=""),
+            *pods_on("node-y", 3, foo=""),
+        ],
         [hnode(n, node=n) for n in ("node-a", "node-b", "node-x", "node-y")],
         {"node-x"},
     ),
     (
         "matchLabelKeys: only pods with the same revision count",
-        make_pod("p").labels(foo="", rev="2").spread_constraint(
-            1, HOST, DNS, FOO, match_label_keys=["rev"]).obj(),
+        make_pod("p")
+        .labels(foo="", rev="2")
+        .spread_constraint(1, HOST, DNS, FOO, match_label_keys=["rev"])
+        .obj(),
         [*pods_on("node-a", 2, foo="", rev="1"), *pods_on("node-b", 1, foo="", rev="2")],
         [hnode("node-a"), hnode("node-b")],
         {"node-a"},
     ),
     (
         "matchLabelKeys with a key the pod lacks is ignored",
-        make_pod("p").labels(foo="").spread_constraint(
-            1, HOST, DNS, FOO, match_label_keys=["rev"]).obj(),
+        make_pod("p")
+        .labels(foo="")
+        .spread_constraint(1, HOST, DNS, FOO, match_label_keys=["rev"])
+        .obj(),
         [*pods_on("node-a", 2, foo="", rev="1"), *pods_on("node-b", 1, foo="", rev="2")],
         [hnode("node-a"), hnode("node-b")],
         {"node-b"},
@@ -333,11 +392,17 @@ def test_filter_reasons() -> None:
 def test_filter_first_failing_constraint_decides_reason() -> None:
     # Constraint 1 (zone) is violated on node-a before constraint 2's missing "rack".
     pod = (
-        make_pod("p").labels(foo="").spread_constraint(1, "zone", DNS, FOO)
-        .spread_constraint(1, "rack", DNS, FOO).obj()
+        make_pod("p")
+        .labels(foo="")
+        .spread_constraint(1, "zone", DNS, FOO)
+        .spread_constraint(1, "rack", DNS, FOO)
+        .obj()
     )
-    nodes = [hnode("node-a", zone="z1"), hnode("node-a2", zone="z1", rack="r2"),
-             hnode("node-x", zone="z2", rack="r1")]
+    nodes = [
+        hnode("node-a", zone="z1"),
+        hnode("node-a2", zone="z1", rack="r2"),
+        hnode("node-x", zone="z2", rack="r1"),
+    ]
     result = run_filter(pod, pods_on("node-a2", 2, foo=""), nodes)
     assert result["node-a"].code == Code.UNSCHEDULABLE
     assert result["node-x"] is None
@@ -352,10 +417,18 @@ def test_pre_filter_skips_without_hard_constraints() -> None:
 
 
 def test_pre_filter_state_counts_and_critical_paths() -> None:
-    pod = make_pod("p").labels(foo="").spread_constraint(1, "zone", DNS, FOO) \
-        .spread_constraint(1, HOST, DNS, FOO).obj()
-    existing = [*pods_on("node-a", 2, foo=""), *pods_on("node-b", 1, foo=""),
-                *pods_on("node-y", 3, foo="")]
+    pod = (
+        make_pod("p")
+        .labels(foo="")
+        .spread_constraint(1, "zone", DNS, FOO)
+        .spread_constraint(1, HOST, DNS, FOO)
+        .obj()
+    )
+    existing = [
+        *pods_on("node-a", 2, foo=""),
+        *pods_on("node-b", 1, foo=""),
+        *pods_on("node-y", 3, foo=""),
+    ]
     snap = new_snapshot(existing, ZONE_NODES)
     fw = _framework()
     fw.set_snapshot(snap)
@@ -379,8 +452,11 @@ SEED_NODES = [
     node("node3", node="node3", zone="zoneB"),
     node("node4", node="node4", zone="zoneB"),
 ]
-SEED_PODS = [*pods_on("node1", 1, foo="bar"), *pods_on("node2", 1, foo="bar"),
-             *pods_on("node3", 1, foo="bar")]
+SEED_PODS = [
+    *pods_on("node1", 1, foo="bar"),
+    *pods_on("node2", 1, foo="bar"),
+    *pods_on("node3", 1, foo="bar"),
+]
 FOOBAR = {"foo": "bar"}
 
 
@@ -391,8 +467,7 @@ def test_seed_one_constraint_zone_b() -> None:
 
 def test_seed_one_constraint_max_skew_2_allows_zone_a() -> None:
     pod = make_pod("mypod").labels(foo="bar").spread_constraint(2, "zone", DNS, FOOBAR).obj()
-    assert passing(run_filter(pod, SEED_PODS, SEED_NODES)) == {
-        "node1", "node2", "node3", "node4"}
+    assert passing(run_filter(pod, SEED_PODS, SEED_NODES)) == {"node1", "node2", "node3", "node4"}
 
 
 def test_seed_topology_key_node_only_node4() -> None:
@@ -402,19 +477,28 @@ def test_seed_topology_key_node_only_node4() -> None:
 
 def test_seed_two_constraints_node4() -> None:
     pod = (
-        make_pod("mypod").labels(foo="bar").spread_constraint(1, "zone", DNS, FOOBAR)
-        .spread_constraint(1, "node", DNS, FOOBAR).obj()
+        make_pod("mypod")
+        .labels(foo="bar")
+        .spread_constraint(1, "zone", DNS, FOOBAR)
+        .spread_constraint(1, "node", DNS, FOOBAR)
+        .obj()
     )
     assert passing(run_filter(pod, SEED_PODS, SEED_NODES)) == {"node4"}
 
 
 def test_seed_conflicting_constraints_unschedulable() -> None:
     nodes = SEED_NODES[:3]
-    existing = [*pods_on("node1", 2, foo="bar"), *pods_on("node2", 1, foo="bar"),
-                *pods_on("node3", 2, foo="bar")]
+    existing = [
+        *pods_on("node1", 2, foo="bar"),
+        *pods_on("node2", 1, foo="bar"),
+        *pods_on("node3", 2, foo="bar"),
+    ]
     pod = (
-        make_pod("mypod").labels(foo="bar").spread_constraint(1, "zone", DNS, FOOBAR)
-        .spread_constraint(1, "node", DNS, FOOBAR).obj()
+        make_pod("mypod")
+        .labels(foo="bar")
+        .spread_constraint(1, "zone", DNS, FOOBAR)
+        .spread_constraint(1, "node", DNS, FOOBAR)
+        .obj()
     )
     assert passing(run_filter(pod, existing, nodes)) == set()
 
@@ -422,8 +506,11 @@ def test_seed_conflicting_constraints_unschedulable() -> None:
 def test_seed_node_affinity_excludes_zone_c() -> None:
     nodes = [*SEED_NODES, node("node5", node="node5", zone="zoneC")]
     pod = (
-        make_pod("mypod").labels(foo="bar").spread_constraint(1, "zone", DNS, FOOBAR)
-        .node_affinity_in("zone", ["zoneC"], operator="NotIn").obj()
+        make_pod("mypod")
+        .labels(foo="bar")
+        .spread_constraint(1, "zone", DNS, FOOBAR)
+        .node_affinity_in("zone", ["zoneC"], operator="NotIn")
+        .obj()
     )
     # Without the affinity zoneC (0 pods) would be the minimum and only it would fit;
     # with it, zone B is the minimum. node5 passes this plugin (its zone is not counted)
@@ -484,78 +571,137 @@ SCORE_CASES = [
     (
         "one constraint on node, no existing pods",
         make_pod("p").labels(foo="").spread_constraint(1, HOST, SA, FOO).obj(),
-        [], [node("node-a", **{HOST: "node-a"}), node("node-b", **{HOST: "node-b"})], [],
+        [],
+        [node("node-a", **{HOST: "node-a"}), node("node-b", **{HOST: "node-b"})],
+        [],
         {"node-a": 100, "node-b": 100},
     ),
     (
         "one constraint on node, all 4 nodes are candidates, maxSkew=2",
         make_pod("p").labels(foo="").spread_constraint(2, HOST, SA, FOO).obj(),
-        [*pods_on("node-a", 2, foo=""), *pods_on("node-b", 1, foo=""),
-         *pods_on("node-d", 3, foo="")],
-        [hnode(n) for n in ("node-a", "node-b", "node-c", "node-d")], [],
+        [
+            *pods_on("node-a", 2, foo=""),
+            *pods_on("node-b", 1, foo=""),
+            *pods_on("node-d", 3, foo=""),
+        ],
+        [hnode(n) for n in ("node-a", "node-b", "node-c", "node-d")],
+        [],
         {"node-a": 33, "node-b": 66, "node-c": 100, "node-d": 16},
     ),
     (
         "one constraint on node, all 4 nodes are candidates, maxSkew=3",
         make_pod("p").labels(foo="").spread_constraint(3, HOST, SA, FOO).obj(),
-        [*pods_on("node-a", 4, foo=""), *pods_on("node-b", 3, foo=""),
-         *pods_on("node-c", 2, foo=""), *pods_on("node-d", 1, foo="")],
-        [hnode(n) for n in ("node-a", "node-b", "node-c", "node-d")], [],
+        [
+            *pods_on("node-a", 4, foo=""),
+            *pods_on("node-b", 3, foo=""),
+            *pods_on("node-c", 2, foo=""),
+            *pods_on("node-d", 1, foo=""),
+        ],
+        [hnode(n) for n in ("node-a", "node-b", "node-c", "node-d")],
+        [],
         {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100},
     ),
     (
         "one constraint on node, 3 out of 4 nodes are candidates",
         make_pod("p").labels(foo="").spread_constraint(1, HOST, SA, FOO).obj(),
-        [*pods_on("node-a", 4, foo=""), *pods_on("node-b", 2, foo=""),
-         *pods_on("node-x", 1, foo=""), *pods_on("node-y", 3, foo="")],
-        [hnode("node-a"), hnode("node-b"), hnode("node-x")], [hnode("node-y")],
+        [
+            *pods_on("node-a", 4, foo=""),
+            *pods_on("node-b", 2, foo=""),
+            *pods_on("node-x", 1, foo=""),
+            *pods_on("node-y", 3, foo=""),
+        ],
+        [hnode("node-a"), hnode("node-b"), hnode("node-x")],
+        [hnode("node-y")],
         {"node-a": 33, "node-b": 83, "node-x": 100},
     ),
     (
         "one constraint on node, 3 out of 4 nodes are candidates, one node lacks the key",
         make_pod("p").labels(foo="").spread_constraint(1, HOST, SA, FOO).obj(),
-        [*pods_on("node-a", 4, foo=""), *pods_on("node-b", 2, foo=""),
-         *pods_on("node-x", 1, foo=""), *pods_on("node-y", 3, foo="")],
-        [hnode("node-a"), node("node-b", n="node-b"), hnode("node-x")], [hnode("node-y")],
+        [
+            *pods_on("node-a", 4, foo=""),
+            *pods_on("node-b", 2, foo=""),
+            *pods_on("node-x", 1, foo=""),
+            *pods_on("node-y", 3, foo=""),
+        ],
+        [hnode("node-a"), node("node-b", n="node-b"), hnode("node-x")],
+        [hnode("node-y")],
         {"node-a": 16, "node-b": 0, "node-x": 100},
     ),
     (
         "one constraint on zone, 3 out of 4 nodes are candidates",
         make_pod("p").labels(foo="").spread_constraint(1, Z, SA, FOO).obj(),
-        [*pods_on("node-a", 4, foo=""), *pods_on("node-b", 2, foo=""),
-         *pods_on("node-x", 1, foo=""), *pods_on("node-y", 3, foo="")],
-        [hnode("node-a", zone="zone1"), hnode("node-b", zone="zone1"),
-         hnode("node-x", zone="zone2")], [hnode("node-y", zone="zone2")],
+        [
+            *pods_on("node-a", 4, foo=""),
+            *pods_on("node-b", 2, foo=""),
+            *pods_on("node-x", 1, foo=""),
+            *pods_on("node-y", 3, foo=""),
+        ],
+        [
+            hnode("node-a", zone="zone1"),
+            hnode("node-b", zone="zone1"),
+            hnode("node-x", zone="zone2"),
+        ],
+        [hnode("node-y", zone="zone2")],
         {"node-a": 75, "node-b": 75, "node-x": 100},
     ),
     (
         "two constraints on zone and node, 2 out of 4 nodes are candidates",
-        make_pod("p").labels(foo="").spread_constraint(1, Z, SA, FOO)
-        .spread_constraint(1, HOST, SA, FOO).obj(),
-        [*pods_on("node-a", 2, foo=""), *pods_on("node-b", 1, foo=""),
-         *pods_on("node-x", 2, foo=""), *pods_on("node-y", 4, foo="")],
+        make_pod("p")
+        .labels(foo="")
+        .spread_constraint(1, Z, SA, FOO)
+        .spread_constraint(1, HOST, SA, FOO)
+        .obj(),
+        [
+            *pods_on("node-a", 2, foo=""),
+            *pods_on("node-b", 1, foo=""),
+            *pods_on("node-x", 2, foo=""),
+            *pods_on("node-y", 4, foo=""),
+        ],
         [hnode("node-a", zone="zone1"), hnode("node-x", zone="zone2")],
         [hnode("node-b", zone="zone1"), hnode("node-y", zone="zone2")],
         {"node-a": 100, "node-x": 63},
     ),
     (
         "two constraints on zone and node, with different labelSelectors",
-        make_pod("p").labels(foo="", bar="").spread_constraint(1, Z, SA, FOO)
-        .spread_constraint(1, HOST, SA, BAR).obj(),
-        [*pods_on("node-a", 1, foo=""), *pods_on("node-b", 1, foo="", bar=""),
-         *pods_on("node-y", 1, "py1", foo=""), *pods_on("node-y", 1, "py2", bar="")],
-        [hnode("node-a", zone="zone1"), hnode("node-b", zone="zone1"),
-         hnode("node-x", zone="zone2"), hnode("node-y", zone="zone2")], [],
+        make_pod("p")
+        .labels(foo="", bar="")
+        .spread_constraint(1, Z, SA, FOO)
+        .spread_constraint(1, HOST, SA, BAR)
+        .obj(),
+        [
+            *pods_on("node-a", 1, foo=""),
+            *pods_on("node-b", 1, foo="", bar=""),
+            *pods_on("node-y", 1, "py1", foo=""),
+            *pods_on("node-y", 1, "py2", bar=""),
+        ],
+        [
+            hnode("node-a", zone="zone1"),
+            hnode("node-b", zone="zone1"),
+            hnode("node-x", zone="zone2"),
+            hnode("node-y", zone="zone2"),
+        ],
+        [],
         {"node-a": 60, "node-b": 20, "node-x": 100, "node-y": 60},
     ),
     (
         "two constraints on zone and node, different labelSelectors, some nodes have 0 pods",
-        make_pod("p").labels(foo="", bar="").spread_constraint(1, Z, SA, FOO)
-        .spread_constraint(1, HOST, SA, BAR).obj(),
-        [*pods_on("node-b", 1, bar=""), *pods_on("node-x", 1, foo=""),
-         *pods_on("node-y", 1, foo="", bar="")],
-        [hnode("node-a", zone="zone1"), hnode("node-b", zone="zone1"),
-         hnode("node-x", zone="zone2"), hnode("node-y", zone="zone2")], [],
+        make_pod("p")
+        .labels(foo="", bar="")
+        .spread_constraint(1, Z, SA, FOO)
+        .spread_constraint(1, HOST, SA, BAR)
+        .obj(),
+        [
+            *pods_on("node-b", 1, bar=""),
+            *pods_on("node-x", 1, foo=""),
+            *pods_on("node-y", 1, foo="", bar=""),
+        ],
+        [
+            hnode("node-a", zone="zone1"),
+            hnode("node-b", zone="zone1"),
+            hnode("node-x", zone="zone2"),
+            hnode("node-y", zone="zone2"),
+        ],
+        [],
         {"node-a": 100, "node-b": 60, "node-x": 40, "node-y": 0},
     ),
 ]
@@ -570,19 +716,33 @@ def test_score(pod, existing, nodes, failed, want) -> None:
 
 def _service_lister(selector: dict[str, str]) -> StaticLister:
     return StaticLister(
-        [Service.model_validate({"metadata": {"name": "svc", "namespace": "default"},
-                                 "spec": {"selector": selector}})]
+        [
+            Service.model_validate(
+                {
+                    "metadata": {"name": "svc", "namespace": "default"},
+                    "spec": {"selector": selector},
+                }
+            )
+        ]
     )
 
 
 def test_system_defaulting_service_selects_pod_like_one_constraint() -> None:
     # Nodes have no zone: with system defaults they still get hostname spreading.
-    existing = [*pods_on("node-a", 4, foo=""), *pods_on("node-b", 3, foo=""),
-                *pods_on("node-c", 2, foo=""), *pods_on("node-d", 1, foo="")]
+    existing = [
+        *pods_on("node-a", 4, foo=""),
+        *pods_on("node-b", 3, foo=""),
+        *pods_on("node-c", 2, foo=""),
+        *pods_on("node-d", 1, foo=""),
+    ]
     nodes = [hnode(n) for n in ("node-a", "node-b", "node-c", "node-d")]
     pod = make_pod("p").labels(foo="").obj()
     assert run_score(pod, existing, nodes, lister=_service_lister({"foo": ""})) == {
-        "node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100}
+        "node-a": 44,
+        "node-b": 66,
+        "node-c": 77,
+        "node-d": 100,
+    }
 
 
 def test_system_defaulting_without_owner_skips() -> None:
@@ -594,16 +754,25 @@ def test_system_defaulting_without_owner_skips() -> None:
 
 
 def test_default_constraints_from_replica_set_owner() -> None:
-    rs = ReplicaSet.model_validate({
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"selector": {"matchLabels": {"app": "web"}}},
-    })
-    existing = [*pods_on("node-a", 2, app="web"), *pods_on("node-b", 1, app="web"),
-                *pods_on("node-c", 5, app="other")]
+    rs = ReplicaSet.model_validate(
+        {
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        }
+    )
+    existing = [
+        *pods_on("node-a", 2, app="web"),
+        *pods_on("node-b", 1, app="web"),
+        *pods_on("node-c", 5, app="other"),
+    ]
     nodes = [hnode("node-a"), hnode("node-b"), hnode("node-c")]
     pod = make_pod("p").labels(app="web").owner("ReplicaSet", "web").obj()
-    args = {"defaultingType": "List", "defaultConstraints": [
-        {"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule"}]}
+    args = {
+        "defaultingType": "List",
+        "defaultConstraints": [
+            {"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule"}
+        ],
+    }
     result = run_filter(pod, existing, nodes, args=args, lister=StaticLister([rs]))
     assert passing(result) == {"node-c"}
     # Not owned: no default constraint, PreFilter skips.
@@ -617,17 +786,24 @@ def test_default_constraints_from_replica_set_owner() -> None:
 
 
 def test_default_constraints_from_stateful_set_and_service_are_anded() -> None:
-    ss = StatefulSet.model_validate({
-        "metadata": {"name": "db", "namespace": "default"},
-        "spec": {"selector": {"matchLabels": {"app": "db"}}},
-    })
-    svc = Service.model_validate({"metadata": {"name": "s", "namespace": "default"},
-                                  "spec": {"selector": {"tier": "data"}}})
+    ss = StatefulSet.model_validate(
+        {
+            "metadata": {"name": "db", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "db"}}},
+        }
+    )
+    svc = Service.model_validate(
+        {"metadata": {"name": "s", "namespace": "default"}, "spec": {"selector": {"tier": "data"}}}
+    )
     existing = [*pods_on("node-a", 2, app="db"), *pods_on("node-b", 1, app="db", tier="data")]
     nodes = [hnode("node-a"), hnode("node-b"), hnode("node-c")]
     pod = make_pod("p").labels(app="db", tier="data").owner("StatefulSet", "db").obj()
-    args = {"defaultingType": "List", "defaultConstraints": [
-        {"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule"}]}
+    args = {
+        "defaultingType": "List",
+        "defaultConstraints": [
+            {"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule"}
+        ],
+    }
     result = run_filter(pod, existing, nodes, args=args, lister=StaticLister([ss, svc]))
     # Selector app=db AND tier=data: node-a's pods do not count.
     assert passing(result) == {"node-a", "node-c"}
@@ -648,24 +824,38 @@ def test_system_defaulting_nodes_missing_zone_are_not_ignored_but_list_ignores_t
     lister = _service_lister({"foo": ""})
     system = run_score(pod, existing, nodes, lister=lister)
     assert system["node-b"] == 100 and system["node-a"] < 100
-    args = {"defaultingType": "List", "defaultConstraints": [
-        {"maxSkew": 3, "topologyKey": HOST, "whenUnsatisfiable": SA},
-        {"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": SA}]}
+    args = {
+        "defaultingType": "List",
+        "defaultConstraints": [
+            {"maxSkew": 3, "topologyKey": HOST, "whenUnsatisfiable": SA},
+            {"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": SA},
+        ],
+    }
     listed = run_score(pod, existing, nodes, args=args, lister=lister)
     assert listed == {"node-a": 100, "node-b": 0}  # node-b ignored
 
 
 def test_score_taints_policy_honor() -> None:
-    pod = make_pod("p").labels(foo="").spread_constraint(
-        1, Z, SA, FOO, node_taints_policy="Honor").obj()
+    pod = (
+        make_pod("p")
+        .labels(foo="")
+        .spread_constraint(1, Z, SA, FOO, node_taints_policy="Honor")
+        .obj()
+    )
     existing = [*pods_on("node-a", 1, foo=""), *pods_on("node-t", 5, foo="")]
     nodes = [hnode("node-a", zone="z1"), hnode("node-b", zone="z2")]
     tainted = Node.model_validate(
-        make_node("node-t").labels(zone="z2").taint("k", "v", "NoSchedule").manifest())
+        make_node("node-t").labels(zone="z2").taint("k", "v", "NoSchedule").manifest()
+    )
     # node-t is in z2 but untolerated: its 5 pods do not count.
     assert run_score(pod, existing, nodes, [tainted]) == {"node-a": 0, "node-b": 100}
-    tolerant = make_pod("p").labels(foo="").toleration("k", "v", "NoSchedule").spread_constraint(
-        1, Z, SA, FOO, node_taints_policy="Honor").obj()
+    tolerant = (
+        make_pod("p")
+        .labels(foo="")
+        .toleration("k", "v", "NoSchedule")
+        .spread_constraint(1, Z, SA, FOO, node_taints_policy="Honor")
+        .obj()
+    )
     # Tolerated: z1 1 pod, z2 5 pods; raw round(1·ln 4) = 1 and round(5·ln 4) = 7.
     assert run_score(tolerant, existing, nodes, [tainted]) == {"node-a": 100, "node-b": 14}
 
@@ -738,54 +928,109 @@ def test_runtime_batch_filter_matches_per_node() -> None:
 # --- args ----------------------------------------------------------------------------
 
 ARGS_ERRORS = [
-    ("system with constraints",
-     {"defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone",
-                              "whenUnsatisfiable": "ScheduleAnyway"}]},
-     'defaultingType: Invalid value: "System": when .defaultConstraints are not empty'),
-    ("unknown defaulting type", {"defaultingType": "Magic"},
-     'defaultingType: Unsupported value: "Magic": supported values: "System", "List"'),
-    ("maxSkew zero",
-     {"defaultingType": "List", "defaultConstraints": [
-         {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]},
-     "defaultConstraints[0].maxSkew: Invalid value: 0: not in valid range (0, inf)"),
-    ("empty topologyKey",
-     {"defaultingType": "List", "defaultConstraints": [
-         {"maxSkew": 1, "whenUnsatisfiable": "ScheduleAnyway"}]},
-     "defaultConstraints[0].topologyKey: Required value: can not be empty"),
-    ("bad topologyKey",
-     {"defaultingType": "List", "defaultConstraints": [
-         {"maxSkew": 1, "topologyKey": "a/b/c", "whenUnsatisfiable": "ScheduleAnyway"}]},
-     'defaultConstraints[0].topologyKey: Invalid value: "a/b/c": a qualified name must'),
-    ("empty whenUnsatisfiable",
-     {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone"}]},
-     "defaultConstraints[0].whenUnsatisfiable: Required value: can not be empty"),
-    ("bad whenUnsatisfiable",
-     {"defaultingType": "List", "defaultConstraints": [
-         {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Sometimes"}]},
-     'defaultConstraints[0].whenUnsatisfiable: Unsupported value: "Sometimes": '
-     'supported values: "DoNotSchedule", "ScheduleAnyway"'),
-    ("labelSelector",
-     {"defaultingType": "List", "defaultConstraints": [
-         {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
-          "labelSelector": {}}]},
-     "defaultConstraints[0].labelSelector: Forbidden: constraint must not define a selector, "
-     "as they deduced for each pod"),
-    ("duplicate",
-     {"defaultingType": "List", "defaultConstraints": [
-         {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"},
-         {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}]},
-     'defaultConstraints[1]: Duplicate value: "{zone, ScheduleAnyway}"'),
-    ("several errors aggregated",
-     {"defaultingType": "List", "defaultConstraints": [
-         {"maxSkew": -1, "topologyKey": "zone", "whenUnsatisfiable": "X"}]},
-     '[defaultConstraints[0].maxSkew: Invalid value: -1: not in valid range (0, inf), '
-     'defaultConstraints[0].whenUnsatisfiable: Unsupported value: "X"'),
+    (
+        "system with constraints",
+        {
+            "defaultConstraints": [
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}
+            ]
+        },
+        'defaultingType: Invalid value: "System": when .defaultConstraints are not empty',
+    ),
+    (
+        "unknown defaulting type",
+        {"defaultingType": "Magic"},
+        'defaultingType: Unsupported value: "Magic": supported values: "System", "List"',
+    ),
+    (
+        "maxSkew zero",
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [
+                {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}
+            ],
+        },
+        "defaultConstraints[0].maxSkew: Invalid value: 0: not in valid range (0, inf)",
+    ),
+    (
+        "empty topologyKey",
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [{"maxSkew": 1, "whenUnsatisfiable": "ScheduleAnyway"}],
+        },
+        "defaultConstraints[0].topologyKey: Required value: can not be empty",
+    ),
+    (
+        "bad topologyKey",
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [
+                {"maxSkew": 1, "topologyKey": "a/b/c", "whenUnsatisfiable": "ScheduleAnyway"}
+            ],
+        },
+        'defaultConstraints[0].topologyKey: Invalid value: "a/b/c": a qualified name must',
+    ),
+    (
+        "empty whenUnsatisfiable",
+        {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone"}]},
+        "defaultConstraints[0].whenUnsatisfiable: Required value: can not be empty",
+    ),
+    (
+        "bad whenUnsatisfiable",
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Sometimes"}
+            ],
+        },
+        'defaultConstraints[0].whenUnsatisfiable: Unsupported value: "Sometimes": '
+        'supported values: "DoNotSchedule", "ScheduleAnyway"',
+    ),
+    (
+        "labelSelector",
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "zone",
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {},
+                }
+            ],
+        },
+        "defaultConstraints[0].labelSelector: Forbidden: constraint must not define a selector, "
+        "as they deduced for each pod",
+    ),
+    (
+        "duplicate",
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"},
+                {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"},
+            ],
+        },
+        'defaultConstraints[1]: Duplicate value: "{zone, ScheduleAnyway}"',
+    ),
+    (
+        "several errors aggregated",
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [
+                {"maxSkew": -1, "topologyKey": "zone", "whenUnsatisfiable": "X"}
+            ],
+        },
+        "[defaultConstraints[0].maxSkew: Invalid value: -1: not in valid range (0, inf), "
+        'defaultConstraints[0].whenUnsatisfiable: Unsupported value: "X"',
+    ),
     ("unknown field", {"defaultingTyp": "List"}, "defaultingTyp"),
 ]
 
 
-@pytest.mark.parametrize("args,message", [c[1:] for c in ARGS_ERRORS],
-                         ids=[c[0] for c in ARGS_ERRORS])
+@pytest.mark.parametrize(
+    "args,message", [c[1:] for c in ARGS_ERRORS], ids=[c[0] for c in ARGS_ERRORS]
+)
 def test_args_validation(args: dict, message: str) -> None:
     with pytest.raises(ValidationError) as exc:
         PodTopologySpreadArgs.model_validate(args)
@@ -835,7 +1080,23 @@ def test_score_batch_rounding_and_counter_cache_agree() -> None:
     rng = np.random.default_rng(0)
     nodes = [hnode(f"n{i}", zone=f"z{i % 3}") for i in range(30)]
     existing = [p for i in range(30) for p in pods_on(f"n{i}", int(rng.integers(0, 4)), foo="")]
-    pod = make_pod("p").labels(foo="").spread_constraint(2, Z, SA, FOO) \
-        .spread_constraint(3, HOST, SA, FOO).obj()
+    pod = (
+        make_pod("p")
+        .labels(foo="")
+        .spread_constraint(2, Z, SA, FOO)
+        .spread_constraint(3, HOST, SA, FOO)
+        .obj()
+    )
     first = run_score(pod, existing, nodes[:20], nodes[20:])
     assert first == run_score(pod, existing, nodes[:20], nodes[20:])
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [{"defaultingType": ""}, {"defaultingType": None}, {"defaultConstraints": None}, {}],
+    ids=["empty-type", "null-type", "null-constraints", "absent"],
+)
+def test_unset_args_take_upstreams_defaults(raw):
+    # SetDefaults_PodTopologySpreadArgs: "" and null mean System with no constraints.
+    args = PodTopologySpreadArgs.model_validate(raw)
+    assert (args.defaulting_type, args.default_constraints) == ("System", [])

@@ -129,11 +129,10 @@ class InterPodAffinity:
                 ),
                 self.is_schedulable_after_pod_change,
             ),
+            # Upstream registers UpdateNodeTaint only without queueing hints (to make up
+            # for Node/Add events its preCheck drops); kubesched always uses hints.
             ClusterEventWithHint(
-                ClusterEvent(
-                    EventResource.NODE,
-                    ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
-                ),
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
                 self.is_schedulable_after_node_change,
             ),
         ]

@@ -10,24 +10,14 @@ import numpy as np
 
 from kubesched import MAX_NODE_SCORE
 
-from .resource_allocation import WeightedAverageScorer, go_div, go_div_array
-
-
-def least_requested_score(requested: int, capacity: int) -> int:
-    """The unused share of ``capacity`` on 0..100 (upstream ``leastRequestedScore``)."""
-    if capacity == 0 or requested > capacity:
-        return 0
-    return go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
+from .resource_allocation import WeightedAverageScorer, go_div_array
 
 
 class LeastAllocatedScorer(WeightedAverageScorer):
     """Favours nodes with more unused capacity (weighted average, int64 arithmetic)."""
 
-    def resource_score(self, requested: int, capacity: int) -> int:
-        """``least_requested_score``."""
-        return least_requested_score(requested, capacity)
-
     def resource_score_columns(self, requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-        """``least_requested_score`` for many nodes."""
+        """The unused share of ``capacity`` on 0..100, 0 when over-committed (upstream
+        ``leastRequestedScore``)."""
         s = go_div_array((capacity - requested) * MAX_NODE_SCORE, capacity)
         return np.where(requested <= capacity, s, 0)

@@ -128,28 +128,25 @@ class AllocationScorer(Protocol):
 class WeightedAverageScorer(ABC):
     """The shape LeastAllocated and MostAllocated share upstream: a score on 0..100 per
     resource, averaged with the resources' weights over the resources the node has
-    (allocatable > 0), all in int64 division. Subclasses give the per-resource score."""
+    (allocatable > 0), all in int64 arithmetic. Subclasses give the per-resource score,
+    once, over numpy arrays; a single node is scored as a batch of one, so both paths
+    wrap on overflow exactly as Go's int64 does."""
 
     def __init__(self, weights: Sequence[int]) -> None:
         self.weights = tuple(weights)
 
     @abstractmethod
-    def resource_score(self, requested: int, capacity: int) -> int:
-        """One resource's score on 0..100; ``capacity`` > 0."""
-
-    @abstractmethod
     def resource_score_columns(self, requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-        """``resource_score`` for many nodes; ``capacity`` > 0 everywhere."""
+        """One resource's score on 0..100 for many nodes; ``capacity`` > 0 everywhere."""
 
     def score(self, requested: Sequence[int], allocatable: Sequence[int]) -> int:
         """One node's score."""
-        node_score = weight_sum = 0
-        for weight, req, alloc in zip(self.weights, requested, allocatable, strict=True):
-            if alloc == 0:
-                continue
-            node_score += self.resource_score(req, alloc) * weight
-            weight_sum += weight
-        return go_div(node_score, weight_sum) if weight_sum else 0
+        return int(
+            self.score_columns(
+                np.array(requested, dtype=np.int64).reshape(-1, 1),
+                np.array(allocatable, dtype=np.int64).reshape(-1, 1),
+            )[0]
+        )
 
     def score_columns(self, requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
         """Scores of many nodes: int64 arrays of shape ``(resources, nodes)`` in, int64 out."""

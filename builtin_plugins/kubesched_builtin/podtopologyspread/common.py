@@ -63,10 +63,7 @@ def merge_label_set_with_selector(
     if selector.matches_nothing:
         return selector
     pairs = tuple(match_labels.items())
-    exprs = tuple(
-        (key, op, frozenset(values))
-        for key, op, values in selector.requirements
-    )
+    exprs = tuple((key, op, frozenset(values)) for key, op, values in selector.requirements)
     return LabelSelectorMatcher(pairs, exprs)
 
 
@@ -371,9 +368,7 @@ def match_node_inclusion_policies(
         return False
     return not (
         c.node_taints_policy == HONOR
-        and find_untolerated_taint(
-            node.spec.taints, pod_info.tolerations, _DO_NOT_SCHEDULE_EFFECTS
-        )
+        and find_untolerated_taint(node.spec.taints, pod_info.tolerations, _DO_NOT_SCHEDULE_EFFECTS)
         is not None
     )
 

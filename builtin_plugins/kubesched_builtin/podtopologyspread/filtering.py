@@ -132,9 +132,7 @@ class ConstraintCounts:
 
     def as_dict(self) -> dict[str, int]:
         """Matching pods by eligible domain (upstream ``TpValueToMatchNum[i]``)."""
-        return {
-            self.values[c]: int(self.counts[c]) for c in np.flatnonzero(self.present).tolist()
-        }
+        return {self.values[c]: int(self.counts[c]) for c in np.flatnonzero(self.present).tolist()}
 
     def clone(self) -> ConstraintCounts:
         return ConstraintCounts(
@@ -218,9 +216,7 @@ def cal_pre_filter_state(
         for code in present_codes[order].tolist():
             paths.update(dom.values[code], int(per_domain[code]))
         counts.append(
-            ConstraintCounts(
-                dom.values, dom.index, per_domain, present, len(present_codes), paths
-            )
+            ConstraintCounts(dom.values, dom.index, per_domain, present, len(present_codes), paths)
         )
     labels = pod_info.labels
     self_match = [c.selector.matches(labels) for c in constraints]

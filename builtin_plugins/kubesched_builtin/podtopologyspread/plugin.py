@@ -107,6 +107,21 @@ class PodTopologySpreadArgs(PluginArgs):
         description="System (built-in default constraints) or List (defaultConstraints).",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_for_unset(cls, data: Any) -> Any:
+        # SetDefaults_PodTopologySpreadArgs: an empty defaultingType is System, and a
+        # null field is unset (a YAML "key:" with no value).
+        if isinstance(data, dict):
+            data = dict(data)
+            for key in ("defaultingType", "defaulting_type"):
+                if key in data and data[key] in (None, ""):
+                    del data[key]
+            for key in ("defaultConstraints", "default_constraints"):
+                if key in data and data[key] is None:
+                    del data[key]
+        return data
+
     @model_validator(mode="after")
     def _validate(self) -> PodTopologySpreadArgs:
         # upstream ValidatePodTopologySpreadArgs, messages as field.Error renders them.
@@ -114,7 +129,7 @@ class PodTopologySpreadArgs(PluginArgs):
         dt = self.defaulting_type
         if dt not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
             errs.append(
-                f'defaultingType: Unsupported value: {_show(dt)}: supported values: '
+                f"defaultingType: Unsupported value: {_show(dt)}: supported values: "
                 f'"{SYSTEM_DEFAULTING}", "{LIST_DEFAULTING}"'
             )
         elif dt == SYSTEM_DEFAULTING and self.default_constraints:
@@ -339,9 +354,7 @@ class PodTopologySpread:
             ),
         ]
 
-    def is_schedulable_after_pod_change(
-        self, pod: Pod, old_obj: Any, new_obj: Any
-    ) -> QueueingHint:
+    def is_schedulable_after_pod_change(self, pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
         """Queue when a bound pod of the namespace that matches (or stopped matching) a
         DoNotSchedule selector came, went or was relabelled, or when the pod itself got
         new tolerations and a constraint honours taints."""
