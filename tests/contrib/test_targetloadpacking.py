@@ -149,3 +149,19 @@ def test_args_validation(args, message):
     with pytest.raises(ValidationError) as err:
         TargetLoadPackingArgs.model_validate(args)
     assert message in str(err.value)
+
+
+def test_pods_that_left_their_node_are_forgotten():
+    from kubesched import NodeInfo, PodInfo
+    from kubesched.testing import make_node, make_pod
+    from kubesched_contrib.targetloadpacking import TargetLoadPacking
+
+    plugin = TargetLoadPacking(None, None)
+    node = make_node("n").capacity(cpu="4", memory="8Gi").obj()
+    stays, leaves = (PodInfo(make_pod(n).req(cpu="1").obj()) for n in ("stays", "leaves"))
+    plugin.reserve(stays.pod, stays, "n")
+    plugin.reserve(leaves.pod, leaves, "n")
+    assert plugin._missing(NodeInfo(node, [stays, leaves])) > 0
+    alone = plugin._missing(NodeInfo(node, [stays]))
+    assert set(plugin._placed["n"]) == {stays.uid}
+    assert alone == plugin._placed["n"][stays.uid]

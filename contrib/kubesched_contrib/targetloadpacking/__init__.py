@@ -196,7 +196,11 @@ class TargetLoadPacking:
         if cached is not None and cached[0] == node_info.generation:
             return cached[1]
         present = {pi.uid for pi in node_info.pods}
-        missing = sum(v for uid, v in placed.items() if uid in present)
+        # A placed pod is on its node from its own cycle on (assumed, then bound): one
+        # no longer there is gone for good, so it is forgotten rather than kept forever.
+        for uid in [uid for uid in placed if uid not in present]:
+            del placed[uid]
+        missing = sum(placed.values())
         self._placed_cache[node_info.name] = (node_info.generation, missing)
         return missing
 
