@@ -9,10 +9,16 @@ from kubesched.clock import FakeClock
 from kubesched.config import config_from_dict, effective_configuration
 from kubesched.framework.registry import PluginRegistry
 from kubesched.scheduler import EventHandlers, Scheduler
+from kubesched.testing import make_node
 from kubesched_builtin.defaultbinder import DefaultBinder
 from kubesched_builtin.queuesort import PrioritySort
 
 V1 = "kubescheduler.config.k8s.io/v1"
+
+
+def nodes(n: int, cpu: str = "2", **capacity: Any) -> list[Any]:
+    """``n`` nodes ``n0``.. with ``cpu`` cores and 4Gi of memory (plus ``capacity``)."""
+    return [make_node(f"n{i}").capacity(cpu=cpu, memory="4Gi", **capacity).obj() for i in range(n)]
 
 
 class Harness:

@@ -7,31 +7,7 @@ from kubesched.testing import make_node, make_pod
 from kubesched_builtin.noderesources.fit import NodeResourcesFit
 from kubesched_builtin.schedulinggates import SchedulingGates
 
-from .harness import Harness
-
-
-def nodes(n, cpu="2"):
-    return [make_node(f"n{i}").capacity(cpu=cpu, memory="4Gi").obj() for i in range(n)]
-
-
-class Gate:
-    name = "Gate"
-
-    def __init__(self, args, handle):
-        self.handle = handle
-
-    @hookimpl
-    def permit(self, pod):
-        return Status.wait(30)
-
-
-def test_permit_timeout_pod_goes_to_unschedulable_like_upstream():
-    h = Harness([Gate], [*nodes(1), make_pod("a").obj()])
-    h.run()
-    h.step(30)
-    assert h.records[-1].result == "unschedulable"
-    # upstream: deferred move -> unschedulablePods (Gate rejected; no event since)
-    assert h.scheduler.queue.queue_of(h.pod("a")) == "unschedulable"
+from .harness import Harness, nodes
 
 
 class RejectReserve:

@@ -10,7 +10,7 @@ from kubesched_builtin.nodeunschedulable import NodeUnschedulable
 from kubesched_builtin.schedulinggates import SchedulingGates
 from kubesched_builtin.tainttoleration import TaintToleration
 
-from .harness import Harness
+from .harness import Harness, nodes
 
 CALLS: list[str] = []
 
@@ -18,10 +18,6 @@ CALLS: list[str] = []
 @pytest.fixture(autouse=True)
 def _reset():
     CALLS.clear()
-
-
-def nodes(n, cpu="2", **kw):
-    return [make_node(f"n{i}").capacity(cpu=cpu, memory="4Gi", **kw).obj() for i in range(n)]
 
 
 def test_pods_are_bound_with_events_conditions_and_metrics():
@@ -205,6 +201,9 @@ def test_permit_timeout_rejects_and_requeues():
     assert h.records[-1].result == "unschedulable"
     assert "rejected due to timeout after waiting at plugin Gate" in h.records[-1].message
     assert h.requested_cpu("n0") == 0
+    # Upstream defers the move for the freed room after a rejection: the pod waits for an
+    # event among the unschedulable pods instead of backing off.
+    assert h.scheduler.queue.queue_of(h.pod("a")) == "unschedulable"
 
 
 def test_pods_of_other_schedulers_are_left_alone_and_profiles_are_chosen_by_name():
