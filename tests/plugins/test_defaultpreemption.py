@@ -14,24 +14,21 @@ from kubesched.api import Pod, PodDisruptionBudget
 from kubesched.backend.protocol import NotFoundError
 from kubesched.cache import new_snapshot
 from kubesched.framework.listers import StaticLister
-from kubesched.metrics import Metrics
-from kubesched.queue.nominator import Nominator
-from kubesched.testing import make_framework, make_node, make_pod
-from kubesched_builtin.defaultpreemption import (
-    PREEMPTION_EXPLANATION_KEY,
-    Candidate,
-    DefaultPreemption,
-    DefaultPreemptionArgs,
-    PDBView,
-    filter_pods_with_pdb_violation,
-    pick_one_node_for_preemption,
-)
-from kubesched_builtin.defaultpreemption.evaluator import (
+from kubesched.framework.preemption import (
     CRITERIA,
     FIRST_IN_ORDER,
     ONLY_CANDIDATE,
+    PREEMPTION_EXPLANATION_KEY,
+    Candidate,
+    PDBView,
+    filter_pods_with_pdb_violation,
+    pick_one_node_for_preemption,
     pick_one_node_for_preemption_explained,
 )
+from kubesched.metrics import Metrics
+from kubesched.queue.nominator import Nominator
+from kubesched.testing import make_framework, make_node, make_pod
+from kubesched_builtin.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs
 from kubesched_builtin.interpodaffinity import InterPodAffinity
 from kubesched_builtin.nodeports import NodePorts
 from kubesched_builtin.noderesources.fit import NodeResourcesFit

@@ -8,25 +8,23 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from kubesched import (
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    NodeInfo,
-    PluginArgs,
-    PodInfo,
-    PostFilterResult,
-    Status,
-    hookimpl,
-)
-from kubesched.framework.types import NodeToStatus
-from kubesched_builtin.defaultpreemption.evaluator import (
     DISRUPTION_TARGET,
     PREEMPTION_EXPLANATION_KEY,
     REASON_PREEMPTION_BY_SCHEDULER,
     Candidate,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
     Evaluator,
+    NodeInfo,
+    NodeToStatus,
     PDBView,
+    PluginArgs,
+    PodInfo,
+    PostFilterResult,
+    Status,
     filter_pods_with_pdb_violation,
+    hookimpl,
     importance_key,
 )
 from kubesched_builtin.names import DEFAULT_PREEMPTION

@@ -21,6 +21,8 @@ from pydantic import Field, field_validator, model_validator
 
 from kubesched import (
     ActionType,
+    ArgsError,
+    ArgsModel,
     ClusterEvent,
     ClusterEventWithHint,
     Code,
@@ -34,6 +36,11 @@ from kubesched import (
     StateKey,
     Status,
     hookimpl,
+    invalid,
+    label_name_errors,
+    not_supported,
+    raise_args_errors,
+    required,
 )
 from kubesched.api import (
     CPU,
@@ -56,18 +63,9 @@ from .requested_to_capacity_ratio import (
 )
 from .resource_allocation import (
     AllocationScorer,
-    ArgsModel,
     ResourceAllocationScorer,
     ResourceSpec,
     default_resources,
-)
-from .validation import (
-    ArgsError,
-    invalid,
-    label_name_errors,
-    not_supported,
-    raise_args_errors,
-    required,
 )
 
 NAME = NODE_RESOURCES_FIT

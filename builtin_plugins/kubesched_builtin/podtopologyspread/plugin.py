@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
 from kubesched.api import Node, Pod, TopologySpreadConstraint
+from kubesched.framework.args import PluginArgs
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import (
     ActionType,
@@ -18,7 +19,7 @@ from kubesched.framework.events import (
     EventResource,
     QueueingHint,
 )
-from kubesched.framework.plugin import PluginArgs, hookimpl
+from kubesched.framework.plugin import hookimpl
 from kubesched.framework.results import NodeScores
 from kubesched.framework.status import Status
 from kubesched.framework.types import NodeBatch, NodeInfo, PodInfo

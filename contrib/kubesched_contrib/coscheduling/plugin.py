@@ -20,20 +20,22 @@ from pydantic import Field, model_validator
 from kubesched import (
     PODS_TO_ACTIVATE_KEY,
     ActionType,
+    ArgsError,
     ClusterEvent,
     ClusterEventWithHint,
     Code,
     CycleState,
     EventResource,
+    FakeClock,
     PluginArgs,
     PodInfo,
     QueuedPodInfo,
     Status,
     hookimpl,
+    invalid,
+    raise_args_errors,
 )
 from kubesched.api import Pod
-from kubesched.clock import FakeClock
-from kubesched_builtin.noderesources.validation import ArgsError, invalid, raise_args_errors
 
 from .api import pod_group_full_name, pod_group_label
 from .core import (

@@ -63,6 +63,7 @@ from .meta import (
     KubeObject,
     LabelSelector,
     LabelSelectorRequirement,
+    NullableDict,
     ObjectMeta,
     OwnerReference,
 )
@@ -156,6 +157,7 @@ __all__ = [
     "NodeSelectorTermsMatcher",
     "NodeSpec",
     "NodeStatus",
+    "NullableDict",
     "ObjectMeta",
     "OwnerReference",
     "PersistentVolumeClaimVolumeSource",

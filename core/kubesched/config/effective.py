@@ -19,7 +19,8 @@ from kubesched.config.types import (
 )
 from kubesched.config.validation import unknown_plugin_message, validation_error_problems
 from kubesched.errors import FieldProblem, UserInputError
-from kubesched.framework.plugin import EXTENSION_POINTS, PluginArgs
+from kubesched.framework.args import PluginArgs
+from kubesched.framework.plugin import EXTENSION_POINTS
 from kubesched.framework.registry import PluginRegistry
 
 MAX_NODE_SCORE = 100

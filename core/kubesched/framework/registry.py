@@ -12,7 +12,8 @@ import pluggy
 from pydantic import BaseModel
 
 from kubesched.framework import hookspecs
-from kubesched.framework.plugin import PROJECT_NAME, PluginArgs, extension_points_of
+from kubesched.framework.args import PluginArgs
+from kubesched.framework.plugin import PROJECT_NAME, extension_points_of
 
 ENTRY_POINT_GROUP = "kubesched.plugins"
 """The entry-point group in which every plugin, built-in or not, is registered."""

@@ -6,8 +6,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kubesched.config import EffectiveProfile, EnabledPlugin
+from kubesched.framework.args import PluginArgs
 from kubesched.framework.node_table import NodeTable
-from kubesched.framework.plugin import EXTENSION_POINTS, PluginArgs, extension_points_of, hookimpl
+from kubesched.framework.plugin import EXTENSION_POINTS, extension_points_of, hookimpl
 from kubesched.framework.registry import PluginRegistry
 from kubesched.framework.runtime import Framework
 from kubesched.framework.types import NodeBatch, NodeInfo, QueuedPodInfo

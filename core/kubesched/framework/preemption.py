@@ -21,11 +21,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kubesched import Code, CycleState, NodeInfo, PodInfo, PostFilterResult, StateKey, Status
 from kubesched.api import PodDisruptionBudget, compile_label_selector
 from kubesched.api.selectors import LabelSelectorMatcher
 from kubesched.backend.protocol import NotFoundError, PodCondition
-from kubesched.scheduler.diagnosis import Diagnosis, FitError
+from kubesched.framework.cycle_state import CycleState, StateKey
+from kubesched.framework.diagnosis import Diagnosis, FitError
+from kubesched.framework.results import PostFilterResult
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
 
