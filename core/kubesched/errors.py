@@ -178,7 +178,8 @@ class UserInputError(KubeschedError):
 
     ``source`` names the file (or ``<stdin>``), ``obj`` the object inside it
     (``Pod default/web-0`` or ``profiles[0]``), and ``problems`` each field path
-    with what is wrong there.
+    with what is wrong there and its Kubernetes error type; ``path``, ``type`` and
+    ``detail`` are the first problem's, for a test to assert on.
     """
 
     def __init__(
@@ -195,6 +196,21 @@ class UserInputError(KubeschedError):
         self.problems = list(problems)
         super().__init__(str(self))
 
+    @property
+    def path(self) -> str | None:
+        """The first problem's field path (None without problems)."""
+        return self.problems[0].path if self.problems else None
+
+    @property
+    def type(self) -> ErrorType | None:
+        """The first problem's Kubernetes error type (None without problems)."""
+        return self.problems[0].type if self.problems else None
+
+    @property
+    def detail(self) -> str | None:
+        """The first problem's message (None without problems)."""
+        return self.problems[0].message if self.problems else None
+
     def __str__(self) -> str:
         where = ": ".join(p for p in (self.source, self.obj) if p)
         head = f"{where}: {self.message}" if where else self.message
@@ -210,30 +226,9 @@ class PluginArgsError(UserInputError):
 
     ``problems`` hold each field path relative to the args
     (``scoringStrategy.resources[0].weight``), its message and its Kubernetes error
-    type, as ``kubesched config validate`` shows them; ``path``, ``type`` and
-    ``detail`` are the first problem's, for a test to assert on.
+    type, as ``kubesched config validate`` shows them.
     """
 
     def __init__(self, plugin: str, problems: Sequence[FieldProblem]) -> None:
         super().__init__(f"invalid args for plugin {plugin!r}", problems=problems)
         self.plugin = plugin
-
-    @property
-    def path(self) -> str:
-        """The first problem's field path."""
-        return self.problems[0].path
-
-    @property
-    def type(self) -> ErrorType:
-        """The first problem's Kubernetes error type."""
-        return self.problems[0].type
-
-    @property
-    def detail(self) -> str:
-        """The first problem's message."""
-        return self.problems[0].message
-
-    @classmethod
-    def of(cls, plugin: str, err: ValidationError) -> PluginArgsError:
-        """The error for a pydantic ``ValidationError`` of ``plugin``'s ``Args``."""
-        return cls(plugin, problems_from_validation_error(err))

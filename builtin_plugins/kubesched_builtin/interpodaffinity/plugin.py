@@ -59,9 +59,6 @@ class InterPodAffinityArgs(PluginArgs):
     @field_validator("hard_pod_affinity_weight", mode="wrap")
     @classmethod
     def _kubernetes_range_message(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> int:
-        # An explicit null is an unset pointer upstream: it gets the default.
-        if value is None:
-            return DEFAULT_HARD_POD_AFFINITY_WEIGHT
         try:
             return handler(value)
         except ValidationError as err:

@@ -150,18 +150,6 @@ class NodeResourcesFitArgs(PluginArgs):
         description="How Score ranks nodes; default LeastAllocated over cpu:1, memory:1.",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _defaults_for_unset(cls, data: Any) -> Any:
-        # SetDefaults_NodeResourcesFitArgs: a null scoringStrategy is the default one.
-        if isinstance(data, dict):
-            data = {
-                k: v
-                for k, v in data.items()
-                if not (k in ("scoringStrategy", "scoring_strategy") and v is None)
-            }
-        return data
-
     @model_validator(mode="after")
     def _validate(self) -> NodeResourcesFitArgs:
         # ValidateNodeResourcesFitArgs, in upstream's order.

@@ -51,7 +51,7 @@ class ResourceSpec(ArgsModel):
     def _default_weight(cls, value: object) -> object:
         # SetDefaults_NodeResources*Args: "If the weight is not set or it is explicitly
         # set to 0, then apply the default weight(1) instead."
-        return 1 if value is None or value == 0 else value
+        return 1 if value == 0 else value
 
 
 def default_resources() -> tuple[ResourceSpec, ...]:

@@ -111,16 +111,14 @@ class PodTopologySpreadArgs(PluginArgs):
     @model_validator(mode="before")
     @classmethod
     def _defaults_for_unset(cls, data: Any) -> Any:
-        # SetDefaults_PodTopologySpreadArgs: an empty defaultingType is System, and a
-        # null field is unset (a YAML "key:" with no value).
+        # SetDefaults_PodTopologySpreadArgs: an empty defaultingType is System (a null
+        # one is unset for every args model, see kubesched.ArgsModel).
         if isinstance(data, dict):
-            data = dict(data)
-            for key in ("defaultingType", "defaulting_type"):
-                if key in data and data[key] in (None, ""):
-                    del data[key]
-            for key in ("defaultConstraints", "default_constraints"):
-                if key in data and data[key] is None:
-                    del data[key]
+            data = {
+                k: v
+                for k, v in data.items()
+                if not (k in ("defaultingType", "defaulting_type") and v == "")
+            }
         return data
 
     @model_validator(mode="after")
