@@ -70,6 +70,7 @@ from kubesched.framework.preemption import (
     pick_one_node_for_preemption,
 )
 from kubesched.framework.runtime.waiting_pods import WaitingPod
+from kubesched.framework.sdk import SDK_VERSION
 from kubesched.framework.types import (
     AffinityTerm,
     HostPort,
@@ -85,7 +86,7 @@ from kubesched.framework.types import (
 
 __version__ = "0.1.0"
 
-__sdk_version__ = "1.0"
+__sdk_version__ = SDK_VERSION
 """The version of the plugin SDK (this namespace's ``__all__``), ``MAJOR.MINOR``.
 
 A minor release only adds to the SDK or deprecates (with a warning for one minor

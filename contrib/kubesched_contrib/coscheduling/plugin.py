@@ -131,6 +131,7 @@ class Coscheduling:
     of them have a node (QueueSort, PreFilter, PostFilter, Reserve, Permit)."""
 
     name = NAME
+    sdk_version = "1.0"
     Args = CoschedulingArgs
 
     def __init__(self, args: CoschedulingArgs | None, handle: Any) -> None:

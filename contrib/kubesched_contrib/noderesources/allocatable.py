@@ -109,6 +109,7 @@ class NodeResourcesAllocatable:
     """Ranks nodes by their weighted allocatable resources, smallest (or largest) first."""
 
     name = NAME
+    sdk_version = "1.0"
     Args = NodeResourcesAllocatableArgs
 
     def __init__(self, args: NodeResourcesAllocatableArgs | None, handle: Any) -> None:

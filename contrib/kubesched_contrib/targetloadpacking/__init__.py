@@ -167,6 +167,7 @@ class TargetLoadPacking:
     """Favours nodes whose predicted CPU utilisation stays just under the target."""
 
     name = NAME
+    sdk_version = "1.0"
     Args = TargetLoadPackingArgs
 
     def __init__(self, args: TargetLoadPackingArgs | None, handle: Any) -> None:
