@@ -48,7 +48,7 @@ from kubesched.framework.handle import (
     ClusterClient,
     EventRecorder,
     Handle,
-    Nominator,
+    PodNominator,
     SnapshotLister,
 )
 from kubesched.framework.listers import ObjectLister
@@ -132,7 +132,6 @@ __all__ = [
     "NodeScores",
     "NodeTable",
     "NodeToStatus",
-    "Nominator",
     "NotFoundError",
     "ObjectLister",
     "PDBView",
@@ -140,6 +139,7 @@ __all__ = [
     "PluginArgsError",
     "PodCondition",
     "PodInfo",
+    "PodNominator",
     "PodsToActivate",
     "PostFilterResult",
     "PreFilterResult",

@@ -25,7 +25,7 @@ __all__ = [
     "ClusterClient",
     "EventRecorder",
     "Handle",
-    "Nominator",
+    "PodNominator",
     "SnapshotLister",
 ]
 
@@ -79,7 +79,7 @@ class EventRecorder(Protocol):
         ...
 
 
-class Nominator(Protocol):
+class PodNominator(Protocol):
     """``handle.nominator``: the pods nominated to nodes by preemption."""
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
@@ -104,7 +104,7 @@ class Handle(Protocol):
     client: ClusterClient | None
     lister: ObjectLister | None
     event_recorder: EventRecorder | None
-    nominator: Nominator | None
+    nominator: PodNominator | None
     metrics: Any
     clock: Any
     rng: random.Random

@@ -449,7 +449,7 @@ class Evaluator:
         if not potential:
             return [], {}, []
         offset, num_candidates = self.interface.get_offset_and_num_candidates(len(potential))
-        pdbs = self._pdbs_for(potential)
+        pdbs = self.pdbs_for(potential)
         if explanation is not None:
             explanation.potential_nodes = len(potential)
             explanation.offset = offset
@@ -458,7 +458,7 @@ class Evaluator:
             state, pod_info, potential, pdbs, offset, num_candidates, explanation
         )
 
-    def _pdbs_for(self, nodes: Sequence[NodeInfo]) -> list[PDBView]:
+    def pdbs_for(self, nodes: Sequence[NodeInfo]) -> list[PDBView]:
         """The PDBs of the namespaces of the pods on ``nodes``, read once for the attempt.
 
         Upstream lists every PDB of the cluster; only those in a victim's namespace can
