@@ -1003,7 +1003,7 @@ _QN = (
         (
             {"ignoredResources": ["a/b/c"]},
             [
-                f'args.ignoredResources[0]: Invalid value: "a/b/c": a qualified name {_QN} '
+                f'args.ignoredResources[0]: Invalid value: "a/b/c": a valid label key {_QN} '
                 "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
             ],
         ),

@@ -68,6 +68,7 @@ from .meta import (
     OwnerReference,
 )
 from .nodeaffinity import (
+    NodeSelectorTermError,
     NodeSelectorTermsMatcher,
     PreferredSchedulingTermsScorer,
     RequiredNodeAffinity,
@@ -90,8 +91,11 @@ from .resources import (
 from .selectors import (
     MATCH_EVERYTHING,
     MATCH_NOTHING,
+    LabelSelectorError,
     LabelSelectorMatcher,
+    aggregate_message,
     compile_label_selector,
+    requirement_errors,
     selector_from_set,
 )
 from .tolerations import (
@@ -141,6 +145,7 @@ __all__ = [
     "KubeModel",
     "KubeObject",
     "LabelSelector",
+    "LabelSelectorError",
     "LabelSelectorMatcher",
     "LabelSelectorRequirement",
     "Lease",
@@ -154,6 +159,7 @@ __all__ = [
     "NodeSelector",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
+    "NodeSelectorTermError",
     "NodeSelectorTermsMatcher",
     "NodeSpec",
     "NodeStatus",
@@ -195,6 +201,7 @@ __all__ = [
     "TopologySpreadConstraint",
     "Volume",
     "WeightedPodAffinityTerm",
+    "aggregate_message",
     "compile_label_selector",
     "find_untolerated_taint",
     "is_extended_resource_name",
@@ -208,6 +215,7 @@ __all__ = [
     "pod_non_zero_requests",
     "pod_requests",
     "register_kind",
+    "requirement_errors",
     "resolve_kind",
     "resource_value",
     "selector_from_set",

@@ -10,7 +10,6 @@ with :func:`raise_args_errors`, so that ``kubesched config validate`` and the Py
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from kubesched.api.validation.syntax import is_qualified_name
 from kubesched.errors import ErrorType, show_value
 
 __all__ = [
@@ -132,55 +132,7 @@ def raise_args_errors(title: str, errors: Sequence[ArgsError]) -> None:
     )
 
 
-# k8s.io/apimachinery/pkg/util/validation: IsQualifiedName / IsDNS1123Subdomain, with
-# upstream's exact error texts (metav1validation.ValidateLabelName reports each of them
-# as field.Invalid).
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_NAME_RE = re.compile(_QUALIFIED_NAME_FMT)
-_QUALIFIED_NAME_ERR = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
-    f"used for validation is '{_QUALIFIED_NAME_FMT}')"
-)
-_DNS1123_SUBDOMAIN_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
-_DNS1123_SUBDOMAIN_ERR = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-    "'-' or '.', and must start and end with an alphanumeric character (e.g. "
-    f"'example.com', regex used for validation is '{_DNS1123_SUBDOMAIN_FMT}')"
-)
-
-
-def _qualified_name_messages(value: str) -> list[str]:
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-        errs: list[str] = []
-    elif len(parts) == 2:
-        prefix, name = parts
-        errs = []
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part must be no more than 253 characters")
-            if not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
-                errs.append("prefix part " + _DNS1123_SUBDOMAIN_ERR)
-    else:
-        return [
-            "a qualified name "
-            + _QUALIFIED_NAME_ERR
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 characters")
-    if not _QUALIFIED_NAME_RE.fullmatch(name):
-        errs.append("name part " + _QUALIFIED_NAME_ERR)
-    return errs
-
-
 def label_name_errors(loc: Sequence[str | int], value: str) -> list[ArgsError]:
-    """``metav1validation.ValidateLabelName``: one ``Invalid value`` per problem."""
-    return [invalid(loc, value, msg) for msg in _qualified_name_messages(value)]
+    """``metav1validation.ValidateLabelName``: one ``Invalid value`` per problem
+    ``IsQualifiedName`` finds, in upstream's words."""
+    return [invalid(loc, value, msg) for msg in is_qualified_name(value)]
