@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
 from kubesched.api import Node, Pod, TopologySpreadConstraint
+from kubesched.api.validation import is_qualified_name
 from kubesched.framework.args import PluginArgs
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import (
@@ -37,7 +38,6 @@ from .common import (
     default_selector,
     filter_topology_spread_constraints,
     node_labels_match_spread_constraints,
-    qualified_name_errors,
     table_for,
 )
 from .filtering import ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH
@@ -147,7 +147,7 @@ class PodTopologySpreadArgs(PluginArgs):
             else:
                 errs.extend(
                     f"{p}.topologyKey: Invalid value: {_show(c.topology_key)}: {m}"
-                    for m in qualified_name_errors(c.topology_key)
+                    for m in is_qualified_name(c.topology_key)
                 )
             if not c.when_unsatisfiable:
                 errs.append(f"{p}.whenUnsatisfiable: Required value: can not be empty")

@@ -67,8 +67,9 @@ def _prepare(
     pods: Iterable[PodLike],
     plugin: str,
     node_statuses: Mapping[str, Status | Code | str] | None,
-    absent_status: Status,
+    absent_status: Status | None,
 ):
+    absent = absent_status if absent_status is not None else Status.unresolvable()
     snap = snapshot_of(nodes, pods)
     pi = as_pod_info(pod)
     state = fw.new_cycle_state()
@@ -79,7 +80,7 @@ def _prepare(
         fw.set_snapshot(snap)
         fw.run_pre_filter_plugins(state, pi, snap.list())
         given = {name: _status(s) for name, s in node_statuses.items()}
-        statuses = {ni.name: given.get(ni.name, absent_status) for ni in snap.list()}
+        statuses = {ni.name: given.get(ni.name, absent) for ni in snap.list()}
     evaluator = _evaluator(fw, plugin)
     potential = nodes_where_preemption_might_help(snap.list(), statuses)
     return state, pi, evaluator, potential

@@ -142,7 +142,22 @@ def _success_is_none(status: Status | None) -> Status:
     return Status() if status is None else status
 
 
-class FilterRun(Mapping[str, Status]):
+class _ByNode(Mapping[str, Any]):
+    """A read-only ``{node: value}`` mapping that carries more about the run beside it."""
+
+    _by_node: dict[str, Any]
+
+    def __getitem__(self, node: str) -> Any:
+        return self._by_node[node]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_node)
+
+    def __len__(self) -> int:
+        return len(self._by_node)
+
+
+class FilterRun(_ByNode):
     """What PreFilter and Filter said about a pod, node by node (``run_filter``'s result).
 
     As a mapping, each node's status as the scheduler's diagnosis records it: Filter's
@@ -172,7 +187,7 @@ class FilterRun(Mapping[str, Status]):
         batch: dict[str, Status],
         state: CycleState,
     ) -> None:
-        self._statuses = statuses
+        self._by_node = statuses
         self.pre_filter = pre_filter
         self.pre_filter_result = pre_filter_result
         self.node_names: frozenset[str] | None = (
@@ -185,17 +200,8 @@ class FilterRun(Mapping[str, Status]):
         self.batch = batch
         self.state = state
 
-    def __getitem__(self, node: str) -> Status:
-        return self._statuses[node]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._statuses)
-
-    def __len__(self) -> int:
-        return len(self._statuses)
-
     def __repr__(self) -> str:
-        return f"FilterRun(pre_filter={self.pre_filter!r}, statuses={self._statuses!r})"
+        return f"FilterRun(pre_filter={self.pre_filter!r}, statuses={self._by_node!r})"
 
 
 def _same(a: Status, b: Status) -> bool:
@@ -257,7 +263,7 @@ def run_filter(
     return FilterRun(statuses, status, pre, skipped, per_node, batch, state)
 
 
-class ScoreRun(Mapping[str, int]):
+class ScoreRun(_ByNode):
     """Scores of the feasible nodes (``run_score``'s result).
 
     As a mapping, the chosen view by node name: one plugin's normalised (or raw) score,
@@ -280,7 +286,7 @@ class ScoreRun(Mapping[str, int]):
         skipped_plugins: frozenset[str],
         state: CycleState,
     ) -> None:
-        self._scores = scores
+        self._by_node = scores
         self.skipped = skipped
         self.raw = raw
         self.normalized = normalized
@@ -289,17 +295,8 @@ class ScoreRun(Mapping[str, int]):
         self.skipped_plugins = skipped_plugins
         self.state = state
 
-    def __getitem__(self, node: str) -> int:
-        return self._scores[node]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._scores)
-
-    def __len__(self) -> int:
-        return len(self._scores)
-
     def __repr__(self) -> str:
-        return f"ScoreRun(skipped={self.skipped}, scores={self._scores!r})"
+        return f"ScoreRun(skipped={self.skipped}, scores={self._by_node!r})"
 
 
 def run_score(
