@@ -314,6 +314,9 @@ def _describe(name: str, obj: object, attribute_docs: dict[str, str]) -> list[st
         out = [f"#### class `{name}`", ""]
         if doc:
             out += [doc, ""]
+        for attr, annotation in vars(obj).get("__annotations__", {}).items():
+            if not attr.startswith("_"):
+                out.append(f"- `{attr}`: `{annotation}`")
         for meth, member in _public_methods(obj):
             if isinstance(member, property):
                 out.append(f"- `{meth}` (property): {_first_line(member.__doc__)}")
