@@ -40,6 +40,12 @@ def test_kinds_cover_the_objects_we_read() -> None:
         "PodDisruptionBudget",
         "RuntimeClass",
         "Lease",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "StorageClass",
+        "CSINode",
+        "CSIDriver",
+        "CSIStorageCapacity",
     }
     assert all(cls.model_fields["kind"].default == kind for kind, cls in KINDS.items())
 

@@ -15,6 +15,16 @@ from .meta import (
     NullableList,
 )
 from .quantity import Quantity
+from .volumes import (
+    AWSElasticBlockStoreVolumeSource,
+    AzureDiskVolumeSource,
+    CinderVolumeSource,
+    CSIVolumeSource,
+    EphemeralVolumeSource,
+    GCEPersistentDiskVolumeSource,
+    ISCSIVolumeSource,
+    RBDVolumeSource,
+)
 
 __all__ = [
     "Affinity",
@@ -214,16 +224,25 @@ class PersistentVolumeClaimVolumeSource(KubeModel):
 
 
 class Volume(KubeModel):
-    """``v1.Volume``. Sources other than PVC/ephemeral are kept as-is in ``model_extra``."""
+    """``v1.Volume`` with the sources the volume plugins read; other sources (configMap,
+    emptyDir, ...) are kept as-is in ``model_extra``."""
 
     model_config = ConfigDict(extra="allow")
 
     name: str
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
-    ephemeral: dict[str, Any] | None = None
+    ephemeral: EphemeralVolumeSource | None = None
+    csi: CSIVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    azure_disk: AzureDiskVolumeSource | None = None
+    cinder: CinderVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
 
     def source(self, key: str) -> Any:
-        """The raw volume source under camelCase ``key`` (e.g. ``"gcePersistentDisk"``), or None."""
+        """A source kubesched does not model, raw, under its camelCase ``key`` (e.g.
+        ``"configMap"``), or None."""
         extra = self.model_extra or {}
         return extra.get(key)
 
