@@ -12,9 +12,11 @@ from kubesched import (
     ClusterEvent,
     ClusterEventWithHint,
     Code,
+    CycleState,
     EventResource,
     NodeInfo,
     QueueingHint,
+    StateKey,
     Status,
     hookimpl,
 )
@@ -40,6 +42,11 @@ AWS_EBS_PLUGIN = "kubernetes.io/aws-ebs"
 GCE_PD_PLUGIN = "kubernetes.io/gce-pd"
 AZURE_DISK_PLUGIN = "kubernetes.io/azure-disk"
 CINDER_PLUGIN = "kubernetes.io/cinder"
+
+_PLACED_CACHE_MAX = 200_000
+
+STATE_KEY: StateKey[dict[str, dict[str, str] | Status]] = StateKey("PreFilter" + NAME)
+"""Per cycle: the new pod's volumes by the node's migrated-plugins annotation."""
 
 IN_TREE_TO_CSI = {
     AWS_EBS_PLUGIN: "ebs.csi.aws.com",
@@ -97,21 +104,43 @@ class NodeVolumeLimits:
         # As upstream: unbound claims get a handle no real volume has, so a claim bound
         # during the cycle is not mistaken for the same volume twice.
         self._random_prefix = uuid.uuid4().hex
+        # The volumes of pods already on nodes, by (pod uid, node's migrated plugins):
+        # every Filter call walks every pod of the node, and a placed pod's volumes do
+        # not change (its claims were bound before it was). Only fully resolved answers
+        # (every claim backed by a PV) are kept.
+        self._placed: dict[tuple[str, str], dict[str, str]] = {}
 
     def _get(self, kind: str, namespace: str | None, name: str) -> Any:
         lister = getattr(self._handle, "lister", None)
         return lister.get_object(kind, namespace, name) if lister is not None else None
 
     @hookimpl
-    def pre_filter(self, pod: Pod) -> Status | None:
+    def pre_filter(self, state: CycleState, pod: Pod) -> Status | None:
         for v in pod.spec.volumes:
             if (
                 v.persistent_volume_claim is not None
                 or v.ephemeral is not None
                 or _in_tree_source(v) is not None
             ):
+                state.write(STATE_KEY, {})
                 return None
         return Status.skip()
+
+    def _new_volumes(
+        self, state: CycleState, pod: Pod, csi_node: CSINode | None
+    ) -> dict[str, str] | Status:
+        """The pod's volumes as a node with ``csi_node`` sees them; computed once per
+        cycle per set of migrated plugins (the only node-dependent input)."""
+        memo = state.get(STATE_KEY)
+        migrated = csi_node.metadata.annotations.get(ANN_MIGRATED_PLUGINS, "") if csi_node else ""
+        if memo is not None and migrated in memo:
+            return memo[migrated]
+        out: dict[str, str] = {}
+        status = self._attachable_volumes(pod, csi_node, True, out)
+        result = status if isinstance(status, Status) else out
+        if memo is not None:
+            memo[migrated] = result
+        return result
 
     def _driver_info_from_class(
         self, csi_node: CSINode | None, pvc: PersistentVolumeClaim
@@ -148,10 +177,28 @@ class NodeVolumeLimits:
             return None
         return IN_TREE_TO_CSI[in_tree[0]], in_tree[1]
 
+    def _placed_volumes(self, pod: Pod, csi_node: CSINode | None) -> dict[str, str] | Status:
+        migrated = csi_node.metadata.annotations.get(ANN_MIGRATED_PLUGINS, "") if csi_node else ""
+        key = (pod.metadata.uid or pod.key, migrated)
+        hit = self._placed.get(key)
+        if hit is not None:
+            return hit
+        out: dict[str, str] = {}
+        resolved = self._attachable_volumes(pod, csi_node, False, out)
+        if isinstance(resolved, Status):
+            return resolved
+        if resolved:
+            if len(self._placed) >= _PLACED_CACHE_MAX:
+                self._placed.clear()
+            self._placed[key] = out
+        return out
+
     def _attachable_volumes(
         self, pod: Pod, csi_node: CSINode | None, new_pod: bool, out: dict[str, str]
-    ) -> Status | None:
-        """``filterAttachableVolumes``: add ``driver/handle -> driver`` for each volume."""
+    ) -> Status | bool:
+        """``filterAttachableVolumes``: add ``driver/handle -> driver`` for each volume;
+        True when every claim resolved to its PersistentVolume."""
+        resolved = True
         for v in pod.spec.volumes:
             name, ephemeral = self._claim_name(pod, v)
             if name is None:
@@ -173,17 +220,20 @@ class NodeVolumeLimits:
                         f"looking up PVC {pod.namespace}/{name}: "
                         f'persistentvolumeclaim "{name}" not found',
                     )
+                resolved = False
                 continue
             if ephemeral:
                 err = ephemeral_volume_is_for_pod(pod, pvc)
                 if err is not None:
                     return Status(Code.ERROR, err)
+            if not pvc.spec.volume_name:
+                resolved = False
             info = self._driver_info(csi_node, pvc)
             if info is None or not info[0] or not info[1]:
                 continue
             driver, handle = info
             out[f"{driver}/{handle}"] = driver
-        return None
+        return resolved
 
     @staticmethod
     def _claim_name(pod: Pod, v: Volume) -> tuple[str | None, bool]:
@@ -194,16 +244,16 @@ class NodeVolumeLimits:
         return None, False
 
     @hookimpl
-    def filter(self, pod: Pod, node_info: NodeInfo) -> Status | None:
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if not pod.spec.volumes or node_info.node is None:
             return None
         csi_node: CSINode | None = self._get("CSINode", None, node_info.name)
-        new_volumes: dict[str, str] = {}
-        status = self._attachable_volumes(pod, csi_node, True, new_volumes)
-        if status is not None:
-            return status
-        if not new_volumes:
+        computed = self._new_volumes(state, pod, csi_node)
+        if isinstance(computed, Status):
+            return computed
+        if not computed:
             return None
+        new_volumes = dict(computed)
         limits = {
             d.name: d.allocatable.count
             for d in (csi_node.spec.drivers if csi_node is not None else ())
@@ -213,9 +263,12 @@ class NodeVolumeLimits:
             return None
         attached: dict[str, str] = {}
         for existing in node_info.pods:
-            status = self._attachable_volumes(existing.pod, csi_node, False, attached)
-            if status is not None:
-                return status
+            if not existing.pod.spec.volumes:
+                continue
+            volumes = self._placed_volumes(existing.pod, csi_node)
+            if isinstance(volumes, Status):
+                return volumes
+            attached.update(volumes)
         attached_count: dict[str, int] = {}
         for unique, driver in attached.items():
             new_volumes.pop(unique, None)  # a volume shared with a running pod counts once

@@ -17,12 +17,14 @@ from kubesched.api import (
     CSIDriver,
     CSIStorageCapacity,
     KubeObject,
+    LabelSelectorMatcher,
     Node,
     ObjectReference,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
     StorageClass,
+    compile_label_selector,
 )
 from kubesched.api.volumeutil import (
     check_volume_node_affinity,
@@ -31,7 +33,6 @@ from kubesched.api.volumeutil import (
     is_volume_bound_to_claim,
     match_topology_selector_terms,
     pod_claim_names,
-    storage_capacity_reaches,
     storage_capacity_sufficient,
 )
 
@@ -115,11 +116,24 @@ class PodVolumeClaims:
     bound: list[PersistentVolumeClaim] = field(default_factory=list)
     delayed: list[PersistentVolumeClaim] = field(default_factory=list)
     immediate: list[PersistentVolumeClaim] = field(default_factory=list)
-    volumes_by_class: dict[str, list[PersistentVolume]] = field(default_factory=dict)
+    candidate_volumes: dict[str, list[PersistentVolume]] = field(default_factory=dict)
+    """Per delayed claim (by key): the PVs that may match it on some node."""
     bound_volumes: dict[str, PersistentVolume | None] = field(default_factory=dict)
     classes: dict[str, StorageClass | None] = field(default_factory=dict)
     drivers: dict[str, CSIDriver | None] = field(default_factory=dict)
-    capacities: list[CSIStorageCapacity] | None = None
+    capacities: dict[str, list[tuple[CSIStorageCapacity, LabelSelectorMatcher]]] = field(
+        default_factory=dict
+    )
+    """Per class: its CSIStorageCapacity segments with their compiled nodeTopology."""
+    decisive_labels: tuple[str, ...] | None = None
+    """The node labels Filter's answer depends on (PV node affinity, allowedTopologies,
+    capacity nodeTopology); None when that cannot be told (a PV selects nodes by name)."""
+    decided_by_name: bool = False
+    """Whether the node's name matters too (a claim with a selected node)."""
+    decisions: dict[tuple[str | None, ...], tuple[PodVolumes, list[str]]] = field(
+        default_factory=dict
+    )
+    """Filter's answers by (name, decisive label values): nodes alike get the same one."""
 
 
 @dataclass
@@ -213,8 +227,44 @@ class VolumeBinder:
             for pv in self.pv_cache.list():
                 by_class.setdefault(pv.spec.storage_class_name, []).append(pv)
             for pvc in out.delayed:
-                out.volumes_by_class[pvc.class_name] = by_class.get(pvc.class_name, [])
+                # Only volumes that are free, or pre-bound to this claim, can ever match
+                # it, whatever the node: select them once, not on every node.
+                out.candidate_volumes[pvc.key] = [
+                    pv
+                    for pv in by_class.get(pvc.class_name, ())
+                    if (pv.spec.claim_ref is None and pv.status.phase == "Available")
+                    or is_volume_bound_to_claim(pv, pvc)
+                ]
+        out.decisive_labels = self._decisive_labels(out)
         return out
+
+    def _decisive_labels(self, claims: PodVolumeClaims) -> tuple[str, ...] | None:
+        keys: set[str] = set()
+        volumes = [v for v in claims.bound_volumes.values() if v is not None]
+        for pvc in claims.delayed:
+            volumes += claims.candidate_volumes.get(pvc.key, ())
+            if ANN_SELECTED_NODE in pvc.metadata.annotations:
+                claims.decided_by_name = True
+            sc = self._class(claims, pvc.class_name)
+            if sc is None:
+                return None
+            for term in sc.allowed_topologies:
+                keys.update(r.key for r in term.match_label_expressions)
+            if sc.name not in claims.capacities:
+                claims.capacities[sc.name] = self._capacity_segments(sc.name)
+            for cap, _ in claims.capacities[sc.name]:
+                topology = cap.node_topology
+                if topology is not None:
+                    keys.update(topology.match_labels or ())
+                    keys.update(e.key for e in topology.match_expressions or ())
+        for pv in volumes:
+            affinity = pv.spec.node_affinity
+            required = affinity.required if affinity is not None else None
+            for term in required.node_selector_terms if required is not None else ():
+                if term.match_fields:
+                    return None
+                keys.update(r.key for r in term.match_expressions)
+        return tuple(sorted(keys))
 
     def _class(self, claims: PodVolumeClaims, name: str) -> StorageClass | None:
         if not name:
@@ -229,6 +279,23 @@ class VolumeBinder:
         """``FindPodVolumes``: the node's static bindings and provisions, or the reasons
         it cannot serve the pod's claims. Raises ``VolumeBindingError`` for a claim
         whose class is missing (an error, not a node's fault)."""
+        keys = claims.decisive_labels
+        if keys is None:
+            return self._find_pod_volumes(claims, node)
+        labels = node.metadata.labels
+        key = (node.name if claims.decided_by_name else None, *(labels.get(k) for k in keys))
+        hit = claims.decisions.get(key)
+        if hit is None:
+            hit = claims.decisions[key] = self._find_pod_volumes(claims, node)
+        # Each node gets its own lists: Reserve rewrites the chosen node's.
+        volumes, reasons = hit
+        return PodVolumes(list(volumes.static_bindings), list(volumes.dynamic_provisions)), list(
+            reasons
+        )
+
+    def _find_pod_volumes(
+        self, claims: PodVolumeClaims, node: Node
+    ) -> tuple[PodVolumes, list[str]]:
         pv = PodVolumes()
         labels = node.metadata.labels
         bound_ok = pv_found = unbound_ok = sufficient = True
@@ -274,7 +341,7 @@ class VolumeBinder:
             for pvc in sorted(to_match, key=lambda c: c.spec.storage_request()):
                 try:
                     vol = find_matching_volume(
-                        pvc, claims.volumes_by_class.get(pvc.class_name, ()), labels, chosen, True
+                        pvc, claims.candidate_volumes.get(pvc.key, ()), labels, chosen, True
                     )
                 except ValueError as err:
                     raise VolumeBindingError(str(err)) from None
@@ -324,21 +391,29 @@ class VolumeBinder:
         driver = claims.drivers[sc.provisioner]
         if driver is None or not driver.spec.storage_capacity:
             return True, None
-        if claims.capacities is None:
-            lister = self._lister()
-            claims.capacities = (
-                list(lister.list_objects("CSIStorageCapacity")) if lister is not None else []
-            )
+        segments = claims.capacities.get(sc.name)
+        if segments is None:
+            segments = claims.capacities[sc.name] = self._capacity_segments(sc.name)
         size = pvc.spec.storage_request()
         labels = node.metadata.labels
-        for cap in claims.capacities:
-            if (
-                cap.storage_class_name == sc.name
-                and storage_capacity_sufficient(cap, size)
-                and storage_capacity_reaches(cap, labels)
-            ):
+        for cap, reaches in segments:
+            if storage_capacity_sufficient(cap, size) and reaches.matches(labels):
                 return True, cap
         return False, None
+
+    def _capacity_segments(
+        self, class_name: str
+    ) -> list[tuple[CSIStorageCapacity, LabelSelectorMatcher]]:
+        lister = self._lister()
+        out = []
+        for cap in lister.list_objects("CSIStorageCapacity") if lister is not None else ():
+            if cap.storage_class_name != class_name or cap.node_topology is None:
+                continue  # a segment without nodeTopology reaches no node
+            try:
+                out.append((cap, compile_label_selector(cap.node_topology)))
+            except ValueError:
+                continue
+        return out
 
     # -- Reserve / Unreserve -------------------------------------------------------------
 

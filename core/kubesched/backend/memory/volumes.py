@@ -9,7 +9,6 @@ from kubesched.api import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_PROVISIONED_BY,
     ANN_SELECTED_NODE,
-    ANN_STORAGE_PROVISIONER,
     NOT_SUPPORTED_PROVISIONER,
     CSIDriver,
     CSINode,
@@ -205,9 +204,9 @@ class VolumeControllers:
             self._set_claim_phase(pvc, "Pending")
 
     def _set_claim_phase(self, pvc: PersistentVolumeClaim, phase: str) -> None:
-        new = pvc.model_copy(deep=True)
-        new.status.phase = phase  # type: ignore[assignment]
-        self.cluster.update(new)
+        # Shallow copies suffice: the store copies what it is given.
+        status = pvc.status.model_copy(update={"phase": phase})
+        self.cluster.update(pvc.model_copy(update={"status": status}))
 
     def _complete_claim(self, pvc: PersistentVolumeClaim, pv: PersistentVolume) -> None:
         """Mark the claim bound to ``pv`` (``bindClaimToVolume`` + status)."""
@@ -290,9 +289,8 @@ class VolumeControllers:
             self.cluster.update(new)
 
     def _set_volume_phase(self, pv: PersistentVolume, phase: str) -> None:
-        new = pv.model_copy(deep=True)
-        new.status.phase = phase  # type: ignore[assignment]
-        self.cluster.update(new)
+        status = pv.status.model_copy(update={"phase": phase})
+        self.cluster.update(pv.model_copy(update={"status": status}))
 
     def _reclaim(self, pv: PersistentVolume) -> None:
         policy = pv.spec.persistent_volume_reclaim_policy
@@ -412,7 +410,8 @@ class VolumeControllers:
                     "uid": pvc.metadata.uid,
                 },
             },
-            "status": {"phase": "Pending"},
+            # The PV controller would mark it Bound at once: save that write.
+            "status": {"phase": "Bound"},
         }
         if terms:
             manifest["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": terms}}  # type: ignore[index]
@@ -425,14 +424,6 @@ class VolumeControllers:
             "ProvisioningSucceeded",
             f"Successfully provisioned volume {name}{where}",
         )
-        current = self.cluster.try_get("PersistentVolumeClaim", pvc.namespace, pvc.name)
-        if (
-            current is not None
-            and current.metadata.annotations.get(ANN_STORAGE_PROVISIONER) is None
-        ):
-            new = current.model_copy(deep=True)
-            new.metadata.annotations[ANN_STORAGE_PROVISIONER] = sc.provisioner
-            self.cluster.update(new)
 
     def _provisioning_failed(self, pvc: PersistentVolumeClaim, sc: StorageClass, why: str) -> None:
         self._event(
