@@ -14,6 +14,7 @@ from kubesched import (
     Code,
     CycleState,
     EventResource,
+    NodeBatch,
     NodeInfo,
     QueueingHint,
     StateKey,
@@ -248,6 +249,28 @@ class NodeVolumeLimits:
         if not pod.spec.volumes or node_info.node is None:
             return None
         csi_node: CSINode | None = self._get("CSINode", None, node_info.name)
+        return self._check_node(state, pod, node_info, csi_node)
+
+    @hookimpl
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeBatch
+    ) -> Sequence[Status | None]:
+        """Filter for a batch, with the CSINodes listed once instead of looked up per node."""
+        infos = nodes.infos
+        if not pod.spec.volumes:
+            return [None] * len(infos)
+        lister = getattr(self._handle, "lister", None)
+        csi_nodes = (
+            {n.name: n for n in lister.list_objects("CSINode")} if lister is not None else {}
+        )
+        return [
+            None if ni.node is None else self._check_node(state, pod, ni, csi_nodes.get(ni.name))  # type: ignore[arg-type]
+            for ni in infos
+        ]
+
+    def _check_node(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo, csi_node: CSINode | None
+    ) -> Status | None:
         computed = self._new_volumes(state, pod, csi_node)
         if isinstance(computed, Status):
             return computed

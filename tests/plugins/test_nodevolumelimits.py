@@ -8,7 +8,14 @@ import pytest
 
 from kubesched import Code, QueueingHint
 from kubesched.framework.listers import StaticLister
-from kubesched.testing import assert_statuses, framework_for, make_node, make_pod, run_filter
+from kubesched.testing import (
+    assert_batch_matches_per_node,
+    assert_statuses,
+    framework_for,
+    make_node,
+    make_pod,
+    run_filter,
+)
 from kubesched_builtin.nodevolumelimits import (
     ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
     NAME,
@@ -147,3 +154,19 @@ def test_pods_without_volumes_skip() -> None:
 def test_csi_node_update_hint(old, new, expected) -> None:
     plugin = NodeVolumeLimits(None, None)
     assert plugin.is_schedulable_after_csi_node_updated(make_pod().obj(), old, new) is expected
+
+
+def test_filter_nodes_matches_filter() -> None:
+    nodes = [make_node(f"n{i}").obj() for i in range(6)]
+    claims = [f"c{i}" for i in range(8)]
+    objects = [
+        *bound_claims(*claims),
+        *(csi_node(f"n{i}", count=i % 3 + 1) for i in range(5)),  # n5 has no CSINode
+    ]
+    placed = [
+        pod_with(claim_volume(c), name=f"r{i}", uid=f"r{i}", node=f"n{i % 6}")
+        for i, c in enumerate(claims[:6])
+    ]
+    fw = framework_for(NodeVolumeLimits, lister=StaticLister(objects))
+    pod = pod_with(claim_volume("c6"), claim_volume("c7"))
+    assert_batch_matches_per_node(fw, NAME, pod, nodes, pods=placed)

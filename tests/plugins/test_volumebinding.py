@@ -16,7 +16,15 @@ from kubesched.api import ANN_SELECTED_NODE, parse_quantity
 from kubesched.backend.memory import MemoryCluster
 from kubesched.clock import FakeClock
 from kubesched.framework.listers import StaticLister
-from kubesched.testing import assert_statuses, framework_for, make_pod, run_filter, snapshot_of
+from kubesched.testing import (
+    assert_batch_matches_per_node,
+    assert_statuses,
+    framework_for,
+    make_node,
+    make_pod,
+    run_filter,
+    snapshot_of,
+)
 from kubesched_builtin.volumebinding import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
@@ -401,3 +409,23 @@ def test_pre_bind_fails_when_provisioning_fails_and_unreserve_rolls_back() -> No
     # Rolled back: the next cycle sees the claim as the API has it, and no room left.
     _, statuses = _cycle(fw, pod)
     assert_statuses(statuses, {n: (U, ERR_REASON_NOT_ENOUGH_SPACE) for n in ("n-a", "n-b", "n-c")})
+
+
+BATCH_CASES = [
+    ("capacity per zone", next(c for c in FILTER_CASES if c[0].startswith("storage capacity"))),
+    ("mixed reasons", next(c for c in FILTER_CASES if c[0].startswith("bound and unbound"))),
+    ("selected node", next(c for c in FILTER_CASES if c[0].startswith("selected node"))),
+    ("static PVs", next(c for c in FILTER_CASES if c[0].startswith("static PVs"))),
+]
+
+
+@pytest.mark.parametrize("case", [c[1] for c in BATCH_CASES], ids=[c[0] for c in BATCH_CASES])
+def test_filter_nodes_matches_filter(case) -> None:
+    _, objects, pod, _ = case
+    fw = framework_for(VolumeBinding, lister=StaticLister(objects))
+    many = [
+        make_node(f"n{i}-{z}").labels({"topology.kubernetes.io/zone": z}).obj()
+        for i in range(4)
+        for z in ("a", "b", "c")
+    ]
+    assert_batch_matches_per_node(fw, NAME, pod, [*NODES, *many])

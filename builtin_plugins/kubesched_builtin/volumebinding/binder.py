@@ -233,7 +233,7 @@ class VolumeBinder:
                     pv
                     for pv in by_class.get(pvc.class_name, ())
                     if (pv.spec.claim_ref is None and pv.status.phase == "Available")
-                    or is_volume_bound_to_claim(pv, pvc)
+                    or (pv.spec.claim_ref.name == pvc.name and is_volume_bound_to_claim(pv, pvc))
                 ]
         out.decisive_labels = self._decisive_labels(out)
         return out
@@ -275,23 +275,27 @@ class VolumeBinder:
 
     # -- Filter --------------------------------------------------------------------------
 
+    def decision_key(self, claims: PodVolumeClaims, node: Node) -> tuple[str | None, ...] | None:
+        """What Filter's answer for ``node`` depends on, or None when it cannot be told."""
+        keys = claims.decisive_labels
+        if keys is None:
+            return None
+        labels = node.metadata.labels
+        return (node.name if claims.decided_by_name else None, *(labels.get(k) for k in keys))
+
     def find_pod_volumes(self, claims: PodVolumeClaims, node: Node) -> tuple[PodVolumes, list[str]]:
         """``FindPodVolumes``: the node's static bindings and provisions, or the reasons
         it cannot serve the pod's claims. Raises ``VolumeBindingError`` for a claim
         whose class is missing (an error, not a node's fault)."""
-        keys = claims.decisive_labels
-        if keys is None:
+        key = self.decision_key(claims, node)
+        if key is None:
             return self._find_pod_volumes(claims, node)
-        labels = node.metadata.labels
-        key = (node.name if claims.decided_by_name else None, *(labels.get(k) for k in keys))
         hit = claims.decisions.get(key)
         if hit is None:
             hit = claims.decisions[key] = self._find_pod_volumes(claims, node)
-        # Each node gets its own lists: Reserve rewrites the chosen node's.
-        volumes, reasons = hit
-        return PodVolumes(list(volumes.static_bindings), list(volumes.dynamic_provisions)), list(
-            reasons
-        )
+        # Nodes alike share one PodVolumes: only the chosen node's is used after Reserve
+        # (which rewrites it), and a new cycle starts from new claims.
+        return hit
 
     def _find_pod_volumes(
         self, claims: PodVolumeClaims, node: Node

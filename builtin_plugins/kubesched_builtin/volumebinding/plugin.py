@@ -16,6 +16,7 @@ from kubesched import (
     Code,
     CycleState,
     EventResource,
+    NodeBatch,
     NodeInfo,
     PluginArgs,
     QueueingHint,
@@ -172,6 +173,41 @@ class VolumeBinding:
         if volumes.static_bindings:
             s.has_static_bindings = True
         return None
+
+    @hookimpl
+    def filter_nodes(self, state: CycleState, nodes: NodeBatch) -> Sequence[Status | None]:
+        """Filter for a batch: one verdict per group of nodes alike in the decisive labels
+        (the same as ``filter`` node by node, with one Status shared per group)."""
+        s = self._state(state)
+        infos = nodes.infos
+        if s.claims is None:
+            return [None] * len(infos)
+        claims = s.claims
+        statuses: dict[tuple[str, ...], Status] = {}
+        out: list[Status | None] = []
+        for info in infos:
+            node = info.node
+            if node is None:
+                out.append(None)
+                continue
+            try:
+                volumes, reasons = self.binder.find_pod_volumes(claims, node)
+            except VolumeBindingError as err:
+                out.append(Status(Code.ERROR, str(err)))
+                continue
+            if reasons:
+                status = statuses.get(tuple(reasons))
+                if status is None:
+                    status = statuses[tuple(reasons)] = Status(
+                        Code.UNSCHEDULABLE_AND_UNRESOLVABLE, *reasons
+                    )
+                out.append(status)
+                continue
+            s.by_node[node.name] = volumes
+            if volumes.static_bindings:
+                s.has_static_bindings = True
+            out.append(None)
+        return out
 
     # -- PreScore / Score ----------------------------------------------------------------
 
