@@ -46,8 +46,10 @@ CINDER_PLUGIN = "kubernetes.io/cinder"
 
 _PLACED_CACHE_MAX = 200_000
 
-STATE_KEY: StateKey[dict[str, dict[str, str] | Status]] = StateKey("PreFilter" + NAME)
-"""Per cycle: the new pod's volumes by the node's migrated-plugins annotation."""
+STATE_KEY: StateKey[dict[Any, Any]] = StateKey("PreFilter" + NAME)
+"""Per cycle: the new pod's volumes by the node's migrated-plugins annotation, and the
+CSINodes by name (under ``_CSI_NODES``)."""
+_CSI_NODES = object()
 
 IN_TREE_TO_CSI = {
     AWS_EBS_PLUGIN: "ebs.csi.aws.com",
@@ -110,6 +112,7 @@ class NodeVolumeLimits:
         # not change (its claims were bound before it was). Only fully resolved answers
         # (every claim backed by a PV) are kept.
         self._placed: dict[tuple[str, str], dict[str, str]] = {}
+        self._limits_of: dict[int, tuple[CSINode, dict[str, int]]] = {}
 
     def _get(self, kind: str, namespace: str | None, name: str) -> Any:
         lister = getattr(self._handle, "lister", None)
@@ -259,10 +262,14 @@ class NodeVolumeLimits:
         infos = nodes.infos
         if not pod.spec.volumes:
             return [None] * len(infos)
-        lister = getattr(self._handle, "lister", None)
-        csi_nodes = (
-            {n.name: n for n in lister.list_objects("CSINode")} if lister is not None else {}
-        )
+        memo = state.get(STATE_KEY)
+        csi_nodes = memo.get(_CSI_NODES) if memo is not None else None
+        if csi_nodes is None:
+            lister = getattr(self._handle, "lister", None)
+            objects = lister.list_objects("CSINode") if lister is not None else ()
+            csi_nodes = {n.metadata.name: n for n in objects}
+            if memo is not None:
+                memo[_CSI_NODES] = csi_nodes
         return [
             None if ni.node is None else self._check_node(state, pod, ni, csi_nodes.get(ni.name))  # type: ignore[arg-type]
             for ni in infos
@@ -276,14 +283,10 @@ class NodeVolumeLimits:
             return computed
         if not computed:
             return None
+        limits = self._limits(csi_node)
+        if not any(driver in limits for driver in computed.values()):
+            return None  # only drivers with a limit can reject the node
         new_volumes = dict(computed)
-        limits = {
-            d.name: d.allocatable.count
-            for d in (csi_node.spec.drivers if csi_node is not None else ())
-            if d.allocatable is not None and d.allocatable.count is not None
-        }
-        if not limits:
-            return None
         attached: dict[str, str] = {}
         for existing in node_info.pods:
             if not existing.pod.spec.volumes:
@@ -304,6 +307,24 @@ class NodeVolumeLimits:
             if limit is not None and attached_count.get(driver, 0) + count > limit:
                 return Status(Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
         return None
+
+    def _limits(self, csi_node: CSINode | None) -> dict[str, int]:
+        """Each driver's ``allocatable.count`` in ``csi_node`` (none without a CSINode)."""
+        if csi_node is None:
+            return {}
+        # By object: a changed CSINode is a new object in the lister.
+        hit = self._limits_of.get(id(csi_node))
+        if hit is not None and hit[0] is csi_node:
+            return hit[1]
+        limits = {
+            d.name: d.allocatable.count
+            for d in csi_node.spec.drivers
+            if d.allocatable is not None and d.allocatable.count is not None
+        }
+        if len(self._limits_of) >= _PLACED_CACHE_MAX:
+            self._limits_of.clear()
+        self._limits_of[id(csi_node)] = (csi_node, limits)
+        return limits
 
     # -- events --------------------------------------------------------------------------
 

@@ -283,11 +283,15 @@ class VolumeBinder:
         labels = node.metadata.labels
         return (node.name if claims.decided_by_name else None, *(labels.get(k) for k in keys))
 
-    def find_pod_volumes(self, claims: PodVolumeClaims, node: Node) -> tuple[PodVolumes, list[str]]:
+    def find_pod_volumes(
+        self, claims: PodVolumeClaims, node: Node, key: tuple[str | None, ...] | None = None
+    ) -> tuple[PodVolumes, list[str]]:
         """``FindPodVolumes``: the node's static bindings and provisions, or the reasons
         it cannot serve the pod's claims. Raises ``VolumeBindingError`` for a claim
-        whose class is missing (an error, not a node's fault)."""
-        key = self.decision_key(claims, node)
+        whose class is missing (an error, not a node's fault). ``key``, when given, is
+        the node's :meth:`decision_key`."""
+        if key is None:
+            key = self.decision_key(claims, node)
         if key is None:
             return self._find_pod_volumes(claims, node)
         hit = claims.decisions.get(key)
@@ -453,8 +457,12 @@ class VolumeBinder:
             bindings.append((pvc, new))
         provisions = []
         for prov in volumes.dynamic_provisions:
-            new_claim = prov.pvc.model_copy(deep=True)
-            new_claim.metadata.annotations[ANN_SELECTED_NODE] = node_name
+            # A shallow copy with new annotations: the claim's other parts are not changed.
+            meta = prov.pvc.metadata
+            annotations = {**meta.annotations, ANN_SELECTED_NODE: node_name}
+            new_claim = prov.pvc.model_copy(
+                update={"metadata": meta.model_copy(update={"annotations": annotations})}
+            )
             self.pvc_cache.assume(new_claim, prov.pvc)
             provisions.append(DynamicProvision(new_claim, prov.capacity))
         volumes.static_bindings = bindings

@@ -185,13 +185,20 @@ class VolumeBinding:
         claims = s.claims
         statuses: dict[tuple[str, ...], Status] = {}
         out: list[Status | None] = []
-        for info in infos:
+        # The decisive labels, read from the table's columns instead of node by node.
+        keys: list[tuple[str | None, ...] | None] = [None] * len(infos)
+        if claims.decisive_labels is not None:
+            table, rows = nodes.table, nodes.rows
+            names = nodes.names if claims.decided_by_name else [None] * len(infos)
+            columns = [table.label_column(k)[rows].tolist() for k in claims.decisive_labels]
+            keys = list(zip(names, *columns, strict=True))
+        for info, key in zip(infos, keys, strict=True):
             node = info.node
             if node is None:
                 out.append(None)
                 continue
             try:
-                volumes, reasons = self.binder.find_pod_volumes(claims, node)
+                volumes, reasons = self.binder.find_pod_volumes(claims, node, key)
             except VolumeBindingError as err:
                 out.append(Status(Code.ERROR, str(err)))
                 continue
