@@ -109,7 +109,9 @@ class VolumeControllers:
                 self.sync_volume(pv)  # type: ignore[arg-type]
         for pod in self.cluster.objects("Pod"):
             self._create_ephemeral_claims(pod)  # type: ignore[arg-type]
-        self._sync_pending_claims()
+        for pvc in self.cluster.objects("PersistentVolumeClaim"):
+            if self.cluster.try_get("PersistentVolumeClaim", pvc.namespace, pvc.name) is pvc:
+                self.sync_claim(pvc)  # type: ignore[arg-type]
 
     def _sync_pending_claims(self) -> None:
         for pvc in self.cluster.objects("PersistentVolumeClaim"):
