@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from kubesched import Code, PodInfo, Status
+from kubesched import Code, PodInfo, QueueingHint, Status
 from kubesched.api import ANN_SELECTED_NODE, parse_quantity
 from kubesched.backend.memory import MemoryCluster
 from kubesched.clock import FakeClock
@@ -429,3 +429,59 @@ def test_filter_nodes_matches_filter(case) -> None:
         for z in ("a", "b", "c")
     ]
     assert_batch_matches_per_node(fw, NAME, pod, [*NODES, *many])
+
+
+# -- queueing hints ---------------------------------------------------------------------
+
+HINT_POD = pod_with(claim_volume("data"), {"name": "inline", "csi": {"driver": "d.example"}})
+Q, S = QueueingHint.QUEUE, QueueingHint.SKIP
+
+
+@pytest.mark.parametrize(
+    ("hint", "old", "new", "expected"),
+    [
+        ("pvc", None, pvc("data"), Q),
+        ("pvc", None, pvc("other"), S),
+        ("storage_class", None, storage_class("x"), Q),
+        ("storage_class", storage_class("x"), storage_class("x", zones=["a"]), Q),
+        ("storage_class", storage_class("x"), storage_class("x", provisioner="p"), S),
+        ("csi_node", None, csi_node("n"), Q),
+        ("csi_node", csi_node("n"), csi_node("n", count=3), S),
+        (
+            "csi_node",
+            csi_node("n"),
+            csi_node("n", **{"storage.alpha.kubernetes.io/migrated-plugins": "x"}),
+            Q,
+        ),
+        ("capacity", None, capacity("c", "w", "a", "1Gi"), Q),
+        ("capacity", capacity("c", "w", "a", "1Gi"), capacity("c", "w", "a", "2Gi"), Q),
+        ("capacity", capacity("c", "w", "a", "2Gi"), capacity("c", "w", "a", "1Gi"), S),
+        ("csi_driver", csi_driver("d.example"), csi_driver("d.example", False), Q),
+        ("csi_driver", csi_driver("other"), csi_driver("other", False), S),
+    ],
+    ids=[
+        "pvc-of-pod",
+        "pvc-other",
+        "class-added",
+        "class-topology-changed",
+        "class-other-change",
+        "csinode-added",
+        "csinode-limit-only",
+        "csinode-migration",
+        "capacity-added",
+        "capacity-grew",
+        "capacity-shrank",
+        "driver-capacity-off",
+        "driver-not-used",
+    ],
+)
+def test_queueing_hints(hint, old, new, expected) -> None:
+    plugin = VolumeBinding(None, None)
+    fn = {
+        "pvc": plugin.is_schedulable_after_pvc_change,
+        "storage_class": plugin.is_schedulable_after_storage_class_change,
+        "csi_node": plugin.is_schedulable_after_csi_node_change,
+        "capacity": plugin.is_schedulable_after_capacity_change,
+        "csi_driver": plugin.is_schedulable_after_csi_driver_change,
+    }[hint]
+    assert fn(HINT_POD, old, new) is expected
