@@ -23,6 +23,7 @@ from kubesched import (
     hookimpl,
 )
 from kubesched.api import PersistentVolumeClaim, Pod, Volume
+from kubesched.api.volumeutil import pod_uses_claim
 from kubesched_builtin.names import VOLUME_RESTRICTIONS
 
 NAME = VOLUME_RESTRICTIONS
@@ -208,9 +209,8 @@ class VolumeRestrictions:
         self, pod: Pod, old: PersistentVolumeClaim | None, new: PersistentVolumeClaim
     ) -> QueueingHint:
         """Queue when a claim the pod was waiting for was created."""
-        if f"{new.namespace}/{new.name}" in _claim_keys(pod):
-            return QueueingHint.QUEUE
-        return QueueingHint.SKIP
+        uses = pod_uses_claim(pod, new, ephemeral=False)
+        return QueueingHint.QUEUE if uses else QueueingHint.SKIP
 
     @hookimpl
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:

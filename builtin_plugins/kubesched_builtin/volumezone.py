@@ -21,7 +21,7 @@ from kubesched import (
     hookimpl,
 )
 from kubesched.api import PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
-from kubesched.api.volumeutil import LABEL_TOPOLOGY_KEYS
+from kubesched.api.volumeutil import LABEL_TOPOLOGY_KEYS, pod_uses_claim
 from kubesched_builtin.names import VOLUME_ZONE
 
 NAME = VOLUME_ZONE
@@ -169,20 +169,13 @@ class VolumeZone:
 
     # -- events --------------------------------------------------------------------------
 
-    def _uses_claim(self, pod: Pod, claim: PersistentVolumeClaim) -> bool:
-        if claim.namespace != pod.namespace:
-            return False
-        return any(
-            v.persistent_volume_claim is not None
-            and v.persistent_volume_claim.claim_name == claim.name
-            for v in pod.spec.volumes
-        )
-
     def is_schedulable_after_pvc_change(
         self, pod: Pod, old: PersistentVolumeClaim | None, new: PersistentVolumeClaim
     ) -> QueueingHint:
         """Queue when one of the pod's claims was added or changed."""
-        return QueueingHint.QUEUE if self._uses_claim(pod, new) else QueueingHint.SKIP
+        # VolumeZone reads persistentVolumeClaim volumes only.
+        uses = pod_uses_claim(pod, new, ephemeral=False)
+        return QueueingHint.QUEUE if uses else QueueingHint.SKIP
 
     def is_schedulable_after_storage_class_added(
         self, pod: Pod, old: StorageClass | None, new: StorageClass

@@ -19,7 +19,6 @@ from kubesched.api import (
     KubeObject,
     LabelSelectorMatcher,
     Node,
-    ObjectReference,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
@@ -28,6 +27,7 @@ from kubesched.api import (
 )
 from kubesched.api.volumeutil import (
     check_volume_node_affinity,
+    claim_reference,
     ephemeral_volume_is_for_pod,
     find_matching_volume,
     is_volume_bound_to_claim,
@@ -444,14 +444,7 @@ class VolumeBinder:
                 bindings.append((pvc, pv))
                 continue
             new = pv.model_copy(deep=True)
-            new.spec.claim_ref = ObjectReference(
-                kind="PersistentVolumeClaim",
-                api_version="v1",
-                namespace=pvc.namespace,
-                name=pvc.name,
-                uid=pvc.metadata.uid,
-                resource_version=pvc.metadata.resource_version,
-            )
+            new.spec.claim_ref = claim_reference(pvc)
             new.metadata.annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
             self.pv_cache.assume(new, pv)
             bindings.append((pvc, new))

@@ -33,7 +33,7 @@ from kubesched.api import (
     Pod,
     StorageClass,
 )
-from kubesched.api.volumeutil import pod_claim_names
+from kubesched.api.volumeutil import pod_uses_claim
 from kubesched_builtin.names import VOLUME_BINDING
 from kubesched_builtin.noderesources.fit import UtilizationShapePoint, shape_errors
 from kubesched_builtin.noderesources.requested_to_capacity_ratio import (
@@ -302,10 +302,7 @@ class VolumeBinding:
         self, pod: Pod, old: PersistentVolumeClaim | None, new: PersistentVolumeClaim
     ) -> QueueingHint:
         """Queue when the changed claim is one of the pod's."""
-        if new.namespace != pod.namespace:
-            return QueueingHint.SKIP
-        names = {name for name, _ in pod_claim_names(pod)}
-        return QueueingHint.QUEUE if new.name in names else QueueingHint.SKIP
+        return QueueingHint.QUEUE if pod_uses_claim(pod, new) else QueueingHint.SKIP
 
     def is_schedulable_after_storage_class_change(
         self, pod: Pod, old: StorageClass | None, new: StorageClass

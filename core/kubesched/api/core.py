@@ -15,16 +15,7 @@ from .meta import (
     NullableList,
 )
 from .quantity import Quantity
-from .volumes import (
-    AWSElasticBlockStoreVolumeSource,
-    AzureDiskVolumeSource,
-    CinderVolumeSource,
-    CSIVolumeSource,
-    EphemeralVolumeSource,
-    GCEPersistentDiskVolumeSource,
-    ISCSIVolumeSource,
-    RBDVolumeSource,
-)
+from .volumes import CSIVolumeSource, EphemeralVolumeSource, InTreeVolumeSources
 
 __all__ = [
     "Affinity",
@@ -223,7 +214,7 @@ class PersistentVolumeClaimVolumeSource(KubeModel):
     read_only: bool = False
 
 
-class Volume(KubeModel):
+class Volume(InTreeVolumeSources):
     """``v1.Volume`` with the sources the volume plugins read; other sources (configMap,
     emptyDir, ...) are kept as-is in ``model_extra``."""
 
@@ -233,12 +224,6 @@ class Volume(KubeModel):
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
     ephemeral: EphemeralVolumeSource | None = None
     csi: CSIVolumeSource | None = None
-    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
-    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
-    azure_disk: AzureDiskVolumeSource | None = None
-    cinder: CinderVolumeSource | None = None
-    rbd: RBDVolumeSource | None = None
-    iscsi: ISCSIVolumeSource | None = None
 
     def source(self, key: str) -> Any:
         """A source kubesched does not model, raw, under its camelCase ``key`` (e.g.

@@ -11,14 +11,9 @@ from .meta import KubeModel, KubeObject, LabelSelector, NullableDict, NullableLi
 from .quantity import Quantity
 from .volumes import (
     AccessMode,
-    AWSElasticBlockStoreVolumeSource,
-    AzureDiskVolumeSource,
-    CinderVolumeSource,
     CSIPersistentVolumeSource,
-    GCEPersistentDiskVolumeSource,
-    ISCSIVolumeSource,
+    InTreeVolumeSources,
     PersistentVolumeClaimSpec,
-    RBDVolumeSource,
 )
 
 __all__ = [
@@ -112,7 +107,7 @@ class VolumeNodeAffinity(KubeModel):
     required: NodeSelector | None = None
 
 
-class PersistentVolumeSpec(KubeModel):
+class PersistentVolumeSpec(InTreeVolumeSources):
     """``v1.PersistentVolumeSpec`` with the sources the scheduler's plugins read."""
 
     capacity: NullableDict[str, Quantity] = Field(default_factory=dict)
@@ -124,12 +119,6 @@ class PersistentVolumeSpec(KubeModel):
     volume_mode: Literal["Filesystem", "Block"] = "Filesystem"
     mount_options: NullableList[str] = Field(default_factory=list)
     csi: CSIPersistentVolumeSource | None = None
-    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
-    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
-    azure_disk: AzureDiskVolumeSource | None = None
-    cinder: CinderVolumeSource | None = None
-    rbd: RBDVolumeSource | None = None
-    iscsi: ISCSIVolumeSource | None = None
     local: dict[str, Any] | None = None
     host_path: dict[str, Any] | None = None
     nfs: dict[str, Any] | None = None

@@ -20,6 +20,7 @@ __all__ = [
     "EphemeralVolumeSource",
     "GCEPersistentDiskVolumeSource",
     "ISCSIVolumeSource",
+    "InTreeVolumeSources",
     "PersistentVolumeClaimSpec",
     "PersistentVolumeClaimTemplate",
     "RBDVolumeSource",
@@ -102,6 +103,18 @@ class CSIPersistentVolumeSource(KubeModel):
     read_only: bool = False
     fs_type: str | None = None
     volume_attributes: NullableDict[str, str] = Field(default_factory=dict)
+
+
+class InTreeVolumeSources(KubeModel):
+    """The in-tree disk sources a Pod volume or a PersistentVolume may have, as the volume
+    plugins read them (disk conflicts, CSI migration)."""
+
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    azure_disk: AzureDiskVolumeSource | None = None
+    cinder: CinderVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
 
 
 # --- claims -------------------------------------------------------------------------------

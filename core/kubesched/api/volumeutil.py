@@ -10,6 +10,7 @@ from .nodeaffinity import NodeSelectorTermsMatcher
 from .selectors import compile_label_selector
 from .storage import (
     CSIStorageCapacity,
+    ObjectReference,
     PersistentVolume,
     PersistentVolumeClaim,
     TopologySelectorTerm,
@@ -19,12 +20,14 @@ __all__ = [
     "LABEL_TOPOLOGY_KEYS",
     "check_access_modes",
     "check_volume_node_affinity",
+    "claim_reference",
     "ephemeral_claim_name",
     "ephemeral_volume_is_for_pod",
     "find_matching_volume",
     "is_volume_bound_to_claim",
     "match_topology_selector_terms",
     "pod_claim_names",
+    "pod_uses_claim",
     "storage_capacity_reaches",
     "storage_capacity_sufficient",
 ]
@@ -74,6 +77,29 @@ def is_volume_bound_to_claim(pv: PersistentVolume, claim: PersistentVolumeClaim)
     if ref is None or ref.name != claim.name or (ref.namespace or "") != claim.namespace:
         return False
     return not ref.uid or ref.uid == claim.metadata.uid
+
+
+def claim_reference(claim: PersistentVolumeClaim) -> ObjectReference:
+    """The ``claimRef`` that binds a PV to ``claim`` (``GetBindVolumeToClaim``)."""
+    return ObjectReference(
+        kind="PersistentVolumeClaim",
+        api_version="v1",
+        namespace=claim.namespace,
+        name=claim.name,
+        uid=claim.metadata.uid,
+        resource_version=claim.metadata.resource_version,
+    )
+
+
+def pod_uses_claim(pod: Pod, claim: PersistentVolumeClaim, ephemeral: bool = True) -> bool:
+    """Whether ``claim`` is one of the pod's (its generic ephemeral claims too unless
+    ``ephemeral`` is False)."""
+    if claim.namespace != pod.namespace:
+        return False
+    return any(
+        name == claim.name and (ephemeral or not is_ephemeral)
+        for name, is_ephemeral in pod_claim_names(pod)
+    )
 
 
 def check_access_modes(claim: PersistentVolumeClaim, pv: PersistentVolume) -> bool:

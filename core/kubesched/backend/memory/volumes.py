@@ -14,7 +14,6 @@ from kubesched.api import (
     CSINode,
     CSIStorageCapacity,
     Node,
-    ObjectReference,
     OwnerReference,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -24,6 +23,7 @@ from kubesched.api import (
 )
 from kubesched.api.volumeutil import (
     check_access_modes,
+    claim_reference,
     ephemeral_claim_name,
     find_matching_volume,
     is_volume_bound_to_claim,
@@ -233,14 +233,7 @@ class VolumeControllers:
 
     def _bind_volume_to_claim(self, pv: PersistentVolume, pvc: PersistentVolumeClaim) -> None:
         new = pv.model_copy(deep=True)
-        new.spec.claim_ref = ObjectReference(
-            kind="PersistentVolumeClaim",
-            api_version="v1",
-            namespace=pvc.namespace,
-            name=pvc.name,
-            uid=pvc.metadata.uid,
-            resource_version=pvc.metadata.resource_version,
-        )
+        new.spec.claim_ref = claim_reference(pvc)
         new.metadata.annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
         new.status.phase = "Bound"
         self.cluster.update(new)
