@@ -142,7 +142,7 @@ def test_deleting_the_volume_loses_the_claim() -> None:
     assert claim(c, "data").status.phase == "Lost"
 
 
-def _stateful_set(when_deleted: str) -> StatefulSet:
+def _stateful_set(when_deleted: str, when_scaled: str = "Retain") -> StatefulSet:
     return parse_object(
         {
             "apiVersion": "apps/v1",
@@ -168,7 +168,10 @@ def _stateful_set(when_deleted: str) -> StatefulSet:
                         },
                     }
                 ],
-                "persistentVolumeClaimRetentionPolicy": {"whenDeleted": when_deleted},
+                "persistentVolumeClaimRetentionPolicy": {
+                    "whenDeleted": when_deleted,
+                    "whenScaled": when_scaled,
+                },
             },
         }
     )  # type: ignore[return-value]
@@ -190,6 +193,19 @@ def test_stateful_set_creates_its_claims(when_deleted, kept) -> None:
     c.delete("StatefulSet", "default", "db")
     remaining = [o.name for o in c.objects("PersistentVolumeClaim")]
     assert remaining == (["data-db-0", "data-db-1"] if kept else [])
+
+
+@pytest.mark.parametrize(
+    ("when_scaled", "left"),
+    [("Retain", ["data-db-0", "data-db-1"]), ("Delete", ["data-db-0"])],
+    ids=["retain", "delete"],
+)
+def test_stateful_set_scale_down_follows_when_scaled(when_scaled, left) -> None:
+    c = cluster(storage_class("w"), _stateful_set("Retain", when_scaled))
+    sts = c.get("StatefulSet", "default", "db").model_copy(deep=True)
+    sts.spec.replicas = 1
+    c.update(sts)
+    assert [o.name for o in c.objects("PersistentVolumeClaim")] == left
 
 
 def test_ephemeral_volume_gets_a_claim_owned_by_the_pod() -> None:

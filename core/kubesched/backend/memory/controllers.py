@@ -486,16 +486,23 @@ class WorkloadControllers:
         if ordered:
             if any(by_ordinal[o].metadata.deletion_timestamp is not None for o in condemned):
                 return
-            self._delete_pods([by_ordinal[condemned[0]]])
-        else:
-            self._delete_pods([by_ordinal[o] for o in condemned])
+            condemned = condemned[:1]
+        self._delete_pods([by_ordinal[o] for o in condemned])
+        if sts.spec.persistent_volume_claim_retention_policy.when_scaled == "Delete":
+            # whenScaled: Delete — the claims of the ordinals scaled away go with them.
+            for o in condemned:
+                for template in sts.spec.volume_claim_templates:
+                    name = f"{template.metadata.name}-{sts.name}-{o}"
+                    if self.cluster.try_get("PersistentVolumeClaim", sts.namespace, name):
+                        self.cluster.delete("PersistentVolumeClaim", sts.namespace, name)
 
     def _stateful_set_claims(self, sts: StatefulSet, ordinal: int) -> list[Volume]:
         """Create the pod's missing claims ``<template>-<set>-<ordinal>`` and return the
         pod's volumes with each template's volume pointing at its claim (``updateStorage``).
 
         Claims carry the set's selector labels; with ``whenDeleted: Delete`` the set owns
-        them, so deleting the set deletes them (garbage collection).
+        them, so deleting the set deletes them (garbage collection); with ``whenScaled:
+        Delete`` the claims of ordinals scaled away are deleted with their pods.
         """
         volumes = {v.name: v for v in sts.spec.template.spec.volumes}
         selector = sts.spec.selector.match_labels if sts.spec.selector is not None else None
