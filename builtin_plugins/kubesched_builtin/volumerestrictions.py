@@ -3,7 +3,7 @@ Filter, PreFilter add/remove for preemption), as upstream ``plugins/volumerestri
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,21 @@ def _needs_restrictions_check(v: Volume) -> bool:
     )
 
 
+def _shared_writably(mine: Any, theirs: Any, same: Callable[[Any, Any], bool]) -> bool:
+    """Both mounts exist, are of the same disk, and not both read-only."""
+    return (
+        mine is not None
+        and theirs is not None
+        and same(mine, theirs)
+        and not (mine.read_only and theirs.read_only)
+    )
+
+
+def _same_rbd_image(a: Any, b: Any) -> bool:
+    # The same image: a shared monitor, the same pool and image name.
+    return bool(set(a.monitors) & set(b.monitors)) and a.pool == b.pool and a.image == b.image
+
+
 def is_volume_conflict(volume: Volume, other: Pod) -> bool:
     """Whether ``volume`` conflicts with a volume of ``other`` (``isVolumeConflict``):
     the same GCE PD unless both read-only, the same EBS volume, the same iSCSI IQN unless
@@ -54,33 +69,17 @@ def is_volume_conflict(volume: Volume, other: Pod) -> bool:
     if not _needs_restrictions_check(volume):
         return False
     for ev in other.spec.volumes:
-        gce, egce = volume.gce_persistent_disk, ev.gce_persistent_disk
-        if (
-            gce is not None
-            and egce is not None
-            and gce.pd_name == egce.pd_name
-            and not (gce.read_only and egce.read_only)
-        ):
-            return True
         ebs, eebs = volume.aws_elastic_block_store, ev.aws_elastic_block_store
         if ebs is not None and eebs is not None and ebs.volume_id == eebs.volume_id:
             return True
-        iscsi, eiscsi = volume.iscsi, ev.iscsi
         if (
-            iscsi is not None
-            and eiscsi is not None
-            and iscsi.iqn == eiscsi.iqn
-            and not (iscsi.read_only and eiscsi.read_only)
-        ):
-            return True
-        rbd, erbd = volume.rbd, ev.rbd
-        if (
-            rbd is not None
-            and erbd is not None
-            and set(rbd.monitors) & set(erbd.monitors)
-            and rbd.pool == erbd.pool
-            and rbd.image == erbd.image
-            and not (rbd.read_only and erbd.read_only)
+            _shared_writably(
+                volume.gce_persistent_disk,
+                ev.gce_persistent_disk,
+                lambda a, b: a.pd_name == b.pd_name,
+            )
+            or _shared_writably(volume.iscsi, ev.iscsi, lambda a, b: a.iqn == b.iqn)
+            or _shared_writably(volume.rbd, ev.rbd, _same_rbd_image)
         ):
             return True
     return False
