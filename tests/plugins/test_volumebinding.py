@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from kubesched import Code, PodInfo, QueueingHint, Status
-from kubesched.api import ANN_SELECTED_NODE, parse_quantity
+from kubesched.api import ANN_SELECTED_NODE, VolumeNodeAffinity, parse_quantity
 from kubesched.backend.memory import MemoryCluster
 from kubesched.clock import FakeClock
 from kubesched.framework.listers import StaticLister
@@ -485,3 +485,48 @@ def test_queueing_hints(hint, old, new, expected) -> None:
         "csi_driver": plugin.is_schedulable_after_csi_driver_change,
     }[hint]
     assert fn(HINT_POD, old, new) is expected
+
+
+def local_pv(name: str, *hosts_per_term: list[str]):
+    volume = pv(name, claim=name)
+    volume.spec.node_affinity = VolumeNodeAffinity.model_validate(
+        {
+            "required": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/hostname", "operator": "In", "values": hosts}
+                        ]
+                    }
+                    for hosts in hosts_per_term
+                ]
+            }
+        }
+    )
+    return volume
+
+
+@pytest.mark.parametrize(
+    ("volumes", "expected"),
+    [
+        ([local_pv("a", ["n-a"])], {"n-a"}),
+        ([local_pv("a", ["n-a"], ["n-b"])], {"n-a", "n-b"}),
+        ([local_pv("a", ["n-a", "n-b"]), local_pv("b", ["n-b", "n-c"])], {"n-b"}),
+        ([local_pv("a", ["n-a"]), local_pv("b", ["n-c"])], set()),
+        ([pv("a", claim="a", zone="a")], None),
+    ],
+    ids=["one-node", "terms-united", "claims-intersected", "disjoint", "zonal-no-narrowing"],
+)
+def test_bound_local_volumes_narrow_the_nodes(volumes, expected) -> None:
+    claims = [pvc(v.name, volume=v.name) for v in volumes]
+    fw = framework_for(VolumeBinding, lister=StaticLister([*volumes, *claims]))
+    pod = pod_with(*(claim_volume(c.name) for c in claims))
+    result, status, _ = fw.run_pre_filter_plugins(
+        fw.new_cycle_state(), PodInfo(pod), fw_snapshot(fw, NODES)
+    )
+    narrowed = None if result is None or result.all_nodes() else set(result.node_names)
+    if expected == set():
+        assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    else:
+        assert status.is_success()
+        assert narrowed == expected

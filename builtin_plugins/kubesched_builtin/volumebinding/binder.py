@@ -48,6 +48,21 @@ ERR_REASON_PV_NOT_EXIST = (
 """A bound claim's PV does not exist."""
 
 
+def local_volume_node_names(pv: PersistentVolume) -> set[str]:
+    """``GetLocalPersistentVolumeNodeNames``: the union over the PV's required terms of
+    the intersection of their ``kubernetes.io/hostname`` In values."""
+    affinity = pv.spec.node_affinity
+    required = affinity.required if affinity is not None else None
+    out: set[str] = set()
+    for term in required.node_selector_terms if required is not None else ():
+        names: set[str] | None = None
+        for req in term.match_expressions:
+            if req.key == "kubernetes.io/hostname" and req.operator == "In":
+                names = set(req.values) if names is None else names & set(req.values)
+        out |= names or set()
+    return out
+
+
 class VolumeBindingError(Exception):
     """A claim or class in a state that makes the pod unschedulable (message for users)."""
 
@@ -237,6 +252,20 @@ class VolumeBinder:
                 ]
         out.decisive_labels = self._decisive_labels(out)
         return out
+
+    def eligible_nodes(self, claims: PodVolumeClaims) -> set[str] | None:
+        """``GetEligibleNodes``: the nodes the bound claims' local PVs pin the pod to (by
+        ``kubernetes.io/hostname`` In terms, taken as node names as upstream does), or
+        None when they do not narrow the nodes (or a PV is missing)."""
+        eligible: set[str] | None = None
+        for pvc in claims.bound:
+            pv = claims.bound_volumes.get(pvc.spec.volume_name)
+            if pv is None:
+                return None
+            names = local_volume_node_names(pv)
+            if names:
+                eligible = set(names) if eligible is None else eligible & names
+        return eligible
 
     def _decisive_labels(self, claims: PodVolumeClaims) -> tuple[str, ...] | None:
         keys: set[str] = set()

@@ -19,6 +19,7 @@ from kubesched import (
     NodeBatch,
     NodeInfo,
     PluginArgs,
+    PreFilterResult,
     QueueingHint,
     StateKey,
     Status,
@@ -137,7 +138,7 @@ class VolumeBinding:
     # -- PreFilter / Filter --------------------------------------------------------------
 
     @hookimpl
-    def pre_filter(self, state: CycleState, pod: Pod) -> Status | None:
+    def pre_filter(self, state: CycleState, pod: Pod) -> PreFilterResult | Status | None:
         try:
             has_claims = self.binder.check_pod_claims(pod)
         except VolumeBindingError as err:
@@ -149,7 +150,9 @@ class VolumeBinding:
         if claims.immediate:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNBOUND_IMMEDIATE)
         state.write(STATE_KEY, _State(claims=claims))
-        return None
+        # Bound local volumes pin the pod to their nodes: only those are filtered.
+        eligible = self.binder.eligible_nodes(claims)
+        return PreFilterResult(frozenset(eligible)) if eligible is not None else None
 
     def _state(self, state: CycleState) -> _State:
         s = state.get(STATE_KEY)
