@@ -147,3 +147,30 @@ def test_pod_deleted_hint(deleted, expected) -> None:
     assert VolumeRestrictions(None, None).is_schedulable_after_pod_deleted(pod, deleted, None) is (
         expected
     )
+
+
+def test_scheduler_preempts_the_holder_of_a_read_write_once_pod_claim() -> None:
+    """End to end: the claim is in use by a low-priority pod; a high-priority pod wanting
+    it preempts that pod (the only way to free the claim) and then runs."""
+    from kubesched.api import PriorityClass
+    from kubesched.testing import placements, simulate_small
+
+    from .volume_objects import pv, storage_class
+
+    high = PriorityClass.model_validate({"metadata": {"name": "high"}, "value": 1000})
+    holder = pod_with(claim_volume("data"), name="holder", uid="h", node="node-0")
+    wanting = pod_with(claim_volume("data"), name="wanting", uid="w")
+    wanting.spec.priority_class_name = "high"
+    run = simulate_small(
+        storage_class("fast", mode="Immediate", provisioner=""),
+        pv("vol", cls="fast", modes=RWOP),
+        pvc("data", cls="fast", modes=RWOP),
+        high,
+        holder,
+        wanting,
+        nodes=2,
+    )
+    where = placements(run)
+    assert "default/holder" not in where  # preempted
+    assert where["default/wanting"] in {"node-0", "node-1"}
+    assert any(e.reason == "Preempted" and e.involved_name == "holder" for e in run.cluster.events)
