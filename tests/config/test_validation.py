@@ -222,7 +222,8 @@ profiles:
                 "CustomQueueSort, CustomScore, DefaultBinder, DefaultPreemption, ImageLocality, "
                 "InterPodAffinity, NeedsArgs, NodeAffinity, NodeName, NodePorts, "
                 "NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, "
-                "PodTopologySpread, PrioritySort, SchedulingGates, TaintToleration",
+                "NodeVolumeLimits, PodTopologySpread, PrioritySort, SchedulingGates, "
+                "TaintToleration, VolumeBinding, VolumeRestrictions, VolumeZone",
             )
         ],
     ),

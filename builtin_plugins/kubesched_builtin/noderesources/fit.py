@@ -182,7 +182,7 @@ class NodeResourcesFitArgs(PluginArgs):
                 )
         param = strategy.requested_to_capacity_ratio
         if param is not None:
-            errors += _shape_errors(
+            errors += shape_errors(
                 param.shape, ("scoringStrategy", "requestedToCapacityRatio", "shape")
             )
         elif strategy.type == REQUESTED_TO_CAPACITY_RATIO:
@@ -192,7 +192,7 @@ class NodeResourcesFitArgs(PluginArgs):
         return self
 
 
-def _shape_errors(
+def shape_errors(
     shape: Sequence[UtilizationShapePoint], loc: tuple[str | int, ...]
 ) -> list[ArgsError]:
     # validateFunctionShape.

@@ -24,7 +24,16 @@ _NODE_UPDATES = (
     ("annotations", ActionType.UPDATE_NODE_ANNOTATION, "NodeAnnotationChange"),
 )
 
-OTHER_KINDS = ("Namespace", "Service")
+OTHER_KINDS = (
+    "Namespace",
+    "Service",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+)
 """Kinds whose changes only move pods (plugins read them through the lister)."""
 
 EXTENSION_KINDS = (EventResource.POD_GROUP.value,)
