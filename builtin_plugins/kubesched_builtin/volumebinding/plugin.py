@@ -23,7 +23,10 @@ from kubesched import (
     QueueingHint,
     StateKey,
     Status,
+    go_round,
     hookimpl,
+    invalid,
+    raise_args_errors,
 )
 from kubesched.api import (
     ANN_MIGRATED_PLUGINS,
@@ -42,8 +45,6 @@ from kubesched_builtin.noderesources.requested_to_capacity_ratio import (
     MAX_UTILIZATION,
     broken_linear_function,
 )
-from kubesched_builtin.noderesources.resource_allocation import go_round
-from kubesched_builtin.noderesources.validation import invalid, raise_args_errors
 
 from .binder import PodVolumeClaims, PodVolumes, VolumeBinder, VolumeBindingError
 
