@@ -66,6 +66,7 @@ class SchedulerRunner:
         self.cluster = cluster
         self.metrics = metrics or Metrics()
         self.identity = identity or default_identity()
+        cluster.events.instance = self.identity
         self.scheduler = Scheduler(
             config, registry, cluster, metrics=self.metrics, concurrent_binding=True
         )

@@ -65,6 +65,9 @@ class EventBroadcaster:
         self.client = client
         self.refresh = refresh
         self.finish = finish
+        self.instance = _HOST
+        """``reportingInstance`` is ``<controller>-<instance>`` (upstream: the hostname;
+        ``kubesched run`` uses its leader-election identity, which starts with it)."""
         self.dropped = 0
         self.written = 0
         self._queue: queue.Queue[RecordedEvent | None] = queue.Queue(MAX_QUEUED_EVENTS)
@@ -143,7 +146,7 @@ class EventBroadcaster:
         if write is not None:
             self._write_series(write)
             return
-        body = self._body(event, now)
+        body = self._body(event, now, self.instance)
         try:
             self.client.request(
                 "POST",
@@ -191,7 +194,7 @@ class EventBroadcaster:
             self._write_series(cached)
 
     @staticmethod
-    def _body(event: RecordedEvent, now: float) -> dict[str, Any]:
+    def _body(event: RecordedEvent, now: float, instance: str) -> dict[str, Any]:
         namespace = event.involved_namespace or "default"
         name = f"{event.involved_name}.{uuid.uuid4().hex[:16]}"
         regarding = {
@@ -206,7 +209,7 @@ class EventBroadcaster:
             "metadata": {"name": name, "namespace": namespace},
             "eventTime": micro_time(now),
             "reportingController": event.reporting_controller,
-            "reportingInstance": f"{event.reporting_controller}-{_HOST}",
+            "reportingInstance": f"{event.reporting_controller}-{instance}",
             "action": event.action or event.reason,
             "reason": event.reason,
             "note": event.message,
