@@ -3,6 +3,7 @@ scheduler run in-process or as a ``kubesched run`` process, and object helpers."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -34,7 +35,7 @@ def control_plane() -> Iterator[ControlPlane]:
     if assets_dir() is None:
         pytest.skip(
             f"{ASSETS_ENV} does not name a folder with etcd and kube-apiserver "
-            "(export KUBEBUILDER_ASSETS=\"$(../shared/k8s/assets.sh)\"; see docs/run.md)"
+            '(export KUBEBUILDER_ASSETS="$(../shared/k8s/assets.sh)"; see docs/run.md)'
         )
     with ControlPlane() as cp:
         yield cp
@@ -113,10 +114,8 @@ class Api:
 
     def delete(self, path: str, **query: Any) -> None:
         """DELETE ``path``; a missing object is fine."""
-        try:
+        with contextlib.suppress(NotFoundError):
             self.client.request("DELETE", path, query=query or None)
-        except NotFoundError:
-            pass
 
     def clean(self) -> None:
         """Remove what a test made: pods, nodes, PDBs, events, priority classes, leases."""
@@ -125,14 +124,14 @@ class Api:
         self.delete("/apis/policy/v1/namespaces/default/poddisruptionbudgets")
         self.delete("/apis/events.k8s.io/v1/namespaces/default/events")
         self.delete("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases")
-        for pc in self.client.request("GET", "/apis/scheduling.k8s.io/v1/priorityclasses")[
-            "items"
-        ]:
+        for pc in self.client.request("GET", "/apis/scheduling.k8s.io/v1/priorityclasses")["items"]:
             if not pc["metadata"]["name"].startswith("system-"):
                 self.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc['metadata']['name']}")
-        wait_for(lambda: not self.pods() and not self.client.request("GET", "/api/v1/nodes")[
-            "items"
-        ], 30, "clean-up")
+        wait_for(
+            lambda: not self.pods() and not self.client.request("GET", "/api/v1/nodes")["items"],
+            30,
+            "clean-up",
+        )
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:

@@ -29,7 +29,9 @@ def test_thousand_pods_on_hundred_nodes_are_bound_once(api: Api, in_process) -> 
     assert len(per_node) == 100 and max(per_node.values()) <= 13
     pods = api.pods()
     assert all(
-        any(c["type"] == "PodScheduled" and c["status"] == "True" for c in p["status"]["conditions"])
+        any(
+            c["type"] == "PodScheduled" and c["status"] == "True" for c in p["status"]["conditions"]
+        )
         for p in pods
     )
 
@@ -54,9 +56,11 @@ def test_unschedulable_pod_gets_condition_and_one_event_series(api: Api, in_proc
     run = in_process({"podInitialBackoffSeconds": 1, "podMaxBackoffSeconds": 1})
     api.create(pod_manifest("big", cpu="2"))
     pod = wait_for(
-        lambda: (p := api.pod("big"))
-        and any(c["type"] == "PodScheduled" for c in p["status"].get("conditions") or ())
-        and p,
+        lambda: (
+            (p := api.pod("big"))
+            and any(c["type"] == "PodScheduled" for c in p["status"].get("conditions") or ())
+            and p
+        ),
         30,
         "PodScheduled condition",
     )
@@ -229,8 +233,15 @@ def test_event_series_aggregates_repeats(control_plane: ControlPlane, api: Api) 
     try:
         for i in range(50):
             cluster.record_event(
-                RecordedEvent("Pod", "default", "p", "Warning", "FailedScheduling", f"try {i}",
-                              action="Scheduling")
+                RecordedEvent(
+                    "Pod",
+                    "default",
+                    "p",
+                    "Warning",
+                    "FailedScheduling",
+                    f"try {i}",
+                    action="Scheduling",
+                )
             )
         cluster.events.flush()
         events = [e for e in api.events() if e["regarding"]["name"] == "p"]
@@ -239,3 +250,74 @@ def test_event_series_aggregates_repeats(control_plane: ControlPlane, api: Api) 
         assert cluster.events.written == 2
     finally:
         cluster.close()
+
+
+def test_preemption_respects_a_pod_disruption_budget(api: Api, in_process) -> None:
+    """Two nodes, each full with a low-priority pod; a PDB protects the one on n0. The
+    high-priority pod preempts the other: DisruptionTarget set, deleted with its grace
+    period, the preemptor nominated to n1, then bound there once the victim is gone."""
+    api.create(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "low"},
+            "value": 10,
+        }
+    )
+    api.create(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": 1000,
+        }
+    )
+    api.nodes(2, cpu="1")
+    api.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "protect", "namespace": "default"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "protected"}}},
+        }
+    )
+    run = in_process()
+    api.create(
+        pod_manifest(
+            "guarded", cpu="800m", priority_class="low", labels={"app": "protected"}, grace=30
+        )
+    )
+    wait_for(lambda: "guarded" in bound(api.pods()), 30, "guarded bound")
+    guarded_node = bound(api.pods())["guarded"]
+    api.create(pod_manifest("victim", cpu="800m", priority_class="low", grace=30))
+    wait_for(lambda: "victim" in bound(api.pods()), 30, "victim bound")
+    victim_node = bound(api.pods())["victim"]
+    assert victim_node != guarded_node
+    api.create(pod_manifest("urgent", cpu="800m", priority_class="high"))
+    victim = wait_for(
+        lambda: (p := api.pod("victim")) and p["metadata"].get("deletionTimestamp") and p,
+        30,
+        "the victim deleted",
+    )
+    cond = next(c for c in victim["status"]["conditions"] if c["type"] == "DisruptionTarget")
+    assert (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler")
+    assert cond["message"] == ("default-scheduler: preempting to accommodate a higher priority pod")
+    assert victim["metadata"]["deletionGracePeriodSeconds"] == 30
+    urgent = wait_for(
+        lambda: (p := api.pod("urgent")) and p["status"].get("nominatedNodeName") and p,
+        30,
+        "nomination",
+    )
+    assert urgent["status"]["nominatedNodeName"] == victim_node
+    guarded = api.pod("guarded")
+    assert guarded is not None and not guarded["metadata"].get("deletionTimestamp")
+    run.runner.cluster.events.flush()
+    assert any(
+        e["reason"] == "Preempted" and e["regarding"]["name"] == "victim" for e in api.events()
+    )
+    # The kubelet would end the victim after its grace period; nothing runs pods here.
+    api.delete("/api/v1/namespaces/default/pods/victim", gracePeriodSeconds=0)
+    wait_for(lambda: bound(api.pods()).get("urgent") == victim_node, 30, "urgent bound")
+    urgent = api.pod("urgent")
+    assert not urgent["status"].get("nominatedNodeName")
+    assert run.stop() == 0

@@ -64,18 +64,23 @@ def test_serves_health_and_metrics_and_stops_on_sigterm(
         wait_for(lambda: _get(port, "/readyz")[0] == 200, 60, "/readyz ok")
         assert _get(port, "/healthz") == (200, "ok")
         assert _get(port, "/livez") == (200, "ok")
-        status, body = _get(port, "/readyz?verbose")
+        _status, body = _get(port, "/readyz?verbose")
         assert "[+]informer-sync ok" in body and "[+]leaderElection ok" in body
         wait_for(
-            lambda: 'leader_election_master_status{name="kubesched-test"} 1.0'
-            in _get(port, "/metrics")[1],
+            lambda: (
+                'leader_election_master_status{name="kubesched-test"} 1.0'
+                in _get(port, "/metrics")[1]
+            ),
             30,
             "leadership",
         )
         api.create_many([pod_manifest(f"p{i}") for i in range(20)])
         wait_for(lambda: all_bound(api, 20), 60, "20 pods bound")
         metrics = _get(port, "/metrics")[1]
-        assert 'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 20.0' in metrics
+        assert (
+            'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 20.0'
+            in metrics
+        )
         assert "rest_client_requests_total" in metrics
         assert _lease(api)["spec"]["holderIdentity"] == "only"
     finally:
@@ -149,7 +154,7 @@ def test_token_without_rbac_rights_is_a_one_line_error(
 ) -> None:
     kubeconfig = control_plane.add_user("nobody")
     proc, _ = kubesched_process(kubeconfig, write_config(tmp_path))
-    out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert err.strip() == (
         "error: the user may not list nodes (missing RBAC permission; "
@@ -167,7 +172,9 @@ def test_unreachable_api_server_is_a_one_line_error(
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: cannot reach the API server at https://127.0.0.1:")
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: cannot reach the API server at https://127.0.0.1:"
+    )
 
 
 @pytest.mark.parametrize(
