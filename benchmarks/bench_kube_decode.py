@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 import time
 from typing import Any
 
@@ -24,20 +23,7 @@ from kubesched.api import Node, Pod
 from kubesched.backend.kube import KubeClient, load_configuration
 from kubesched.config.types import ClientConnectionConfiguration
 from kubesched.testing import make_node, make_pod
-from kubesched.testing.envtest import ControlPlane
-
-
-def _create(client: KubeClient, path: str, manifests: list[dict[str, Any]], workers: int) -> None:
-    def work(chunk: list[dict[str, Any]]) -> None:
-        for m in chunk:
-            m["metadata"].pop("uid", None)
-            client.request("POST", path, body=m)
-
-    threads = [threading.Thread(target=work, args=(manifests[i::workers],)) for i in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+from kubesched.testing.envtest import ControlPlane, create_objects
 
 
 def _pod(i: int, nodes: int) -> dict[str, Any]:
@@ -93,22 +79,22 @@ def main() -> None:
             ClientConnectionConfiguration(qps=100000, burst=100000),
         )
         started = time.perf_counter()
-        _create(
+        create_objects(
             client,
-            "/api/v1/nodes",
             [
                 make_node(f"n{i}").capacity(cpu="8", memory="32Gi", pods=110).zone("z1").manifest()
                 for i in range(args.nodes)
             ],
             16,
         )
-        _create(
+        create_objects(
             client,
-            "/api/v1/namespaces/default/pods",
             [_pod(i, args.nodes) for i in range(args.pods)],
             16,
         )
-        print(f"created {args.nodes} nodes, {args.pods} pods in {time.perf_counter() - started:.0f}s")
+        print(
+            f"created {args.nodes} nodes, {args.pods} pods in {time.perf_counter() - started:.0f}s"
+        )
 
         from kubernetes.client import ApiClient
 
@@ -127,15 +113,15 @@ def main() -> None:
             raw = client._pool.request("GET", client.url(path), headers=client._headers(None)).data
             row = {
                 "http_s": _best(
-                    lambda p=path: client._pool.request(
-                        "GET", client.url(p), headers=client._headers(None)
-                    ).data,
+                    lambda p=path: (
+                        client._pool.request(
+                            "GET", client.url(p), headers=client._headers(None)
+                        ).data
+                    ),
                     args.repeat,
                 ),
                 "kubesched_orjson_pydantic_s": _best(
-                    lambda r=raw, m=model: [
-                        m.model_validate(i) for i in orjson.loads(r)["items"]
-                    ],
+                    lambda r=raw, m=model: [m.model_validate(i) for i in orjson.loads(r)["items"]],
                     args.repeat,
                 ),
                 "orjson_only_s": _best(lambda r=raw: orjson.loads(r), args.repeat),
@@ -157,7 +143,9 @@ def main() -> None:
             ),
             "kubernetes_typed_s": _best(
                 lambda: [
-                    typed.deserialize(json.dumps(json.loads(x)["object"]), "V1Pod", "application/json")
+                    typed.deserialize(
+                        json.dumps(json.loads(x)["object"]), "V1Pod", "application/json"
+                    )
                     for x in lines
                 ],
                 args.repeat,

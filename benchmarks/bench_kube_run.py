@@ -20,7 +20,6 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -31,22 +30,9 @@ import yaml
 from kubesched.backend.kube import KubeClient, load_configuration
 from kubesched.config.types import ClientConnectionConfiguration
 from kubesched.testing import make_node, make_pod
-from kubesched.testing.envtest import ControlPlane, free_port
+from kubesched.testing.envtest import ControlPlane, create_objects, free_port
 
 METRIC = "scheduler_scheduling_attempt_duration_seconds"
-
-
-def _create(client: KubeClient, path: str, manifests: list[dict[str, Any]], workers=16) -> None:
-    def work(chunk: list[dict[str, Any]]) -> None:
-        for m in chunk:
-            m["metadata"].pop("uid", None)
-            client.request("POST", path, body=m)
-
-    threads = [threading.Thread(target=work, args=(manifests[i::workers],)) for i in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
 
 
 def _bind_times(client: KubeClient, count: int, timeout: float) -> list[float]:
@@ -147,9 +133,8 @@ def run_one(which: str, nodes: int, pods: int, timeout: float) -> dict[str, Any]
             load_configuration(str(cp.kubeconfig)),
             ClientConnectionConfiguration(qps=100000, burst=100000),
         )
-        _create(
+        create_objects(
             client,
-            "/api/v1/nodes",
             [
                 make_node(f"n{i}")
                 .capacity(cpu="32", memory="128Gi", pods=110)
@@ -158,11 +143,13 @@ def run_one(which: str, nodes: int, pods: int, timeout: float) -> dict[str, Any]
                 for i in range(nodes)
             ],
         )
-        _create(
+        create_objects(
             client,
-            "/api/v1/namespaces/default/pods",
             [
-                make_pod(f"p{i}").req(cpu="100m", memory="256Mi").labels(app=f"a{i % 20}").manifest()
+                make_pod(f"p{i}")
+                .req(cpu="100m", memory="256Mi")
+                .labels(app=f"a{i % 20}")
+                .manifest()
                 for i in range(pods)
             ],
         )

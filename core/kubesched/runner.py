@@ -68,7 +68,12 @@ class SchedulerRunner:
         self.identity = identity or default_identity()
         cluster.events.instance = self.identity
         self.scheduler = Scheduler(
-            config, registry, cluster, metrics=self.metrics, concurrent_binding=True
+            config,
+            registry,
+            cluster,
+            lister=cluster.lister,
+            metrics=self.metrics,
+            concurrent_binding=True,
         )
         self.scheduler.record_details = False
         self.handlers = EventHandlers(self.scheduler)

@@ -23,7 +23,14 @@ from kubesched.config.types import ClientConnectionConfiguration
 from kubesched.framework.registry import default_registry
 from kubesched.runner import SchedulerRunner
 from kubesched.testing import make_node, make_pod
-from kubesched.testing.envtest import ASSETS_ENV, ControlPlane, assets_dir, free_port
+from kubesched.testing.envtest import (
+    ASSETS_ENV,
+    ControlPlane,
+    assets_dir,
+    create_object,
+    create_objects,
+    free_port,
+)
 
 FAST = ClientConnectionConfiguration(qps=5000, burst=5000)
 """The test clients are not throttled (the server is local and ours)."""
@@ -49,42 +56,12 @@ class Api:
         self.client = KubeClient(load_configuration(str(control_plane.kubeconfig)), FAST)
 
     def create(self, manifest: dict[str, Any]) -> dict[str, Any]:
-        """POST one object (namespaced ones in their namespace, default ``default``)."""
-        manifest = dict(manifest)
-        meta = dict(manifest.get("metadata") or {})
-        meta.pop("uid", None)
-        manifest["metadata"] = meta
-        kind = manifest["kind"]
-        path = {
-            "Pod": "/api/v1/namespaces/{ns}/pods",
-            "Node": "/api/v1/nodes",
-            "Namespace": "/api/v1/namespaces",
-            "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
-            "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
-            "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-            "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-        }[kind].format(ns=meta.get("namespace") or "default")
-        return self.client.request("POST", path, body=manifest)
+        """POST one object."""
+        return create_object(self.client, manifest)
 
-    def create_many(self, manifests: list[dict[str, Any]], workers: int = 8) -> None:
-        """Create objects from a few threads (1,000 pods take seconds, not minutes)."""
-        chunks = [manifests[i::workers] for i in range(workers)]
-        errors: list[BaseException] = []
-
-        def work(chunk: list[dict[str, Any]]) -> None:
-            try:
-                for m in chunk:
-                    self.create(m)
-            except BaseException as err:
-                errors.append(err)
-
-        threads = [threading.Thread(target=work, args=(c,)) for c in chunks]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
+    def create_many(self, manifests: list[dict[str, Any]]) -> None:
+        """Create objects from a few threads."""
+        create_objects(self.client, manifests, workers=8)
 
     def nodes(self, count: int, cpu: str = "4", memory: str = "16Gi", prefix: str = "n") -> None:
         """Create ``count`` Nodes with that capacity."""

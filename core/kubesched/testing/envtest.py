@@ -9,6 +9,8 @@ temporary directory; ``stop()`` ends the processes it started, by PID.
         kubeconfig = cp.kubeconfig            # admin (system:masters), static token
         cp.add_user("limited")                # a token user without RBAC rights
         cp.restart_apiserver()                # drop every watch, keep etcd's data
+
+``create_objects(client, manifests)`` fills it quickly (nodes and pods for a test).
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from kubesched.errors import KubeschedError
 
@@ -277,6 +281,49 @@ class ControlPlane:
                 pass
             time.sleep(0.2)
         raise EnvtestError(f"kube-apiserver not ready after {self.startup_timeout:.0f}s")
+
+
+_COLLECTIONS = {
+    "Pod": "/api/v1/namespaces/{ns}/pods",
+    "Node": "/api/v1/nodes",
+    "Namespace": "/api/v1/namespaces",
+    "Service": "/api/v1/namespaces/{ns}/services",
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+    "ReplicaSet": "/apis/apps/v1/namespaces/{ns}/replicasets",
+    "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets",
+    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+}
+
+
+def create_object(client: Any, manifest: dict[str, Any]) -> dict[str, Any]:
+    """POST ``manifest`` (a dict; a builder's ``uid`` is dropped, the server assigns one)
+    to its collection with ``client`` (a ``KubeClient``); the created object."""
+    meta = {k: v for k, v in (manifest.get("metadata") or {}).items() if k != "uid"}
+    path = _COLLECTIONS[manifest["kind"]].format(ns=meta.get("namespace") or "default")
+    return client.request("POST", path, body={**manifest, "metadata": meta})
+
+
+def create_objects(client: Any, manifests: list[dict[str, Any]], workers: int = 16) -> None:
+    """Create many objects from ``workers`` threads (thousands take seconds, not minutes);
+    the first error is raised once all threads are done."""
+    errors: list[BaseException] = []
+
+    def work(chunk: list[dict[str, Any]]) -> None:
+        try:
+            for manifest in chunk:
+                create_object(client, manifest)
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(manifests[i::workers],)) for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 def _terminate(proc: subprocess.Popen | None, timeout: float = 15.0) -> None:

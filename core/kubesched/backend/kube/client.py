@@ -84,6 +84,10 @@ class TokenBucket:
             time.sleep(wait)
 
 
+REQUEST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+"""client-go's buckets of request and rate-limiter latency."""
+
+
 class ClientMetrics:
     """client-go's REST client metrics (``rest_client_requests_total``, latency)."""
 
@@ -98,14 +102,14 @@ class ClientMetrics:
             "rest_client_request_duration_seconds",
             "Request latency in seconds. Broken down by verb, and host.",
             ["verb", "host"],
-            buckets=[0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0],
+            buckets=REQUEST_BUCKETS,
             registry=registry,
         )
         self.rate_limiter_latency = Histogram(
             "rest_client_rate_limiter_duration_seconds",
             "Client side rate limiter latency in seconds. Broken down by verb, and host.",
             ["verb", "host"],
-            buckets=[0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0],
+            buckets=REQUEST_BUCKETS,
             registry=registry,
         )
 

@@ -6,7 +6,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,6 +33,7 @@ from kubesched.backend.kube.events import EventBroadcaster
 from kubesched.backend.kube.informer import Informer, Resource
 from kubesched.backend.protocol import (
     BackendError,
+    EventType,
     EvictionResult,
     NotFoundError,
     PodCondition,
@@ -40,6 +41,7 @@ from kubesched.backend.protocol import (
     WatchEvent,
     WatchHandler,
 )
+from kubesched.framework.listers import StaticLister
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +117,7 @@ class _Subscription:
 
 
 class KubeCluster:
-    """A real cluster through the API server.
+    """A real cluster through the API server (its ``lister`` is what plugins read).
 
     Informers (one per kind of ``RESOURCES``) keep the objects; ``list`` returns an
     informer's objects and ``watch`` the changes after that list. Handlers run on one
@@ -135,6 +137,9 @@ class KubeCluster:
             self.informers[kind] = Informer(
                 client, resource, lambda ev, k=kind: self._emit(k, ev), **kwargs
             )
+        self.lister = StaticLister()
+        """What plugins read through ``handle.lister`` (Namespaces, Services, PDBs, ...),
+        kept current by the informers."""
         self.watchable_kinds = frozenset(RESOURCES)
         """The kinds ``list``/``watch`` serve (``EventHandlers`` skips the others)."""
         self.events = EventBroadcaster(client)
@@ -220,6 +225,7 @@ class KubeCluster:
     def _emit(self, kind: str, ev: WatchEvent) -> None:
         # Called with the informer's lock held: a list snapshot and a subscription see
         # the events on either side of the same point.
+        self._keep_listed(kind, ev)
         for sub in self._subs[kind]:
             if sub.stopped:
                 continue
@@ -281,52 +287,15 @@ class KubeCluster:
             raise BackendError(f"kubesched does not watch {kind} on a cluster", 400)
         return informer
 
-    # -- the lister (plugins) -----------------------------------------------------------
-    def _store(self, kind: str) -> dict[str, KubeObject]:
-        return self.informers[kind].store
-
-    def _in_namespace(self, kind: str, namespace: str) -> list:
-        return [o for o in list(self._store(kind).values()) if o.namespace == namespace]
-
-    def get_namespace(self, name: str) -> Namespace | None:
-        """The Namespace ``name``, or None."""
-        return self._store("Namespace").get(name)  # type: ignore[return-value]
-
-    def list_services(self, namespace: str) -> list[Service]:
-        """The Services of ``namespace``."""
-        return self._in_namespace("Service", namespace)
-
-    def list_replication_controllers(self, namespace: str) -> list[ReplicationController]:
-        """The ReplicationControllers of ``namespace``."""
-        return self._in_namespace("ReplicationController", namespace)
-
-    def list_replica_sets(self, namespace: str) -> list[ReplicaSet]:
-        """The ReplicaSets of ``namespace``."""
-        return self._in_namespace("ReplicaSet", namespace)
-
-    def list_stateful_sets(self, namespace: str) -> list[StatefulSet]:
-        """The StatefulSets of ``namespace``."""
-        return self._in_namespace("StatefulSet", namespace)
-
-    def list_pod_disruption_budgets(self, namespace: str) -> list[PodDisruptionBudget]:
-        """The PodDisruptionBudgets of ``namespace`` (preemption reads them)."""
-        return self._in_namespace("PodDisruptionBudget", namespace)
-
-    def get_object(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
-        """An object of a watched kind, or None."""
-        if kind not in self.informers:
-            return None
-        store = self._store(kind)
-        return store.get(f"{namespace or 'default'}/{name}") or store.get(name)
-
-    def list_objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
-        """The objects of a watched kind (of ``namespace`` if given), sorted by key."""
-        if kind not in self.informers:
-            return []
-        store = dict(self._store(kind))
-        return [
-            store[k] for k in sorted(store) if namespace is None or store[k].namespace == namespace
-        ]
+    # -- what plugins read -------------------------------------------------------------
+    def _keep_listed(self, kind: str, ev: WatchEvent) -> None:
+        # The kinds plugins read through handle.lister (not pods and nodes: the snapshot).
+        if kind in ("Pod", "Node"):
+            return
+        if ev.type is EventType.DELETED:
+            self.lister.remove(ev.object)
+        else:
+            self.lister.add(ev.object)
 
     # -- writes -------------------------------------------------------------------------
     def _check_leading(self, what: str) -> None:
@@ -456,11 +425,6 @@ class KubeCluster:
             body=_lease_body(lease),
         )
         return Lease.model_validate(data)
-
-    # -- for tests and tools ------------------------------------------------------------
-    def pods(self) -> Sequence[Pod]:
-        """Every pod the informer holds."""
-        return list(self._store("Pod").values())  # type: ignore[arg-type]
 
 
 def _lease_body(lease: Lease) -> dict[str, Any]:
