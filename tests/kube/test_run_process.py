@@ -44,7 +44,8 @@ def _lease(api: Api) -> dict:
 
 
 def _stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> tuple[int, str]:
-    if proc.poll() is None:
+    """Send ``sig`` (0: none, wait) and return the exit status and stderr."""
+    if sig and proc.poll() is None:
         proc.send_signal(sig)
     try:
         _, err = proc.communicate(timeout=60)
@@ -195,3 +196,34 @@ def test_bad_configuration_is_a_clear_error(
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert message in err and "Traceback" not in err
+
+
+def test_leader_that_loses_its_lease_exits_1(
+    control_plane: ControlPlane, api: Api, tmp_path: Path
+) -> None:
+    """Another holder writes the lease: the replica's renewals fail, and once they failed
+    for renewDeadline it stops and exits 1, as kube-scheduler ("leaderelection lost")."""
+    api.nodes(2)
+    config = write_config(tmp_path, {"leaderElection": LEADER_ELECTION})
+    proc, _ = kubesched_process(control_plane.kubeconfig, config, "--identity", "victim")
+    try:
+        wait_for(lambda: _lease(api)["spec"].get("holderIdentity") == "victim", 60, "leading")
+        lease = _lease(api)
+        lease["spec"]["holderIdentity"] = "thief"
+        api.client.request(
+            "PUT",
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubesched-test",
+            body=lease,
+        )
+        stolen = time.monotonic()
+        proc.wait(30)
+        gave_up = time.monotonic() - stolen
+        code, err = _stop(proc, sig=0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 1
+    assert "leaderelection lost" in err and "Traceback" not in err
+    # It gave up after renewDeadline (3 s), within one more retry and the shutdown.
+    assert 2.0 <= gave_up < 3 + 1 * 1.2 + 2
+    assert _lease(api)["spec"]["holderIdentity"] == "thief"  # a lost lease is not released
