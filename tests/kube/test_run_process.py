@@ -10,12 +10,17 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kubesched.testing.envtest import ControlPlane, free_port
 
 from .conftest import Api, all_bound, bound, kubesched_process, pod_manifest, wait_for, write_config
 
 pytestmark = pytest.mark.envtest
+
+ROOT = Path(__file__).resolve().parents[2]
+RBAC = ROOT / "examples" / "run" / "rbac.yaml"
+DOCS = ROOT / "docs" / "run.md"
 
 LEADER_ELECTION = {
     "leaderElect": True,
@@ -227,3 +232,34 @@ def test_leader_that_loses_its_lease_exits_1(
     # It gave up after renewDeadline (3 s), within one more retry and the shutdown.
     assert 2.0 <= gave_up < 3 + 1 * 1.2 + 2
     assert _lease(api)["spec"]["holderIdentity"] == "thief"  # a lost lease is not released
+
+
+def test_the_documented_cluster_role_is_enough(
+    control_plane: ControlPlane, api: Api, tmp_path: Path
+) -> None:
+    """A user with only examples/run/rbac.yaml's rights runs kubesched, leader election
+    included, and binds a pod; docs/run.md shows the same ClusterRole."""
+    objects = list(yaml.safe_load_all(RBAC.read_text()))
+    documented = DOCS.read_text().split("```yaml\napiVersion: rbac.authorization.k8s.io/v1\n")[1]
+    assert (
+        yaml.safe_load("apiVersion: rbac.authorization.k8s.io/v1\n" + documented.split("```")[0])
+        == objects[0]
+    )
+    kubeconfig = control_plane.add_user("kubesched")
+    for obj in objects:
+        api.delete(
+            "/apis/rbac.authorization.k8s.io/v1/"
+            + ("clusterroles/" if obj["kind"] == "ClusterRole" else "clusterrolebindings/")
+            + obj["metadata"]["name"]
+        )
+        api.create(obj)
+    api.nodes(1)
+    config = write_config(tmp_path, {"leaderElection": LEADER_ELECTION})
+    proc, port = kubesched_process(kubeconfig, config)
+    try:
+        api.create(pod_manifest("p"))
+        wait_for(lambda: bound(api.pods()).get("p") == "n0", 60, "p bound")
+        wait_for(lambda: _get(port, "/readyz")[0] == 200, 30, "ready")
+    finally:
+        code, err = _stop(proc)
+    assert code == 0, err
