@@ -45,8 +45,9 @@ class ServerOptions:
 class SchedulerRunner:
     """Schedules a cluster until ``stop()``: kube-scheduler's ``Run``.
 
-    Informers fill the cache first (``/readyz`` turns ready once they listed); then,
-    with leader election on, only while this replica leads does the loop pop pods, and
+    Informers fill the cache first (``/readyz`` turns ready once they listed; with
+    ``delayCacheUntilActive``, only once this replica leads); then, with leader
+    election on, only while this replica leads does the loop pop pods, and
     the cluster refuses writes once the lease is not renewed within renewDeadline. On
     ``stop`` it takes no new pod, rejects the pods waiting at Permit, lets the bindings
     in flight finish or roll back, releases the lease and closes the connections.
@@ -132,14 +133,21 @@ class SchedulerRunner:
                 *self.server.httpd.server_address[:2],
             )
         try:
+            if self.elector is not None:
+                self._spawn("leader-election", self._elect)
+            if self.config.config.delay_cache_until_active and self.elector is not None:
+                # Upstream's delayCacheUntilActive: a standby keeps no cache (no lists,
+                # no watches) until it leads.
+                log.info("waiting for leadership before filling the cache")
+                while not self.leading.wait(0.2):
+                    if self._stop.is_set():
+                        return EXIT_LOST_LEASE if self.lost_lease else 0
             self.cluster.start()
             self.handlers.connect(self.cluster)
             self.cluster.start_dispatch()
             log.info("informers synced; pid %d, identity %s", os.getpid(), self.identity)
             self._threads += self.scheduler.queue.run(self._stop)
             self._spawn("housekeeping", self._housekeeping)
-            if self.elector is not None:
-                self._spawn("leader-election", self._elect)
             self._loop()
         finally:
             self._shutdown()

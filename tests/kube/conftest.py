@@ -157,6 +157,7 @@ def write_config(tmp_path: Path, extra: dict[str, Any] | None = None) -> Path:
         "clientConnection": {"qps": 5000, "burst": 5000},
     }
     config.update(extra or {})
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -181,10 +182,11 @@ class InProcess:
     def _run(self) -> None:
         self.status = self.runner.run()
 
-    def start(self) -> InProcess:
-        """Start, and wait until the informers synced."""
+    def start(self, wait_synced: bool = True) -> InProcess:
+        """Start, and (unless told not to) wait until the informers synced."""
         self.thread.start()
-        wait_for(self.cluster.synced, 60, "informers to sync")
+        if wait_synced:
+            wait_for(self.cluster.synced, 60, "informers to sync")
         return self
 
     def stop(self) -> int | None:
@@ -200,8 +202,11 @@ def in_process(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Callable
     """Start in-process schedulers (``in_process(config_extra)``); stopped at the end."""
     started: list[InProcess] = []
 
-    def start(extra: dict[str, Any] | None = None, **kwargs: Any) -> InProcess:
-        r = InProcess(control_plane, write_config(tmp_path, extra), **kwargs).start()
+    def start(
+        extra: dict[str, Any] | None = None, wait_synced: bool = True, **kwargs: Any
+    ) -> InProcess:
+        r = InProcess(control_plane, write_config(tmp_path / str(len(started)), extra), **kwargs)
+        r.start(wait_synced)
         started.append(r)
         return r
 

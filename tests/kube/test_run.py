@@ -321,3 +321,30 @@ def test_preemption_respects_a_pod_disruption_budget(api: Api, in_process) -> No
     urgent = api.pod("urgent")
     assert not urgent["status"].get("nominatedNodeName")
     assert run.stop() == 0
+
+
+def test_delay_cache_until_active_standby_lists_nothing_until_it_leads(
+    api: Api, in_process
+) -> None:
+    election = {
+        "leaderElect": True,
+        "leaseDuration": "4s",
+        "renewDeadline": "3s",
+        "retryPeriod": "1s",
+        "resourceName": "delayed",
+    }
+    api.nodes(1)
+    leader = in_process({"leaderElection": election})
+    wait_for(leader.runner.leading.is_set, 30, "the first replica leads")
+    standby = in_process(
+        {"leaderElection": election, "delayCacheUntilActive": True}, wait_synced=False
+    )
+    time.sleep(2)
+    assert not standby.runner.leading.is_set()
+    assert not any(i.synced.is_set() for i in standby.cluster.informers.values())
+    assert standby.cluster.informers["Pod"].store == {}
+    assert leader.stop() == 0  # releases the lease: the standby takes over at once
+    wait_for(standby.cluster.synced, 30, "the standby fills its cache once it leads")
+    api.create(pod_manifest("p"))
+    wait_for(lambda: bound(api.pods()).get("p") == "n0", 30, "bound by the new leader")
+    assert standby.stop() == 0
