@@ -221,8 +221,9 @@ def test_apiserver_restart_mid_run(control_plane: ControlPlane, api: Api, in_pro
     s.cache.update_snapshot(s.snapshot)
     for node, count in Counter(placed.values()).items():
         assert s.snapshot.get(node).requested.milli_cpu == 200 * count
-    relists = sum(i.relists for i in run.cluster.informers.values())
-    assert relists >= 1 or all(i.synced.is_set() for i in run.cluster.informers.values())
+    # The watches dropped with the server and could not resume while it was down: the
+    # informers listed again (and turned the list into the changes they had missed).
+    assert all(i.relists >= 1 for i in run.cluster.informers.values())
     assert run.stop() == 0
 
 
