@@ -19,7 +19,7 @@ from .conftest import Api, all_bound, bound, kubesched_process, pod_manifest, wa
 pytestmark = pytest.mark.envtest
 
 ROOT = Path(__file__).resolve().parents[2]
-RBAC = ROOT / "examples" / "run" / "rbac.yaml"
+RBAC = ROOT / "docs" / "run-rbac.yaml"
 DOCS = ROOT / "docs" / "run.md"
 
 LEADER_ELECTION = {
@@ -237,7 +237,7 @@ def test_leader_that_loses_its_lease_exits_1(
 def test_the_documented_cluster_role_is_enough(
     control_plane: ControlPlane, api: Api, tmp_path: Path
 ) -> None:
-    """A user with only examples/run/rbac.yaml's rights runs kubesched, leader election
+    """A user with only docs/run-rbac.yaml's rights runs kubesched, leader election
     included, and binds a pod; docs/run.md shows the same ClusterRole."""
     objects = list(yaml.safe_load_all(RBAC.read_text()))
     documented = DOCS.read_text().split("```yaml\napiVersion: rbac.authorization.k8s.io/v1\n")[1]
