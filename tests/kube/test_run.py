@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
-from kubesched.backend.protocol import ConflictError, RecordedEvent
+from kubesched.backend.protocol import ConflictError, PodCondition, RecordedEvent
 from kubesched.testing.envtest import ControlPlane
 
 from .conftest import FAST, Api, all_bound, bound, pod_manifest, wait_for
@@ -349,3 +349,85 @@ def test_delay_cache_until_active_standby_lists_nothing_until_it_leads(
     api.create(pod_manifest("p"))
     wait_for(lambda: bound(api.pods()).get("p") == "n0", 30, "bound by the new leader")
     assert standby.stop() == 0
+
+
+@pytest.fixture
+def cluster(control_plane: ControlPlane):
+    c = KubeCluster(KubeClient(load_configuration(str(control_plane.kubeconfig)), FAST))
+    yield c
+    c.close()
+
+
+def _current(cluster: KubeCluster, api: Api, name: str):
+    return cluster.informers["Pod"].decode(api.pod(name))
+
+
+def test_status_patch_keeps_transition_time_and_sets_then_clears_nomination(
+    api: Api, cluster: KubeCluster
+) -> None:
+    api.create(pod_manifest("p"))
+    first = PodCondition("PodScheduled", "False", "Unschedulable", "0/1 nodes: one")
+    cluster.update_pod_status(
+        _current(cluster, api, "p"), condition=first, nominated_node_name="n7"
+    )
+    pod = api.pod("p")
+    (cond,) = pod["status"]["conditions"]
+    assert (cond["reason"], cond["message"]) == ("Unschedulable", "0/1 nodes: one")
+    assert pod["status"]["nominatedNodeName"] == "n7"
+    time.sleep(1.1)
+    second = PodCondition("PodScheduled", "False", "Unschedulable", "0/1 nodes: two")
+    cluster.update_pod_status(
+        _current(cluster, api, "p"), condition=second, clear_nominated_node_name=True
+    )
+    pod = api.pod("p")
+    (again,) = pod["status"]["conditions"]
+    assert again["message"] == "0/1 nodes: two"
+    # Same status: the transition time stays (upstream's UpdatePodCondition).
+    assert again["lastTransitionTime"] == cond["lastTransitionTime"]
+    assert "nominatedNodeName" not in pod["status"]
+
+
+@pytest.mark.parametrize(
+    ("min_available", "code"),
+    [(1, 429), (0, 200)],
+    ids=["pdb-forbids", "pdb-allows"],
+)
+def test_eviction_honours_pod_disruption_budgets(
+    api: Api, cluster: KubeCluster, min_available: int, code: int
+) -> None:
+    api.nodes(1)
+    api.create(pod_manifest("p", labels={"app": "x"}))
+    # A pending pod may always be evicted: make it a running one (no kubelet here).
+    cluster.bind(_current(cluster, api, "p"), "n0")
+    api.client.request(
+        "PATCH",
+        "/api/v1/namespaces/default/pods/p/status",
+        body={"status": {"phase": "Running"}},
+        content_type="application/merge-patch+json",
+    )
+    api.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "pdb", "namespace": "default"},
+            "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": "x"}}},
+        }
+    )
+    if min_available == 0:
+        # Without a disruption controller the PDB has no status; the API server then
+        # allows an eviction only when the PDB cannot be violated, so set its status.
+        pdb = api.client.request(
+            "GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/pdb"
+        )
+        pdb["status"] = {
+            "disruptionsAllowed": 1,
+            "currentHealthy": 1,
+            "desiredHealthy": 0,
+            "expectedPods": 1,
+            "observedGeneration": pdb["metadata"]["generation"],
+        }
+        api.client.request(
+            "PUT", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/pdb/status", body=pdb
+        )
+    result = cluster.evict_pod(_current(cluster, api, "p"))
+    assert result.code == code, result.message
