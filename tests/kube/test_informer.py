@@ -5,12 +5,19 @@ from __future__ import annotations
 import pytest
 
 from kubesched.api import Node
-from kubesched.backend.kube import GoneError, Informer, KubeClient, Resource, load_configuration
+from kubesched.backend.kube import (
+    RESOURCES,
+    GoneError,
+    Informer,
+    KubeClient,
+    Resource,
+    load_configuration,
+)
 from kubesched.backend.protocol import BackendError, EventType
 from kubesched.testing import make_node
 from kubesched.testing.envtest import ControlPlane
 
-from .conftest import FAST, Api, wait_for
+from .conftest import FAST, Api, pod_manifest, wait_for
 
 pytestmark = pytest.mark.envtest
 
@@ -114,3 +121,36 @@ def test_replayed_event_is_not_applied_twice(api: Api, informer) -> None:
     informer._apply({"type": "DELETED", "object": dict(created)})
     informer._apply({"type": "DELETED", "object": dict(created)})
     assert [e.type for e in informer.events] == [EventType.ADDED, EventType.DELETED]
+
+
+def test_pod_informer_drops_finished_pods(control_plane: ControlPlane, api: Api) -> None:
+    """As upstream's scheduler: Succeeded/Failed pods are not watched (they hold no
+    resources); a pod that finishes arrives as a deletion."""
+    client = KubeClient(load_configuration(str(control_plane.kubeconfig)), FAST)
+    events: list = []
+    inf = Informer(client, RESOURCES["Pod"], events.append)
+    try:
+        api.create(pod_manifest("done"))
+        api.create(pod_manifest("running"))
+        _set_phase(api, "done", "Succeeded")
+        inf.start()
+        wait_for(inf.synced.is_set, 30, "list")
+        assert set(inf.store) == {"default/running"}
+        _set_phase(api, "running", "Failed")
+        wait_for(lambda: not inf.store, 30, "the finished pod leaves")
+        assert [(e.type, e.object.name) for e in events] == [
+            (EventType.ADDED, "running"),
+            (EventType.DELETED, "running"),
+        ]
+    finally:
+        inf.stop()
+        client.close()
+
+
+def _set_phase(api: Api, name: str, phase: str) -> None:
+    api.client.request(
+        "PATCH",
+        f"/api/v1/namespaces/default/pods/{name}/status",
+        body={"status": {"phase": phase}},
+        content_type="application/merge-patch+json",
+    )

@@ -49,7 +49,8 @@ RESOURCES: dict[str, Resource] = {
     r.kind: r
     for r in (
         Resource("Node", "/api/v1/nodes", Node),
-        Resource("Pod", "/api/v1/pods", Pod),
+        # As upstream's scheduler pod informer: finished pods hold no resources.
+        Resource("Pod", "/api/v1/pods", Pod, "status.phase!=Succeeded,status.phase!=Failed"),
         Resource("Namespace", "/api/v1/namespaces", Namespace),
         Resource("Service", "/api/v1/services", Service),
         Resource("ReplicationController", "/api/v1/replicationcontrollers", ReplicationController),

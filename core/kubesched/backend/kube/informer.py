@@ -35,6 +35,8 @@ class Resource:
     kind: str
     path: str
     model: type[KubeObject]
+    field_selector: str = ""
+    """Only objects matching it; one that stops matching arrives as a deletion."""
 
 
 class Informer:
@@ -141,7 +143,8 @@ class Informer:
 
     def _list(self) -> tuple[list[KubeObject], str]:
         items: list[KubeObject] = []
-        query: dict[str, Any] = {"limit": LIST_PAGE_SIZE}
+        selector = self.resource.field_selector or None
+        query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, "fieldSelector": selector}
         rv = ""
         while True:
             page = self.client.request("GET", self.resource.path, query=query, timeout=120.0)
@@ -151,7 +154,7 @@ class Informer:
             token = meta.get("continue")
             if not token:
                 return items, rv
-            query = {"limit": LIST_PAGE_SIZE, "continue": token}
+            query = {"limit": LIST_PAGE_SIZE, "continue": token, "fieldSelector": selector}
 
     def decode(self, data: dict[str, Any]) -> KubeObject:
         """An API object (list items lack kind and apiVersion) as kubesched's model."""
@@ -166,6 +169,7 @@ class Informer:
             "resourceVersion": self.resource_version,
             "allowWatchBookmarks": "true",
             "timeoutSeconds": int(timeout),
+            "fieldSelector": self.resource.field_selector or None,
         }
         # The read timeout is past the server's: a silent connection is a dropped watch.
         resp, events = self.client.stream(self.resource.path, query, timeout + 30)
