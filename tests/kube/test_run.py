@@ -431,3 +431,20 @@ def test_eviction_honours_pod_disruption_budgets(
         )
     result = cluster.evict_pod(_current(cluster, api, "p"))
     assert result.code == code, result.message
+
+
+def test_events_are_reported_by_the_profile_scheduler_name(api: Api, in_process) -> None:
+    api.nodes(1)
+    run = in_process({"profiles": [{"schedulerName": "kubesched"}]})
+    api.create(pod_manifest("mine", scheduler_name="kubesched"))
+    api.create(pod_manifest("default-one"))  # default-scheduler: not a profile here
+    wait_for(lambda: bound(api.pods()).get("mine") == "n0", 30, "mine bound")
+    run.runner.cluster.events.flush()
+    events = wait_for(lambda: [e for e in api.events() if e["reason"] == "Scheduled"], 10, "event")
+    assert [(e["regarding"]["name"], e["reportingController"]) for e in events] == [
+        ("mine", "kubesched")
+    ]
+    assert events[0]["note"] == "Successfully assigned default/mine to n0"
+    assert events[0]["action"] == "Binding" and events[0]["type"] == "Normal"
+    assert "default-one" not in bound(api.pods())
+    assert run.stop() == 0
