@@ -15,11 +15,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from kubesched.api import Lease, LeaseSpec, ObjectMeta
 from kubesched.backend.protocol import BackendError
 from kubesched.config.types import LeaderElectionConfiguration
+from kubesched.config.validation import JITTER_FACTOR
 
 log = logging.getLogger(__name__)
-
-JITTER_FACTOR = 1.2
-"""client-go's ``JitterFactor``: waits between attempts are retryPeriod × [1, 1.2)."""
 
 
 class LeaderElectionMetrics:
@@ -64,7 +62,6 @@ class LeaderElector:
         metrics: LeaderElectionMetrics | None = None,
         on_started_leading: Callable[[], None] | None = None,
         on_stopped_leading: Callable[[], None] | None = None,
-        on_new_leader: Callable[[str], None] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.backend = backend
@@ -75,7 +72,6 @@ class LeaderElector:
         self.metrics = metrics
         self.on_started_leading = on_started_leading
         self.on_stopped_leading = on_stopped_leading
-        self.on_new_leader = on_new_leader
         self.monotonic = monotonic
         self.observed: Lease | None = None
         self._observed_record: tuple | None = None
@@ -237,8 +233,6 @@ class LeaderElector:
                 log.info("this replica (%s) is the leader of %s", holder, self.description)
             else:
                 log.info("new leader of %s: %s", self.description, holder)
-            if self.on_new_leader is not None:
-                self.on_new_leader(holder)
 
     def release(self) -> bool:
         """Give the lease up (client-go ``ReleaseOnCancel``): empty holder, 1 s duration."""

@@ -209,10 +209,6 @@ class KubeCluster:
             self._dispatcher.daemon = True
             self._dispatcher.start()
 
-    def idle(self) -> bool:
-        """No watch event is waiting to be delivered (tests, benchmarks)."""
-        return self._dispatch.unfinished_tasks == 0
-
     def close(self) -> None:
         """Stop the informers, the dispatch and the event writer; close the connections."""
         for informer in self.informers.values():

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from kubesched.backend.kube.client import MERGE_PATCH
 from kubesched.backend.protocol import BackendError, RecordedEvent
 
 log = logging.getLogger(__name__)
@@ -173,7 +174,7 @@ class EventBroadcaster:
                 "PATCH",
                 f"/apis/events.k8s.io/v1/namespaces/{cached.namespace}/events/{cached.name}",
                 body=patch,
-                content_type="application/merge-patch+json",
+                content_type=MERGE_PATCH,
             )
         except BackendError as err:
             log.warning("could not update event series %s: %s", cached.name, err)
