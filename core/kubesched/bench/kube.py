@@ -115,7 +115,14 @@ class _BindWatch:
             try:
                 for ev in events:
                     obj = ev["object"]
+                    if ev["type"] == "ERROR":  # e.g. 410 Gone: list again from now
+                        self.rv = self.client.request("GET", "/api/v1/pods", query={"limit": 1})[
+                            "metadata"
+                        ]["resourceVersion"]
+                        break
                     self.rv = obj["metadata"].get("resourceVersion", self.rv)
+                    if ev["type"] == "BOOKMARK":
+                        continue
                     key = f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
                     if (obj.get("spec") or {}).get("nodeName") and key not in self.bound:
                         self.bound[key] = last = time.monotonic()
