@@ -88,10 +88,25 @@ class _BindWatch:
 
     def __init__(self, client: KubeClient) -> None:
         self.client = client
-        listed = client.request("GET", "/api/v1/pods")
-        self.rv = listed["metadata"]["resourceVersion"]
         self.bound: dict[str, float] = {}
         self.measured: set[str] = set()
+        self.rv = ""
+        self._list()
+
+    def _list(self) -> None:
+        """Note the pods bound now (a watch error may have hidden some) and where to watch from."""
+        listed = self.client.request("GET", "/api/v1/pods")
+        now = time.monotonic()
+        for pod in listed["items"]:
+            self._seen(pod, now)
+        self.rv = listed["metadata"]["resourceVersion"]
+
+    def _seen(self, pod: dict[str, Any], when: float) -> bool:
+        key = f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}"
+        if (pod.get("spec") or {}).get("nodeName") and key not in self.bound:
+            self.bound[key] = when
+            return True
+        return False
 
     def wait(self, expected: int, timeout: float) -> None:
         """Watch until ``expected`` measured pods are bound, none was for
@@ -115,17 +130,14 @@ class _BindWatch:
             try:
                 for ev in events:
                     obj = ev["object"]
-                    if ev["type"] == "ERROR":  # e.g. 410 Gone: list again from now
-                        self.rv = self.client.request("GET", "/api/v1/pods", query={"limit": 1})[
-                            "metadata"
-                        ]["resourceVersion"]
+                    if ev["type"] == "ERROR":  # e.g. 410 Gone: list again, then watch
+                        self._list()
                         break
                     self.rv = obj["metadata"].get("resourceVersion", self.rv)
                     if ev["type"] == "BOOKMARK":
                         continue
-                    key = f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
-                    if (obj.get("spec") or {}).get("nodeName") and key not in self.bound:
-                        self.bound[key] = last = time.monotonic()
+                    if self._seen(obj, time.monotonic()):
+                        last = time.monotonic()
                     if self._count() >= expected or time.monotonic() - last > STALL_SECONDS:
                         break
             finally:
