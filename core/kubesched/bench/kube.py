@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from kubesched.backend.kube import KubeClient, load_configuration
-from kubesched.backend.protocol import NotFoundError
+from kubesched.backend.protocol import ConflictError, NotFoundError
 from kubesched.bench.runner import BenchError
 from kubesched.bench.workloads import build_workload
 from kubesched.config.types import ClientConnectionConfiguration
@@ -216,9 +216,10 @@ def _clean(client: KubeClient, created: list[dict[str, Any]]) -> None:
         )
     for o in created:
         name = o["metadata"]["name"]
+        # Namespaces stay (empty): without a namespace controller, as on a scratch
+        # control plane, a deleted namespace would stay Terminating for good.
         path = {
             "Node": f"/api/v1/nodes/{name}",
-            "Namespace": f"/api/v1/namespaces/{name}",
             "PriorityClass": f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}",
         }.get(o["kind"])
         if path:
@@ -245,12 +246,16 @@ def run_on_api_server(
     workload = build_workload(name, nodes, pods, seed)
     setup = _manifests([*workload.nodes, *workload.setup])
     measured = _manifests(workload.pods)
-    created = [*_namespaces(setup + measured), *setup, *measured]
+    namespaces = _namespaces(setup + measured)
+    created = [*setup, *measured]
     expected = len(measured) - workload.expected_unschedulable
     proc = None
     try:
         _refuse_a_used_cluster(client)
-        create_objects(client, created[: len(created) - len(measured)])
+        for namespace in namespaces:
+            with contextlib.suppress(ConflictError):  # left by an earlier run
+                client.request("POST", "/api/v1/namespaces", body=namespace)
+        create_objects(client, setup)
         with tempfile.TemporaryDirectory() as tmp:
             if scheduler == "kubesched":
                 create_objects(client, measured)
