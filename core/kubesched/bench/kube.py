@@ -236,10 +236,16 @@ def run_on_api_server(
     scheduler: str = "kubesched",
     seed: int = 0,
     config: Path | None = None,
+    external_command: list[str] | None = None,
     timeout: float = 1800.0,
 ) -> ApiServerResult:
     """Create workload ``name`` in the API server of ``kubeconfig`` (which must have no
-    nodes), have it scheduled by ``scheduler`` and measure; delete it all at the end."""
+    nodes), have it scheduled by ``scheduler`` and measure; delete it all at the end.
+
+    ``external_command`` (with ``external``) is the scheduler to start once every pod is
+    pending, as ``kubesched`` is; without it the external scheduler already runs and the
+    pods are created under its eyes, so the figure includes their creation.
+    """
     if scheduler not in SCHEDULERS:
         raise BenchError(f"unknown scheduler {scheduler!r} (known: {', '.join(SCHEDULERS)})")
     client = KubeClient(load_configuration(kubeconfig), _UNTHROTTLED)
@@ -256,8 +262,9 @@ def run_on_api_server(
             with contextlib.suppress(ConflictError):  # left by an earlier run
                 client.request("POST", "/api/v1/namespaces", body=namespace)
         create_objects(client, setup)
+        starts_after = scheduler == "kubesched" or external_command is not None
         with tempfile.TemporaryDirectory() as tmp:
-            if scheduler == "kubesched":
+            if starts_after:
                 create_objects(client, measured)
             watch = _BindWatch(client)
             watch.measured = {
@@ -267,11 +274,14 @@ def run_on_api_server(
             started = time.monotonic()
             if scheduler == "kubesched":
                 proc, metrics_url = _start_kubesched(kubeconfig, Path(tmp), config)
+            elif external_command is not None:
+                log = (Path(tmp) / "external.log").open("w")
+                proc = subprocess.Popen(external_command, stdout=log, stderr=subprocess.STDOUT)
             else:
                 create_objects(client, measured)
             watch.wait(expected, timeout)
             latency: dict[str, float] = {}
-            if proc is not None:
+            if scheduler == "kubesched":
                 with urllib.request.urlopen(metrics_url, timeout=10) as resp:
                     latency = latency_quantiles(resp.read().decode())
     finally:

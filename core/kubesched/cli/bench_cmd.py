@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="kubesched: start `kubesched run` (with --config); external: a scheduler "
         "already serving default-scheduler pods there, e.g. the real kube-scheduler",
     )
+    api.add_argument(
+        "--external-command",
+        metavar="CMD",
+        help="with external: the scheduler's command line, started once every pod is pending "
+        "(as kubesched is) and stopped at the end; without it the external scheduler must "
+        "already run, and the pods are created while it does",
+    )
     api.add_argument("--config", metavar="FILE", help="kubesched run's configuration")
     api.add_argument(
         "--timeout", type=float, default=1800.0, metavar="S", help="give up after S seconds"
@@ -156,9 +164,9 @@ def report(results: list[BenchResult], *, options: dict[str, Any] | None = None)
 def _bench(args: argparse.Namespace) -> int:
     if args.kubeconfig:
         return _bench_api_server(args)
-    for flag in ("config",):
+    for flag in ("config", "external_command"):
         if getattr(args, flag):
-            raise BenchError(f"--{flag} goes with --kubeconfig")
+            raise BenchError(f"--{flag.replace('_', '-')} goes with --kubeconfig")
     registry = _registry()
     names = _workload_names(args.workloads)
     missing = [
@@ -242,6 +250,8 @@ def _bench_api_server(args: argparse.Namespace) -> int:
     ):
         if getattr(args, flag) != default:
             raise BenchError(f"--{flag.replace('_', '-')} does not apply with --kubeconfig")
+    if args.external_command and args.scheduler != "external":
+        raise BenchError("--external-command goes with --scheduler external")
     for path in (args.kubeconfig, args.config):
         if path and not Path(path).is_file():
             raise KubeschedError(f"{path}: no such file")
@@ -261,6 +271,9 @@ def _bench_api_server(args: argparse.Namespace) -> int:
                 scheduler=args.scheduler,
                 seed=args.seed,
                 config=Path(args.config) if args.config else None,
+                external_command=shlex.split(args.external_command)
+                if args.external_command
+                else None,
                 timeout=args.timeout,
             )
         )
