@@ -294,15 +294,25 @@ _COLLECTIONS = {
     "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets",
     "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
     "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
+    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
 }
+
+
+def collection_path(manifest: dict[str, Any]) -> str:
+    """The API path a ``manifest`` of a kind the tests create is POSTed to."""
+    namespace = (manifest.get("metadata") or {}).get("namespace") or "default"
+    return _COLLECTIONS[manifest["kind"]].format(ns=namespace)
 
 
 def create_object(client: Any, manifest: dict[str, Any]) -> dict[str, Any]:
     """POST ``manifest`` (a dict; a builder's ``uid`` is dropped, the server assigns one)
     to its collection with ``client`` (a ``KubeClient``); the created object."""
     meta = {k: v for k, v in (manifest.get("metadata") or {}).items() if k != "uid"}
-    path = _COLLECTIONS[manifest["kind"]].format(ns=meta.get("namespace") or "default")
-    return client.request("POST", path, body={**manifest, "metadata": meta})
+    return client.request("POST", collection_path(manifest), body={**manifest, "metadata": meta})
 
 
 def create_objects(client: Any, manifests: list[dict[str, Any]], workers: int = 16) -> None:

@@ -164,6 +164,8 @@ class KubeCluster:
                 attrs["subresource"] = sub
             if resource == "leases" and leases is not None:
                 attrs["namespace"] = leases[0]
+                if verb != "create":  # a Role may grant get/update on this Lease alone
+                    attrs["name"] = leases[1]
             review = self.client.request(
                 "POST",
                 "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
