@@ -35,24 +35,29 @@ def _nodes(n: int, cpu: str = "4", pods: str = "110", zone: str = "zone-a"):
         # Required anti-affinity per hostname against its own copies: one per node.
         (
             _nodes(3),
-            make_pod("p").labels(app="solo").req(cpu="100m")
-            .pod_anti_affinity(HOSTNAME, {"app": "solo"}).obj(),
+            make_pod("p")
+            .labels(app="solo")
+            .req(cpu="100m")
+            .pod_anti_affinity(HOSTNAME, {"app": "solo"})
+            .obj(),
             3,
             "node(s) didn't match pod anti-affinity rules",
         ),
         # A pod larger than any node: none fit.
         (_nodes(2), make_pod("p").req(cpu="5").obj(), 0, "Insufficient cpu"),
     ],
-    ids=["bin-packing-fragmentation", "zero-requests-pods-limit", "anti-affinity-one-per-node",
-         "too-large"],
+    ids=[
+        "bin-packing-fragmentation",
+        "zero-requests-pods-limit",
+        "anti-affinity-one-per-node",
+        "too-large",
+    ],
 )
 def test_counts_until_the_first_failure(nodes, pod, count, reason) -> None:
     report = capacity_fit(nodes, _template(pod))
     assert report.count == count
     assert report.stop.reason == "unschedulable"
-    assert report.stop.message == (
-        f"0/{len(nodes)} nodes are available: {len(nodes)} {reason}."
-    )
+    assert report.stop.message == (f"0/{len(nodes)} nodes are available: {len(nodes)} {reason}.")
     assert [(r.reason, r.nodes) for r in report.stop.reasons] == [(reason, len(nodes))]
     assert sum(n.count for n in report.nodes) == count
     assert report.cluster_nodes == len(nodes)
@@ -77,7 +82,11 @@ def test_counts_per_node_and_per_zone() -> None:
 
 
 def test_the_cluster_pods_go_first_and_count_against_the_room() -> None:
-    cluster = [*_nodes(1), make_pod("existing").req(cpu="3").obj(), make_pod("big").req(cpu="9").obj()]
+    cluster = [
+        *_nodes(1),
+        make_pod("existing").req(cpu="3").obj(),
+        make_pod("big").req(cpu="9").obj(),
+    ]
     report = capacity_fit(cluster, _template(make_pod("p").req(cpu="500m").obj()))
     assert report.count == 2
     assert report.cluster_pending == 1  # "big" fits nowhere
@@ -92,12 +101,20 @@ def test_max_stops_early() -> None:
 
 def _full_of_low_priority_pods():
     low = PriorityClass.model_validate(
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-         "metadata": {"name": "low"}, "value": 10}
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "low"},
+            "value": 10,
+        }
     )
     high = PriorityClass.model_validate(
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-         "metadata": {"name": "high"}, "value": 1000}
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": 1000,
+        }
     )
     pods = [
         make_pod(f"low-{n}-{i}").priority_class("low").req(cpu="1").node(f"n{n}").obj()
@@ -126,8 +143,12 @@ def test_preemption_is_off_unless_allowed() -> None:
 def test_a_workload_template_and_its_priority_class() -> None:
     objects = [
         PriorityClass.model_validate(
-            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-             "metadata": {"name": "web"}, "value": 100}
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "web"},
+                "value": 100,
+            }
         ),
         *_deployment("web", "1", "web"),
     ]
@@ -185,9 +206,15 @@ def test_a_daemon_set_is_refused() -> None:
     from kubesched.api import parse_object
 
     ds = parse_object(
-        {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
-         "spec": {"selector": {"matchLabels": {"a": "b"}},
-                  "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}}}}
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "agent"},
+            "spec": {
+                "selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}},
+            },
+        }
     )
     with pytest.raises(UserInputError, match="one pod per eligible node"):
         pod_template([ds], "ds.yaml")

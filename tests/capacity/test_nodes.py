@@ -54,8 +54,11 @@ def test_fragmentation_needs_more_than_the_bound() -> None:
 def test_anti_affinity_forces_one_pod_per_node() -> None:
     cluster = [make_node(f"n{i}").capacity(cpu="16", memory="32Gi").obj() for i in range(2)]
     workload = [
-        make_pod(f"w{i}").labels(app="solo").req(cpu="100m")
-        .pod_anti_affinity(HOSTNAME, {"app": "solo"}).obj()
+        make_pod(f"w{i}")
+        .labels(app="solo")
+        .req(cpu="100m")
+        .pod_anti_affinity(HOSTNAME, {"app": "solo"})
+        .obj()
         for i in range(5)
     ]
     report = capacity_nodes(cluster, workload, [_shape("new")])
@@ -70,8 +73,11 @@ def test_anti_affinity_forces_one_pod_per_node() -> None:
 
 def _spread_workload(n: int):
     return [
-        make_pod(f"w{i}").labels(app="spread").req(cpu="1")
-        .spread_constraint(1, ZONE, selector={"app": "spread"}, min_domains=3).obj()
+        make_pod(f"w{i}")
+        .labels(app="spread")
+        .req(cpu="1")
+        .spread_constraint(1, ZONE, selector={"app": "spread"}, min_domains=3)
+        .obj()
         for i in range(n)
     ]
 
@@ -84,7 +90,9 @@ def test_a_spread_constraint_makes_a_new_zone_necessary() -> None:
         make_node("a").capacity(cpu="16", memory="32Gi").zone("zone-a").obj(),
         make_node("b").capacity(cpu="16", memory="32Gi").zone("zone-b").obj(),
     ]
-    third_zone = capacity_nodes(cluster, _spread_workload(9), [_shape("c", cpu="16", zone="zone-c")])
+    third_zone = capacity_nodes(
+        cluster, _spread_workload(9), [_shape("c", cpu="16", zone="zone-c")]
+    )
     assert third_zone.pending_without_new_nodes == 7
     assert third_zone.plan is not None and third_zone.plan.nodes == {"c": 1}
     assert third_zone.plan.pods_per_new_node == {"c-1": 3}
@@ -136,8 +144,11 @@ def test_daemon_pods_on_new_nodes_count_in_the_bound() -> None:
                 "selector": {"matchLabels": {"app": "agent"}},
                 "template": {
                     "metadata": {"labels": {"app": "agent"}},
-                    "spec": {"containers": [{"name": "a", "image": "a",
-                                             "resources": {"requests": {"cpu": "1"}}}]},
+                    "spec": {
+                        "containers": [
+                            {"name": "a", "image": "a", "resources": {"requests": {"cpu": "1"}}}
+                        ]
+                    },
                 },
             },
         }

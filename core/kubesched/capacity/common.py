@@ -77,7 +77,9 @@ def check_profile(effective: EffectiveConfiguration, pod: Pod, source: str) -> s
     return name
 
 
-def pod_template(objects: Iterable[KubeObject], source: str) -> tuple[PodTemplate, list[KubeObject]]:
+def pod_template(
+    objects: Iterable[KubeObject], source: str
+) -> tuple[PodTemplate, list[KubeObject]]:
     """The one Pod or workload of ``objects`` whose pod ``capacity fit`` copies, and the
     other objects (Namespaces, PriorityClasses, ... that the pod needs), which join the
     cluster. A ``UserInputError`` unless there is exactly one such object."""
@@ -134,9 +136,9 @@ def node_zone(node: Node | None) -> str:
     return node.metadata.labels.get(ZONE_LABEL, NO_ZONE)
 
 
-def reason_counts(diagnosis: Diagnosis | None, node_names: list[str], feasible: set[str]) -> list[
-    ReasonCount
-]:
+def reason_counts(
+    diagnosis: Diagnosis | None, node_names: list[str], feasible: set[str]
+) -> list[ReasonCount]:
     """The rejections of one attempt grouped by (plugin, reason), most nodes first: the
     nodes a filter rejected, and (after a PreFilter rejection or narrowing) every other
     node that was not feasible."""

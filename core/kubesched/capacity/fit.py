@@ -219,4 +219,3 @@ def _victims(sim: Simulation, before: dict[str | None, Pod]) -> list[VictimRepor
         ),
         key=lambda v: (v.node, v.pod),
     )
-

@@ -94,8 +94,9 @@ def node_shapes(objects: Iterable[KubeObject], source: str) -> list[NodeShape]:
                 obj=f"Node {obj.name}",
             )
         if any(s.name == obj.name for s in shapes):
-            raise UserInputError("two node templates share a name", source=source,
-                                 obj=f"Node {obj.name}")
+            raise UserInputError(
+                "two node templates share a name", source=source, obj=f"Node {obj.name}"
+            )
         shapes.append(NodeShape(obj, cost))
     if not shapes:
         raise UserInputError("no node template (a Node manifest) found", source=source)
@@ -143,10 +144,16 @@ class _Search:
         key = tuple(counts.get(s.name, 0) for s in self.shapes)
         if key in self.cache:
             return self.cache[key]
-        new_nodes = [s.new_node(i + 1) for s, n in zip(self.shapes, key, strict=True)
-                     for i in range(n)]
-        sim = Simulation([*self.frozen, *new_nodes], config=self.effective,
-                         registry=self.registry, seed=self.seed, detail=DETAIL_SUMMARY)
+        new_nodes = [
+            s.new_node(i + 1) for s, n in zip(self.shapes, key, strict=True) for i in range(n)
+        ]
+        sim = Simulation(
+            [*self.frozen, *new_nodes],
+            config=self.effective,
+            registry=self.registry,
+            seed=self.seed,
+            detail=DETAIL_SUMMARY,
+        )
         try:
             sim.run()
             pods, others = [], []
@@ -182,8 +189,9 @@ def _least_overhead(search: _Search) -> dict[str, Counter[str]]:
     prefixes = {s.name: f"{s.name}-" for s in search.shapes}
     for outcome in search.cache.values():
         for node, taken in outcome.overhead.items():
-            shape = next(n for n, p in prefixes.items() if node.startswith(p)
-                         and node[len(p):].isdigit())
+            shape = next(
+                n for n, p in prefixes.items() if node.startswith(p) and node[len(p) :].isdigit()
+            )
             if shape not in least:
                 least[shape] = Counter(taken)
             else:
@@ -223,7 +231,8 @@ def capacity_nodes(
         best = base
     else:
         for shape in shapes:
-            found = _search_one_shape(search, shape, len(base.pending), max_nodes)
+            at_least, _ = _lower_bound(pending, room, [shape], {})
+            found = _search_one_shape(search, shape, len(base.pending), max_nodes, at_least)
             if found is not None:
                 alternatives.append(found)
         if len(shapes) > 1:
@@ -251,9 +260,7 @@ def capacity_nodes(
         alternatives=[o.plan(shapes) for o in alternatives if o is not best],
         lowerBoundNodes=lb_nodes,
         lowerBoundCost=round(lb_cost, 6),
-        optimal=plan is not None and (
-            plan.total_nodes <= lb_nodes or plan.cost <= lb_cost + 1e-9
-        ),
+        optimal=plan is not None and (plan.total_nodes <= lb_nodes or plan.cost <= lb_cost + 1e-9),
         unplaceable=unplaceable,
         simulations=len(search.cache),
         wallTime=round(time.perf_counter() - started, 3),
@@ -275,8 +282,7 @@ def _freeze(
     """Schedule the cluster's pods, then the workload's; return every object of the final
     state, the uids of the workload's pods, those left pending, and what the cluster can
     still give them (see :func:`_room_left`)."""
-    sim = Simulation(cluster, config=effective, registry=registry, seed=seed,
-                     detail=DETAIL_SUMMARY)
+    sim = Simulation(cluster, config=effective, registry=registry, seed=seed, detail=DETAIL_SUMMARY)
     try:
         sim.run()
         before = {p.metadata.uid for p in sim.cluster.pods()}
@@ -376,16 +382,20 @@ def _lower_bound(
 
 
 def _search_one_shape(
-    search: _Search, shape: NodeShape, pending: int, max_nodes: int
+    search: _Search, shape: NodeShape, pending: int, max_nodes: int, at_least: int
 ) -> Outcome | None:
     """The fewest nodes of ``shape`` that place every workload pod, or None.
 
-    Doubles the count until the plan works (giving up at ``max_nodes``, or once there
-    are at least as many new nodes as pending pods and one of them stayed empty: no
-    pending pod can use another such node), then bisects between the last count that
-    failed and the first that worked.
+    Starts at ``at_least`` (the shape's own lower bound: fewer cannot work) and grows the
+    count — by what the pods still pending would need at the pods per new node seen so
+    far, at most doubling — until the plan works; gives up at ``max_nodes``, or once
+    there are at least as many new nodes as pending pods and one of them stayed empty
+    (no pending pod can use another such node). Then bisects between the last count
+    that failed and the first that worked.
     """
-    failed, k = 0, 1
+    if at_least > max_nodes:
+        return None
+    failed, k = at_least - 1, max(1, at_least)
     while True:
         outcome = search.evaluate({shape.name: k})
         if not outcome.pending:
@@ -393,7 +403,8 @@ def _search_one_shape(
         failed = k
         if k >= max_nodes or (k >= pending and outcome.empty_new_node):
             return None
-        k = min(max_nodes, k * 2)
+        per_node = max(1.0, sum(outcome.per_new_node.values()) / k)
+        k = min(max_nodes, 2 * k, k + math.ceil(len(outcome.pending) / per_node))
     works = k
     while works - failed > 1:
         mid = (failed + works) // 2

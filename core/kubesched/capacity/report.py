@@ -82,8 +82,10 @@ class CapacityFitReport(_Model):
         SCHEMA_VERSION, alias="schemaVersion"
     )
     kind: Literal["CapacityFit"] = "CapacityFit"
-    template: str = Field(description="The pod template the copies were made of, e.g. "
-                          "'Deployment shop/web' or 'Pod default/probe'.")
+    template: str = Field(
+        description="The pod template the copies were made of, e.g. "
+        "'Deployment shop/web' or 'Pod default/probe'."
+    )
     profile: str = Field(description="The schedulerName of the profile that placed them.")
     preemption: bool = Field(description="Whether the copies could preempt other pods.")
     count: int = Field(description="How many copies were placed before the first failure.")

@@ -204,8 +204,13 @@ def render_fit(report: CapacityFitReport, console: object) -> None:
             table.add_row(f"(+{rest} more nodes)", "", "")
         print_(table)
     if report.victims:
-        victims = Table("preempted pod", "node", "priority", title="Preempted to make room",
-                        title_justify="left")
+        victims = Table(
+            "preempted pod",
+            "node",
+            "priority",
+            title="Preempted to make room",
+            title_justify="left",
+        )
         for v in report.victims:
             victims.add_row(v.pod, v.node, str(v.priority))
         print_(victims)
