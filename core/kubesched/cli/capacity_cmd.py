@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 
 from rich.table import Table
@@ -243,9 +244,14 @@ def render_nodes(report: CapacityNodesReport, console: object) -> None:
         f"Lower bound: {report.lower_bound_nodes} node(s), cost {report.lower_bound_cost:g} "
         f"({verdict})."
     )
-    table = Table("new node", "workload pods", title="Placement", title_justify="left")
+    groups: dict[tuple[str, int], int] = Counter()
     for node, n in plan.pods_per_new_node.items():
-        table.add_row(node, str(n))
+        groups[(node.rsplit("-", 1)[0], n)] += 1
+    table = Table(
+        "shape", "new nodes", "workload pods each", title="Placement", title_justify="left"
+    )
+    for (shape, pods), nodes in sorted(groups.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        table.add_row(shape, str(nodes), str(pods))
     print_(table)
     for alt in report.alternatives:
         alt_shapes = ", ".join(f"{n} × {name}" for name, n in alt.nodes.items())
