@@ -11,7 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from kubesched.framework.plugin import PluginArgs, hookimpl
+from kubesched.framework.args import PluginArgs
+from kubesched.framework.plugin import hookimpl
 from kubesched.framework.registry import PluginRegistry
 
 

@@ -18,7 +18,7 @@ from kubesched.config.types import (
     Plugins,
     PluginSet,
 )
-from kubesched.framework.plugin import PluginArgs
+from kubesched.framework.args import PluginArgs
 from kubesched.framework.registry import PluginRegistry, default_registry
 
 DEFAULT_MULTI_POINT_PLUGINS: tuple[Plugin, ...] = (

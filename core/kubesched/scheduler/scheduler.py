@@ -17,6 +17,7 @@ from kubesched.cache import Cache, CacheError, Snapshot
 from kubesched.clock import Clock, RealClock
 from kubesched.config import EffectiveConfiguration
 from kubesched.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState
+from kubesched.framework.diagnosis import Diagnosis, FitError
 from kubesched.framework.events import ActionType, ClusterEvent, EventResource
 from kubesched.framework.registry import PluginRegistry
 from kubesched.framework.runtime import Framework
@@ -25,7 +26,6 @@ from kubesched.framework.types import PodInfo, QueuedPodInfo, pod_uid
 from kubesched.metrics import Metrics
 from kubesched.queue import PriorityQueue, ProfileQueueing
 from kubesched.scheduler.algorithm import ScheduleResult, SchedulingAlgorithm, SchedulingError
-from kubesched.scheduler.diagnosis import Diagnosis, FitError
 from kubesched.scheduler.recorder import EventRecorder
 from kubesched.scheduler.records import (
     RESULT_ERROR,
