@@ -25,8 +25,8 @@ from kubesched.config import (
 )
 from kubesched.config.types import DEFAULT_SCHEDULER_NAME
 from kubesched.errors import UserInputError
+from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.registry import PluginRegistry
-from kubesched.scheduler.diagnosis import Diagnosis
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
