@@ -12,11 +12,20 @@ from kubesched.cli import (
     config_cmd,
     new_plugin_cmd,
     plugins_cmd,
+    run_cmd,
     simulate_cmd,
 )
 from kubesched.errors import KubeschedError
 
-COMMANDS = (plugins_cmd, config_cmd, simulate_cmd, capacity_cmd, bench_cmd, new_plugin_cmd)
+COMMANDS = (
+    plugins_cmd,
+    config_cmd,
+    simulate_cmd,
+    capacity_cmd,
+    run_cmd,
+    bench_cmd,
+    new_plugin_cmd,
+)
 """Sub-command modules; each has ``register(subparsers)`` setting ``func`` on its parser."""
 
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from kubesched.api import load_manifests
-from kubesched.cli import output
+from kubesched.cli import live_cluster, output
 from kubesched.cli.output import progress_bar, write_data
 from kubesched.config import effective_configuration, load_config
 from kubesched.errors import UserInputError
@@ -37,7 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "pod on an in-memory cluster in virtual time, and report where each pod went and why. "
         "Pending pods are a result: the exit status is 0 when the run completes.",
     )
-    parser.add_argument("paths", metavar="PATH", nargs="+", help="manifest file or directory")
+    parser.add_argument(
+        "paths",
+        metavar="PATH",
+        nargs="*",
+        help="manifest file or directory (at least one, unless --from-cluster)",
+    )
     parser.add_argument(
         "--config", metavar="FILE", help="a KubeSchedulerConfiguration (default: upstream's)"
     )
@@ -75,6 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--events", action="store_true", help="include every Kubernetes Event in json/yaml"
     )
     parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    live_cluster.add_arguments(parser)
     parser.set_defaults(func=_simulate)
 
 
@@ -85,9 +91,13 @@ def _simulate(args: argparse.Namespace) -> int:
         raise UserInputError("no such file", source=args.config, obj="--config")
     config = load_config(args.config, registry)
     effective = effective_configuration(config, registry, source=args.config or "<defaults>")
-    objects = load_manifests(args.paths)
+    if not args.paths and not args.from_cluster:
+        raise UserInputError("give manifests (PATH...), --from-cluster, or both")
+    objects = [*live_cluster.objects(args), *load_manifests(args.paths)]
     if not objects:
-        raise UserInputError("no Kubernetes objects found", source=" ".join(args.paths))
+        raise UserInputError(
+            "no Kubernetes objects found", source=" ".join(args.paths) or "--from-cluster"
+        )
 
     show_progress = not args.no_progress and sys.stderr.isatty()
     progress, stop_progress = progress_bar(show_progress, "scheduling", "pods placed")
