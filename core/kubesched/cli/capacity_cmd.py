@@ -17,7 +17,7 @@ from kubesched.capacity import (
     pod_template,
 )
 from kubesched.capacity.nodes import COST_ANNOTATION, DEFAULT_MAX_NODES, capacity_nodes, node_shapes
-from kubesched.cli import output
+from kubesched.cli import live_cluster, output
 from kubesched.config import EffectiveConfiguration, effective_configuration, load_config
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
@@ -107,6 +107,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="text for a person; json or yaml for a program (schema kubesched.io/capacity/v1)",
     )
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    live_cluster.add_arguments(parser)
 
 
 def _configuration(args: argparse.Namespace, registry: PluginRegistry) -> EffectiveConfiguration:
@@ -120,7 +121,7 @@ def _fit(args: argparse.Namespace) -> int:
     registry = _registry()
     effective = _configuration(args, registry)
     template, extra = pod_template(load_manifests([args.template]), args.template)
-    cluster = [*load_manifests(args.cluster), *extra]
+    cluster = [*live_cluster.objects(args), *load_manifests(args.cluster), *extra]
     progress, stop = output.progress_bar(
         not args.no_progress and sys.stderr.isatty(), "placing copies", "placed"
     )
@@ -157,7 +158,7 @@ def _nodes(args: argparse.Namespace) -> int:
     )
     try:
         report = capacity_nodes(
-            load_manifests(args.cluster),
+            [*live_cluster.objects(args), *load_manifests(args.cluster)],
             workload,
             shapes,
             config=effective,
