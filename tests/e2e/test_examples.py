@@ -155,6 +155,7 @@ def test_example_directory_loads_as_one_path(path: Path):
 def test_every_example_has_a_readme():
     assert (QUICKSTART / "README.md").is_file()
     assert (SEED002 / "README.md").is_file()
+    assert (EXAMPLES / "capacity" / "README.md").is_file()
     for scenario in SEED002.iterdir():
         if scenario.is_dir():
             assert (scenario / "README.md").is_file(), scenario

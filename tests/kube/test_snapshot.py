@@ -185,6 +185,23 @@ def test_simulate_from_cluster_reads_only_and_saves_a_replayable_snapshot(
     assert _placements(replay) == live
 
 
+def test_capacity_fit_from_cluster(api: Api, reader: Path, tmp_path: Path, capsys) -> None:
+    _live_cluster(api)
+    _grant(api, "snapshot-reader", READ_ONLY_RULES)
+    probe = tmp_path / "probe.yaml"
+    manifest = make_pod("probe").req(cpu="1", memory="1Gi").manifest()
+    manifest["metadata"].pop("uid")
+    probe.write_text(yaml.safe_dump(manifest))
+    code = main(
+        ["capacity", "fit", str(probe), "--from-cluster", "--kubeconfig", str(reader), "-o", "json"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["count"] == 6  # 6.5 cpu left on "big", 0.5 on "small"
+    assert report["nodes"] == [{"node": "big", "zone": "zone-a", "count": 6}]
+
+
 def test_a_kind_the_user_may_not_list_is_a_one_line_error(
     api: Api, reader: Path, tmp_path: Path, capsys
 ) -> None:

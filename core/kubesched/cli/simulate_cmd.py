@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import pydantic_core
-import yaml
 
 from kubesched.api import load_manifests
-from kubesched.cli import live_cluster
+from kubesched.cli import live_cluster, output
+from kubesched.cli.output import progress_bar, write_data
 from kubesched.config import effective_configuration, load_config
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
@@ -26,11 +20,6 @@ from kubesched.simulate.report import (
     build_report_data,
     parse_pod_key,
 )
-
-_YamlDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-PROGRESS_AFTER_SECONDS = 0.5
-"""The progress bar appears only when a run lasts longer than this."""
 
 
 def _registry() -> PluginRegistry:
@@ -95,57 +84,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_simulate)
 
 
-def _progress_bar(enabled: bool) -> tuple[Callable[[int, int], None] | None, Callable[[], None]]:
-    """A ``progress(done, total)`` callback drawing a rich bar on stderr (after a short
-    delay, so quick runs print nothing), and a function that removes it."""
-    if not enabled:
-        return None, lambda: None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    started = time.perf_counter()
-    state: dict[str, Any] = {}
-
-    def update(done: int, total: int) -> None:
-        if "bar" not in state:
-            if time.perf_counter() - started < PROGRESS_AFTER_SECONDS:
-                return
-            bar = Progress(
-                TextColumn("scheduling"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("pods placed"),
-                TimeElapsedColumn(),
-                console=Console(file=sys.stderr),
-                transient=True,
-            )
-            bar.start()
-            state["bar"] = bar
-            state["task"] = bar.add_task("simulate", total=total)
-        state["bar"].update(state["task"], completed=done, total=total)
-
-    def stop() -> None:
-        if "bar" in state:
-            state["bar"].stop()
-
-    return update, stop
-
-
-def _console() -> Any:
-    from rich.console import Console
-
-    if sys.stdout.isatty():
-        return Console(highlight=False)
-    # Not a terminal: no colours, and a width that keeps tables unwrapped in files.
-    return Console(
-        file=sys.stdout,
-        no_color=True,
-        highlight=False,
-        width=int(os.environ.get("COLUMNS", "120")),
-        emoji=False,
-    )
-
-
 def _simulate(args: argparse.Namespace) -> int:
     explain = [parse_pod_key(k) for k in args.explain]
     registry = _registry()
@@ -162,7 +100,7 @@ def _simulate(args: argparse.Namespace) -> int:
         )
 
     show_progress = not args.no_progress and sys.stderr.isatty()
-    progress, stop_progress = _progress_bar(show_progress)
+    progress, stop_progress = progress_bar(show_progress, "scheduling", "pods placed")
     try:
         run = Simulation(
             objects,
@@ -194,22 +132,11 @@ def _simulate(args: argparse.Namespace) -> int:
                 f"cannot write metrics: {err.strerror}", source=args.metrics
             ) from None
 
-    if args.output == "json":
-        # pydantic-core's encoder: the stdlib's is pure Python once indent is set, and a
-        # full report of a large run is hundreds of megabytes.
-        data = pydantic_core.to_json(report, indent=2) + b"\n"
-        buffer = getattr(sys.stdout, "buffer", None)
-        if buffer is None:  # stdout replaced by a text stream (tests, notebooks)
-            sys.stdout.write(data.decode())
-        else:
-            sys.stdout.flush()
-            buffer.write(data)
-            sys.stdout.flush()
-    elif args.output == "yaml":
-        yaml.dump(report, sys.stdout, Dumper=_YamlDumper, sort_keys=False)
+    if args.output in ("json", "yaml"):
+        write_data(report, args.output)
     else:
         assert isinstance(report, SimulationReport)
-        console = _console()
+        console = output.console()
         if explain:
             for i, key in enumerate(explain):
                 if i:
