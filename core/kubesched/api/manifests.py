@@ -17,6 +17,7 @@ from ..errors import UserInputError, problems_from_validation_error
 from .cluster import Lease, PodDisruptionBudget, PriorityClass, RuntimeClass
 from .core import Namespace, Node, Pod, Service
 from .meta import KubeObject
+from .resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .workloads import DaemonSet, Deployment, Job, ReplicaSet, ReplicationController, StatefulSet
 
 __all__ = [
@@ -50,6 +51,10 @@ KINDS: dict[str, type[KubeObject]] = {
         PodDisruptionBudget,
         RuntimeClass,
         Lease,
+        DeviceClass,
+        ResourceClaim,
+        ResourceClaimTemplate,
+        ResourceSlice,
     )
 }
 """The object kinds kubesched reads, by ``kind``: the built-in ones, and those that

@@ -47,10 +47,14 @@ APPLY_ORDER: dict[str, int] = {
     "Namespace": 0,
     "PriorityClass": 1,
     "RuntimeClass": 1,
+    "DeviceClass": 1,
     "Node": 2,
+    "ResourceSlice": 2,
     "Service": 3,
     "PodDisruptionBudget": 3,
     "Lease": 3,
+    "ResourceClaimTemplate": 3,
+    "ResourceClaim": 3,
     "Deployment": 4,
     "ReplicaSet": 4,
     "ReplicationController": 4,
@@ -95,6 +99,10 @@ _RESOURCES = {
     "PodDisruptionBudget": "poddisruptionbudgets.policy",
     "RuntimeClass": "runtimeclasses.node.k8s.io",
     "Lease": "leases.coordination.k8s.io",
+    "DeviceClass": "deviceclasses.resource.k8s.io",
+    "ResourceClaim": "resourceclaims.resource.k8s.io",
+    "ResourceClaimTemplate": "resourceclaimtemplates.resource.k8s.io",
+    "ResourceSlice": "resourceslices.resource.k8s.io",
 }
 
 
