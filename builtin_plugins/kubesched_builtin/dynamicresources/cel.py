@@ -241,7 +241,9 @@ class CompiledExpression:
             raise CELError(_runtime_message(err)) from None
         if not isinstance(result, bool):
             # Upstream rejects this at compile time, from the checked type.
-            raise CELError(f"must evaluate to bool or the unknown type, not {type(result).__name__}")
+            raise CELError(
+                f"must evaluate to bool or the unknown type, not {type(result).__name__}"
+            )
         return result
 
 

@@ -33,7 +33,7 @@ DEFAULT_MULTI_POINT_PLUGINS: tuple[Plugin, ...] = (
     # upstream: VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone here
     Plugin(name="PodTopologySpread", weight=2),
     Plugin(name="InterPodAffinity", weight=2),
-    # upstream (DynamicResourceAllocation feature gate): DynamicResources here
+    Plugin(name="DynamicResources"),
     Plugin(name="DefaultPreemption"),
     Plugin(name="NodeResourcesBalancedAllocation", weight=1),
     Plugin(name="ImageLocality", weight=1),
@@ -44,15 +44,13 @@ and with upstream's score weights (``pkg/scheduler/apis/config/v1/default_plugin
 minus :data:`OMITTED_DEFAULT_PLUGINS`."""
 
 OMITTED_DEFAULT_PLUGINS: Mapping[str, str] = {
-    # kubesched models no PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSI
-    # drivers or ResourceClaims yet, so these plugins would have nothing to read; they
+    # kubesched models no PersistentVolumes, PersistentVolumeClaims, StorageClasses or CSI
+    # drivers yet, so these plugins would have nothing to read; they
     # come back, at upstream's positions, together with those objects.
     "VolumeRestrictions": "volumes are not modelled yet",
     "NodeVolumeLimits": "volumes (CSI attach limits) are not modelled yet",
     "VolumeBinding": "PersistentVolumeClaims are not modelled yet",
     "VolumeZone": "PersistentVolumes are not modelled yet",
-    "DynamicResources": "dynamic resource allocation (ResourceClaims) is not modelled; "
-    "upstream enables it only with the DynamicResourceAllocation feature gate",
 }
 """Plugins of upstream's default profile that kubesched's default profile leaves out, and why.
 

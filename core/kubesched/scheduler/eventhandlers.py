@@ -24,8 +24,9 @@ _NODE_UPDATES = (
     ("annotations", ActionType.UPDATE_NODE_ANNOTATION, "NodeAnnotationChange"),
 )
 
-OTHER_KINDS = ("Namespace", "Service")
-"""Kinds whose changes only move pods (plugins read them through the lister)."""
+OTHER_KINDS = ("Namespace", "Service", "ResourceClaim", "ResourceSlice", "DeviceClass")
+"""Kinds whose changes only move pods (plugins read them through the lister or watch them
+through the client, as DynamicResources does)."""
 
 EXTENSION_KINDS = (EventResource.POD_GROUP.value,)
 """Plugin-defined kinds (``kubesched.kinds`` entry points) that are event resources too:
@@ -65,6 +66,8 @@ def pod_update_event(old: PodInfo, new: PodInfo, resource: EventResource) -> Clu
         action |= ActionType.UPDATE_POD_SCALE_DOWN
     if resource is EventResource.UNSCHEDULED_POD and old.tolerations != new.tolerations:
         action |= ActionType.UPDATE_POD_TOLERATIONS
+    if old.pod.status.resource_claim_statuses != new.pod.status.resource_claim_statuses:
+        action |= ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM
     if not action:
         action = ActionType.UPDATE_OTHER
     return ClusterEvent(resource, action)

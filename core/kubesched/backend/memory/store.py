@@ -28,6 +28,7 @@ from kubesched.backend.memory.admission import AdmissionError, PodAdmission, val
 from kubesched.backend.memory.controllers import WorkloadControllers
 from kubesched.backend.memory.disruption import DisruptionController
 from kubesched.backend.memory.naming import deterministic_uid, random_suffix, timestamp
+from kubesched.backend.memory.resourceclaims import ResourceClaimController
 from kubesched.backend.protocol import (
     BackendError,
     ConflictError,
@@ -203,6 +204,7 @@ class MemoryCluster:
         )
         self.controllers = WorkloadControllers(self)
         self.disruption = DisruptionController(self)
+        self.resource_claims = ResourceClaimController(self)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -380,6 +382,7 @@ class MemoryCluster:
                             w.handler(event)
                     if not self._paused:
                         self.controllers.on_event(kind, event)
+                        self.resource_claims.on_event(kind, event)
                     # PDB bookkeeping runs even while controllers are held.
                     self.disruption.on_event(kind, event)
                 # PDB statuses are recomputed once per burst; their writes are new events.
@@ -402,6 +405,7 @@ class MemoryCluster:
             self._paused -= 1
         if not self._paused:
             self.controllers.resync_all()
+            self.resource_claims.resync_all()
             self.disruption.sync_all()
 
     # -- writing ---------------------------------------------------------------------------
