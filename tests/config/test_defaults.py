@@ -34,6 +34,7 @@ UPSTREAM_DEFAULTS = [
     ("NodeResourcesFit", 1),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DynamicResources", None),
     ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
@@ -51,7 +52,6 @@ def test_omitted_plugins_are_named_and_not_enabled() -> None:
         "NodeVolumeLimits",
         "VolumeBinding",
         "VolumeZone",
-        "DynamicResources",
     }
     enabled = {p.name for p in DEFAULT_MULTI_POINT_PLUGINS}
     assert not enabled & set(OMITTED_DEFAULT_PLUGINS)
@@ -158,6 +158,7 @@ def test_default_args_for_enabled_plugins_with_args(registry: PluginRegistry) ->
     # upstream appends them in plugin-name order
     assert [pc.name for pc in profile.plugin_config] == [
         "DefaultPreemption",
+        "DynamicResources",
         "InterPodAffinity",
         "NodeAffinity",
         "NodeResourcesBalancedAllocation",

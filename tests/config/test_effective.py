@@ -34,7 +34,7 @@ def test_default_profile(registry: PluginRegistry) -> None:
     profile = effective(registry).profiles[0]
     assert profile.scheduler_name == "default-scheduler"
     assert list(profile.plugins) == [ep.name for ep in EXTENSION_POINTS]
-    assert names(profile, "PreEnqueue") == ["SchedulingGates"]
+    assert names(profile, "PreEnqueue") == ["SchedulingGates", "DynamicResources"]
     assert names(profile, "QueueSort") == ["PrioritySort"]
     assert names(profile, "PreFilter") == [
         "NodeAffinity",
@@ -42,6 +42,7 @@ def test_default_profile(registry: PluginRegistry) -> None:
         "NodeResourcesFit",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
     ]
     assert names(profile, "Filter") == [
         "NodeUnschedulable",
@@ -52,14 +53,16 @@ def test_default_profile(registry: PluginRegistry) -> None:
         "NodeResourcesFit",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
     ]
-    assert names(profile, "PostFilter") == ["DefaultPreemption"]
+    assert names(profile, "PostFilter") == ["DynamicResources", "DefaultPreemption"]
     assert profile.score_weights() == {
         "TaintToleration": 3,
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
         "PodTopologySpread": 2,
         "InterPodAffinity": 2,
+        "DynamicResources": 1,
         "NodeResourcesBalancedAllocation": 1,
         "ImageLocality": 1,
     }
@@ -84,13 +87,21 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             "NodeResourcesFit",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
         ],
     ),
     (
         "disabled at one point stays at the others",
         {"filter": {"disabled": [{"name": "NodePorts"}]}},
         "PreFilter",
-        ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"],
+        [
+            "NodeAffinity",
+            "NodePorts",
+            "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity",
+            "DynamicResources",
+        ],
     ),
     (
         "disable all scores, enable one",
@@ -113,6 +124,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("NodeResourcesFit", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
         ],
     ),
@@ -126,6 +138,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("NodeResourcesFit", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
         ],
@@ -140,6 +153,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("NodeAffinity", 2),
             ("NodeResourcesFit", 1),
             ("PodTopologySpread", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
         ],
@@ -155,6 +169,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("NodeResourcesFit", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
         ],
@@ -172,6 +187,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             "NodeResourcesFit",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
             "CustomFilter",
         ],
     ),
@@ -188,6 +204,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             "NodeResourcesFit",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
             "CustomFilter",
         ],
     ),
@@ -201,6 +218,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("NodeResourcesFit", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
             ("CustomFilterScore", 4),
@@ -219,6 +237,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("NodeResourcesFit", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
         ],
@@ -247,6 +266,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("NodeResourcesFit", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
         ],
@@ -285,7 +305,7 @@ ERROR_CASES = [
     (
         "double registration in multiPoint",
         {"multiPoint": {"enabled": [{"name": "CustomFilter"}, {"name": "CustomFilter"}]}},
-        "profiles[0].plugins.multiPoint.enabled[15]",
+        "profiles[0].plugins.multiPoint.enabled[16]",
         'plugin "CustomFilter" already registered as "Filter"',
     ),
     (
