@@ -218,7 +218,8 @@ profiles:
                 "profiles[0].pluginConfig[0].name",
                 'plugin "NodeResourceFit" is not installed (did you mean "NodeResourcesFit"?); '
                 "installed plugins: CustomBinder, CustomFilter, CustomFilterScore, "
-                "CustomQueueSort, CustomScore, DefaultBinder, DefaultPreemption, DynamicResources, ImageLocality, "
+                "CustomQueueSort, CustomScore, DefaultBinder, DefaultPreemption, "
+                "DynamicResources, ImageLocality, "
                 "InterPodAffinity, NeedsArgs, NodeAffinity, NodeName, NodePorts, "
                 "NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, "
                 "PodTopologySpread, PrioritySort, SchedulingGates, TaintToleration",

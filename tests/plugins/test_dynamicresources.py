@@ -15,7 +15,8 @@ from kubesched.api import (
     parse_manifests,
 )
 from kubesched.errors import UserInputError
-from kubesched.simulate.driver import simulate
+from kubesched.simulate.driver import Simulation, simulate
+from kubesched.simulate.report import build_report
 from kubesched_builtin.dynamicresources.allocator import (
     AllocationError,
     Allocator,
@@ -71,7 +72,9 @@ def _gpu(name: str, model: str = "A100", root: str = "r0", mem: str = "80Gi") ->
 
 def _class(name: str, expr: str | None = None) -> DeviceClass:
     selectors = [{"cel": {"expression": expr}}] if expr else []
-    return DeviceClass.model_validate({"metadata": {"name": name}, "spec": {"selectors": selectors}})
+    return DeviceClass.model_validate(
+        {"metadata": {"name": name}, "spec": {"selectors": selectors}}
+    )
 
 
 CLASSES = {
@@ -83,7 +86,9 @@ CLASSES = {
 }
 
 
-def _claim(requests: list[dict[str, Any]], constraints: list[dict[str, Any]] | None = None, name: str = "c") -> ResourceClaim:
+def _claim(
+    requests: list[dict[str, Any]], constraints: list[dict[str, Any]] | None = None, name: str = "c"
+) -> ResourceClaim:
     return ResourceClaim.model_validate(
         {
             "metadata": {"name": name, "namespace": "default", "uid": name},
@@ -280,16 +285,38 @@ MIXED = _slice("n1", [_gpu("a0"), _gpu("l0", "L4", mem="24Gi"), _gpu("l1", "L4",
         ),
         ([_exactly("r", allocationMode="All")], None, [MIXED], set(), [["r=a0", "r=l0", "r=l1"]]),
         ([_exactly("r", "l4", allocationMode="All")], None, [MIXED], {(DRIVER, "n1", "l1")}, None),
-        ([_exactly("r", "a100", allocationMode="All")], None, [_slice("n1", [_gpu("x", "L4")])], set(), None),
         (
-            [{"name": "r", "firstAvailable": [{"name": "big", "deviceClassName": "a100", "count": 2}, {"name": "small", "deviceClassName": "l4"}]}],
+            [_exactly("r", "a100", allocationMode="All")],
+            None,
+            [_slice("n1", [_gpu("x", "L4")])],
+            set(),
+            None,
+        ),
+        (
+            [
+                {
+                    "name": "r",
+                    "firstAvailable": [
+                        {"name": "big", "deviceClassName": "a100", "count": 2},
+                        {"name": "small", "deviceClassName": "l4"},
+                    ],
+                }
+            ],
             None,
             [MIXED],
             set(),
             [["r/small=l0"]],
         ),
         (
-            [{"name": "r", "firstAvailable": [{"name": "big", "deviceClassName": "a100"}, {"name": "small", "deviceClassName": "l4"}]}],
+            [
+                {
+                    "name": "r",
+                    "firstAvailable": [
+                        {"name": "big", "deviceClassName": "a100"},
+                        {"name": "small", "deviceClassName": "l4"},
+                    ],
+                }
+            ],
             None,
             [MIXED],
             set(),
@@ -331,7 +358,13 @@ MIXED = _slice("n1", [_gpu("a0"), _gpu("l0", "L4", mem="24Gi"), _gpu("l1", "L4",
             [["r=a0(admin)", "r=l0(admin)"]],
         ),
         ([_exactly("r")], None, [_slice("other", [_gpu("g0")])], set(), None),
-        ([_exactly("r")], None, [_slice(None, [_gpu("net0")], pool="global", all_nodes=True)], set(), [["r=net0"]]),
+        (
+            [_exactly("r")],
+            None,
+            [_slice(None, [_gpu("net0")], pool="global", all_nodes=True)],
+            set(),
+            [["r=net0"]],
+        ),
         (
             [_exactly("r")],
             None,
@@ -374,7 +407,10 @@ def test_allocator(
 
 
 def test_allocator_keeps_devices_apart_between_claims_of_one_pod() -> None:
-    claims = [_claim([_exactly("r", count=2)], name="a"), _claim([_exactly("r", count=2)], name="b")]
+    claims = [
+        _claim([_exactly("r", count=2)], name="a"),
+        _claim([_exactly("r", count=2)], name="b"),
+    ]
     assert _allocate(claims, [EIGHT]) == [["r=g0", "r=g1"], ["r=g2", "r=g3"]]
     assert _allocate(claims, [_slice("n1", [_gpu("x"), _gpu("y"), _gpu("z")])]) is None
 
@@ -470,7 +506,7 @@ def test_template_claims_are_generated_allocated_and_reserved() -> None:
     pending = next(p for p in pods.values() if not p.spec.node_name)
     assert _message(run, pending.name) == (
         "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, "
-        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
     )
     devices = set()
     for p in pods.values():
@@ -489,25 +525,45 @@ def test_template_claims_are_generated_allocated_and_reserved() -> None:
 
 
 def test_deleted_pod_releases_its_devices_for_a_pending_one() -> None:
-    run = simulate(parse_manifests(CLUSTER + _pod("p1") + _pod("p2") + _pod("p3")), seed=0)
-    bound = sorted(p.name for p in run.cluster.pods() if p.spec.node_name)
-    pending = next(p.name for p in run.cluster.pods() if not p.spec.node_name)
-    run.cluster.delete("Pod", "default", bound[0], grace_period_seconds=0)
-    assert not run.cluster.objects("ResourceClaim") or all(
-        c.metadata.owner_references[0].name != bound[0] for c in run.cluster.objects("ResourceClaim")
-    )
-    run.run_until_idle()
-    assert run.cluster.get("Pod", "default", pending).spec.node_name == "n1"
+    sim = Simulation(parse_manifests(CLUSTER + _pod("p1") + _pod("p2") + _pod("p3")), seed=0)
+    try:
+        run = sim.run()
+        bound = sorted(p.name for p in run.cluster.pods() if p.spec.node_name)
+        pending = next(p.name for p in run.cluster.pods() if not p.spec.node_name)
+        run.cluster.delete("Pod", "default", bound[0], grace_period_seconds=0)
+        owners = {c.metadata.owner_references[0].name for c in run.cluster.objects("ResourceClaim")}
+        assert bound[0] not in owners  # its generated claim went with it
+        run = sim.run()
+        assert run.cluster.get("Pod", "default", pending).spec.node_name == "n1"
+    finally:
+        sim.close()
+
+
+def test_pod_waits_for_its_claim_then_gets_scheduled() -> None:
+    sim = Simulation(parse_manifests(CLUSTER + _pod("p", "resourceClaimName: later")), seed=0)
+    try:
+        run = sim.run()
+        report = build_report(run).pod("default/p")
+        # PreEnqueue keeps the pod out of the active queue: no attempt, no event.
+        assert (report.node, report.attempts, report.message) == (None, 0, "")
+        claim = ResourceClaim.model_validate(
+            {
+                "metadata": {"name": "later", "namespace": "default"},
+                "spec": {"devices": {"requests": [_exactly("gpu")]}},
+            }
+        )
+        run.cluster.create(claim)
+        run = sim.run()
+        assert run.cluster.get("Pod", "default", "p").spec.node_name == "n1"
+        claim = run.cluster.get("ResourceClaim", "default", "later")
+        assert [r.name for r in claim.status.reserved_for] == ["p"]
+    finally:
+        sim.close()
 
 
 @pytest.mark.parametrize(
     ("claim_ref", "extra", "message"),
     [
-        (
-            "resourceClaimName: missing",
-            "",
-            '0/2 nodes are available: could not find ResourceClaim "default/missing"',
-        ),
         (
             "resourceClaimName: shared",
             """---
@@ -517,24 +573,26 @@ metadata: {name: shared}
 spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: nope}}]}}
 """,
             "0/2 nodes are available: request gpu: device class nope does not exist. "
-            "no new claims to deallocate",
+            "no new claims to deallocate, preemption: 0/2 nodes are available: "
+            "2 Preemption is not helpful for scheduling..",
         ),
     ],
-    ids=["claim-missing", "class-missing"],
+    ids=["class-missing"],
 )
 def test_claims_that_cannot_be_used_yet(claim_ref: str, extra: str, message: str) -> None:
     run = simulate(parse_manifests(CLUSTER + extra + _pod("p", claim_ref)), seed=0)
-    p = run.cluster.get("Pod", "default", "p")
-    assert not p.spec.node_name
-    report_messages = [m for m in (run.pending_reason(p) if hasattr(run, "pending_reason") else [],)]
-    del report_messages
-    conds = [c for c in p.status.conditions if c.type == "PodScheduled"]
-    if conds:
-        assert conds[0].message.startswith(message.split(". ")[0])
+    report = build_report(run)
+    p = report.pod("default/p")
+    assert p.node is None
+    assert p.message == message
 
 
 def test_pods_without_claims_skip_the_plugin() -> None:
-    doc = CLUSTER + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: plain}\nspec: {containers: [{name: c}]}\n"
+    doc = (
+        CLUSTER
+        + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: plain}\n"
+        + "spec: {containers: [{name: c}]}\n"
+    )
     run = simulate(parse_manifests(doc), seed=0)
     assert run.cluster.get("Pod", "default", "plain").spec.node_name in {"n1", "n2"}
 
