@@ -110,11 +110,11 @@ def _allocate(
     node = node or _node()
     alloc = Allocator(claims, allocated, CLASSES.get, CELCache(), {}, {})
     outcome = alloc.allocate(node, gather_pools(slices, node))
-    if outcome.allocations is None:
+    if not outcome.fits:
         return None
     return [
         [f"{r.request}={r.device}{'(admin)' if r.admin_access else ''}" for r in a.devices.results]
-        for a in outcome.allocations
+        for a in outcome.allocations()
     ]
 
 
@@ -439,8 +439,7 @@ def test_all_mode_on_an_incomplete_pool_is_an_error() -> None:
 def test_allocation_of_node_local_devices_is_pinned_to_the_node() -> None:
     node = _node()
     alloc = Allocator([_claim([_exactly("r")])], set(), CLASSES.get, CELCache(), {}, {})
-    result = alloc.allocate(node, gather_pools([EIGHT], node)).allocations
-    assert result is not None
+    result = alloc.allocate(node, gather_pools([EIGHT], node)).allocations()
     term = result[0].node_selector.node_selector_terms[0]
     assert (term.match_fields[0].key, term.match_fields[0].values) == ("metadata.name", ["n1"])
 

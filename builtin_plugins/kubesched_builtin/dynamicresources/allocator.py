@@ -29,7 +29,7 @@ from kubesched.api import (
     ResourceClaim,
     ResourceSlice,
 )
-from kubesched.api.resource import DeviceAllocationConfiguration
+from kubesched.api.resource import DeviceAllocationConfiguration, DeviceAllocationResult
 
 from .cel import CELCache, CELError, DeviceEnv
 
@@ -150,13 +150,29 @@ class _Request:
 
 @dataclass
 class NodeOutcome:
-    """What the allocator found on one node: an allocation per claim, or why not."""
+    """What the allocator found on one node: the devices of each request, or why not.
 
-    allocations: list[AllocationResult] | None
+    The allocation results (objects) are built by :meth:`allocations` only for the node
+    that is chosen: building them for every feasible node was the plugin's main cost.
+    """
+
+    node_name: str
+    picked: list[list[tuple[Any, DeviceID, ResourceSlice]]] | None
+    """Per request of the allocator: (option, device, slice) chosen; None: no fit."""
     reasons: list[str] = field(default_factory=list)
-    """Per request, why it could not be satisfied here (for ``--explain``)."""
+    """Per request, why it could not be satisfied here."""
     chosen_options: list[list[int]] = field(default_factory=list)
     """Per claim, the ``firstAvailable`` index chosen for each such request (scoring)."""
+    allocator: Any = None
+
+    @property
+    def fits(self) -> bool:
+        """Whether every claim could be allocated on the node."""
+        return self.picked is not None
+
+    def allocations(self) -> list[AllocationResult]:
+        """One ``AllocationResult`` per claim to allocate, in the allocator's order."""
+        return self.allocator.results(self)
 
 
 def _options(claim_index: int, claim: ResourceClaim) -> list[_Request]:
@@ -221,12 +237,13 @@ class Allocator:
         self.envs = envs
         self.timeout = timeout
         self.requests = [r for i, c in enumerate(claims) for r in _options(i, c)]
+        self._class_of: dict[str, Any] = {}
 
     # -- device matching ----------------------------------------------------------------
     def _selector_matches(
         self, expr: str, owner: str, index: int, s: ResourceSlice, d: Device
     ) -> bool:
-        key = (s.metadata.uid, s.metadata.resource_version, d.name)
+        key = (s.name, s.metadata.uid, s.metadata.resource_version, d.name)
         cached = self.match_cache.get((expr, key))
         if cached is None:
             compiled = self.cel_cache.get_or_compile(expr)
@@ -247,9 +264,39 @@ class Allocator:
         return cached
 
     def _matches(self, opt: _Option, claim: ResourceClaim, s: ResourceSlice, d: Device) -> bool:
-        cls = self.classes(opt.class_name)
+        # One lookup per device and option: the verdict depends on the class (its
+        # version), the request's selectors and the device, not on the node or the pod.
+        cls = self._class_of.get(opt.class_name, False)
+        if cls is False:
+            cls = self._class_of[opt.class_name] = self.classes(opt.class_name)
         if cls is None:
             return False
+        key = (
+            cls.name,
+            cls.metadata.uid,
+            cls.metadata.resource_version,
+            opt.selectors,
+            # a claim's selector error names the claim
+            claim.key if opt.selectors else None,
+            s.name,
+            s.metadata.uid,
+            s.metadata.resource_version,
+            d.name,
+        )
+        verdict = self.match_cache.get(key)
+        if verdict is None:
+            try:
+                verdict = self._evaluate(opt, claim, cls, s, d)
+            except AllocationError as err:
+                verdict = str(err)
+            self.match_cache[key] = verdict
+        if isinstance(verdict, str):
+            raise AllocationError(verdict)
+        return verdict
+
+    def _evaluate(
+        self, opt: _Option, claim: ResourceClaim, cls: DeviceClass, s: ResourceSlice, d: Device
+    ) -> bool:
         for i, sel in enumerate(cls.spec.selectors):
             if sel.cel is not None and not self._selector_matches(
                 sel.cel.expression, f"class {cls.name}", i, s, d
@@ -376,22 +423,27 @@ class Allocator:
             return False
 
         if not place(0):
-            return NodeOutcome(None, [f"request {n}: {r}" for n, r in reasons.items()])
-        return self._results(node, picked, used)
-
-    def _results(self, node: Node, picked: list, used: dict) -> NodeOutcome:
-        per_claim: list[list[DeviceRequestAllocationResult]] = [[] for _ in self.claims]
+            reasons_text = [f"request {n}: {r}" for n, r in reasons.items()]
+            return NodeOutcome(node.name, None, reasons_text, allocator=self)
         chosen: list[list[int]] = [[] for _ in self.claims]
-        node_local = [False] * len(self.claims)
+        with_slices = []
         for ri, entries in enumerate(picked):
-            req = self.requests[ri]
             if entries and entries[0][0].index >= 0:
-                chosen[req.claim_index].append(entries[0][0].index)
-            for opt, dev in entries:
-                s = used[dev][0]
+                chosen[self.requests[ri].claim_index].append(entries[0][0].index)
+            with_slices.append([(opt, dev, used[dev][0]) for opt, dev in entries])
+        return NodeOutcome(node.name, with_slices, chosen_options=chosen, allocator=self)
+
+    def results(self, outcome: NodeOutcome) -> list[AllocationResult]:
+        """The allocation results of a fitting ``outcome`` (see :meth:`NodeOutcome.allocations`)."""
+        assert outcome.picked is not None
+        per_claim: list[list[DeviceRequestAllocationResult]] = [[] for _ in self.claims]
+        node_local = [False] * len(self.claims)
+        for ri, entries in enumerate(outcome.picked):
+            claim_index = self.requests[ri].claim_index
+            for opt, dev, s in entries:
                 if s.spec.node_name or s.spec.per_device_node_selection:
-                    node_local[req.claim_index] = True
-                per_claim[req.claim_index].append(
+                    node_local[claim_index] = True
+                per_claim[claim_index].append(
                     DeviceRequestAllocationResult(
                         request=opt.result_name,
                         driver=dev[0],
@@ -402,13 +454,15 @@ class Allocator:
                 )
         allocations = []
         for i, results in enumerate(per_claim):
-            alloc = AllocationResult.model_validate({"devices": {"results": []}})
-            alloc.devices.results = results
-            alloc.devices.config = _configs(self.claims[i], results, self.classes)
+            alloc = AllocationResult(
+                devices=DeviceAllocationResult(
+                    results=results, config=_configs(self.claims[i], results, self.classes)
+                )
+            )
             if node_local[i]:
-                alloc.node_selector = _node_name_selector(node.name)
+                alloc.node_selector = _node_name_selector(outcome.node_name)
             allocations.append(alloc)
-        return NodeOutcome(allocations, chosen_options=chosen)
+        return allocations
 
 
 def _attribute(device: Device, driver: str, name: str) -> Any:

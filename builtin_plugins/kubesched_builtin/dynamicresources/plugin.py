@@ -127,6 +127,8 @@ class _State:
 
 STATE_KEY: StateKey[_State] = StateKey(NAME)
 
+_MATCH_CACHE_LIMIT = 1_000_000
+
 
 class DynamicResources:
     """Allocates DRA devices during scheduling (PreEnqueue, PreFilter, Filter, PostFilter,
@@ -263,6 +265,10 @@ class DynamicResources:
             s.claims.append(info)
         pending = s.to_allocate()
         if pending:
+            if len(self._match_cache) > _MATCH_CACHE_LIMIT:
+                # Verdicts of replaced slices and classes are never looked up again.
+                self._match_cache.clear()
+                self._envs.clear()
             s.allocator = Allocator(
                 [c.claim for c in pending],
                 self.manager.allocated_devices(),
@@ -323,7 +329,7 @@ class DynamicResources:
             except AllocationError as err:
                 return Status(Code.ERROR, str(err))
             s.node_outcomes[node.name] = outcome
-            if outcome.allocations is None:
+            if not outcome.fits:
                 return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
         if unavailable:
             s.unavailable.update(unavailable)
@@ -353,7 +359,7 @@ class DynamicResources:
     # -- Score --------------------------------------------------------------------------
     def _score(self, s: _State, node_name: str) -> int:
         outcome = s.node_outcomes.get(node_name)
-        if outcome is None or outcome.allocations is None:
+        if outcome is None or not outcome.fits:
             return 0
         return sum(
             FIRST_AVAILABLE_MAX_SIZE - i for chosen in outcome.chosen_options for i in chosen
@@ -388,15 +394,16 @@ class DynamicResources:
         if not pending:
             return None
         outcome = s.node_outcomes.get(node_name)
-        if outcome is None or outcome.allocations is None:
+        if outcome is None or not outcome.fits:
             return Status(Code.ERROR, "claim allocation not found for node")
-        if len(outcome.allocations) != len(pending):
+        allocations = outcome.allocations()
+        if len(allocations) != len(pending):
             return Status(
                 Code.ERROR,
-                f"internal error, have {len(outcome.allocations)} allocations, "
+                f"internal error, have {len(allocations)} allocations, "
                 f"{len(pending)} claims to allocate, want {len(pending)} claims",
             )
-        for info, allocation in zip(pending, outcome.allocations, strict=True):
+        for info, allocation in zip(pending, allocations, strict=True):
             info.allocation = allocation
             assumed = info.claim.model_copy(deep=True)
             assumed.status.allocation = allocation
