@@ -65,7 +65,9 @@ class Pool:
 
     driver: str
     name: str
-    devices: list[tuple[ResourceSlice, Device]] = field(default_factory=list)
+    slices: list[tuple[ResourceSlice, list[Device]]] = field(default_factory=list)
+    """Each slice with its devices usable on the node (all of them, unless the slice
+    selects nodes per device)."""
     incomplete: bool = False
 
 
@@ -117,12 +119,12 @@ def gather_pools(
         )
         for s in current:
             if s.spec.per_device_node_selection:
-                for d in s.spec.devices:
-                    if _slice_matches_node(d, node, matchers):
-                        pool.devices.append((s, d))
-            elif _slice_matches_node(s.spec, node, matchers):
-                pool.devices.extend((s, d) for d in s.spec.devices)
-        if pool.devices:
+                devices = [d for d in s.spec.devices if _slice_matches_node(d, node, matchers)]
+                if devices:
+                    pool.slices.append((s, devices))
+            elif s.spec.devices and _slice_matches_node(s.spec, node, matchers):
+                pool.slices.append((s, s.spec.devices))
+        if pool.slices:
             pools.append(pool)
     return pools
 
@@ -263,14 +265,24 @@ class Allocator:
             raise AllocationError(cached)
         return cached
 
-    def _matches(self, opt: _Option, claim: ResourceClaim, s: ResourceSlice, d: Device) -> bool:
-        # One lookup per device and option: the verdict depends on the class (its
-        # version), the request's selectors and the device, not on the node or the pod.
+    def _slice_candidates(
+        self,
+        opt: _Option,
+        claim: ResourceClaim,
+        pool: Pool,
+        s: ResourceSlice,
+        devices: list[Device],
+    ) -> list[tuple[DeviceID, ResourceSlice, Device]]:
+        """The devices of one slice that the option's class and selectors accept.
+
+        Cached per slice version, class version and selectors (not per node or pod): a
+        node's devices are looked up once, not evaluated again, in every cycle.
+        """
         cls = self._class_of.get(opt.class_name, False)
         if cls is False:
             cls = self._class_of[opt.class_name] = self.classes(opt.class_name)
         if cls is None:
-            return False
+            return []
         key = (
             cls.name,
             cls.metadata.uid,
@@ -281,18 +293,23 @@ class Allocator:
             s.name,
             s.metadata.uid,
             s.metadata.resource_version,
-            d.name,
+            # per-device node selection gives each node its own subset
+            tuple(d.name for d in devices) if s.spec.per_device_node_selection else None,
         )
-        verdict = self.match_cache.get(key)
-        if verdict is None:
+        found = self.match_cache.get(key)
+        if found is None:
             try:
-                verdict = self._evaluate(opt, claim, cls, s, d)
+                found = [
+                    ((pool.driver, pool.name, d.name), s, d)
+                    for d in devices
+                    if self._evaluate(opt, claim, cls, s, d)
+                ]
             except AllocationError as err:
-                verdict = str(err)
-            self.match_cache[key] = verdict
-        if isinstance(verdict, str):
-            raise AllocationError(verdict)
-        return verdict
+                found = str(err)
+            self.match_cache[key] = found
+        if isinstance(found, str):
+            raise AllocationError(found)
+        return found
 
     def _evaluate(
         self, opt: _Option, claim: ResourceClaim, cls: DeviceClass, s: ResourceSlice, d: Device
@@ -321,9 +338,10 @@ class Allocator:
             for opt in req.options:
                 found = []
                 for pool in pools:
-                    for s, d in pool.devices:
-                        if self._matches(opt, claim, s, d):
-                            found.append(((pool.driver, pool.name, d.name), s, d))
+                    for s, devices in pool.slices:
+                        matching = self._slice_candidates(opt, claim, pool, s, devices)
+                        if matching:
+                            found.extend(matching)
                             if opt.all_mode and pool.incomplete:
                                 incomplete[opt] = pool.name
                 candidates[opt] = found

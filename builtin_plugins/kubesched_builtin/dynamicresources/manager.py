@@ -32,10 +32,20 @@ class DRAManager:
         self._watching = False
         self._objects: dict[str, dict[str, Any]] = {CLAIM: {}, SLICE: {}, CLASS: {}}
         self._allocated: Counter[DeviceID] = Counter()
-        self.in_flight: dict[str, ResourceClaim] = {}
-        """Claim uid -> the claim with the allocation Reserve chose (until it is written)."""
+        self._in_flight: dict[str, ResourceClaim] = {}
         self.slices_version = 0
         """Bumped on every ResourceSlice change (cached pools are rebuilt)."""
+        self.classes_version = 0
+        """Bumped on every DeviceClass change."""
+        self.pool_versions: Counter[tuple[str, str]] = Counter()
+        """Per ``(driver, pool)``: bumped whenever a device of the pool is allocated or
+        released (in the cluster or in flight), so per-node results can be cached."""
+
+    @property
+    def watching(self) -> bool:
+        """Whether the versions above follow the cluster (a client that can watch)."""
+        self._connect()
+        return self._watching
 
     # -- feeding ------------------------------------------------------------------------
     def _connect(self) -> None:
@@ -67,18 +77,21 @@ class DRAManager:
             self._objects[kind][key] = new
         if kind == SLICE:
             self.slices_version += 1
+        elif kind == CLASS:
+            self.classes_version += 1
         elif kind == CLAIM:
             for obj, sign in ((old, -1), (new, 1)):
                 if obj is None:
                     continue
                 for dev, admin in claim_devices(obj):
+                    self.pool_versions[dev[:2]] += 1
                     if not admin:
                         self._allocated[dev] += sign
                         if self._allocated[dev] <= 0:
                             del self._allocated[dev]
             # The written allocation is now in the cluster: it is no longer in flight.
             if new is not None and new.status.allocation is not None:
-                self.in_flight.pop(new.metadata.uid or "", None)
+                self.drop_in_flight(new.metadata.uid or "")
 
     # -- reading ------------------------------------------------------------------------
     def _list(self, kind: str) -> list[Any]:
@@ -118,10 +131,26 @@ class DRAManager:
             devices = {
                 dev for c in self._list(CLAIM) for dev, admin in claim_devices(c) if not admin
             }
-        for claim in self.in_flight.values():
+        for claim in self._in_flight.values():
             devices.update(dev for dev, admin in claim_devices(claim) if not admin)
         return devices
 
     def has_pending_allocation(self, uid: str) -> bool:
         """``ClaimHasPendingAllocation``: Reserve allocated it, PreBind has not written it."""
-        return uid in self.in_flight
+        return uid in self._in_flight
+
+    def set_in_flight(self, uid: str, claim: ResourceClaim) -> None:
+        """``SignalClaimPendingAllocation``: ``claim`` (with the allocation Reserve chose)
+        holds its devices until the allocation is written or dropped."""
+        self._in_flight[uid] = claim
+        self._bump_pools(claim)
+
+    def drop_in_flight(self, uid: str) -> None:
+        """``RemoveClaimPendingAllocation`` (no-op when nothing is in flight)."""
+        claim = self._in_flight.pop(uid, None)
+        if claim is not None:
+            self._bump_pools(claim)
+
+    def _bump_pools(self, claim: ResourceClaim) -> None:
+        for dev, _ in claim_devices(claim):
+            self.pool_versions[dev[:2]] += 1

@@ -120,6 +120,10 @@ class _State:
     allocator: Allocator | None = None
     node_outcomes: dict[str, NodeOutcome] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
+    shape: Any = None
+    """The pending claims' specs and the class and slice versions: with the node and the
+    versions of its pools, the key of the plugin's per-node outcome cache (None: off)."""
+    pool_versions: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def to_allocate(self) -> list[_ClaimInfo]:
         return [c for c in self.claims if c.claim.status.allocation is None]
@@ -128,6 +132,7 @@ class _State:
 STATE_KEY: StateKey[_State] = StateKey(NAME)
 
 _MATCH_CACHE_LIMIT = 1_000_000
+_OUTCOME_CACHE_LIMIT = 200_000
 
 
 class DynamicResources:
@@ -147,6 +152,7 @@ class DynamicResources:
         self._envs: dict[Any, Any] = {}
         self._pools: dict[tuple[str, str | None], Any] = {}
         self._pools_version = -1
+        self._outcomes: dict[Any, Any] = {}
 
     # -- claims of a pod ----------------------------------------------------------------
     def _pod_claims(self, pod: Pod) -> list[tuple[str, ResourceClaim]]:
@@ -269,6 +275,16 @@ class DynamicResources:
                 # Verdicts of replaced slices and classes are never looked up again.
                 self._match_cache.clear()
                 self._envs.clear()
+            if self.manager.watching:
+                # What a node's outcome depends on besides the node and its pools'
+                # allocations (see filter); a copy of the pool versions, so the cache
+                # key and the allocated devices below are of the same moment.
+                s.shape = (
+                    self.manager.classes_version,
+                    self.manager.slices_version,
+                    tuple(c.claim.spec.model_dump_json() for c in pending),
+                )
+                s.pool_versions = dict(self.manager.pool_versions)
             s.allocator = Allocator(
                 [c.claim for c in pending],
                 self.manager.allocated_devices(),
@@ -298,7 +314,7 @@ class DynamicResources:
     # -- Filter -------------------------------------------------------------------------
     def _node_pools(self, node: Any) -> Any:
         version = self.manager.slices_version
-        if version != self._pools_version or not self.manager._watching:
+        if version != self._pools_version or not self.manager.watching:
             self._pools.clear()
             self._pools_version = version
             self._by_node, self._shared = _index_slices(self.manager.slices())
@@ -309,6 +325,31 @@ class DynamicResources:
                 self._by_node.get(node.name, []) + self._shared, node
             )
         return pools
+
+    def _allocate(self, s: _State, node: Any) -> NodeOutcome:
+        """The allocator's outcome on ``node``, reused across pods when nothing it depends
+        on changed: the same claim specs, classes and slices, the same node, and no
+        device of the node's pools allocated or released since."""
+        pools = self._node_pools(node)
+        assert s.allocator is not None
+        if s.shape is None:
+            return s.allocator.allocate(node, pools)
+        versions = s.pool_versions
+        key = (
+            s.shape,
+            node.name,
+            node.metadata.resource_version,
+            tuple(versions.get((p.driver, p.name), 0) for p in pools),
+        )
+        cached = self._outcomes.get(key)
+        if cached is not None:
+            picked, reasons, chosen = cached
+            return NodeOutcome(node.name, picked, reasons, chosen, allocator=s.allocator)
+        outcome = s.allocator.allocate(node, pools)
+        if len(self._outcomes) > _OUTCOME_CACHE_LIMIT:
+            self._outcomes.clear()
+        self._outcomes[key] = (outcome.picked, outcome.reasons, outcome.chosen_options)
+        return outcome
 
     @hookimpl
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -323,7 +364,7 @@ class DynamicResources:
         ]
         if s.allocator is not None:
             try:
-                outcome = s.allocator.allocate(node, self._node_pools(node))
+                outcome = self._allocate(s, node)
             except AllocationTimeout:
                 return Status(Code.ERROR, f"node {node.name}: {ERR_TIMEOUT}")
             except AllocationError as err:
@@ -407,7 +448,7 @@ class DynamicResources:
             info.allocation = allocation
             assumed = info.claim.model_copy(deep=True)
             assumed.status.allocation = allocation
-            self.manager.in_flight[info.claim.metadata.uid or ""] = assumed
+            self.manager.set_in_flight(info.claim.metadata.uid or "", assumed)
         return None
 
     @hookimpl
@@ -416,7 +457,7 @@ class DynamicResources:
         if s is None:
             return
         for info in s.claims:
-            self.manager.in_flight.pop(info.claim.metadata.uid or "", None)
+            self.manager.drop_in_flight(info.claim.metadata.uid or "")
             claim = self.manager.claim(info.claim.namespace, info.claim.name)
             if (
                 claim is not None
@@ -445,7 +486,7 @@ class DynamicResources:
                 return Status(Code.ERROR, str(err))
             finally:
                 if info.allocation is not None:
-                    self.manager.in_flight.pop(info.claim.metadata.uid or "", None)
+                    self.manager.drop_in_flight(info.claim.metadata.uid or "")
         return None
 
     def _bind_claim(self, info: _ClaimInfo, pod: Pod) -> ResourceClaim:
