@@ -617,3 +617,27 @@ def test_gpu_example_end_to_end(tmp_path: Any) -> None:
                 if s.spec.pool.name == r.pool
             }
             assert len(results) == 4 and len(roots) == 1
+
+
+def test_report_shows_devices_and_why_nodes_had_none() -> None:
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "dra-gpu"
+    run = simulate(load_manifests([example]), seed=0)
+    report = build_report(run)
+    train = next(p for p in report.pods if p.name.startswith("train-"))
+    assert len(train.devices) == 4
+    assert {(d.pool, d.slice) for d in train.devices} == {
+        (train.node, f"{train.node}-gpu.example.com")
+    }
+    assert all(d.claim.startswith(f"{train.name}-gpus-") for d in train.devices)
+    serve = next(p for p in report.pods if p.name.startswith("serve-") and p.node == "t4-0")
+    assert [d.request for d in serve.devices] == ["gpu/t4"]
+    too_big = report.pod("ml/too-big")
+    details = {f.node: f.details for f in too_big.filters}
+    assert details["a100-0"] == [
+        "request gpus: 8 device(s) of class large-gpu match, 4 free, 16 wanted"
+    ]
+    assert details["t4-0"] == [
+        "request gpus: 0 device(s) of class large-gpu match, 0 free, 16 wanted"
+    ]

@@ -371,7 +371,9 @@ class DynamicResources:
                 return Status(Code.ERROR, str(err))
             s.node_outcomes[node.name] = outcome
             if not outcome.fits:
-                return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
+                status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
+                status.details = tuple(outcome.reasons)
+                return status
         if unavailable:
             s.unavailable.update(unavailable)
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NOT_AVAILABLE)
