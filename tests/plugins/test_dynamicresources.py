@@ -159,6 +159,11 @@ def _allocate(
             "spec.resourceClaims[0]: must specify one of: `resourceClaimName`, "
             "`resourceClaimTemplateName`",
         ),
+        (
+            "kind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d, pool: {name: p}, "
+            "nodeName: n, devices: [{name: g}], sharedCounters: [{name: c}]}",
+            "spec: only one of `sharedCounters` or `devices` is allowed",
+        ),
     ],
     ids=[
         "request-without-exactly-or-firstAvailable",
@@ -168,6 +173,7 @@ def _allocate(
         "slice-two-node-fields",
         "attribute-two-values",
         "pod-claim-without-source",
+        "slice-with-counters-and-devices",
     ],
 )
 def test_invalid_objects_name_the_field(doc: str, problem: str) -> None:

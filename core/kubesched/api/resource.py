@@ -476,6 +476,9 @@ class ResourceSliceSpec(KubeModel):
                 "exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
                 "`perDeviceNodeSelection` is required"
             )
+        if self.devices and self.shared_counters:
+            # v1.36 keeps counter sets and the devices drawing from them in separate slices.
+            raise ValueError("only one of `sharedCounters` or `devices` is allowed")
         return self
 
 
