@@ -92,6 +92,12 @@ def _dns_label(value: str) -> str:
     return value
 
 
+def _required(value: str) -> str:
+    if not value.strip():
+        raise ValueError("Required value")
+    return value
+
+
 # --- selectors and configuration ---------------------------------------------------------
 
 
@@ -100,12 +106,7 @@ class CELDeviceSelector(KubeModel):
 
     expression: str
 
-    @field_validator("expression")
-    @classmethod
-    def _not_empty(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("Required value")
-        return v
+    _expression = field_validator("expression")(lambda cls, v: _required(v))
 
 
 class DeviceSelector(KubeModel):
@@ -182,12 +183,7 @@ class _RequestBody(KubeModel):
             )
         return self
 
-    @field_validator("device_class_name")
-    @classmethod
-    def _class_name(cls, v: str) -> str:
-        if not v:
-            raise ValueError("Required value")
-        return v
+    _class_name = field_validator("device_class_name")(lambda cls, v: _required(v))
 
 
 class ExactDeviceRequest(_RequestBody):
