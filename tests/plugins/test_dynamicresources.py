@@ -647,3 +647,98 @@ def test_report_shows_devices_and_why_nodes_had_none() -> None:
     assert details["t4-0"] == [
         "request gpus: 0 device(s) of class large-gpu match, 0 free, 16 wanted"
     ]
+
+
+def test_post_filter_deallocates_a_claim_stuck_on_an_unusable_node() -> None:
+    # The claim was allocated on n2 (node selector) and is reserved for nobody; n2 is
+    # cordoned, so the pod fits nowhere: PostFilter frees the claim, and the next attempt
+    # allocates it again, on n1.
+    allocated = """---
+apiVersion: v1
+kind: Node
+metadata: {name: n2}
+spec: {unschedulable: true}
+status: {allocatable: {cpu: "8", memory: 8Gi, pods: "10"}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: n2-gpus}
+spec:
+  driver: gpu.example.com
+  nodeName: n2
+  pool: {name: n2}
+  devices: [{name: g0}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: stuck}
+spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}
+status:
+  allocation:
+    devices: {results: [{request: gpu, driver: gpu.example.com, pool: n2, device: g0}]}
+    nodeSelector:
+      nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [n2]}]}]
+"""
+    cluster = CLUSTER.replace("metadata: {name: n2}\nstatus", "metadata: {name: n2-unused}\nstatus")
+    run = simulate(parse_manifests(cluster + allocated + _pod("p", "resourceClaimName: stuck")))
+    report = build_report(run).pod("default/p")
+    assert report.node == "n1"
+    first = run.attempts[run.cluster.get("Pod", "default", "p").metadata.uid][0]
+    assert first.message == (
+        "0/3 nodes are available: 1 node(s) were unschedulable, "
+        "2 resourceclaim not available on the node. deallocation of ResourceClaim completed, "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
+    )
+    claim = run.cluster.get("ResourceClaim", "default", "stuck")
+    assert [r.pool for r in claim.status.allocation.devices.results] == ["n1"]
+
+
+@pytest.mark.parametrize(
+    ("old_status", "new_status", "uses", "expected"),
+    [
+        (None, {}, True, "QUEUE"),
+        ({}, {}, True, "SKIP"),
+        ({}, {"reservedFor": [{"name": "x", "uid": "u"}]}, True, "QUEUE"),
+        ({}, {}, False, "SKIP"),
+        (
+            {"allocation": {"devices": {"results": []}}},
+            {},
+            False,
+            "QUEUE",
+        ),
+    ],
+    ids=[
+        "claim-of-the-pod-created",
+        "unchanged-status",
+        "status-changed",
+        "unrelated-claim",
+        "any-claim-deallocated",
+    ],
+)
+def test_claim_change_queueing_hint(
+    old_status: dict[str, Any] | None, new_status: dict[str, Any], uses: bool, expected: str
+) -> None:
+    from kubesched import QueueingHint
+    from kubesched.framework.listers import StaticLister
+    from kubesched_builtin.dynamicresources import DynamicResources
+
+    claim_doc = {
+        "metadata": {"name": "mine" if uses else "other", "namespace": "default", "uid": "c1"},
+        "spec": {"devices": {"requests": [_exactly("gpu")]}},
+    }
+    new = ResourceClaim.model_validate({**claim_doc, "status": new_status})
+    old = (
+        None
+        if old_status is None
+        else ResourceClaim.model_validate({**claim_doc, "status": old_status})
+    )
+    (pod,) = parse_manifests(_pod("p", "resourceClaimName: mine"))
+
+    mine = ResourceClaim.model_validate({**claim_doc, "metadata": {"name": "mine", "uid": "m"}})
+
+    class Handle:
+        client = None
+        lister = StaticLister([new] if uses else [new, mine])
+
+    plugin = DynamicResources(None, Handle())
+    assert plugin.is_schedulable_after_claim_change(pod, old, new) is QueueingHint[expected]
