@@ -742,3 +742,49 @@ def test_claim_change_queueing_hint(
 
     plugin = DynamicResources(None, Handle())
     assert plugin.is_schedulable_after_claim_change(pod, old, new) is QueueingHint[expected]
+
+
+@pytest.mark.parametrize(
+    ("pod_name", "claim_name", "expected"),
+    [
+        ("web-0", "gpu", "web-0-gpu-"),
+        ("p" * 40, "c" * 20, "p" * 36 + "-" + "c" * 18),
+        ("p" * 56, "c", "p" * 54 + "-"),
+    ],
+    ids=["short", "both-shortened-in-proportion", "long-pod-short-claim"],
+)
+def test_generated_claim_name_prefix(pod_name: str, claim_name: str, expected: str) -> None:
+    from kubesched.backend.memory.resourceclaims import generate_claim_name_prefix
+
+    assert generate_claim_name_prefix(pod_name, claim_name) == expected
+
+
+def test_deleting_a_pod_releases_a_shared_claim() -> None:
+    shared = """---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: shared}
+spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}
+"""
+    docs = (
+        CLUSTER
+        + shared
+        + _pod("a", "resourceClaimName: shared")
+        + _pod("b", "resourceClaimName: shared")
+    )
+    sim = Simulation(parse_manifests(docs), seed=0)
+    try:
+        run = sim.run()
+        claim = run.cluster.get("ResourceClaim", "default", "shared")
+        assert sorted(r.name for r in claim.status.reserved_for) == ["a", "b"]
+        assert len(claim.status.allocation.devices.results) == 1
+        assert {run.cluster.get("Pod", "default", n).spec.node_name for n in "ab"} == {"n1"}
+        run.cluster.delete("Pod", "default", "a", grace_period_seconds=0)
+        claim = run.cluster.get("ResourceClaim", "default", "shared")
+        assert [r.name for r in claim.status.reserved_for] == ["b"]
+        assert claim.status.allocation is not None
+        run.cluster.delete("Pod", "default", "b", grace_period_seconds=0)
+        claim = run.cluster.get("ResourceClaim", "default", "shared")
+        assert (claim.status.reserved_for, claim.status.allocation) == ([], None)
+    finally:
+        sim.close()
