@@ -788,3 +788,62 @@ spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}
         assert (claim.status.reserved_for, claim.status.allocation) == ([], None)
     finally:
         sim.close()
+
+
+def _counter_slices(per_device: str, halves: int = 2) -> list[ResourceSlice]:
+    """A pool of one 40Gi counter set and ``halves`` partitions each taking ``per_device``."""
+    counters = ResourceSlice.model_validate(
+        {
+            "metadata": {"name": "n1-counters", "uid": "n1-counters"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": "n1",
+                "pool": {"name": "n1", "resourceSliceCount": 2},
+                "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}],
+            },
+        }
+    )
+    devices = ResourceSlice.model_validate(
+        {
+            "metadata": {"name": "n1-devices", "uid": "n1-devices"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": "n1",
+                "pool": {"name": "n1", "resourceSliceCount": 2},
+                "devices": [
+                    {
+                        "name": f"part-{i}",
+                        "consumesCounters": [
+                            {"counterSet": "gpu-0", "counters": {"memory": {"value": per_device}}}
+                        ],
+                    }
+                    for i in range(halves)
+                ],
+            },
+        }
+    )
+    return [counters, devices]
+
+
+@pytest.mark.parametrize(
+    ("per_device", "count", "allocated", "expected"),
+    [
+        ("20Gi", 2, set(), [["r=part-0", "r=part-1"]]),
+        ("40Gi", 2, set(), None),
+        ("40Gi", 1, set(), [["r=part-0"]]),
+        ("40Gi", 1, {(DRIVER, "n1", "part-0")}, None),
+        ("20Gi", 1, {(DRIVER, "n1", "part-0")}, [["r=part-1"]]),
+    ],
+    ids=[
+        "two-partitions-fit-the-counter",
+        "two-partitions-exceed-the-counter",
+        "one-partition",
+        "counter-used-by-an-allocated-partition",
+        "room-left-after-an-allocated-partition",
+    ],
+)
+def test_allocator_honours_shared_counters(
+    per_device: str, count: int, allocated: set[tuple[str, str, str]], expected: Any
+) -> None:
+    claim = _claim([_exactly("r", count=count)])
+    assert _allocate([claim], _counter_slices(per_device), allocated) == expected

@@ -69,6 +69,11 @@ class Pool:
     """Each slice with its devices usable on the node (all of them, unless the slice
     selects nodes per device)."""
     incomplete: bool = False
+    counters: dict[tuple[str, str], int] = field(default_factory=dict)
+    """``(counter set, counter)`` -> the amount the pool's ``sharedCounters`` offer (nanos)."""
+    consumes: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)
+    """Device name -> what allocating it takes from the counter sets (partitionable
+    devices), for every device of the pool."""
 
 
 def claim_devices(claim: ResourceClaim) -> Iterable[tuple[DeviceID, bool]]:
@@ -118,6 +123,16 @@ def gather_pools(
             driver, name, incomplete=len(current) < current[0].spec.pool.resource_slice_count
         )
         for s in current:
+            for cs in s.spec.shared_counters:
+                for cname, counter in cs.counters.items():
+                    pool.counters[(cs.name, cname)] = counter.value.nanos
+            for d in s.spec.devices:
+                if d.consumes_counters:
+                    pool.consumes[d.name] = [
+                        (c.counter_set, cname, counter.value.nanos)
+                        for c in d.consumes_counters
+                        for cname, counter in c.counters.items()
+                    ]
             if s.spec.per_device_node_selection:
                 devices = [d for d in s.spec.devices if _slice_matches_node(d, node, matchers)]
                 if devices:
@@ -349,11 +364,30 @@ class Allocator:
         used: dict[DeviceID, tuple[ResourceSlice, Device]] = {}
         picked: list[list[tuple[_Option, DeviceID]]] = [[] for _ in self.requests]
         reasons: dict[str, str] = {}
+        remaining, consumption = self._counters(pools)
+        charged: dict[DeviceID, list[tuple[Any, int]]] = {}
 
         def free(dev: DeviceID, opt: _Option) -> bool:
             if dev in used:
                 return False
-            return opt.admin_access or dev not in self.allocated
+            if opt.admin_access:
+                return True
+            if dev in self.allocated:
+                return False
+            # A partition of a device: its counters must still have room.
+            return all(remaining.get(key, 0) >= amount for key, amount in consumption.get(dev, ()))
+
+        def take(dev: DeviceID, s: ResourceSlice, d: Device, opt: _Option) -> None:
+            used[dev] = (s, d)
+            if not opt.admin_access and dev in consumption:
+                charged[dev] = consumption[dev]
+                for key, amount in consumption[dev]:
+                    remaining[key] = remaining.get(key, 0) - amount
+
+        def release(dev: DeviceID) -> None:
+            del used[dev]
+            for key, amount in charged.pop(dev, ()):
+                remaining[key] += amount
 
         def constraints_ok(claim_index: int, opt: _Option, dev_attr: Device, driver: str) -> bool:
             claim = self.claims[claim_index]
@@ -407,12 +441,12 @@ class Allocator:
                         if not constraints_ok(req.claim_index, opt, d, dev[0]):
                             ok = False
                             break
-                        used[dev] = (s, d)
+                        take(dev, s, d, opt)
                         picked[ri].append((opt, dev))
                     if ok and place(ri + 1):
                         return True
                     for _, dev in picked[ri]:
-                        used.pop(dev, None)
+                        release(dev)
                     picked[ri].clear()
                     reasons.setdefault(req.name, _why(opt, devs, free))
                     continue
@@ -432,12 +466,12 @@ class Allocator:
                 if not free(dev, opt) or not constraints_ok(req.claim_index, opt, d, dev[0]):
                     continue
                 check_deadline()
-                used[dev] = (s, d)
+                take(dev, s, d, opt)
                 picked[ri].append((opt, dev))
                 if pick(ri, opt, devs, k + 1, need - 1):
                     return True
                 picked[ri].pop()
-                del used[dev]
+                release(dev)
             return False
 
         if not place(0):
@@ -450,6 +484,26 @@ class Allocator:
                 chosen[self.requests[ri].claim_index].append(entries[0][0].index)
             with_slices.append([(opt, dev, used[dev][0]) for opt, dev in entries])
         return NodeOutcome(node.name, with_slices, chosen_options=chosen, allocator=self)
+
+    def _counters(
+        self, pools: list[Pool]
+    ) -> tuple[dict[tuple[str, str, str, str], int], dict[DeviceID, list[Any]]]:
+        """What the pools' shared counters have left after the allocated devices, and
+        what each device of those pools would take (partitionable devices)."""
+        remaining: dict[tuple[str, str, str, str], int] = {}
+        consumption: dict[DeviceID, list[Any]] = {}
+        for pool in pools:
+            if not pool.consumes:
+                continue
+            for (cset, cname), total in pool.counters.items():
+                remaining[(pool.driver, pool.name, cset, cname)] = total
+            for name, takes in pool.consumes.items():
+                dev = (pool.driver, pool.name, name)
+                consumption[dev] = [((pool.driver, pool.name, c, n), a) for c, n, a in takes]
+                if dev in self.allocated:
+                    for key, amount in consumption[dev]:
+                        remaining[key] = remaining.get(key, 0) - amount
+        return remaining, consumption
 
     def results(self, outcome: NodeOutcome) -> list[AllocationResult]:
         """The allocation results of a fitting ``outcome`` (see :meth:`NodeOutcome.allocations`)."""
