@@ -17,6 +17,7 @@ from ..errors import UserInputError, problems_from_validation_error
 from .cluster import Lease, PodDisruptionBudget, PriorityClass, RuntimeClass
 from .core import Namespace, Node, Pod, Service
 from .meta import KubeObject
+from .resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .storage import (
     CSIDriver,
     CSINode,
@@ -64,6 +65,10 @@ KINDS: dict[str, type[KubeObject]] = {
         CSINode,
         CSIDriver,
         CSIStorageCapacity,
+        DeviceClass,
+        ResourceClaim,
+        ResourceClaimTemplate,
+        ResourceSlice,
     )
 }
 """The object kinds kubesched reads, by ``kind``: the built-in ones, and those that

@@ -28,6 +28,7 @@ from kubesched.backend.memory.admission import AdmissionError, PodAdmission, val
 from kubesched.backend.memory.controllers import WorkloadControllers
 from kubesched.backend.memory.disruption import DisruptionController
 from kubesched.backend.memory.naming import deterministic_uid, random_suffix, timestamp
+from kubesched.backend.memory.resourceclaims import ResourceClaimController
 from kubesched.backend.memory.volumes import VolumeControllers
 from kubesched.backend.protocol import (
     BackendError,
@@ -55,9 +56,13 @@ APPLY_ORDER: dict[str, int] = {
     "CSIStorageCapacity": 3,
     "PersistentVolume": 3,
     "PersistentVolumeClaim": 3,
+    "DeviceClass": 1,
+    "ResourceSlice": 2,
     "Service": 3,
     "PodDisruptionBudget": 3,
     "Lease": 3,
+    "ResourceClaimTemplate": 3,
+    "ResourceClaim": 3,
     "Deployment": 4,
     "ReplicaSet": 4,
     "ReplicationController": 4,
@@ -108,6 +113,10 @@ _RESOURCES = {
     "CSINode": "csinodes.storage.k8s.io",
     "CSIDriver": "csidrivers.storage.k8s.io",
     "CSIStorageCapacity": "csistoragecapacities.storage.k8s.io",
+    "DeviceClass": "deviceclasses.resource.k8s.io",
+    "ResourceClaim": "resourceclaims.resource.k8s.io",
+    "ResourceClaimTemplate": "resourceclaimtemplates.resource.k8s.io",
+    "ResourceSlice": "resourceslices.resource.k8s.io",
 }
 
 
@@ -213,6 +222,7 @@ class MemoryCluster:
         self.controllers = WorkloadControllers(self)
         self.volumes = VolumeControllers(self)
         self.disruption = DisruptionController(self)
+        self.resource_claims = ResourceClaimController(self)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -391,6 +401,7 @@ class MemoryCluster:
                     if not self._paused:
                         self.controllers.on_event(kind, event)
                         self.volumes.on_event(kind, event)
+                        self.resource_claims.on_event(kind, event)
                     # PDB bookkeeping runs even while controllers are held.
                     self.disruption.on_event(kind, event)
                 # PDB statuses are recomputed once per burst; their writes are new events.
@@ -414,6 +425,7 @@ class MemoryCluster:
         if not self._paused:
             self.volumes.resync_all()
             self.controllers.resync_all()
+            self.resource_claims.resync_all()
             self.disruption.sync_all()
 
     # -- writing ---------------------------------------------------------------------------
