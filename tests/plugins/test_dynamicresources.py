@@ -511,7 +511,7 @@ def test_template_claims_are_generated_allocated_and_reserved() -> None:
     pending = next(p for p in pods.values() if not p.spec.node_name)
     assert _message(run, pending.name) == (
         "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, "
-        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
     devices = set()
     for p in pods.values():
@@ -579,7 +579,7 @@ spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: nope}}]}}
 """,
             "0/2 nodes are available: request gpu: device class nope does not exist. "
             "no new claims to deallocate, preemption: 0/2 nodes are available: "
-            "2 Preemption is not helpful for scheduling..",
+            "2 Preemption is not helpful for scheduling.",
         ),
     ],
     ids=["class-missing"],
@@ -687,7 +687,7 @@ status:
     assert first.message == (
         "0/3 nodes are available: 1 node(s) were unschedulable, "
         "2 resourceclaim not available on the node. deallocation of ResourceClaim completed, "
-        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     claim = run.cluster.get("ResourceClaim", "default", "stuck")
     assert [r.pool for r in claim.status.allocation.devices.results] == ["n1"]

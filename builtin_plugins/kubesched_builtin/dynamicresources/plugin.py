@@ -24,6 +24,7 @@ from pydantic import Field, model_validator
 from kubesched import (
     MAX_NODE_SCORE,
     ActionType,
+    ArgsError,
     ClusterEvent,
     ClusterEventWithHint,
     Code,
@@ -36,6 +37,8 @@ from kubesched import (
     Status,
     default_normalize_score,
     hookimpl,
+    invalid,
+    raise_args_errors,
 )
 from kubesched.api import (
     NodeSelectorTermsMatcher,
@@ -50,7 +53,6 @@ from kubesched.api import (
 )
 from kubesched.config.duration import Duration
 from kubesched_builtin.names import DYNAMIC_RESOURCES
-from kubesched_builtin.noderesources.validation import ArgsError, invalid, raise_args_errors
 
 from .allocator import (
     FIRST_AVAILABLE_MAX_SIZE,

@@ -574,6 +574,7 @@ def _claims(cluster: Any, pod: Pod) -> list[ClaimReport]:
                 topology=topology,
             )
         )
+    return out
 
 
 def _pod_devices(cluster: Any) -> dict[str, list[DeviceReport]]:
