@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from kubesched.cli import (
     bench_cmd,
+    compare_cmd,
     config_cmd,
     new_plugin_cmd,
     plugins_cmd,
@@ -16,7 +17,7 @@ from kubesched.cli import (
 )
 from kubesched.errors import KubeschedError
 
-COMMANDS = (plugins_cmd, config_cmd, simulate_cmd, run_cmd, bench_cmd, new_plugin_cmd)
+COMMANDS = (plugins_cmd, config_cmd, simulate_cmd, run_cmd, bench_cmd, compare_cmd, new_plugin_cmd)
 """Sub-command modules; each has ``register(subparsers)`` setting ``func`` on its parser."""
 
 
