@@ -164,12 +164,12 @@ def test_every_example_has_a_readme():
 QUICKSTART_CACHE_MSG = (
     "0/12 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated "
     "taint(s), 9 node(s) didn't match Pod's node affinity/selector. preemption: 0/12 nodes "
-    "are available: 12 Preemption is not helpful for scheduling.."
+    "are available: 12 Preemption is not helpful for scheduling."
 )
 QUICKSTART_REPORT_MSG = (
     "0/12 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated "
     "taint(s), 4 Insufficient memory, 9 Insufficient cpu. preemption: not eligible due to "
-    "preemptionPolicy=Never.."
+    "preemptionPolicy=Never."
 )
 
 
@@ -310,7 +310,7 @@ def test_topology_spread_conflicting():
     run = run_example(path)
     assert diagnosis(run, pod(run, "mypod")) == (
         "0/3 nodes are available: 3 node(s) didn't match pod topology spread constraints. "
-        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.."
+        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     )
     # Every node was rejected by PodTopologySpread.
     last = run.attempts[pod(run, "mypod").metadata.uid][-1]
@@ -349,7 +349,7 @@ def test_taints():
     assert pod(run, "all-tolerations").spec.node_name == "node1"
     assert diagnosis(run, pod(run, "two-tolerations")) == (
         "0/1 nodes are available: 1 node(s) had untolerated taint(s). preemption: 0/1 nodes "
-        "are available: 1 Preemption is not helpful for scheduling.."
+        "are available: 1 Preemption is not helpful for scheduling."
     )
     last = run.attempts[pod(run, "two-tolerations").metadata.uid][-1]
     assert last.diagnosis.node_to_status["node1"].plugin == "TaintToleration"
@@ -374,7 +374,7 @@ def test_two_profiles_added_affinity():
     assert diagnosis(run, pod(run, "foo-on-node-3")) == (
         "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, "
         "2 node(s) didn't match scheduler-enforced node affinity. preemption: 0/4 nodes are "
-        "available: 4 Preemption is not helpful for scheduling.."
+        "available: 4 Preemption is not helpful for scheduling."
     )
     # A pod naming a scheduler that no profile serves is left alone.
     other = pod(run, "other-scheduler")
@@ -439,7 +439,7 @@ def test_priority_preemption():
     ]
     assert diagnosis(run, pod(run, "nginx-nonpreempting")) == (
         "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to "
-        "preemptionPolicy=Never.."
+        "preemptionPolicy=Never."
     )
     assert_deterministic(run, path)
 
