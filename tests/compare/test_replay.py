@@ -192,7 +192,8 @@ spec:
     solo, web = plan.pods[0], plan.pods[1]
     assert "priority" not in solo["spec"] and "preemptionPolicy" not in solo["spec"]
     assert solo["spec"]["terminationGracePeriodSeconds"] == 0
-    term = web["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    anti = web["spec"]["affinity"]["podAntiAffinity"]
+    term = anti["requiredDuringSchedulingIgnoredDuringExecution"][0]
     assert term["namespaces"] == ["cmp-1-shop"]
     assert web["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
     kinds = [o["kind"] for o in plan.objects]
