@@ -4,6 +4,7 @@ of a cluster with foreign nodes, and nothing left behind."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import subprocess
 from collections.abc import Iterator
@@ -163,3 +164,18 @@ def test_foreign_nodes_are_refused_unless_allowed(kube_scheduler: Path, api: Api
     assert web["realNode"] in ("theirs-0", "n1")
     nodes = api.client.request("GET", "/api/v1/nodes")["items"]
     assert [n["metadata"]["name"] for n in nodes] == ["theirs-0"]  # only compare's went
+
+
+def test_a_running_controller_manager_is_refused(kube_scheduler: Path, api: Api,
+                                                 tmp_path: Path, capsys) -> None:  # fmt: skip
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    api.client.request("POST", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", body={
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "kube-controller-manager", "namespace": "kube-system"},
+        "spec": {"holderIdentity": "kcm", "renewTime": now},
+    })  # fmt: skip
+    manifests = _write(tmp_path / "m.yaml", [_node("n1"), _pod("web", "1")])
+    code = main(["compare", str(manifests), "--kubeconfig", str(kube_scheduler)])
+    assert code == 1
+    assert "a kube-controller-manager runs against" in capsys.readouterr().err
+    assert not api.client.request("GET", "/api/v1/nodes")["items"]  # nothing created
