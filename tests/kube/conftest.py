@@ -248,3 +248,25 @@ def pod_manifest(name: str, cpu: str = "100m", **kw: Any) -> dict[str, Any]:
     manifest = b.manifest()
     manifest["spec"]["terminationGracePeriodSeconds"] = kw.get("grace", 0)
     return manifest
+
+
+def start_kube_scheduler(control_plane: ControlPlane, workdir: Path) -> subprocess.Popen:
+    """The real kube-scheduler (default profile) serving ``control_plane``, logging to
+    ``workdir``; skipped when the assets have no kube-scheduler. The caller stops it."""
+    binary = control_plane.assets / "kube-scheduler"
+    if not binary.is_file():
+        pytest.skip(f"no kube-scheduler in {control_plane.assets}")
+    config = workdir / "kube-scheduler.yaml"
+    config.write_text(yaml.safe_dump({
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(control_plane.kubeconfig),
+                             "qps": 5000, "burst": 5000},
+        "leaderElection": {"leaderElect": False},
+    }))  # fmt: skip
+    with (workdir / "kube-scheduler.log").open("w") as log:
+        return subprocess.Popen(
+            [str(binary), f"--config={config}", f"--secure-port={free_port()}",
+             "--bind-address=127.0.0.1", f"--cert-dir={workdir / 'certs'}"],
+            stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip

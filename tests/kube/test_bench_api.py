@@ -4,16 +4,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 from kubesched.cli.main import main
-from kubesched.testing.envtest import ControlPlane, free_port
+from kubesched.testing.envtest import ControlPlane
 
-from .conftest import Api
+from .conftest import Api, start_kube_scheduler
 
 NODES, PODS = 20, 60
 
@@ -46,30 +44,8 @@ def test_kubesched_run_through_the_api_server(api: Api, capsys) -> None:
 def test_the_real_kube_scheduler_on_the_same_objects(
     control_plane: ControlPlane, api: Api, tmp_path: Path, capsys
 ) -> None:
-    binary = control_plane.assets / "kube-scheduler"
-    if not binary.is_file():
-        pytest.skip(f"no kube-scheduler in {control_plane.assets}")
     api.clean()
-    config = tmp_path / "kube-scheduler.yaml"
-    config.write_text(yaml.safe_dump({
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(control_plane.kubeconfig),
-                             "qps": 5000, "burst": 5000},
-        "leaderElection": {"leaderElect": False},
-    }))  # fmt: skip
-    log = (tmp_path / "kube-scheduler.log").open("w")
-    proc = subprocess.Popen(
-        [
-            str(binary),
-            f"--config={config}",
-            f"--secure-port={free_port()}",
-            "--bind-address=127.0.0.1",
-            f"--cert-dir={tmp_path / 'certs'}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    proc = start_kube_scheduler(control_plane, tmp_path)
     try:
         result = _bench(capsys, control_plane.kubeconfig, "--scheduler", "external")
     finally:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,33 +15,16 @@ import yaml
 
 from kubesched.cli.main import main
 from kubesched.testing import make_node, make_pod
-from kubesched.testing.envtest import ControlPlane, free_port
+from kubesched.testing.envtest import ControlPlane
 
-from .conftest import Api
+from .conftest import Api, start_kube_scheduler
 
 
 @pytest.fixture(scope="module")
 def kube_scheduler(control_plane: ControlPlane, tmp_path_factory) -> Iterator[Path]:
     """The real kube-scheduler serving the control plane, for this module's tests only
     (the others expect pods to stay pending until their own scheduler runs)."""
-    binary = control_plane.assets / "kube-scheduler"
-    if not binary.is_file():
-        pytest.skip(f"no kube-scheduler in {control_plane.assets}")
-    workdir = tmp_path_factory.mktemp("kube-scheduler")
-    config = workdir / "config.yaml"
-    config.write_text(yaml.safe_dump({
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(control_plane.kubeconfig),
-                             "qps": 5000, "burst": 5000},
-        "leaderElection": {"leaderElect": False},
-    }))  # fmt: skip
-    with (workdir / "kube-scheduler.log").open("w") as log:
-        proc = subprocess.Popen(
-            [str(binary), f"--config={config}", f"--secure-port={free_port()}",
-             "--bind-address=127.0.0.1", f"--cert-dir={workdir / 'certs'}"],
-            stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+    proc = start_kube_scheduler(control_plane, tmp_path_factory.mktemp("kube-scheduler"))
     yield control_plane.kubeconfig
     proc.terminate()
     proc.wait(30)
