@@ -48,6 +48,9 @@ class Replay:
         self.prefix = prefix
         self.sim = Simulation([], config=config, registry=registry, seed=seed)
         self.cluster = self.sim.cluster
+        # Held for the cluster's whole life, never resumed: a ReplicaSet missing the pods
+        # not yet replayed must not make them. (Kept on self: a collected context would
+        # release the hold.)
         self._held = self.cluster.paused_controllers()
         self._held.__enter__()
         # The foreign nodes' pods are fixed: only those bound matter (and only those
