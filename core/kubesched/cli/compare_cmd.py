@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-import yaml
-
 from kubesched.api import load_manifests
-from kubesched.cli.simulate_cmd import _console, _registry
+from kubesched.cli import output
+from kubesched.cli.simulate_cmd import _registry
 from kubesched.compare import DEFAULT_PREFIX, ComparisonReport, compare
 from kubesched.config import effective_configuration, load_config
 from kubesched.errors import UserInputError
@@ -84,11 +82,8 @@ def _compare(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         config_source=args.config or "<defaults>",
     )
-    data = report.model_dump(by_alias=True, mode="json")
-    if args.output == "json":
-        print(json.dumps(data, indent=2))
-    elif args.output == "yaml":
-        print(yaml.safe_dump(data, sort_keys=False), end="")
+    if args.output in ("json", "yaml"):
+        output.write_data(report.model_dump(by_alias=True, mode="json"), args.output)
     else:
         render(report)
     return 0
@@ -98,7 +93,7 @@ def render(report: ComparisonReport) -> None:
     """The report as a table, then the details of every difference."""
     from rich.table import Table
 
-    console = _console()
+    console = output.console()
     table = Table(title=f"kubesched ({report.config}) vs the scheduler of {report.server}")
     for column in ("pod", "verdict", "real", "kubesched", "note"):
         table.add_column(column)
