@@ -51,6 +51,10 @@ RECORDED_CASES: list[dict[str, Any]] = [
     {"workload": "preferred-affinity", "nodes": 300, "pods": 400, "seed": 7},
     {"workload": "unschedulable", "nodes": 300, "pods": 400, "seed": 8},
     {"workload": "preemption", "nodes": 120, "pods": 150, "seed": 9},
+    {"workload": "pod-affinity", "nodes": 300, "pods": 400, "seed": 10},
+    {"workload": "preferred-anti-affinity", "nodes": 300, "pods": 400, "seed": 11},
+    {"workload": "node-affinity", "nodes": 300, "pods": 400, "seed": 12},
+    {"workload": "topology-spread-min-domains", "nodes": 200, "pods": 400, "seed": 13},
 ]
 """The recorded runs: every workload, above the 100-node floor of percentageOfNodesToScore."""
 

@@ -264,6 +264,132 @@ def build_preferred_affinity(nodes: int, pods: int, seed: int) -> Workload:
     return Workload("preferred-affinity", _nodes(nodes), _pods(manifests))
 
 
+def build_pod_affinity(nodes: int, pods: int, seed: int) -> Workload:
+    """SchedulingPodAffinity: ``color: blue`` pods in ``sched-1`` with a required pod
+    affinity to ``color: blue`` on the zone (upstream's ``pod-with-pod-affinity.yaml``).
+
+    The first pod matches itself (upstream's rule for the first pod of a group), the
+    others must then land in its zone.
+    """
+    _check_sizes(nodes, pods)
+    term = {
+        "labelSelector": {"matchLabels": {"color": "blue"}},
+        "topologyKey": "topology.kubernetes.io/zone",
+    }
+    manifests = [
+        pod_manifest(
+            f"affinity-pod-{i}",
+            namespace=MEASURE_NAMESPACE,
+            labels={"color": "blue"},
+            spec={
+                "affinity": {
+                    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+                }
+            },
+        )
+        for i in range(pods)
+    ]
+    return Workload("pod-affinity", _nodes(nodes), _pods(manifests))
+
+
+def build_preferred_anti_affinity(nodes: int, pods: int, seed: int) -> Workload:
+    """SchedulingPreferredPodAntiAffinity: ``color: yellow`` pods in ``sched-1`` with a
+    preferred (weight 1) pod anti-affinity to ``color: yellow`` on hostname."""
+    _check_sizes(nodes, pods)
+    term = {
+        "weight": 1,
+        "podAffinityTerm": {
+            "labelSelector": {"matchLabels": {"color": "yellow"}},
+            "topologyKey": "kubernetes.io/hostname",
+        },
+    }
+    manifests = [
+        pod_manifest(
+            f"preferred-anti-affinity-pod-{i}",
+            namespace=MEASURE_NAMESPACE,
+            labels={"color": "yellow"},
+            spec={
+                "affinity": {
+                    "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}
+                }
+            },
+        )
+        for i in range(pods)
+    ]
+    return Workload("preferred-anti-affinity", _nodes(nodes), _pods(manifests))
+
+
+NODE_AFFINITY_ZONES = ZONES[:2]
+"""The zones that the ``node-affinity`` workload's pods require."""
+
+
+def build_node_affinity(nodes: int, pods: int, seed: int) -> Workload:
+    """SchedulingNodeAffinity: pods with a required node affinity to two of the three
+    zones and a preferred one (weight 1) to the first (upstream's
+    ``pod-with-node-affinity.yaml`` requires one zone of labelled nodes)."""
+    _check_sizes(nodes, pods)
+    zone = "topology.kubernetes.io/zone"
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": zone, "operator": "In", "values": list(NODE_AFFINITY_ZONES)}
+                        ]
+                    }
+                ]
+            },
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 1,
+                    "preference": {
+                        "matchExpressions": [
+                            {"key": zone, "operator": "In", "values": [NODE_AFFINITY_ZONES[0]]}
+                        ]
+                    },
+                }
+            ],
+        }
+    }
+    manifests = [
+        pod_manifest(f"node-affinity-pod-{i}", spec={"affinity": affinity}) for i in range(pods)
+    ]
+    return Workload("node-affinity", _nodes(nodes), _pods(manifests))
+
+
+def build_topology_spread_min_domains(nodes: int, pods: int, seed: int) -> Workload:
+    """TopologySpreading with ``minDomains``: ``color: purple`` pods spread over the
+    nodes (hostname), maxSkew 1, DoNotSchedule, ``minDomains`` = the node count, plus
+    the zone spread of ``topology-spread`` as a ScheduleAnyway preference."""
+    _check_sizes(nodes, pods)
+    selector = {"matchLabels": {"color": "purple"}}
+    constraints = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "minDomains": nodes,
+            "labelSelector": selector,
+        },
+        {
+            "maxSkew": TOPOLOGY_SPREAD_MAX_SKEW,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": selector,
+        },
+    ]
+    manifests = [
+        pod_manifest(
+            f"min-domains-pod-{i}",
+            labels={"color": "purple"},
+            spec={"topologySpreadConstraints": constraints},
+        )
+        for i in range(pods)
+    ]
+    return Workload("topology-spread-min-domains", _nodes(nodes), _pods(manifests))
+
+
 def unschedulable_count(pods: int) -> int:
     """How many of ``pods`` the ``unschedulable`` workload makes too large for any node."""
     return round(pods * UNSCHEDULABLE_SHARE)
@@ -377,6 +503,30 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             "nodes full of low-priority pods; high-priority pods preempt 3 each",
             build_preemption,
             required_plugins=("DefaultPreemption",),
+        ),
+        WorkloadSpec(
+            "pod-affinity",
+            "SchedulingPodAffinity",
+            "required pod affinity to the own group on the zone",
+            build_pod_affinity,
+        ),
+        WorkloadSpec(
+            "preferred-anti-affinity",
+            "SchedulingPreferredPodAntiAffinity",
+            "preferred pod anti-affinity (weight 1) on hostname",
+            build_preferred_anti_affinity,
+        ),
+        WorkloadSpec(
+            "node-affinity",
+            "SchedulingNodeAffinity",
+            "required node affinity to two zones, preferred to one",
+            build_node_affinity,
+        ),
+        WorkloadSpec(
+            "topology-spread-min-domains",
+            "TopologySpreading (minDomains)",
+            "hostname spread, maxSkew 1, minDomains = nodes; zone spread preferred",
+            build_topology_spread_min_domains,
         ),
     )
 }
