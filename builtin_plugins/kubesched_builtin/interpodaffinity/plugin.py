@@ -100,6 +100,13 @@ def _node_name(pod: Any) -> str:
     return pod.spec.node_name or ""
 
 
+def _grouped(snapshot: Any, nodes: Sequence[NodeInfo]) -> Any:
+    """``snapshot`` when its pod group indexes count exactly ``nodes``, else ``None``."""
+    if hasattr(snapshot, "pods_by_labels") and nodes is snapshot.list():
+        return snapshot
+    return None
+
+
 class InterPodAffinity:
     """Places pods relative to other pods: ``podAffinity`` / ``podAntiAffinity``.
 
@@ -183,6 +190,7 @@ class InterPodAffinity:
             nodes,
             snapshot.have_pods_with_required_anti_affinity_list(),
             self.handle.lister,
+            _grouped(snapshot, nodes),
         )
         if filtering.is_skippable(s):
             return Status.skip()
@@ -225,15 +233,24 @@ class InterPodAffinity:
         if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return Status.skip()
         snapshot = self.handle.snapshot
-        # Unless the pod has preferred terms, only nodes with pods with affinity matter.
-        nodes = snapshot.list() if has_constraints else snapshot.have_pods_with_affinity_list()
-        topology_score = scoring.compute_topology_score(
-            pod_info,
-            nodes,
-            has_constraints,
-            self.args.hard_pod_affinity_weight,
-            self.handle.lister,
-        )
+        if hasattr(snapshot, "pods_by_labels"):
+            topology_score = scoring.grouped_topology_score(
+                pod_info,
+                snapshot,
+                has_constraints,
+                self.args.hard_pod_affinity_weight,
+                self.handle.lister,
+            )
+        else:
+            # Unless the pod has preferred terms, only nodes with pods with affinity matter.
+            nodes = snapshot.list() if has_constraints else snapshot.have_pods_with_affinity_list()
+            topology_score = scoring.compute_topology_score(
+                pod_info,
+                nodes,
+                has_constraints,
+                self.args.hard_pod_affinity_weight,
+                self.handle.lister,
+            )
         if not topology_score:
             return Status.skip()
         state.write(PRE_SCORE_KEY, PreScoreState(topology_score))
