@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
+from itertools import repeat
+from operator import is_not
+
+import numpy as np
 
 
 class Code(IntEnum):
@@ -166,3 +171,13 @@ class Status:
 
 
 _REJECTED = frozenset({Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING})
+
+
+def not_none_mask(values: Sequence[object]) -> np.ndarray:
+    """Which entries of a verdict sequence are not ``None``, as a bool array.
+
+    Identity tests in C: numpy's elementwise ``!= None`` would call ``Status.__eq__``
+    once per node.
+    """
+    seq = values.tolist() if isinstance(values, np.ndarray) else values
+    return np.fromiter(map(is_not, seq, repeat(None)), dtype=bool, count=len(seq))
