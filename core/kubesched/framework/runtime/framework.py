@@ -136,6 +136,7 @@ class Framework:
         self.rng = rng or random.Random()
         self.waiting_pods = WaitingPods()
         self._ep_histograms: dict[tuple[str, Code], Any] = {}
+        self._plugin_histograms: dict[tuple[str, str, Code], Any] = {}
         self.snapshot: Any = None
         self.runners: dict[str, PluginRunner] = {}
         self.points: dict[str, list[PluginRunner]] = {}
@@ -868,11 +869,16 @@ class Framework:
     def _observe_plugin(
         self, plugin: str, extension_point: str, status: Status | None, start: float
     ) -> None:
-        if self.metrics is not None:
-            code = status.code.display if status is not None else "Success"
-            self.metrics.plugin_execution_duration.labels(plugin, extension_point, code).observe(
-                time.perf_counter() - start
+        if self.metrics is None:
+            return
+        key = (plugin, extension_point, status.code if status is not None else Code.SUCCESS)
+        child = self._plugin_histograms.get(key)
+        if child is None:
+            # Looked up once per label set: preemption's dry runs time every filter call.
+            child = self._plugin_histograms[key] = self.metrics.plugin_execution_duration.labels(
+                plugin, extension_point, key[2].display
             )
+        child.observe(time.perf_counter() - start)
 
 
 _STATUS_ONLY = (Status,)
