@@ -34,7 +34,7 @@ def placements(
         workload.objects(), config=config, registry=registry, seed=seed, detail=DETAIL_SUMMARY
     )
     try:
-        run = sim.run()
+        run = workload.run(sim)
     finally:
         sim.close()
     return {
@@ -55,6 +55,7 @@ RECORDED_CASES: list[dict[str, Any]] = [
     {"workload": "preferred-anti-affinity", "nodes": 300, "pods": 400, "seed": 11},
     {"workload": "node-affinity", "nodes": 300, "pods": 400, "seed": 12},
     {"workload": "topology-spread-min-domains", "nodes": 200, "pods": 400, "seed": 13},
+    {"workload": "churn", "nodes": 150, "pods": 400, "seed": 14},
 ]
 """The recorded runs: every workload, above the 100-node floor of percentageOfNodesToScore."""
 

@@ -321,7 +321,7 @@ def run_once(
     started = time.perf_counter()
     if profiler is not None:
         profiler.enable()
-    run = sim.run()
+    run = workload.run(sim)
     if profiler is not None:
         profiler.disable()
     schedule_s = time.perf_counter() - started

@@ -24,6 +24,7 @@ from typing import Any
 
 from kubesched.api import KubeObject
 from kubesched.api.manifests import parse_object
+from kubesched.simulate.driver import Simulation, SimulationRun
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 """The nodes' ``topology.kubernetes.io/zone`` values, assigned round-robin."""
@@ -57,6 +58,16 @@ TOPOLOGY_SPREAD_MAX_SKEW = 5
 
 
 @dataclass
+class ChurnStep:
+    """A change once the cluster has settled: pods deleted, then pods created."""
+
+    delete: list[tuple[str, str]]
+    """``(namespace, name)`` of the pods to delete."""
+    create: list[KubeObject]
+    """Measured pods arriving after the deletions."""
+
+
+@dataclass
 class Workload:
     """The objects of one benchmark run and what the run should end with."""
 
@@ -68,10 +79,25 @@ class Workload:
     """Other objects applied before the run: PriorityClasses, already-bound pods."""
     expected_unschedulable: int = 0
     """Measured pods that by construction cannot be placed."""
+    churn: list[ChurnStep] = field(default_factory=list)
+    """Steps applied one after the other, each once the previous scheduling settled;
+    their created pods are measured pods too (and listed in ``pods``)."""
 
     def objects(self) -> list[KubeObject]:
-        """Everything to apply to the embedded cluster, in a valid order."""
-        return [*self.nodes, *self.setup, *self.pods]
+        """Everything to apply to the embedded cluster before the run, in a valid order."""
+        later = {id(obj) for step in self.churn for obj in step.create}
+        return [*self.nodes, *self.setup, *(p for p in self.pods if id(p) not in later)]
+
+    def run(self, sim: Simulation) -> SimulationRun:
+        """Schedule until settled, then apply each churn step and schedule again."""
+        run = sim.run()
+        for step in self.churn:
+            for namespace, name in step.delete:
+                sim.cluster.delete("Pod", namespace, name)
+            for obj in step.create:
+                sim.cluster.create(obj)
+            run = sim.run()
+        return run
 
 
 @dataclass(frozen=True)
@@ -390,6 +416,59 @@ def build_topology_spread_min_domains(nodes: int, pods: int, seed: int) -> Workl
     return Workload("topology-spread-min-domains", _nodes(nodes), _pods(manifests))
 
 
+CHURN_PRIORITIES = (("bench-low", 0), ("bench-mid", 100), ("bench-high", 1000))
+"""The PriorityClasses that the ``churn`` workload's measured pods cycle through."""
+CHURN_ROUNDS = 5
+CHURN_RUNNING_PER_NODE = 2
+CHURN_DELETE_SHARE = 0.25
+"""``churn``: measured pods arrive in 5 rounds; before each later round a quarter of
+the pods still running from the setup (2 per node) is deleted."""
+
+
+def build_churn(nodes: int, pods: int, seed: int) -> Workload:
+    """Mixed priority churn: nodes already run 2 default pods each; the measured pods,
+    of three priorities in turn, arrive in rounds, and before each round after the
+    first a seeded quarter of the running setup pods is deleted (as upstream's churn
+    operations delete pods while others arrive)."""
+    _check_sizes(nodes, pods)
+    rng = random.Random(seed)
+    setup: list[KubeObject] = [
+        parse_object(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+        )
+        for name, value in CHURN_PRIORITIES
+    ]
+    running = []
+    for n in range(nodes):
+        for j in range(CHURN_RUNNING_PER_NODE):
+            name = f"running-pod-{n}-{j}"
+            running.append(name)
+            setup.append(parse_object(pod_manifest(name, spec={"nodeName": f"node-{n}"})))
+    measured = [
+        parse_object(
+            pod_manifest(
+                f"churn-pod-{i}",
+                spec={"priorityClassName": CHURN_PRIORITIES[i % len(CHURN_PRIORITIES)][0]},
+            )
+        )
+        for i in range(pods)
+    ]
+    per_round = -(-pods // CHURN_ROUNDS) if pods else 0
+    rounds = [measured[r * per_round : (r + 1) * per_round] for r in range(CHURN_ROUNDS)]
+    steps = []
+    for batch in rounds[1:]:
+        doomed = rng.sample(running, round(len(running) * CHURN_DELETE_SHARE))
+        gone = set(doomed)
+        running = [name for name in running if name not in gone]
+        steps.append(ChurnStep([("default", name) for name in doomed], batch))
+    return Workload("churn", _nodes(nodes), measured, setup=setup, churn=steps)
+
+
 def unschedulable_count(pods: int) -> int:
     """How many of ``pods`` the ``unschedulable`` workload makes too large for any node."""
     return round(pods * UNSCHEDULABLE_SHARE)
@@ -521,6 +600,12 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             "SchedulingNodeAffinity",
             "required node affinity to two zones, preferred to one",
             build_node_affinity,
+        ),
+        WorkloadSpec(
+            "churn",
+            "SchedulingWithMixedChurn",
+            "pods of 3 priorities arrive in 5 rounds while running pods are deleted",
+            build_churn,
         ),
         WorkloadSpec(
             "topology-spread-min-domains",
