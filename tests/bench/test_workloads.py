@@ -12,6 +12,7 @@ from kubesched.bench.workloads import (
     CHURN_PRIORITIES,
     CHURN_ROUNDS,
     CHURN_RUNNING_PER_NODE,
+    GANG_SIZE,
     LOW_PRIORITY_PODS_PER_NODE,
     ZONES,
     anti_affinity_group_size,
@@ -168,3 +169,15 @@ def test_churn_run_deletes_while_pods_arrive() -> None:
     names = {p.metadata.name: p.spec.node_name for p in run.cluster.pods()}
     assert all(names.get(p.metadata.name) for p in w.pods)
     assert not {name for step in w.churn for _, name in step.delete} & set(names)
+
+
+def test_gang_groups_and_profile() -> None:
+    w = build_workload("gang", 5, 23, seed=4)
+    groups = Counter(p.metadata.labels["scheduling.x-k8s.io/pod-group"] for p in w.pods)
+    assert sorted(groups.values()) == [3, GANG_SIZE, GANG_SIZE]
+    min_member = {o.metadata.name: o.spec.min_member for o in w.setup if o.kind == "PodGroup"}
+    assert min_member == dict(groups)
+    config = bench_configuration(default_registry(), plugins=WORKLOADS["gang"].plugins)
+    (profile,) = config.profiles
+    assert profile.plugin_names("QueueSort") == ["Coscheduling"]
+    assert "Coscheduling" in profile.plugin_names("Permit")

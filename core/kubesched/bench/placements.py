@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesched.bench.runner import bench_configuration, check_workload
-from kubesched.bench.workloads import build_workload
+from kubesched.bench.workloads import WORKLOADS, build_workload
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.simulate.driver import DETAIL_SUMMARY, Simulation
 
@@ -28,7 +28,9 @@ def placements(
     """
     registry = registry or default_registry()
     check_workload(workload_name, registry)
-    config = bench_configuration(registry, percentage_of_nodes_to_score)
+    config = bench_configuration(
+        registry, percentage_of_nodes_to_score, WORKLOADS[workload_name].plugins
+    )
     workload = build_workload(workload_name, nodes, pods, seed)
     sim = Simulation(
         workload.objects(), config=config, registry=registry, seed=seed, detail=DETAIL_SUMMARY
@@ -56,6 +58,7 @@ RECORDED_CASES: list[dict[str, Any]] = [
     {"workload": "node-affinity", "nodes": 300, "pods": 400, "seed": 12},
     {"workload": "topology-spread-min-domains", "nodes": 200, "pods": 400, "seed": 13},
     {"workload": "churn", "nodes": 150, "pods": 400, "seed": 14},
+    {"workload": "gang", "nodes": 100, "pods": 200, "seed": 15},
 ]
 """The recorded runs: every workload, above the 100-node floor of percentageOfNodesToScore."""
 

@@ -109,6 +109,8 @@ class WorkloadSpec:
     summary: str
     build: Callable[[int, int, int], Workload]
     required_plugins: tuple[str, ...] = ()
+    plugins: dict[str, Any] | None = None
+    """The default profile's ``plugins`` for this workload (None: the default set)."""
 
 
 # -- object factories ---------------------------------------------------------------------
@@ -469,6 +471,44 @@ def build_churn(nodes: int, pods: int, seed: int) -> Workload:
     return Workload("churn", _nodes(nodes), measured, setup=setup, churn=steps)
 
 
+GANG_SIZE = 10
+"""Pods per PodGroup of the ``gang`` workload (its ``minMember``)."""
+GANG_PLUGINS: dict[str, Any] = {
+    "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+    "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+}
+"""The Coscheduling profile of scheduler-plugins' manifests: every extension point,
+and its QueueSort instead of PrioritySort."""
+
+
+def build_gang(nodes: int, pods: int, seed: int) -> Workload:
+    """Gang scheduling with Coscheduling: PodGroups of ``minMember`` 10 (the last one
+    takes the rest), default pods labelled with their group, the groups interleaved
+    by the seed; each pod waits at Permit until its group's quorum is assumed."""
+    _check_sizes(nodes, pods)
+    groups = [
+        list(range(start, min(start + GANG_SIZE, pods))) for start in range(0, pods, GANG_SIZE)
+    ]
+    setup: list[KubeObject] = [
+        parse_object(
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": f"gang-{g}", "namespace": "default"},
+                "spec": {"minMember": len(members)},
+            }
+        )
+        for g, members in enumerate(groups)
+    ]
+    order = [(g, i) for g, members in enumerate(groups) for i in members]
+    random.Random(seed).shuffle(order)
+    manifests = [
+        pod_manifest(f"gang-pod-{i}", labels={"scheduling.x-k8s.io/pod-group": f"gang-{g}"})
+        for g, i in order
+    ]
+    return Workload("gang", _nodes(nodes), _pods(manifests), setup=setup)
+
+
 def unschedulable_count(pods: int) -> int:
     """How many of ``pods`` the ``unschedulable`` workload makes too large for any node."""
     return round(pods * UNSCHEDULABLE_SHARE)
@@ -606,6 +646,14 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             "SchedulingWithMixedChurn",
             "pods of 3 priorities arrive in 5 rounds while running pods are deleted",
             build_churn,
+        ),
+        WorkloadSpec(
+            "gang",
+            "Coscheduling (scheduler-plugins)",
+            "PodGroups of 10 pods placed all together (the Coscheduling profile)",
+            build_gang,
+            required_plugins=("Coscheduling",),
+            plugins=GANG_PLUGINS,
         ),
         WorkloadSpec(
             "topology-spread-min-domains",
