@@ -326,6 +326,14 @@ def checked_scalars(
     return [(k, v) for k, v in request.scalars if v != 0 and not _ignored(k, ignored, groups)]
 
 
+def _check(
+    out: list[InsufficientResource], name: str, reason: str, want: int, have: int, total: int
+) -> None:
+    """Append what the node lacks of one base resource, if anything."""
+    if want > 0 and want > total - have:
+        out.append(InsufficientResource(name, reason, want, have, total, want > total))
+
+
 def fits_request(
     request: PodResourceRequest,
     node_info: NodeInfo,
@@ -348,43 +356,18 @@ def fits_request(
         )
     if request.is_zero():
         return out
-    # Unrolled: this runs for every node preemption's dry run tries.
-    want = request.milli_cpu
-    if want > 0 and want > alloc.milli_cpu - used.milli_cpu:
-        out.append(
-            InsufficientResource(
-                CPU,
-                ERR_REASON_INSUFFICIENT_CPU,
-                want,
-                used.milli_cpu,
-                alloc.milli_cpu,
-                want > alloc.milli_cpu,
-            )
-        )
-    want = request.memory
-    if want > 0 and want > alloc.memory - used.memory:
-        out.append(
-            InsufficientResource(
-                MEMORY,
-                ERR_REASON_INSUFFICIENT_MEMORY,
-                want,
-                used.memory,
-                alloc.memory,
-                want > alloc.memory,
-            )
-        )
-    want = request.ephemeral_storage
-    if want > 0 and want > alloc.ephemeral_storage - used.ephemeral_storage:
-        out.append(
-            InsufficientResource(
-                EPHEMERAL_STORAGE,
-                ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
-                want,
-                used.ephemeral_storage,
-                alloc.ephemeral_storage,
-                want > alloc.ephemeral_storage,
-            )
-        )
+    _check(
+        out, CPU, ERR_REASON_INSUFFICIENT_CPU, request.milli_cpu, used.milli_cpu, alloc.milli_cpu
+    )
+    _check(out, MEMORY, ERR_REASON_INSUFFICIENT_MEMORY, request.memory, used.memory, alloc.memory)
+    _check(
+        out,
+        EPHEMERAL_STORAGE,
+        ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
+        request.ephemeral_storage,
+        used.ephemeral_storage,
+        alloc.ephemeral_storage,
+    )
     if not request.scalars:
         return out
     for name, want in checked_scalars(request, ignored_resources, ignored_resource_groups):

@@ -265,6 +265,24 @@ def build_topology_spread(nodes: int, pods: int, seed: int) -> Workload:
     return Workload("topology-spread", _nodes(nodes), _pods(manifests))
 
 
+def _colored_pods(
+    prefix: str, color: str, kind: str, rule: str, term: dict[str, Any], pods: int
+) -> list[KubeObject]:
+    """``pods`` pods ``{prefix}-{i}`` in ``sched-1`` labelled ``color: {color}`` with the
+    one pod (anti-)affinity ``term`` under ``affinity.{kind}.{rule}``."""
+    return _pods(
+        [
+            pod_manifest(
+                f"{prefix}-{i}",
+                namespace=MEASURE_NAMESPACE,
+                labels={"color": color},
+                spec={"affinity": {kind: {rule: [term]}}},
+            )
+            for i in range(pods)
+        ]
+    )
+
+
 def build_preferred_affinity(nodes: int, pods: int, seed: int) -> Workload:
     """SchedulingPreferredPodAffinity: ``color: red`` pods with a preferred (weight 1)
     pod affinity to ``color: red`` on ``kubernetes.io/hostname``."""
@@ -276,20 +294,18 @@ def build_preferred_affinity(nodes: int, pods: int, seed: int) -> Workload:
             "topologyKey": "kubernetes.io/hostname",
         },
     }
-    manifests = [
-        pod_manifest(
-            f"preferred-affinity-pod-{i}",
-            namespace=MEASURE_NAMESPACE,
-            labels={"color": "red"},
-            spec={
-                "affinity": {
-                    "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}
-                }
-            },
-        )
-        for i in range(pods)
-    ]
-    return Workload("preferred-affinity", _nodes(nodes), _pods(manifests))
+    return Workload(
+        "preferred-affinity",
+        _nodes(nodes),
+        _colored_pods(
+            "preferred-affinity-pod",
+            "red",
+            "podAffinity",
+            "preferredDuringSchedulingIgnoredDuringExecution",
+            term,
+            pods,
+        ),
+    )
 
 
 def build_pod_affinity(nodes: int, pods: int, seed: int) -> Workload:
@@ -304,20 +320,18 @@ def build_pod_affinity(nodes: int, pods: int, seed: int) -> Workload:
         "labelSelector": {"matchLabels": {"color": "blue"}},
         "topologyKey": "topology.kubernetes.io/zone",
     }
-    manifests = [
-        pod_manifest(
-            f"affinity-pod-{i}",
-            namespace=MEASURE_NAMESPACE,
-            labels={"color": "blue"},
-            spec={
-                "affinity": {
-                    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
-                }
-            },
-        )
-        for i in range(pods)
-    ]
-    return Workload("pod-affinity", _nodes(nodes), _pods(manifests))
+    return Workload(
+        "pod-affinity",
+        _nodes(nodes),
+        _colored_pods(
+            "affinity-pod",
+            "blue",
+            "podAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            term,
+            pods,
+        ),
+    )
 
 
 def build_preferred_anti_affinity(nodes: int, pods: int, seed: int) -> Workload:
@@ -331,20 +345,18 @@ def build_preferred_anti_affinity(nodes: int, pods: int, seed: int) -> Workload:
             "topologyKey": "kubernetes.io/hostname",
         },
     }
-    manifests = [
-        pod_manifest(
-            f"preferred-anti-affinity-pod-{i}",
-            namespace=MEASURE_NAMESPACE,
-            labels={"color": "yellow"},
-            spec={
-                "affinity": {
-                    "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}
-                }
-            },
-        )
-        for i in range(pods)
-    ]
-    return Workload("preferred-anti-affinity", _nodes(nodes), _pods(manifests))
+    return Workload(
+        "preferred-anti-affinity",
+        _nodes(nodes),
+        _colored_pods(
+            "preferred-anti-affinity-pod",
+            "yellow",
+            "podAntiAffinity",
+            "preferredDuringSchedulingIgnoredDuringExecution",
+            term,
+            pods,
+        ),
+    )
 
 
 NODE_AFFINITY_ZONES = ZONES[:2]
