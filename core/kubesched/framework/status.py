@@ -183,7 +183,8 @@ def not_none_mask(values: Sequence[object]) -> np.ndarray:
     arr = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
     n = len(arr)
     step = max(1, n // _SAMPLE)
-    if sum(v is None for v in arr[::step].tolist()) * 2 >= len(range(0, n, step)):
+    sample = arr[::step].tolist()
+    if sample.count(None) * 2 >= len(sample):
         return np.asarray(arr != None, dtype=bool)  # noqa: E711 (elementwise, by numpy)
     return np.fromiter(map(is_not, arr.tolist(), repeat(None)), dtype=bool, count=n)
 
