@@ -30,8 +30,13 @@ _NO_LABELS: Mapping[str, str] = {}
 
 def label_group_key(pod_info: PodInfo) -> Hashable:
     """Pods a label selector (with the namespace rules of a pod affinity term) cannot
-    tell apart: the same namespace and the same labels."""
-    return (pod_info.namespace, frozenset(pod_info.labels.items()))
+    tell apart: the same namespace and the same labels; terminating or not, which
+    topology spread tells apart."""
+    return (
+        pod_info.namespace,
+        frozenset(pod_info.labels.items()),
+        pod_info.pod.metadata.deletion_timestamp is not None,
+    )
 
 
 def affinity_group_key(pod_info: PodInfo) -> Hashable | None:
