@@ -27,19 +27,24 @@ def without_preemption() -> PluginRegistry:
     return registry
 
 
-def _sane(r) -> None:
+def _sane(r, waits_at_permit: bool = False) -> None:
     assert r.schedule_s > 0 and r.setup_s >= 0 and r.build_s >= 0
     assert r.pods_per_second == pytest.approx(r.scheduled / r.schedule_s)
     assert 0 < r.p50_ms <= r.p99_ms
     assert r.mean_ms > 0
     assert r.peak_memory_mb >= 0
-    assert r.attempts >= r.scheduled
+    if waits_at_permit:
+        # A gang's pods finish together, in the call that assumed the last member: the
+        # latency is per call that finished attempts.
+        assert 0 < r.attempts < r.scheduled
+    else:
+        assert r.attempts >= r.scheduled
 
 
 @pytest.mark.parametrize("name", list(WORKLOADS))
 def test_each_workload_schedules_what_it_should(name: str) -> None:
     r, workload = run_once(name, NODES, PODS, seed=1)
-    _sane(r)
+    _sane(r, waits_at_permit=name == "gang")
     assert r.pending == workload.expected_unschedulable
     assert r.scheduled == PODS - workload.expected_unschedulable
 

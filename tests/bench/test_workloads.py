@@ -7,13 +7,19 @@ from collections import Counter
 import pytest
 
 from kubesched.api import Node, Pod, PriorityClass
-from kubesched.bench import WORKLOADS, build_workload, expected_unschedulable
+from kubesched.bench import WORKLOADS, bench_configuration, build_workload, expected_unschedulable
 from kubesched.bench.workloads import (
+    CHURN_PRIORITIES,
+    CHURN_ROUNDS,
+    CHURN_RUNNING_PER_NODE,
+    GANG_SIZE,
     LOW_PRIORITY_PODS_PER_NODE,
     ZONES,
     anti_affinity_group_size,
     unschedulable_count,
 )
+from kubesched.framework.registry import default_registry
+from kubesched.simulate.driver import Simulation
 
 
 def _requests(pod: Pod) -> dict[str, str]:
@@ -135,3 +141,43 @@ def test_preemption_shape() -> None:
         assert pod.spec.priority_class_name == "bench-high"
         assert _requests(pod)["cpu"] == "3000m"
     assert w.expected_unschedulable == 2
+
+
+def test_churn_rounds_and_deletions() -> None:
+    w = build_workload("churn", 10, 23, seed=2)
+    assert len(w.churn) == CHURN_ROUNDS - 1
+    later = [p for step in w.churn for p in step.create]
+    first = [o for o in w.objects() if isinstance(o, Pod) and o.metadata.name.startswith("churn")]
+    # Every measured pod arrives exactly once: in the initial objects or in one step.
+    assert sorted(p.metadata.name for p in first + later) == sorted(p.metadata.name for p in w.pods)
+    assert len(first) == 5  # ceil(23 / 5)
+    running = [o for o in w.setup if isinstance(o, Pod)]
+    assert len(running) == 10 * CHURN_RUNNING_PER_NODE
+    deleted = [name for step in w.churn for _, name in step.delete]
+    assert len(deleted) == len(set(deleted)) > 0
+    assert set(deleted) <= {p.metadata.name for p in running}
+    priorities = Counter(p.spec.priority_class_name for p in w.pods)
+    assert set(priorities) == {name for name, _ in CHURN_PRIORITIES}
+    assert {o.metadata.name for o in w.setup if isinstance(o, PriorityClass)} == set(priorities)
+
+
+def test_churn_run_deletes_while_pods_arrive() -> None:
+    w = build_workload("churn", 6, 20, seed=0)
+    registry = default_registry()
+    sim = Simulation(w.objects(), config=bench_configuration(registry), registry=registry)
+    run = w.run(sim)
+    names = {p.metadata.name: p.spec.node_name for p in run.cluster.pods()}
+    assert all(names.get(p.metadata.name) for p in w.pods)
+    assert not {name for step in w.churn for _, name in step.delete} & set(names)
+
+
+def test_gang_groups_and_profile() -> None:
+    w = build_workload("gang", 5, 23, seed=4)
+    groups = Counter(p.metadata.labels["scheduling.x-k8s.io/pod-group"] for p in w.pods)
+    assert sorted(groups.values()) == [3, GANG_SIZE, GANG_SIZE]
+    min_member = {o.metadata.name: o.spec.min_member for o in w.setup if o.kind == "PodGroup"}
+    assert min_member == dict(groups)
+    config = bench_configuration(default_registry(), plugins=WORKLOADS["gang"].plugins)
+    (profile,) = config.profiles
+    assert profile.plugin_names("QueueSort") == ["Coscheduling"]
+    assert "Coscheduling" in profile.plugin_names("Permit")

@@ -12,12 +12,15 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from kubesched.api import Node, node_allocatable
 from kubesched.cache import Cache, CacheError, Snapshot
 from kubesched.clock import FakeClock
+from kubesched.framework.pod_groups import PodGroupIndex
 from kubesched.framework.types import NodeInfo, PodInfo, Resource
 
+from .builders import ZONE as ZONE_KEY
 from .builders import make_node, make_pod, on_node
 from .test_snapshot import assert_table_matches
 
 TTL = 30.0
+HOSTNAME_KEY = "kubernetes.io/hostname"
 NODE_NAMES = [f"n{i}" for i in range(6)]
 POD_NAMES = [f"p{i}" for i in range(12)]
 ZONES = [None, "A", "B", "C"]
@@ -30,10 +33,17 @@ pod_cpu = st.sampled_from([None, 0, 100, 250])
 pod_mem = st.sampled_from([None, 64, 512])
 pvcs = st.sampled_from([None, "c1", "c2"])
 scalars = st.sampled_from([None, None, "example.com/foo"])
+apps = st.sampled_from([None, "x", "y"])
 
 
 def build_node(name: str, zone: str | None, cpu: str, images: list[str]) -> Node:
-    return make_node(name, zone=zone, cpu=cpu, images=[([i], IMAGES[i]) for i in images])
+    return make_node(
+        name,
+        zone=zone,
+        cpu=cpu,
+        images=[([i], IMAGES[i]) for i in images],
+        labels={HOSTNAME_KEY: name},
+    )
 
 
 @st.composite
@@ -45,6 +55,7 @@ def pod_specs(draw: st.DrawFn) -> dict:
         "anti_affinity": draw(st.booleans()),
         "pvc": draw(pvcs),
         "scalar": draw(scalars),
+        "app": draw(apps),
     }
 
 
@@ -58,6 +69,7 @@ def build_pod(name: str, node: str, spec: dict) -> PodInfo:
         anti_affinity=spec["anti_affinity"],
         pvcs=(spec["pvc"],) if spec["pvc"] else (),
         extra={spec["scalar"]: "1"} if spec["scalar"] else None,
+        labels={"app": spec["app"]} if spec.get("app") else None,
     )
 
 
@@ -327,6 +339,10 @@ class CacheMachine(RuleBasedStateMachine):
 
         order = self.tree.list()
         assert [ni.name for ni in inc.list()] == order == [ni.name for ni in fresh.list()]
+        # The pod group indexes, kept current from the changed nodes, equal fresh ones
+        # (reading the domains of a key makes the incremental index maintain it).
+        for index_of in (Snapshot.pods_by_labels, Snapshot.pods_by_affinity_terms):
+            assert group_summary(index_of(inc)) == group_summary(index_of(fresh))
         assert set(inc.node_info_map) == set(order) == set(fresh.node_info_map)
         for a, b in zip(inc.list(), fresh.list(), strict=True):
             assert a is inc.node_info_map[a.name]
@@ -382,6 +398,18 @@ class CacheMachine(RuleBasedStateMachine):
             img: (IMAGES[img], sum(img in imgs for _, _, imgs in self.nodes.values()))
             for img in self.nodes[name][2]
         }
+
+
+def group_summary(index: PodGroupIndex) -> dict:
+    """Every group's pod count, pods per node and pods per zone and per hostname."""
+    return {
+        key: (
+            g.count,
+            dict(g.nodes),
+            {k: dict(index.domains(g, k)) for k in (ZONE_KEY, HOSTNAME_KEY)},
+        )
+        for key, g in index.groups.items()
+    }
 
 
 def image_counts(ni: NodeInfo) -> dict[str, tuple[int, int]]:

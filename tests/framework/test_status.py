@@ -1,8 +1,10 @@
 """Status codes, predicates and upstream spellings."""
 
+import numpy as np
 import pytest
 
 from kubesched import Code, Status
+from kubesched.framework.status import not_none_mask
 
 
 @pytest.mark.parametrize(
@@ -56,3 +58,24 @@ def test_none_is_success_and_equality():
     assert Status.unschedulable("a") != Status.unschedulable("b")
     assert Status.wait(3).timeout == 3
     assert "plugin='X'" in repr(Status(Code.ERROR, "e", plugin="X"))
+
+
+_FAIL = Status(Code.UNSCHEDULABLE, "no")
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [None] * 100,
+        [_FAIL] * 100,
+        [None] * 60 + [_FAIL] * 40,
+        [_FAIL, None] * 50,
+        [None, Status(Code.SUCCESS)],
+        [],
+    ],
+    ids=["all-none", "all-failing", "mostly-none", "alternating", "explicit-success", "empty"],
+)
+def test_not_none_mask_is_identity_with_none(values: list) -> None:
+    expected = [v is not None for v in values]
+    assert not_none_mask(values).tolist() == expected
+    assert not_none_mask(np.array(values, dtype=object)).tolist() == expected

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from kubesched import NodeBatch, NodeInfo, PodInfo, StateData, StateKey, Status
+from kubesched.framework.pod_groups import PodGroupIndex
 
 from .terms import (
     IncomingTerm,
@@ -121,17 +122,78 @@ def compute_pre_filter_state(
     all_nodes: Sequence[NodeInfo],
     nodes_with_required_anti_affinity_pods: Sequence[NodeInfo],
     lister: Any,
+    snapshot: Any = None,
 ) -> PreFilterState:
-    """Upstream's PreFilter computation, without the Skip decision."""
+    """Upstream's PreFilter computation, without the Skip decision.
+
+    With ``snapshot`` (whose ``list()`` is ``all_nodes``), the counts come from its pod
+    group indexes, one decision per group of alike pods instead of one per pod; the
+    result is the same as walking the nodes.
+    """
     namespaces = NamespaceLabels(lister)
     affinity_terms = tuple(IncomingTerm(t, namespaces) for t in pod_info.required_affinity_terms)
     anti_terms = tuple(IncomingTerm(t, namespaces) for t in pod_info.required_anti_affinity_terms)
     ns_labels = namespaces.snapshot_of(pod_info.namespace)
-    existing = existing_anti_affinity_counts(
-        pod_info, ns_labels, nodes_with_required_anti_affinity_pods
-    )
-    affinity, anti = incoming_affinity_anti_affinity_counts(affinity_terms, anti_terms, all_nodes)
+    if snapshot is not None:
+        existing = grouped_existing_anti_affinity_counts(
+            pod_info, ns_labels, snapshot.pods_by_affinity_terms()
+        )
+        affinity, anti = grouped_incoming_counts(
+            affinity_terms, anti_terms, snapshot.pods_by_labels()
+        )
+    else:
+        existing = existing_anti_affinity_counts(
+            pod_info, ns_labels, nodes_with_required_anti_affinity_pods
+        )
+        affinity, anti = incoming_affinity_anti_affinity_counts(
+            affinity_terms, anti_terms, all_nodes
+        )
     return PreFilterState(pod_info, affinity_terms, anti_terms, ns_labels, existing, affinity, anti)
+
+
+def _add_domains(counts: TopologyCounts, key: str, domains: Mapping[str, int]) -> None:
+    """Add a group's per-value pod counts to ``counts[key]`` (all positive)."""
+    if not domains:
+        return
+    inner = counts.get(key)
+    if inner is None:
+        counts[key] = dict(domains)
+        return
+    for v, n in domains.items():
+        inner[v] = inner.get(v, 0) + n
+
+
+def grouped_existing_anti_affinity_counts(
+    pod_info: PodInfo, ns_labels: Mapping[str, str], index: PodGroupIndex
+) -> TopologyCounts:
+    """:func:`existing_anti_affinity_counts` from the pods grouped by their terms."""
+    counts: TopologyCounts = {}
+    for group in index.groups.values():
+        for t in group.sample.required_anti_affinity_terms:
+            if t.matches(pod_info, ns_labels):
+                _add_domains(counts, t.topology_key, index.domains(group, t.topology_key))
+    return counts
+
+
+def grouped_incoming_counts(
+    affinity_terms: tuple[IncomingTerm, ...],
+    anti_terms: tuple[IncomingTerm, ...],
+    index: PodGroupIndex,
+) -> tuple[TopologyCounts, TopologyCounts]:
+    """:func:`incoming_affinity_anti_affinity_counts` from the pods grouped by labels."""
+    affinity: TopologyCounts = {}
+    anti: TopologyCounts = {}
+    if not affinity_terms and not anti_terms:
+        return affinity, anti
+    for group in index.groups.values():
+        pod = group.sample
+        if affinity_terms and matches_all(affinity_terms, pod):
+            for t in affinity_terms:
+                _add_domains(affinity, t.topology_key, index.domains(group, t.topology_key))
+        for t in anti_terms:
+            if t.matches(pod):
+                _add_domains(anti, t.topology_key, index.domains(group, t.topology_key))
+    return affinity, anti
 
 
 def existing_anti_affinity_counts(
@@ -260,7 +322,7 @@ def _positive(
     inner = counts.get(key)
     if not inner:
         return c, np.zeros(len(c), dtype=bool)
-    pos = per_value_array(index, {v: n > 0 for v, n in inner.items()}, bool)
+    pos = per_value_array(index, inner, np.int64) > 0
     return c, pos[c]
 
 

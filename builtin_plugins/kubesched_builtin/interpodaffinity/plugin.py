@@ -98,6 +98,13 @@ def _node_name(pod: Any) -> str:
     return pod.spec.node_name or ""
 
 
+def _grouped(snapshot: Any, nodes: Sequence[NodeInfo]) -> Any:
+    """``snapshot`` when its pod group indexes count exactly ``nodes``, else ``None``."""
+    if hasattr(snapshot, "pods_by_labels") and nodes is snapshot.list():
+        return snapshot
+    return None
+
+
 class InterPodAffinity:
     """Places pods relative to other pods: ``podAffinity`` / ``podAntiAffinity``.
 
@@ -186,6 +193,7 @@ class InterPodAffinity:
             nodes,
             snapshot.have_pods_with_required_anti_affinity_list(),
             self.handle.lister,
+            _grouped(snapshot, nodes),
         )
         if filtering.is_skippable(s):
             return Status.skip()
@@ -232,15 +240,24 @@ class InterPodAffinity:
             # PreFilter".
             return Status(Code.ERROR, f"failed to parse pod: {pod_info.parse_error}")
         snapshot = self.handle.snapshot
-        # Unless the pod has preferred terms, only nodes with pods with affinity matter.
-        nodes = snapshot.list() if has_constraints else snapshot.have_pods_with_affinity_list()
-        topology_score = scoring.compute_topology_score(
-            pod_info,
-            nodes,
-            has_constraints,
-            self.args.hard_pod_affinity_weight,
-            self.handle.lister,
-        )
+        if hasattr(snapshot, "pods_by_labels"):
+            topology_score = scoring.grouped_topology_score(
+                pod_info,
+                snapshot,
+                has_constraints,
+                self.args.hard_pod_affinity_weight,
+                self.handle.lister,
+            )
+        else:
+            # Unless the pod has preferred terms, only nodes with pods with affinity matter.
+            nodes = snapshot.list() if has_constraints else snapshot.have_pods_with_affinity_list()
+            topology_score = scoring.compute_topology_score(
+                pod_info,
+                nodes,
+                has_constraints,
+                self.args.hard_pod_affinity_weight,
+                self.handle.lister,
+            )
         if not topology_score:
             return Status.skip()
         state.write(PRE_SCORE_KEY, PreScoreState(topology_score))

@@ -107,6 +107,68 @@ def compute_topology_score(
     return scores
 
 
+def grouped_topology_score(
+    pod_info: PodInfo,
+    snapshot: Any,
+    all_pods: bool,
+    hard_pod_affinity_weight: int,
+    lister: Any,
+) -> ScoreMap:
+    """:func:`compute_topology_score` over the snapshot's nodes, from its pod group
+    indexes: one match per group of alike pods, weighted by the group's pods per domain."""
+    namespaces = NamespaceLabels(lister)
+    scores: ScoreMap = {}
+    if all_pods:
+        incoming = [
+            (IncomingTerm(wt.term, namespaces), wt.weight)
+            for wt in pod_info.preferred_affinity_terms
+        ]
+        incoming += [
+            (IncomingTerm(wt.term, namespaces), -wt.weight)
+            for wt in pod_info.preferred_anti_affinity_terms
+        ]
+        index = snapshot.pods_by_labels()
+        for group in index.groups.values():
+            for term, weight in incoming:
+                if term.matches(group.sample):
+                    _add_domains(
+                        scores, term.topology_key, index.domains(group, term.topology_key), weight
+                    )
+    ns_labels = namespaces.snapshot_of(pod_info.namespace)
+    hard = hard_pod_affinity_weight
+    index = snapshot.pods_by_affinity_terms()
+    for group in index.groups.values():
+        existing = group.sample
+        if hard > 0:
+            for t in existing.required_affinity_terms:
+                if t.matches(pod_info, ns_labels):
+                    _add_domains(scores, t.topology_key, index.domains(group, t.topology_key), hard)
+        for wt in existing.preferred_affinity_terms:
+            t = wt.term
+            if t.matches(pod_info, ns_labels):
+                _add_domains(
+                    scores, t.topology_key, index.domains(group, t.topology_key), wt.weight
+                )
+        for wt in existing.preferred_anti_affinity_terms:
+            t = wt.term
+            if t.matches(pod_info, ns_labels):
+                _add_domains(
+                    scores, t.topology_key, index.domains(group, t.topology_key), -wt.weight
+                )
+    return scores
+
+
+def _add_domains(scores: ScoreMap, key: str, domains: Mapping[str, int], weight: int) -> None:
+    """Add ``weight`` per pod of each domain: the pairs that a per-pod walk would add."""
+    if not domains:
+        return
+    inner = scores.get(key)
+    if inner is None:
+        inner = scores[key] = {}
+    for v, n in domains.items():
+        inner[v] = inner.get(v, 0) + weight * n
+
+
 def score_node(s: PreScoreState, labels: Mapping[str, str]) -> int:
     """A node's raw score: its pairs' sums over the topology keys it has."""
     total = 0

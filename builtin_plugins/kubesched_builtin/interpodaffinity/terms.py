@@ -4,6 +4,7 @@ resolved, namespace labels read once per cycle, and per-node topology value code
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -161,9 +162,13 @@ def _factorize(table: NodeTable, key: str) -> tuple[np.ndarray, dict[str, int]]:
 
 def per_value_array(index: Mapping[str, int], values: Mapping[str, int], dtype: Any) -> np.ndarray:
     """An array over ``index``'s codes (plus the neutral last slot) holding ``values``."""
-    arr = np.zeros(len(index) + 1, dtype=dtype)
-    for v, x in values.items():
-        code = index.get(v)
-        if code is not None:
-            arr[code] = x
+    neutral = len(index)
+    arr = np.zeros(neutral + 1, dtype=dtype)
+    if values:
+        # Values no node has land in the neutral slot, which is then cleared.
+        codes = np.fromiter(
+            map(index.get, values, repeat(neutral)), dtype=np.intp, count=len(values)
+        )
+        arr[codes] = np.fromiter(values.values(), dtype=dtype, count=len(values))
+        arr[neutral] = 0
     return arr

@@ -312,6 +312,14 @@ def checked_scalars(
     return [(k, v) for k, v in request.scalars if v != 0 and not _ignored(k, ignored, groups)]
 
 
+def _check(
+    out: list[InsufficientResource], name: str, reason: str, want: int, have: int, total: int
+) -> None:
+    """Append what the node lacks of one base resource, if anything."""
+    if want > 0 and want > total - have:
+        out.append(InsufficientResource(name, reason, want, have, total, want > total))
+
+
 def fits_request(
     request: PodResourceRequest,
     node_info: NodeInfo,
@@ -334,19 +342,20 @@ def fits_request(
         )
     if request.is_zero():
         return out
-    for name, reason, want, have, total in (
-        (CPU, ERR_REASON_INSUFFICIENT_CPU, request.milli_cpu, used.milli_cpu, alloc.milli_cpu),
-        (MEMORY, ERR_REASON_INSUFFICIENT_MEMORY, request.memory, used.memory, alloc.memory),
-        (
-            EPHEMERAL_STORAGE,
-            ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
-            request.ephemeral_storage,
-            used.ephemeral_storage,
-            alloc.ephemeral_storage,
-        ),
-    ):
-        if want > 0 and want > total - have:
-            out.append(InsufficientResource(name, reason, want, have, total, want > total))
+    _check(
+        out, CPU, ERR_REASON_INSUFFICIENT_CPU, request.milli_cpu, used.milli_cpu, alloc.milli_cpu
+    )
+    _check(out, MEMORY, ERR_REASON_INSUFFICIENT_MEMORY, request.memory, used.memory, alloc.memory)
+    _check(
+        out,
+        EPHEMERAL_STORAGE,
+        ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
+        request.ephemeral_storage,
+        used.ephemeral_storage,
+        alloc.ephemeral_storage,
+    )
+    if not request.scalars:
+        return out
     for name, want in checked_scalars(request, ignored_resources, ignored_resource_groups):
         total = alloc.scalar_resources.get(name, 0)
         have = used.scalar_resources.get(name, 0)

@@ -178,6 +178,33 @@ def count_pods_match_selector(
     return count
 
 
+def grouped_counts(snapshot: Any, selector: LabelSelectorMatcher, namespace: str) -> np.ndarray:
+    """Per row of ``snapshot.table``, its pods of ``namespace``, not terminating, that
+    ``selector`` matches (``count_pods_match_selector`` from the pod groups)."""
+    table = snapshot.table
+    out = np.zeros(len(table.infos), dtype=np.int64)
+    index = snapshot.pods_by_labels()
+    row_of = table.index
+    for group in index.groups.values():
+        p = group.sample
+        if p.namespace != namespace or p.pod.metadata.deletion_timestamp is not None:
+            continue
+        if not selector.matches(p.labels):
+            continue
+        nodes = group.nodes
+        rows = np.fromiter(map(row_of.__getitem__, nodes), dtype=np.intp, count=len(nodes))
+        np.add.at(out, rows, np.fromiter(nodes.values(), dtype=np.int64, count=len(nodes)))
+    return out
+
+
+def grouped_snapshot(handle: Any, table: NodeTable) -> Any:
+    """The Handle's snapshot when ``table`` is its table and it has pod groups, else None."""
+    snapshot = getattr(handle, "snapshot", None)
+    if getattr(snapshot, "table", None) is table and hasattr(snapshot, "pods_by_labels"):
+        return snapshot
+    return None
+
+
 class PodCounter:
     """Counts matching pods per node, remembering counts across cycles by NodeInfo
     generation.
@@ -222,11 +249,18 @@ class PodCounter:
         rows: np.ndarray,
         selector: LabelSelectorMatcher,
         namespace: str,
+        snapshot: Any = None,
     ) -> np.ndarray:
-        """Matching pods on the nodes ``infos[rows]``, aligned with ``rows``."""
+        """Matching pods on the nodes ``infos[rows]``, aligned with ``rows``.
+
+        With ``snapshot`` (whose table's infos are ``infos``), from its pod groups:
+        one selector match per group of alike pods and no loop over the nodes.
+        """
         out = np.zeros(len(rows), dtype=np.int64)
         if selector.matches_nothing:
             return out
+        if snapshot is not None:
+            return grouped_counts(snapshot, selector, namespace)[rows]
         m = self._map(selector, namespace)
         get = m.get
         for j, r in enumerate(rows.tolist()):

@@ -16,6 +16,7 @@ from kubesched.framework.types import NodeBatch, NodeInfo, PodInfo
 from .common import (
     Constraint,
     domains,
+    grouped_snapshot,
     has_all_keys,
     inclusion_mask,
     match_node_inclusion_policies,
@@ -198,12 +199,13 @@ def cal_pre_filter_state(
     if not constraints:
         return PreFilterState((), [], ())
     namespace = pod_info.namespace
+    snapshot = grouped_snapshot(pl.handle, table)
     base = has_all_keys(table, constraints)
     counts: list[ConstraintCounts] = []
     for c in constraints:
         dom = domains(table, c.topology_key)
         eligible = np.flatnonzero(inclusion_mask(c, table, pod_info, base))
-        node_counts = pl.counter.counts(table.infos, eligible, c.selector, namespace)
+        node_counts = pl.counter.counts(table.infos, eligible, c.selector, namespace, snapshot)
         codes = dom.codes[eligible]
         n_domains = len(dom.values)
         per_domain = np.bincount(codes, weights=node_counts, minlength=n_domains).astype(np.int64)

@@ -13,7 +13,14 @@ from kubesched.framework.node_table import NodeTable
 from kubesched.framework.results import MAX_NODE_SCORE, NodeScores
 from kubesched.framework.types import NodeBatch, NodeInfo, PodInfo
 
-from .common import LABEL_HOSTNAME, Constraint, domains, has_all_keys, inclusion_mask
+from .common import (
+    LABEL_HOSTNAME,
+    Constraint,
+    domains,
+    grouped_snapshot,
+    has_all_keys,
+    inclusion_mask,
+)
 
 if TYPE_CHECKING:
     from .plugin import PodTopologySpread
@@ -140,7 +147,9 @@ def init_pre_score_state(
         weights.append(topology_normalizing_weight(len(kept_codes)))
         mask = inclusion_mask(c, table, pod_info, all_base) & in_set[dom.codes]
         rows = np.flatnonzero(mask)
-        node_counts = pl.counter.counts(table.infos, rows, c.selector, namespace)
+        node_counts = pl.counter.counts(
+            table.infos, rows, c.selector, namespace, grouped_snapshot(pl.handle, table)
+        )
         per_domain = np.bincount(
             dom.codes[rows], weights=node_counts, minlength=len(dom.values)
         ).astype(np.int64)

@@ -153,9 +153,12 @@ def environment() -> dict[str, Any]:
 
 # -- configuration --------------------------------------------------------------------------
 def bench_configuration(
-    registry: PluginRegistry, percentage_of_nodes_to_score: int | None = None
+    registry: PluginRegistry,
+    percentage_of_nodes_to_score: int | None = None,
+    plugins: dict[str, Any] | None = None,
 ) -> EffectiveConfiguration:
-    """The default configuration (with ``percentageOfNodesToScore`` when given).
+    """The default configuration (with ``percentageOfNodesToScore`` when given, and the
+    default profile's ``plugins`` replaced by ``plugins``, a workload's own).
 
     DefaultPreemption is disabled when it is not installed, so that the other
     workloads run without it.
@@ -166,13 +169,12 @@ def bench_configuration(
     }
     if percentage_of_nodes_to_score is not None:
         data["percentageOfNodesToScore"] = percentage_of_nodes_to_score
+    profile_plugins: dict[str, Any] = {k: dict(v) for k, v in (plugins or {}).items()}
     if "DefaultPreemption" not in registry:
-        data["profiles"] = [
-            {
-                "schedulerName": "default-scheduler",
-                "plugins": {"multiPoint": {"disabled": [{"name": "DefaultPreemption"}]}},
-            }
-        ]
+        multi = profile_plugins.setdefault("multiPoint", {})
+        multi["disabled"] = [*multi.get("disabled", []), {"name": "DefaultPreemption"}]
+    if profile_plugins:
+        data["profiles"] = [{"schedulerName": "default-scheduler", "plugins": profile_plugins}]
     config = config_from_dict(data, registry, source="<bench>")
     return effective_configuration(config, registry, source="<bench>")
 
@@ -294,7 +296,9 @@ def run_once(
     """Build the workload, set the cluster up, schedule, and measure (in this process)."""
     registry = registry or default_registry()
     check_workload(workload_name, registry)
-    config = bench_configuration(registry, percentage_of_nodes_to_score)
+    config = bench_configuration(
+        registry, percentage_of_nodes_to_score, WORKLOADS[workload_name].plugins
+    )
     gc.collect()
     rss_before = _rss_bytes()
 
@@ -321,7 +325,7 @@ def run_once(
     started = time.perf_counter()
     if profiler is not None:
         profiler.enable()
-    run = sim.run()
+    run = workload.run(sim)
     if profiler is not None:
         profiler.disable()
     schedule_s = time.perf_counter() - started

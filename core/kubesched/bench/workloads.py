@@ -24,6 +24,7 @@ from typing import Any
 
 from kubesched.api import KubeObject
 from kubesched.api.manifests import parse_object
+from kubesched.simulate.driver import Simulation, SimulationRun
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 """The nodes' ``topology.kubernetes.io/zone`` values, assigned round-robin."""
@@ -57,6 +58,16 @@ TOPOLOGY_SPREAD_MAX_SKEW = 5
 
 
 @dataclass
+class ChurnStep:
+    """A change once the cluster has settled: pods deleted, then pods created."""
+
+    delete: list[tuple[str, str]]
+    """``(namespace, name)`` of the pods to delete."""
+    create: list[KubeObject]
+    """Measured pods arriving after the deletions."""
+
+
+@dataclass
 class Workload:
     """The objects of one benchmark run and what the run should end with."""
 
@@ -68,10 +79,25 @@ class Workload:
     """Other objects applied before the run: PriorityClasses, already-bound pods."""
     expected_unschedulable: int = 0
     """Measured pods that by construction cannot be placed."""
+    churn: list[ChurnStep] = field(default_factory=list)
+    """Steps applied one after the other, each once the previous scheduling settled;
+    their created pods are measured pods too (and listed in ``pods``)."""
 
     def objects(self) -> list[KubeObject]:
-        """Everything to apply to the embedded cluster, in a valid order."""
-        return [*self.nodes, *self.setup, *self.pods]
+        """Everything to apply to the embedded cluster before the run, in a valid order."""
+        later = {id(obj) for step in self.churn for obj in step.create}
+        return [*self.nodes, *self.setup, *(p for p in self.pods if id(p) not in later)]
+
+    def run(self, sim: Simulation) -> SimulationRun:
+        """Schedule until settled, then apply each churn step and schedule again."""
+        run = sim.run()
+        for step in self.churn:
+            for namespace, name in step.delete:
+                sim.cluster.delete("Pod", namespace, name)
+            for obj in step.create:
+                sim.cluster.create(obj)
+            run = sim.run()
+        return run
 
 
 @dataclass(frozen=True)
@@ -83,6 +109,8 @@ class WorkloadSpec:
     summary: str
     build: Callable[[int, int, int], Workload]
     required_plugins: tuple[str, ...] = ()
+    plugins: dict[str, Any] | None = None
+    """The default profile's ``plugins`` for this workload (None: the default set)."""
 
 
 # -- object factories ---------------------------------------------------------------------
@@ -237,6 +265,24 @@ def build_topology_spread(nodes: int, pods: int, seed: int) -> Workload:
     return Workload("topology-spread", _nodes(nodes), _pods(manifests))
 
 
+def _colored_pods(
+    prefix: str, color: str, kind: str, rule: str, term: dict[str, Any], pods: int
+) -> list[KubeObject]:
+    """``pods`` pods ``{prefix}-{i}`` in ``sched-1`` labelled ``color: {color}`` with the
+    one pod (anti-)affinity ``term`` under ``affinity.{kind}.{rule}``."""
+    return _pods(
+        [
+            pod_manifest(
+                f"{prefix}-{i}",
+                namespace=MEASURE_NAMESPACE,
+                labels={"color": color},
+                spec={"affinity": {kind: {rule: [term]}}},
+            )
+            for i in range(pods)
+        ]
+    )
+
+
 def build_preferred_affinity(nodes: int, pods: int, seed: int) -> Workload:
     """SchedulingPreferredPodAffinity: ``color: red`` pods with a preferred (weight 1)
     pod affinity to ``color: red`` on ``kubernetes.io/hostname``."""
@@ -248,20 +294,231 @@ def build_preferred_affinity(nodes: int, pods: int, seed: int) -> Workload:
             "topologyKey": "kubernetes.io/hostname",
         },
     }
+    return Workload(
+        "preferred-affinity",
+        _nodes(nodes),
+        _colored_pods(
+            "preferred-affinity-pod",
+            "red",
+            "podAffinity",
+            "preferredDuringSchedulingIgnoredDuringExecution",
+            term,
+            pods,
+        ),
+    )
+
+
+def build_pod_affinity(nodes: int, pods: int, seed: int) -> Workload:
+    """SchedulingPodAffinity: ``color: blue`` pods in ``sched-1`` with a required pod
+    affinity to ``color: blue`` on the zone (upstream's ``pod-with-pod-affinity.yaml``).
+
+    The first pod matches itself (upstream's rule for the first pod of a group), the
+    others must then land in its zone.
+    """
+    _check_sizes(nodes, pods)
+    term = {
+        "labelSelector": {"matchLabels": {"color": "blue"}},
+        "topologyKey": "topology.kubernetes.io/zone",
+    }
+    return Workload(
+        "pod-affinity",
+        _nodes(nodes),
+        _colored_pods(
+            "affinity-pod",
+            "blue",
+            "podAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            term,
+            pods,
+        ),
+    )
+
+
+def build_preferred_anti_affinity(nodes: int, pods: int, seed: int) -> Workload:
+    """SchedulingPreferredPodAntiAffinity: ``color: yellow`` pods in ``sched-1`` with a
+    preferred (weight 1) pod anti-affinity to ``color: yellow`` on hostname."""
+    _check_sizes(nodes, pods)
+    term = {
+        "weight": 1,
+        "podAffinityTerm": {
+            "labelSelector": {"matchLabels": {"color": "yellow"}},
+            "topologyKey": "kubernetes.io/hostname",
+        },
+    }
+    return Workload(
+        "preferred-anti-affinity",
+        _nodes(nodes),
+        _colored_pods(
+            "preferred-anti-affinity-pod",
+            "yellow",
+            "podAntiAffinity",
+            "preferredDuringSchedulingIgnoredDuringExecution",
+            term,
+            pods,
+        ),
+    )
+
+
+NODE_AFFINITY_ZONES = ZONES[:2]
+"""The zones that the ``node-affinity`` workload's pods require."""
+
+
+def build_node_affinity(nodes: int, pods: int, seed: int) -> Workload:
+    """SchedulingNodeAffinity: pods with a required node affinity to two of the three
+    zones and a preferred one (weight 1) to the first (upstream's
+    ``pod-with-node-affinity.yaml`` requires one zone of labelled nodes)."""
+    _check_sizes(nodes, pods)
+    zone = "topology.kubernetes.io/zone"
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": zone, "operator": "In", "values": list(NODE_AFFINITY_ZONES)}
+                        ]
+                    }
+                ]
+            },
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 1,
+                    "preference": {
+                        "matchExpressions": [
+                            {"key": zone, "operator": "In", "values": [NODE_AFFINITY_ZONES[0]]}
+                        ]
+                    },
+                }
+            ],
+        }
+    }
+    manifests = [
+        pod_manifest(f"node-affinity-pod-{i}", spec={"affinity": affinity}) for i in range(pods)
+    ]
+    return Workload("node-affinity", _nodes(nodes), _pods(manifests))
+
+
+def build_topology_spread_min_domains(nodes: int, pods: int, seed: int) -> Workload:
+    """TopologySpreading with ``minDomains``: ``color: purple`` pods spread over the
+    nodes (hostname), maxSkew 1, DoNotSchedule, ``minDomains`` = the node count, plus
+    the zone spread of ``topology-spread`` as a ScheduleAnyway preference."""
+    _check_sizes(nodes, pods)
+    selector = {"matchLabels": {"color": "purple"}}
+    constraints = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "minDomains": nodes,
+            "labelSelector": selector,
+        },
+        {
+            "maxSkew": TOPOLOGY_SPREAD_MAX_SKEW,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": selector,
+        },
+    ]
     manifests = [
         pod_manifest(
-            f"preferred-affinity-pod-{i}",
-            namespace=MEASURE_NAMESPACE,
-            labels={"color": "red"},
-            spec={
-                "affinity": {
-                    "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}
-                }
-            },
+            f"min-domains-pod-{i}",
+            labels={"color": "purple"},
+            spec={"topologySpreadConstraints": constraints},
         )
         for i in range(pods)
     ]
-    return Workload("preferred-affinity", _nodes(nodes), _pods(manifests))
+    return Workload("topology-spread-min-domains", _nodes(nodes), _pods(manifests))
+
+
+CHURN_PRIORITIES = (("bench-low", 0), ("bench-mid", 100), ("bench-high", 1000))
+"""The PriorityClasses that the ``churn`` workload's measured pods cycle through."""
+CHURN_ROUNDS = 5
+CHURN_RUNNING_PER_NODE = 2
+CHURN_DELETE_SHARE = 0.25
+"""``churn``: measured pods arrive in 5 rounds; before each later round a quarter of
+the pods still running from the setup (2 per node) is deleted."""
+
+
+def build_churn(nodes: int, pods: int, seed: int) -> Workload:
+    """Mixed priority churn: nodes already run 2 default pods each; the measured pods,
+    of three priorities in turn, arrive in rounds, and before each round after the
+    first a seeded quarter of the running setup pods is deleted (as upstream's churn
+    operations delete pods while others arrive)."""
+    _check_sizes(nodes, pods)
+    rng = random.Random(seed)
+    setup: list[KubeObject] = [
+        parse_object(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+        )
+        for name, value in CHURN_PRIORITIES
+    ]
+    running = []
+    for n in range(nodes):
+        for j in range(CHURN_RUNNING_PER_NODE):
+            name = f"running-pod-{n}-{j}"
+            running.append(name)
+            setup.append(parse_object(pod_manifest(name, spec={"nodeName": f"node-{n}"})))
+    measured = [
+        parse_object(
+            pod_manifest(
+                f"churn-pod-{i}",
+                spec={"priorityClassName": CHURN_PRIORITIES[i % len(CHURN_PRIORITIES)][0]},
+            )
+        )
+        for i in range(pods)
+    ]
+    per_round = -(-pods // CHURN_ROUNDS) if pods else 0
+    rounds = [measured[r * per_round : (r + 1) * per_round] for r in range(CHURN_ROUNDS)]
+    steps = []
+    for batch in rounds[1:]:
+        doomed = rng.sample(running, round(len(running) * CHURN_DELETE_SHARE))
+        gone = set(doomed)
+        running = [name for name in running if name not in gone]
+        steps.append(ChurnStep([("default", name) for name in doomed], batch))
+    return Workload("churn", _nodes(nodes), measured, setup=setup, churn=steps)
+
+
+GANG_SIZE = 10
+"""Pods per PodGroup of the ``gang`` workload (its ``minMember``)."""
+GANG_PLUGINS: dict[str, Any] = {
+    "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+    "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+}
+"""The Coscheduling profile of scheduler-plugins' manifests: every extension point,
+and its QueueSort instead of PrioritySort."""
+
+
+def build_gang(nodes: int, pods: int, seed: int) -> Workload:
+    """Gang scheduling with Coscheduling: PodGroups of ``minMember`` 10 (the last one
+    takes the rest), default pods labelled with their group, the groups interleaved
+    by the seed; each pod waits at Permit until its group's quorum is assumed."""
+    _check_sizes(nodes, pods)
+    groups = [
+        list(range(start, min(start + GANG_SIZE, pods))) for start in range(0, pods, GANG_SIZE)
+    ]
+    setup: list[KubeObject] = [
+        parse_object(
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": f"gang-{g}", "namespace": "default"},
+                "spec": {"minMember": len(members)},
+            }
+        )
+        for g, members in enumerate(groups)
+    ]
+    order = [(g, i) for g, members in enumerate(groups) for i in members]
+    random.Random(seed).shuffle(order)
+    manifests = [
+        pod_manifest(f"gang-pod-{i}", labels={"scheduling.x-k8s.io/pod-group": f"gang-{g}"})
+        for g, i in order
+    ]
+    return Workload("gang", _nodes(nodes), _pods(manifests), setup=setup)
 
 
 def unschedulable_count(pods: int) -> int:
@@ -569,6 +826,44 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             "8 DRA devices per node; each pod claims 1-4 through a claim template",
             build_dra,
             required_plugins=("DynamicResources",),
+        ),
+        WorkloadSpec(
+            "pod-affinity",
+            "SchedulingPodAffinity",
+            "required pod affinity to the own group on the zone",
+            build_pod_affinity,
+        ),
+        WorkloadSpec(
+            "preferred-anti-affinity",
+            "SchedulingPreferredPodAntiAffinity",
+            "preferred pod anti-affinity (weight 1) on hostname",
+            build_preferred_anti_affinity,
+        ),
+        WorkloadSpec(
+            "node-affinity",
+            "SchedulingNodeAffinity",
+            "required node affinity to two zones, preferred to one",
+            build_node_affinity,
+        ),
+        WorkloadSpec(
+            "churn",
+            "SchedulingWithMixedChurn",
+            "pods of 3 priorities arrive in 5 rounds while running pods are deleted",
+            build_churn,
+        ),
+        WorkloadSpec(
+            "gang",
+            "Coscheduling (scheduler-plugins)",
+            "PodGroups of 10 pods placed all together (the Coscheduling profile)",
+            build_gang,
+            required_plugins=("Coscheduling",),
+            plugins=GANG_PLUGINS,
+        ),
+        WorkloadSpec(
+            "topology-spread-min-domains",
+            "TopologySpreading (minDomains)",
+            "hostname spread, maxSkew 1, minDomains = nodes; zone spread preferred",
+            build_topology_spread_min_domains,
         ),
     )
 }

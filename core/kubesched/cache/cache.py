@@ -554,11 +554,14 @@ class Cache:
         aff = snapshot.have_pods_with_affinity_node_info_list
         anti = snapshot.have_pods_with_required_anti_affinity_node_info_list
         pvc_counts = snapshot._pvc_counts
+        pod_groups = snapshot._pod_groups.values()
         for name, old, new in changes:
             i = rows.get(name)
             if old is None or i is None or i >= len(infos) or infos[i] is not old:
                 return False
             infos[i] = new
+            for index in pod_groups:
+                index.replace_node(old, new)
             table.update_row(i, new)
             if not _patch_row_list(
                 aff,
@@ -624,6 +627,7 @@ class Cache:
         snapshot._pvc_counts = pvc_counts
         snapshot.used_pvc_set = set(pvc_counts)
         snapshot.table = NodeTable(infos)
+        snapshot._pod_groups = {}
         snapshot._tree_version = self._tree.version
 
     def _recopy_snapshot(self, snapshot: Snapshot) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from kubesched.api import Node, Pod
 from kubesched.framework.node_table import NodeTable
+from kubesched.framework.pod_groups import PodGroupIndex, affinity_group_key, label_group_key
 from kubesched.framework.types import ImageStateSummary, NodeInfo, PodInfo
 
 __all__ = ["Snapshot", "new_snapshot"]
@@ -28,6 +30,9 @@ class Snapshot:
       order) running at least one pod with pod (anti-)affinity terms / required
       anti-affinity terms.
     * ``used_pvc_set``: ``namespace/name`` of every PVC a pod on a listed node uses.
+    * ``pods_by_labels()`` / ``pods_by_affinity_terms()``: the listed nodes' pods in
+      groups that match alike, with per-topology-domain counts (``PodGroupIndex``),
+      built on first use and then kept current by the cache from the changed nodes.
 
     A NodeInfo that changed is replaced by a new copy, never modified in place, so an
     unchanged node keeps the very same NodeInfo object across updates.
@@ -38,6 +43,7 @@ class Snapshot:
         "_anti_rows",
         "_image_generation",
         "_images",
+        "_pod_groups",
         "_pvc_counts",
         "_tree_version",
         "generation",
@@ -68,6 +74,8 @@ class Snapshot:
         self._images: dict[str, ImageStateSummary] = {}
         self._tree_version = -1
         self._image_generation = 0
+        # The pod group indexes built so far, by name; dropped when the lists are rebuilt.
+        self._pod_groups: dict[str, PodGroupIndex] = {}
 
     @classmethod
     def from_objects(
@@ -114,6 +122,22 @@ class Snapshot:
     def have_pods_with_required_anti_affinity_list(self) -> list[NodeInfo]:
         """The nodes with at least one pod that has required pod anti-affinity terms."""
         return self.have_pods_with_required_anti_affinity_node_info_list
+
+    def pods_by_labels(self) -> PodGroupIndex:
+        """The pods of the listed nodes grouped by namespace and labels: what a pod
+        affinity term or a spread constraint's selector decides per group."""
+        return self._pod_group_index("labels", label_group_key)
+
+    def pods_by_affinity_terms(self) -> PodGroupIndex:
+        """The pods with pod (anti-)affinity terms, grouped by their four term lists: what
+        matching existing pods' terms against the incoming pod decides per group."""
+        return self._pod_group_index("affinity", affinity_group_key)
+
+    def _pod_group_index(self, name: str, group_of: Any) -> PodGroupIndex:
+        index = self._pod_groups.get(name)
+        if index is None:
+            index = self._pod_groups[name] = PodGroupIndex(group_of, self.node_info_list)
+        return index
 
     def get(self, node_name: str) -> NodeInfo:
         """The NodeInfo of ``node_name``; ``KeyError`` if the snapshot has no such node."""

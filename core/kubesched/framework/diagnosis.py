@@ -65,8 +65,13 @@ class FitError(Exception):
             # When PreFilter rejected, every node carries the same status; listing them
             # would repeat the PreFilter message, so upstream only counts after Filter.
             reasons: Counter[str] = Counter()
-            for status in d.node_to_status.values():
-                reasons.update(status.reasons)
+            # Nodes failing alike share a Status object: count the objects, then their
+            # reasons once each.
+            statuses = d.node_to_status.values()
+            by_object = {id(s): s for s in statuses}
+            for key, n in Counter(map(id, statuses)).items():
+                for reason in by_object[key].reasons:
+                    reasons[reason] += n
             absent = self.num_all_nodes - len(d.node_to_status)
             if absent > 0 and d.absent_nodes_status is not None:
                 for reason in d.absent_nodes_status.reasons:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
+from itertools import repeat
+from operator import is_not
+
+import numpy as np
 
 
 class Code(IntEnum):
@@ -169,3 +174,23 @@ class Status:
 
 
 _REJECTED = frozenset({Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING})
+
+
+def not_none_mask(values: Sequence[object]) -> np.ndarray:
+    """Which entries of a verdict sequence are not ``None``, as a bool array.
+
+    Mostly ``None`` (nodes that pass): numpy's elementwise ``!= None``, which is C for
+    ``None`` entries. Mostly statuses (nodes that fail): identity tests in C, since
+    ``!= None`` would call ``Status.__eq__`` once per failing node.
+    """
+    arr = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
+    n = len(arr)
+    step = max(1, n // _SAMPLE)
+    sample = arr[::step].tolist()
+    if sample.count(None) * 2 >= len(sample):
+        return np.asarray(arr != None, dtype=bool)  # noqa: E711 (elementwise, by numpy)
+    return np.fromiter(map(is_not, arr.tolist(), repeat(None)), dtype=bool, count=n)
+
+
+_SAMPLE = 32
+"""Entries :func:`not_none_mask` looks at to choose its method."""

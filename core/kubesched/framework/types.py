@@ -120,13 +120,13 @@ class Resource:
 
     def clone(self) -> Resource:
         """An independent copy."""
-        return Resource(
-            self.milli_cpu,
-            self.memory,
-            self.ephemeral_storage,
-            self.allowed_pod_number,
-            dict(self.scalar_resources),
-        )
+        c = Resource.__new__(Resource)
+        c.milli_cpu = self.milli_cpu
+        c.memory = self.memory
+        c.ephemeral_storage = self.ephemeral_storage
+        c.allowed_pod_number = self.allowed_pod_number
+        c.scalar_resources = dict(self.scalar_resources) if self.scalar_resources else {}
+        return c
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Resource):
@@ -239,6 +239,7 @@ class PodInfo:
         "preferred_affinity_terms",
         "preferred_anti_affinity_terms",
         "priority",
+        "pvc_claims",
         "requests",
         "required_affinity_terms",
         "required_anti_affinity_terms",
@@ -264,6 +265,12 @@ class PodInfo:
         self.requests: dict[str, int] = pod_requests(pod)
         self.non_zero_cpu, self.non_zero_memory = pod_non_zero_requests(pod)
         self.tolerations = tuple(spec.tolerations or ())
+        self.pvc_claims: tuple[str, ...] = tuple(
+            f"{self.namespace}/{v.persistent_volume_claim.claim_name}"
+            for v in spec.volumes or ()
+            if getattr(v, "persistent_volume_claim", None) is not None
+        )
+        """``namespace/name`` of each PVC the pod's volumes use."""
         # Upstream's GetHostPorts: sidecars (restartable init containers) run for the
         # pod's whole life, so their host ports count; other init containers' do not.
         sidecars = [c for c in spec.init_containers or () if c.restart_policy == "Always"]
@@ -439,7 +446,8 @@ class NodeInfo:
     upstream's defaults (100m cpu, 200Mi memory) for containers that request
     nothing, used by scoring. ``generation`` changes on every modification, which
     is how the snapshot knows what to copy. ``node`` is ``None`` for a node whose
-    Node object was deleted while pods remain on it.
+    Node object was deleted while pods remain on it. ``allocatable`` is replaced when
+    the Node changes, never modified in place: copies share it.
     """
 
     __slots__ = (
@@ -527,7 +535,7 @@ class NodeInfo:
                 ips.discard(hp.ip)
                 if not ips:
                     del self.used_ports[key]
-        for claim in _pvc_names(pod_info):
+        for claim in pod_info.pvc_claims:
             n = self.pvc_ref_counts.get(claim, 0) + sign
             if n:
                 self.pvc_ref_counts[claim] = n
@@ -546,7 +554,7 @@ class NodeInfo:
         c.used_ports = {k: set(v) for k, v in self.used_ports.items()}
         c.requested = self.requested.clone()
         c.non_zero_requested = self.non_zero_requested.clone()
-        c.allocatable = self.allocatable.clone()
+        c.allocatable = self.allocatable  # replaced by set_node, never changed in place
         c.image_states = dict(self.image_states)
         c.pvc_ref_counts = dict(self.pvc_ref_counts)
         c.generation = self.generation
@@ -554,15 +562,6 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name!r}, pods={len(self.pods)}, generation={self.generation})"
-
-
-def _pvc_names(pod_info: PodInfo) -> list[str]:
-    volumes = pod_info.pod.spec.volumes or ()
-    return [
-        f"{pod_info.namespace}/{v.persistent_volume_claim.claim_name}"
-        for v in volumes
-        if getattr(v, "persistent_volume_claim", None) is not None
-    ]
 
 
 NodeToStatus = dict[str, "Status"]

@@ -793,12 +793,15 @@ class PriorityQueue:
     ) -> None:
         label = event.display()
         activated = False
+        # Per profile, the registrations this event matches: decided once per event, not
+        # once per pod and registration.
+        hints: dict[str, list[tuple[str, Any]]] = {}
         for qpi in pods:
             # Upstream skips only pods whose gate is SchedulingGates: only an update of
             # the pod itself can open it, and such pods can be many.
             if qpi.gated and qpi.gating_plugin == _SCHEDULING_GATES:
                 continue
-            strategy = self._worth_requeuing(qpi, event, old_obj, new_obj)
+            strategy = self._worth_requeuing(qpi, event, old_obj, new_obj, hints)
             if strategy is _Strategy.SKIP:
                 continue
             activated |= self._requeue(qpi, strategy, label)
@@ -809,9 +812,15 @@ class PriorityQueue:
             self._cond.notify_all()
 
     def _worth_requeuing(
-        self, qpi: QueuedPodInfo, event: ClusterEvent, old_obj: Any, new_obj: Any
+        self,
+        qpi: QueuedPodInfo,
+        event: ClusterEvent,
+        old_obj: Any,
+        new_obj: Any,
+        hints: dict[str, list[tuple[str, Any]]],
     ) -> _Strategy:
-        """Upstream ``isPodWorthRequeuing``."""
+        """Upstream ``isPodWorthRequeuing``; ``hints`` caches, per profile, the
+        ``(plugin, hint function)`` of the registrations ``event`` matches."""
         rejectors = qpi.unschedulable_plugins | qpi.pending_plugins
         if not rejectors:
             return _Strategy.AFTER_BACKOFF
@@ -820,12 +829,20 @@ class PriorityQueue:
             if isinstance(new_obj, Pod) and pod_uid(new_obj) != qpi.pod_info.uid:
                 return _Strategy.SKIP
             return _Strategy.AFTER_BACKOFF
-        profile = self._profiles.get(qpi.pod.spec.scheduler_name)
-        if profile is None:
-            return _Strategy.AFTER_BACKOFF
+        scheduler_name = qpi.pod.spec.scheduler_name
+        matching = hints.get(scheduler_name)
+        if matching is None:
+            profile = self._profiles.get(scheduler_name)
+            if profile is None:
+                return _Strategy.AFTER_BACKOFF
+            matching = hints[scheduler_name] = [
+                (plugin, hint_fn)
+                for plugin, registered, hint_fn in profile.hints
+                if registered.matches(event)
+            ]
         strategy = _Strategy.SKIP
-        for plugin, registered, hint_fn in profile.hints:
-            if plugin not in rejectors or not registered.matches(event):
+        for plugin, hint_fn in matching:
+            if plugin not in rejectors:
                 continue
             hint = QueueingHint.QUEUE
             if hint_fn is not None:

@@ -11,7 +11,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import NO_NODES_AVAILABLE_ERROR, Diagnosis, FitError
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.runtime import Framework, ScoreResult
-from kubesched.framework.status import Code, Status
+from kubesched.framework.status import Code, Status, not_none_mask
 from kubesched.framework.types import NodeBatch, NodeInfo, PodInfo
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -178,7 +178,7 @@ class SchedulingAlgorithm:
             if fwk.nominator is not None and len(fwk.nominator)
             else set()
         )
-        names = table.names
+        name_array = table.name_array
         found_parts: list[np.ndarray] = []
         found = pos = 0
         chunk = to_find
@@ -186,7 +186,7 @@ class SchedulingAlgorithm:
             part = order[pos : pos + chunk]
             pos += len(part)
             verdicts = self._filter_chunk(fwk, state, pod_info, table, part, nominated_nodes)
-            ok = verdicts == None  # noqa: E711 (elementwise, by numpy)
+            ok = ~not_none_mask(verdicts)
             ok_positions = np.flatnonzero(ok)
             need = to_find - found
             # Stop right after the last feasible node needed: the nodes after it count
@@ -194,9 +194,13 @@ class SchedulingAlgorithm:
             cut = int(ok_positions[need - 1]) + 1 if len(ok_positions) >= need else len(part)
             found_parts.append(part[:cut][ok[:cut]])
             found += min(len(ok_positions), need)
-            for j in np.flatnonzero(~ok[:cut]).tolist():
-                status = verdicts[j]
-                diagnosis.node_to_status[names[part[j]]] = status
+            rejected = np.flatnonzero(~ok[:cut])
+            statuses = verdicts[rejected].tolist()
+            diagnosis.node_to_status.update(
+                zip(name_array[part[rejected]].tolist(), statuses, strict=True)
+            )
+            # Nodes failing alike share a Status object: count each plugin once.
+            for status in {id(s): s for s in statuses}.values():
                 diagnosis.add_plugin_status(status)
             # Most nodes failing means many more to look at: widen the next chunk.
             chunk = max(chunk * 2, to_find - found)

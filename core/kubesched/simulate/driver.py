@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -125,6 +126,18 @@ class Simulation:
         as a gang that can never fit does on a real cluster too).
         """
         started = time.perf_counter()
+        # The cluster's objects live as long as the run: keeping them out of the cyclic
+        # garbage collector's passes saves it from traversing every Node and Pod model
+        # again and again (a third of the CPU time at 10,000 nodes). They are still
+        # freed by reference counting; unfreeze gives them (and any cycle frozen with
+        # them) back to the collector afterwards.
+        gc.freeze()
+        try:
+            return self._run(started)
+        finally:
+            gc.unfreeze()
+
+    def _run(self, started: float) -> SimulationRun:
         self._connect()
         s = self.scheduler
         retried_at_mark: int | None = None

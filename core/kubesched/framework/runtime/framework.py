@@ -28,7 +28,7 @@ from kubesched.framework.runtime.waiting_pods import (
     WaitingPod,
     WaitingPods,
 )
-from kubesched.framework.status import Code, Status
+from kubesched.framework.status import Code, Status, not_none_mask
 from kubesched.framework.types import NodeBatch, NodeInfo, NodeToStatus, PodInfo, QueuedPodInfo
 
 if TYPE_CHECKING:
@@ -136,6 +136,7 @@ class Framework:
         self.rng = rng or random.Random()
         self.waiting_pods = WaitingPods()
         self._ep_histograms: dict[tuple[str, Code], Any] = {}
+        self._plugin_histograms: dict[tuple[str, str, Code], Any] = {}
         self.snapshot: Any = None
         self.runners: dict[str, PluginRunner] = {}
         self.points: dict[str, list[PluginRunner]] = {}
@@ -458,22 +459,30 @@ class Framework:
                 return verdicts, _wrap_error(results, f"running {runner.name!r} filter plugin")
             if not (isinstance(results, np.ndarray) and results.dtype == object):
                 results = np.array(results, dtype=object)
-            # Elementwise "is not None", done by numpy; only failures reach Python.
-            failed = np.flatnonzero(results != None)  # noqa: E711
+            failed = np.flatnonzero(not_none_mask(results))
             if not len(failed):
                 continue
-            keep = np.ones(len(alive), dtype=bool)
-            for j in failed.tolist():
-                status = results[j]
+            # Vectorised plugins share one Status object among the nodes failing for the
+            # same reasons: check and attribute each distinct object once.
+            outcomes = results[failed].tolist()
+            rejected: dict[int, bool] = {}
+            for status in outcomes:
+                if id(status) in rejected:
+                    continue
                 if not isinstance(status, Status):
                     return verdicts, _wrong_result(runner.name, "filter_nodes", status)
-                if not status.code:
-                    continue  # an explicit success status
-                status.with_plugin(runner.name)
-                if not status.is_rejected():
-                    return verdicts, _wrap_error(status, f"running {runner.name!r} filter plugin")
-                verdicts[alive[j]] = status
-                keep[j] = False
+                if status.code:
+                    status.with_plugin(runner.name)
+                    if not status.is_rejected():
+                        return verdicts, _wrap_error(
+                            status, f"running {runner.name!r} filter plugin"
+                        )
+                rejected[id(status)] = bool(status.code)  # False: an explicit success
+            if not all(rejected.values()):
+                failed = failed[[rejected[id(s)] for s in outcomes]]
+            verdicts[alive[failed]] = results[failed]
+            keep = np.ones(len(alive), dtype=bool)
+            keep[failed] = False
             alive = alive[keep]
         return verdicts, None
 
@@ -860,11 +869,16 @@ class Framework:
     def _observe_plugin(
         self, plugin: str, extension_point: str, status: Status | None, start: float
     ) -> None:
-        if self.metrics is not None:
-            code = status.code.display if status is not None else "Success"
-            self.metrics.plugin_execution_duration.labels(plugin, extension_point, code).observe(
-                time.perf_counter() - start
+        if self.metrics is None:
+            return
+        key = (plugin, extension_point, status.code if status is not None else Code.SUCCESS)
+        child = self._plugin_histograms.get(key)
+        if child is None:
+            # Looked up once per label set: preemption's dry runs time every filter call.
+            child = self._plugin_histograms[key] = self.metrics.plugin_execution_duration.labels(
+                plugin, extension_point, key[2].display
             )
+        child.observe(time.perf_counter() - start)
 
 
 _STATUS_ONLY = (Status,)
