@@ -1,8 +1,10 @@
 """Every workload places its pods exactly where the recorded scheduler did (a fixed seed).
 
 The record (``tests/fixtures/bench/placements.json``) was made with
-``benchmarks/record_placements.py`` before the performance work of issue 15: a speed-up
-that moves any pod, or evicts another victim, fails here.
+``benchmarks/record_placements.py`` before the performance work of issue 15 (the
+``stateful`` and ``dra`` workloads, which came later, with the scheduler of ``edd5b1c``,
+just before that work was merged): a speed-up that moves any pod, or evicts another
+victim, fails here.
 """
 
 from __future__ import annotations

@@ -59,6 +59,8 @@ RECORDED_CASES: list[dict[str, Any]] = [
     {"workload": "topology-spread-min-domains", "nodes": 200, "pods": 400, "seed": 13},
     {"workload": "churn", "nodes": 150, "pods": 400, "seed": 14},
     {"workload": "gang", "nodes": 100, "pods": 200, "seed": 15},
+    {"workload": "stateful", "nodes": 200, "pods": 300, "seed": 16},
+    {"workload": "dra", "nodes": 200, "pods": 400, "seed": 17},
 ]
 """The recorded runs: every workload, above the 100-node floor of percentageOfNodesToScore."""
 
