@@ -18,6 +18,7 @@ from kubesched.config import effective_configuration, load_config
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY, Simulation
+from kubesched.simulate.html import write_html_report
 from kubesched.simulate.render import render_explain, render_summary
 from kubesched.simulate.report import (
     SimulationReport,
@@ -85,6 +86,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--events", action="store_true", help="include every Kubernetes Event in json/yaml"
     )
     parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    parser.add_argument(
+        "--report",
+        metavar="FILE.html",
+        help="also write a self-contained HTML report (cluster map, pending reasons, pod "
+        "table, each pod's filter verdicts and scores, timeline) to FILE.html; it opens "
+        "offline in a browser",
+    )
     parser.set_defaults(func=_simulate)
 
 
@@ -182,6 +190,10 @@ def _simulate(args: argparse.Namespace) -> int:
             raise UserInputError(
                 f"cannot write metrics: {err.strerror}", source=args.metrics
             ) from None
+
+    if args.report:
+        # --explain names pods whose verdicts and scores the page must keep.
+        write_html_report(run, args.report, objects=objects, explain=explain)
 
     if args.output == "json":
         # pydantic-core's encoder: the stdlib's is pure Python once indent is set, and a

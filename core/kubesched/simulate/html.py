@@ -1,0 +1,417 @@
+"""The self-contained HTML report of a simulation: the report's data, trimmed and compressed,
+inlined into one offline page with its scripts and styles (``simulate --report``)."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import heapq
+import html
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from kubesched.api import KubeObject
+from kubesched.errors import UserInputError
+from kubesched.scheduler.records import AttemptRecord
+from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY, SimulationRun
+from kubesched.simulate.report import (
+    PodReport,
+    SimulationReport,
+    build_report,
+    parse_pod_key,
+)
+from kubesched.simulate.report import _history as _attempt_history
+
+HTML_DATA_VERSION = 1
+"""Version of the data the page's script reads (not the JSON report's schema)."""
+
+MAX_EXPLAINED_PODS = 5000
+"""Pods whose filter verdicts and scores the page keeps. Above this many pods it keeps
+the pods named with ``explain``, then pending, preemption-related and rejected pods, then
+scheduled pods spread evenly over the pod list; the others show their outcome and
+message only."""
+MAX_SCORE_ROWS = 10
+"""Best-scored candidate nodes kept per explained pod (plus the chosen node)."""
+MAX_NODES_PER_GROUP = 50
+"""Node names kept per filter verdict group ("+N more" beyond)."""
+MAX_CANDIDATES = 20
+"""Preemption candidate nodes kept per preemptor."""
+MAX_TIMELINE_EVENTS = 5000
+"""Preemption and eviction events kept for the timeline (the first, by time)."""
+TIMELINE_REASONS = frozenset({"Preempted", "Evicted", "TaintManagerEviction", "Killing"})
+"""Event reasons the timeline shows."""
+
+_ASSETS = "report_assets"
+_CORE_RESOURCES = ("cpu", "memory", "ephemeralStorage", "pods")
+
+# "0/12 nodes are available: 1 node(s) were unschedulable, 9 Insufficient cpu. preemption: ..."
+_AVAILABLE = re.compile(r"^\d+/\d+ nodes are available: (?P<reasons>.*?)\.(?: preemption: .*)?$")
+_REASON = re.compile(r"^(?P<count>\d+) (?P<reason>.+)$")
+
+
+def pending_reasons(messages: Iterable[str]) -> list[dict[str, Any]]:
+    """The FailedScheduling messages of pending pods as a histogram of their reasons.
+
+    Each reason of upstream's ``0/N nodes are available: 3 Insufficient cpu, 1 node(s)
+    ...`` counts once per pod (``pods``) and by the nodes it names (``nodes``); a
+    message of another shape counts whole. Most pods first.
+    """
+    pods: Counter[str] = Counter()
+    nodes: Counter[str] = Counter()
+    for message in messages:
+        m = _AVAILABLE.match(message)
+        if m is None:
+            pods[message or "(no message)"] += 1
+            continue
+        # Reasons are joined by ", " and each starts with its node count.
+        for item in re.split(r", (?=\d+ )", m["reasons"]):
+            r = _REASON.match(item)
+            reason, count = (r["reason"], int(r["count"])) if r else (item, 0)
+            pods[reason] += 1
+            nodes[reason] += count
+    return [
+        {"reason": reason, "pods": n, "nodes": nodes.get(reason, 0)}
+        for reason, n in sorted(pods.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+
+
+class _Interner:
+    """Repeated strings (zones, profiles, messages) as indexes into one list."""
+
+    def __init__(self) -> None:
+        self.strings: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def __call__(self, text: str | None) -> int:
+        if text is None:
+            return -1
+        i = self._index.get(text)
+        if i is None:
+            i = self._index[text] = len(self.strings)
+            self.strings.append(text)
+        return i
+
+
+def _filter_groups(record: AttemptRecord, node_names: list[str]) -> list[dict[str, Any]]:
+    """The last attempt's rejected nodes grouped by plugin, code and reasons, biggest first."""
+    d = record.diagnosis
+    if d is None:
+        return []
+    groups: dict[tuple[str | None, str, tuple[str, ...]], list[str]] = {}
+    for node, st in d.node_to_status.items():
+        groups.setdefault((st.plugin, st.code.display, tuple(st.reasons)), []).append(node)
+    if d.absent_nodes_status is not None:
+        # A PreFilter rejection (or node-name narrowing) applies to every node not listed.
+        st = d.absent_nodes_status
+        feasible = set(record.feasible)
+        absent = [n for n in node_names if n not in d.node_to_status and n not in feasible]
+        if absent:
+            groups.setdefault((st.plugin, st.code.display, tuple(st.reasons)), []).extend(absent)
+    out = []
+    for (plugin, code, reasons), nodes in groups.items():
+        nodes.sort()
+        out.append(
+            {
+                "plugin": plugin,
+                "code": code,
+                "reasons": list(reasons),
+                "count": len(nodes),
+                "nodes": nodes[:MAX_NODES_PER_GROUP],
+            }
+        )
+    out.sort(key=lambda g: (-g["count"], g["plugin"] or "", g["reasons"]))
+    return out
+
+
+def _score_table(record: AttemptRecord) -> dict[str, Any] | None:
+    """The best ``MAX_SCORE_ROWS`` candidates and the chosen node, each plugin's raw and
+    normalised score, ranked as the JSON report orders them (total, then name)."""
+    sr = record.scores
+    if sr is None or not sr.names:
+        return None
+    totals = sr.totals.tolist()
+    names = sr.names
+    top = heapq.nsmallest(MAX_SCORE_ROWS, range(len(names)), key=lambda i: (-totals[i], names[i]))
+    chosen = record.node_name
+    if chosen is not None and chosen not in {names[i] for i in top} and chosen in names:
+        top.append(names.index(chosen))
+    # A node's rank counts the nodes strictly ahead of it (ties share the better rank).
+    ranks = sorted(totals, reverse=True)
+    columns = [(ps.raw.tolist(), ps.normalized.tolist()) for ps in sr.plugins]
+    return {
+        "plugins": [{"plugin": ps.plugin, "weight": int(ps.weight)} for ps in sr.plugins],
+        "feasible": len(names),
+        "rows": [
+            {
+                "node": names[i],
+                "total": int(totals[i]),
+                "rank": 1 + _count_greater(ranks, totals[i]),
+                "raw": [int(raw[i]) for raw, _ in columns],
+                "normalized": [int(norm[i]) for _, norm in columns],
+            }
+            for i in top
+        ],
+    }
+
+
+def _count_greater(descending: list[float], value: float) -> int:
+    lo, hi = 0, len(descending)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if descending[mid] > value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _story(
+    pod: PodReport, records: list[AttemptRecord], node_names: list[str], detailed: bool
+) -> dict[str, Any]:
+    """What the page shows for one selected pod: attempts, verdicts, scores, preemption."""
+    story: dict[str, Any] = {"history": _attempt_history(records)}
+    if detailed and records:
+        last = records[-1]
+        story["filters"] = _filter_groups(last, node_names)
+        story["feasible"] = {"count": len(last.feasible), "nodes": last.feasible[:MAX_NODES_PER_GROUP]}
+        evaluated = last.evaluated_nodes or (last.num_all_nodes if not last.feasible else 0)
+        story["notEvaluated"] = max(0, last.num_all_nodes - evaluated)
+        scores = _score_table(last)
+        if scores is not None:
+            story["scores"] = scores
+    if pod.preemption is not None:
+        p = pod.preemption
+        story["preemption"] = {
+            "victims": [f"{v.namespace}/{v.name} on {v.node}" for v in p.victims],
+            "candidates": [
+                {"node": c.node, "victims": c.victims, "pdbViolations": c.num_pdb_violations}
+                for c in p.candidates[:MAX_CANDIDATES]
+            ],
+            "moreCandidates": max(0, len(p.candidates) - MAX_CANDIDATES),
+            "chosen": p.chosen,
+            "decidedBy": p.decided_by,
+            "message": p.message,
+        }
+    return story
+
+
+def _explained(pods: list[PodReport], wanted: set[str], limit: int) -> set[int]:
+    """Indexes of the pods whose stories keep verdicts and scores (see MAX_EXPLAINED_PODS)."""
+    if len(pods) <= limit:
+        return set(range(len(pods)))
+    chosen = [i for i, p in enumerate(pods) if p.key in wanted]
+    chosen += [
+        i
+        for i, p in enumerate(pods)
+        if p.key not in wanted and (p.result != "scheduled" or p.preemption is not None)
+    ]
+    picked = set(chosen[:limit])
+    rest = [i for i in range(len(pods)) if i not in picked]
+    room = limit - len(picked)
+    if room > 0 and rest:
+        step = len(rest) / room
+        picked.update(rest[int(k * step)] for k in range(min(room, len(rest))))
+    return picked
+
+
+def _resource_names(report: SimulationReport) -> list[str]:
+    scalar = sorted(
+        {name for n in report.nodes for name in (*n.allocatable.scalar, *n.requested.scalar)}
+    )
+    return [*_CORE_RESOURCES, *scalar]
+
+
+def _node_columns(report: SimulationReport, strings: _Interner) -> dict[str, Any]:
+    """The nodes as columns (one list per field): compact, and quick for the page to scan."""
+    names = _resource_names(report)
+    alloc: dict[str, list[int]] = {r: [] for r in names}
+    req: dict[str, list[int]] = {r: [] for r in names}
+    for n in report.nodes:
+        a, q = n.allocatable, n.requested
+        for r in names:
+            if r in _CORE_RESOURCES:
+                alloc[r].append(getattr(a, _SNAKE[r]))
+                req[r].append(getattr(q, _SNAKE[r]))
+            else:
+                alloc[r].append(a.scalar.get(r, 0))
+                req[r].append(q.scalar.get(r, 0))
+    return {
+        "resources": names,
+        "name": [n.name for n in report.nodes],
+        "zone": [strings(n.zone) for n in report.nodes],
+        "unschedulable": [int(n.unschedulable) for n in report.nodes],
+        "taints": [n.taints for n in report.nodes],
+        "labels": [n.labels for n in report.nodes],
+        "allocatable": alloc,
+        "requested": req,
+    }
+
+
+_SNAKE = {
+    "cpu": "cpu",
+    "memory": "memory",
+    "ephemeralStorage": "ephemeral_storage",
+    "pods": "pods",
+}
+
+
+def _timeline(run: SimulationRun) -> list[dict[str, Any]]:
+    out = []
+    for e in run.cluster.events:
+        if e.reason not in TIMELINE_REASONS:
+            continue
+        ns = f"{e.involved_namespace}/" if e.involved_namespace else ""
+        out.append(
+            {
+                "time": e.timestamp,
+                "reason": e.reason,
+                "object": f"{e.involved_kind} {ns}{e.involved_name}",
+                "message": e.message,
+                "related": e.related,
+            }
+        )
+    out.sort(key=lambda e: e["time"])
+    return out
+
+
+def _bindings(run: SimulationRun) -> list[float]:
+    """Virtual times at which pods were scheduled (the Scheduled events)."""
+    return sorted(e.timestamp for e in run.cluster.events if e.reason == "Scheduled")
+
+
+def _timeline_steps(report: SimulationReport) -> list[Any] | None:
+    # Reports that describe a timeline of steps (added by a later schema revision) carry
+    # it as ``timeline``; the page lists the steps as they come.
+    steps = getattr(report, "timeline", None)
+    if steps is None:
+        return None
+    dump = getattr(steps, "model_dump", None)
+    if dump is not None:
+        return dump(mode="json", by_alias=True)
+    return [s.model_dump(mode="json", by_alias=True) if hasattr(s, "model_dump") else s for s in steps]
+
+
+def html_report_data(
+    run: SimulationRun,
+    *,
+    objects: Iterable[KubeObject] | None = None,
+    explain: Iterable[str] | None = None,
+    max_explained: int = MAX_EXPLAINED_PODS,
+    report: SimulationReport | None = None,
+) -> dict[str, Any]:
+    """What the HTML page shows, as JSON-ready data: the summary, nodes and pods as columns,
+    and per explained pod its story (attempts, filter verdicts grouped by reason, the best
+    scores against the chosen node, preemption).
+
+    ``report`` (from :func:`build_report` on the same run) saves building it again; its
+    per-pod details are not needed: the stories come from the run's attempt records.
+    """
+    wanted = {parse_pod_key(k) for k in explain or ()}
+    if report is None:
+        report = build_report(run, detail=DETAIL_SUMMARY, objects=objects)
+    missing = sorted(wanted - {p.key for p in report.pods})
+    if missing:
+        raise UserInputError(f"no pod {', '.join(missing)} in the simulation", obj="--explain")
+    strings = _Interner()
+    nodes = _node_columns(report, strings)
+    node_names = nodes["name"]
+    node_index = {name: i for i, name in enumerate(node_names)}
+    detailed = run.scheduler.record_details
+    explained = _explained(report.pods, wanted, max_explained)
+    stories: dict[str, Any] = {}
+    pods = report.pods
+    for i, pod in enumerate(pods):
+        records = run.attempts.get(pod.uid or "", []) if pod.uid else []
+        if records or pod.preemption is not None:
+            stories[str(i)] = _story(pod, records, node_names, detailed and i in explained)
+    pending = [p.message for p in pods if p.result == "pending"]
+    binds = _bindings(run)
+    return {
+        "version": HTML_DATA_VERSION,
+        "schemaVersion": report.schema_version,
+        "meta": {
+            "seed": report.seed,
+            "detail": DETAIL_FULL if detailed else DETAIL_SUMMARY,
+            "virtualTimeSeconds": report.virtual_time_seconds,
+            "wallTimeSeconds": report.wall_time_seconds,
+            "cycles": report.cycles,
+            "stopReason": report.stop_reason,
+            "profiles": report.profiles,
+            "explainedPods": sum(1 for i in explained if str(i) in stories) if detailed else 0,
+            "maxExplained": max_explained,
+        },
+        "summary": [s.model_dump(mode="json", by_alias=True) for s in report.summary],
+        "nodes": nodes,
+        "pods": {
+            "namespace": [strings(p.namespace) for p in pods],
+            "name": [p.name for p in pods],
+            "profile": [strings(p.profile) for p in pods],
+            "result": [strings(p.result) for p in pods],
+            "node": [node_index.get(p.node, -1) if p.node else -1 for p in pods],
+            "priority": [p.priority for p in pods],
+            "attempts": [p.attempts for p in pods],
+            "message": [strings(p.message) for p in pods],
+            "nominated": [strings(p.nominated_node) for p in pods],
+            "preemptedBy": [strings(p.preempted_by) for p in pods],
+        },
+        "strings": strings.strings,
+        "stories": stories,
+        "pendingReasons": pending_reasons(pending),
+        "rejections": [r.model_dump(mode="json") for r in report.rejections],
+        "timeline": _timeline(run)[:MAX_TIMELINE_EVENTS],
+        "bindings": binds,
+        "timelineSteps": _timeline_steps(report),
+    }
+
+
+def _asset(name: str) -> str:
+    return resources.files("kubesched.simulate").joinpath(_ASSETS, name).read_text("utf-8")
+
+
+def render_html(data: dict[str, Any], *, title: str = "kubesched simulation report") -> str:
+    """The page: the template with its stylesheet, script and ``data`` (gzip, base64) inline."""
+    payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    # mtime=0: the same data gives the same bytes.
+    packed = base64.b64encode(gzip.compress(payload, compresslevel=6, mtime=0)).decode("ascii")
+    page = _asset("report.html")
+    # The script must not contain "</script"; ours does not, and the data is base64.
+    for key, value in (
+        ("TITLE", html.escape(title)),
+        ("STYLE", _asset("report.css")),
+        ("SCRIPT", _asset("report.js")),
+        ("DATA", packed),
+    ):
+        page = page.replace(f"<!--{key}-->", value, 1)
+    return page
+
+
+def write_html_report(
+    run: SimulationRun,
+    path: str | Path,
+    *,
+    objects: Iterable[KubeObject] | None = None,
+    explain: Iterable[str] | None = None,
+    max_explained: int = MAX_EXPLAINED_PODS,
+    report: SimulationReport | None = None,
+    title: str | None = None,
+) -> Path:
+    """Write the self-contained HTML report of ``run`` to ``path`` (Python API of
+    ``simulate --report``); return the path. ``UserInputError`` when it cannot be written."""
+    data = html_report_data(
+        run, objects=objects, explain=explain, max_explained=max_explained, report=report
+    )
+    nodes, pods = len(data["nodes"]["name"]), len(data["pods"]["name"])
+    page = render_html(
+        data, title=title or f"kubesched simulation: {pods} pods on {nodes} nodes"
+    )
+    out = Path(path)
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as err:
+        raise UserInputError(f"cannot write the report: {err.strerror}", source=str(out)) from None
+    return out
