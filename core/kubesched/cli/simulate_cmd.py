@@ -18,7 +18,7 @@ from kubesched.config import effective_configuration, load_config
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY, Simulation
-from kubesched.simulate.html import write_html_report
+from kubesched.simulate.html import StoryCollector, write_html_report
 from kubesched.simulate.render import render_explain, render_summary
 from kubesched.simulate.report import (
     SimulationReport,
@@ -161,14 +161,18 @@ def _simulate(args: argparse.Namespace) -> int:
     show_progress = not args.no_progress and sys.stderr.isatty()
     progress, stop_progress = _progress_bar(show_progress)
     try:
-        run = Simulation(
+        sim = Simulation(
             objects,
             config=effective,
             registry=registry,
             seed=args.seed,
             detail=args.detail,
             progress=progress,
-        ).run()
+        )
+        # With --detail summary the records keep no verdicts or scores: the page's
+        # stories are condensed as the attempts finish instead.
+        stories = StoryCollector(sim) if args.report and args.detail != DETAIL_FULL else None
+        run = sim.run()
     finally:
         stop_progress()
 
@@ -193,7 +197,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.report:
         # --explain names pods whose verdicts and scores the page must keep.
-        write_html_report(run, args.report, objects=objects, explain=explain)
+        write_html_report(run, args.report, objects=objects, explain=explain, stories=stories)
 
     if args.output == "json":
         # pydantic-core's encoder: the stdlib's is pure Python once indent is set, and a

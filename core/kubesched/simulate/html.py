@@ -10,15 +10,17 @@ import html
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
+
 from kubesched.api import KubeObject
 from kubesched.errors import UserInputError
 from kubesched.scheduler.records import AttemptRecord
-from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY, SimulationRun
+from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY, Simulation, SimulationRun
 from kubesched.simulate.report import (
     PodReport,
     SimulationReport,
@@ -97,8 +99,10 @@ class _Interner:
         return i
 
 
-def _filter_groups(record: AttemptRecord, node_names: list[str]) -> list[dict[str, Any]]:
-    """The last attempt's rejected nodes grouped by plugin, code and reasons, biggest first."""
+def _filter_groups(
+    record: AttemptRecord, node_names: Callable[[], list[str]]
+) -> list[dict[str, Any]]:
+    """The attempt's rejected nodes grouped by plugin, code and reasons, biggest first."""
     d = record.diagnosis
     if d is None:
         return []
@@ -109,21 +113,19 @@ def _filter_groups(record: AttemptRecord, node_names: list[str]) -> list[dict[st
         # A PreFilter rejection (or node-name narrowing) applies to every node not listed.
         st = d.absent_nodes_status
         feasible = set(record.feasible)
-        absent = [n for n in node_names if n not in d.node_to_status and n not in feasible]
+        absent = [n for n in node_names() if n not in d.node_to_status and n not in feasible]
         if absent:
             groups.setdefault((st.plugin, st.code.display, tuple(st.reasons)), []).extend(absent)
-    out = []
-    for (plugin, code, reasons), nodes in groups.items():
-        nodes.sort()
-        out.append(
-            {
-                "plugin": plugin,
-                "code": code,
-                "reasons": list(reasons),
-                "count": len(nodes),
-                "nodes": nodes[:MAX_NODES_PER_GROUP],
-            }
-        )
+    out = [
+        {
+            "plugin": plugin,
+            "code": code,
+            "reasons": list(reasons),
+            "count": len(nodes),
+            "nodes": heapq.nsmallest(MAX_NODES_PER_GROUP, nodes),
+        }
+        for (plugin, code, reasons), nodes in groups.items()
+    ]
     out.sort(key=lambda g: (-g["count"], g["plugin"] or "", g["reasons"]))
     return out
 
@@ -140,9 +142,6 @@ def _score_table(record: AttemptRecord) -> dict[str, Any] | None:
     chosen = record.node_name
     if chosen is not None and chosen not in {names[i] for i in top} and chosen in names:
         top.append(names.index(chosen))
-    # A node's rank counts the nodes strictly ahead of it (ties share the better rank).
-    ranks = sorted(totals, reverse=True)
-    columns = [(ps.raw.tolist(), ps.normalized.tolist()) for ps in sr.plugins]
     return {
         "plugins": [{"plugin": ps.plugin, "weight": int(ps.weight)} for ps in sr.plugins],
         "feasible": len(names),
@@ -150,72 +149,102 @@ def _score_table(record: AttemptRecord) -> dict[str, Any] | None:
             {
                 "node": names[i],
                 "total": int(totals[i]),
-                "rank": 1 + _count_greater(ranks, totals[i]),
-                "raw": [int(raw[i]) for raw, _ in columns],
-                "normalized": [int(norm[i]) for _, norm in columns],
+                # Ties share the better rank: one more than the nodes strictly ahead.
+                "rank": 1 + sum(1 for t in totals if t > totals[i]),
+                "raw": [int(ps.raw[i]) for ps in sr.plugins],
+                "normalized": [int(ps.normalized[i]) for ps in sr.plugins],
             }
             for i in top
         ],
     }
 
 
-def _count_greater(descending: list[float], value: float) -> int:
-    lo, hi = 0, len(descending)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if descending[mid] > value:
-            lo = mid + 1
+def condense_attempt(
+    record: AttemptRecord, node_names: Callable[[], list[str]]
+) -> dict[str, Any] | None:
+    """One attempt's filter verdicts grouped by reason, its feasible nodes and best scores:
+    what a pod's story shows of its last attempt. None when the attempt kept no details.
+    ``node_names`` gives every node's name (called only for a PreFilter rejection)."""
+    if record.diagnosis is None and record.scores is None and not record.feasible:
+        return None
+    evaluated = record.evaluated_nodes or (record.num_all_nodes if not record.feasible else 0)
+    out: dict[str, Any] = {
+        "filters": _filter_groups(record, node_names),
+        "feasible": {
+            "count": len(record.feasible),
+            "nodes": heapq.nsmallest(MAX_NODES_PER_GROUP, record.feasible),
+        },
+        "notEvaluated": max(0, record.num_all_nodes - evaluated),
+    }
+    scores = _score_table(record)
+    if scores is not None:
+        out["scores"] = scores
+    return out
+
+
+class StoryCollector:
+    """Condenses each pod's last attempt as it finishes (:func:`condense_attempt`), so
+    that the HTML report explains the pods of a run that keeps no details
+    (``detail="summary"``): a few kilobytes per pod instead of, for every attempt, a
+    status per rejected node and a score per feasible node and plugin.
+
+    Create it on a :class:`Simulation` before running it; pass it to
+    :func:`write_html_report` as ``stories``.
+    """
+
+    def __init__(self, simulation: Simulation) -> None:
+        self._cluster = simulation.cluster
+        self.last: dict[str, dict[str, Any]] = {}
+        """Pod uid → its last attempt, condensed."""
+        # The scheduler must fill the details in; the simulation's own observer (called
+        # after this one) drops them from its records when its detail level is summary.
+        simulation.scheduler.record_details = True
+        simulation.scheduler.observers.insert(0, self)
+
+    def _node_names(self) -> list[str]:
+        return sorted(n.name for n in self._cluster.objects("Node"))
+
+    def __call__(self, record: AttemptRecord) -> None:
+        story = condense_attempt(record, self._node_names)
+        if story is None:
+            self.last.pop(record.pod_uid, None)
         else:
-            hi = mid
-    return lo
+            self.last[record.pod_uid] = story
 
 
-def _story(
-    pod: PodReport, records: list[AttemptRecord], node_names: list[str], detailed: bool
-) -> dict[str, Any]:
-    """What the page shows for one selected pod: attempts, verdicts, scores, preemption."""
-    story: dict[str, Any] = {"history": _attempt_history(records)}
-    if detailed and records:
-        last = records[-1]
-        story["filters"] = _filter_groups(last, node_names)
-        story["feasible"] = {"count": len(last.feasible), "nodes": last.feasible[:MAX_NODES_PER_GROUP]}
-        evaluated = last.evaluated_nodes or (last.num_all_nodes if not last.feasible else 0)
-        story["notEvaluated"] = max(0, last.num_all_nodes - evaluated)
-        scores = _score_table(last)
-        if scores is not None:
-            story["scores"] = scores
-    if pod.preemption is not None:
-        p = pod.preemption
-        story["preemption"] = {
-            "victims": [f"{v.namespace}/{v.name} on {v.node}" for v in p.victims],
-            "candidates": [
-                {"node": c.node, "victims": c.victims, "pdbViolations": c.num_pdb_violations}
-                for c in p.candidates[:MAX_CANDIDATES]
-            ],
-            "moreCandidates": max(0, len(p.candidates) - MAX_CANDIDATES),
-            "chosen": p.chosen,
-            "decidedBy": p.decided_by,
-            "message": p.message,
-        }
-    return story
+def _preemption(pod: PodReport) -> dict[str, Any] | None:
+    p = pod.preemption
+    if p is None:
+        return None
+    return {
+        "victims": [f"{v.namespace}/{v.name} on {v.node}" for v in p.victims],
+        "candidates": [
+            {"node": c.node, "victims": c.victims, "pdbViolations": c.num_pdb_violations}
+            for c in p.candidates[:MAX_CANDIDATES]
+        ],
+        "moreCandidates": max(0, len(p.candidates) - MAX_CANDIDATES),
+        "chosen": p.chosen,
+        "decidedBy": p.decided_by,
+        "message": p.message,
+    }
 
 
 def _explained(pods: list[PodReport], wanted: set[str], limit: int) -> set[int]:
     """Indexes of the pods whose stories keep verdicts and scores (see MAX_EXPLAINED_PODS)."""
     if len(pods) <= limit:
         return set(range(len(pods)))
-    chosen = [i for i, p in enumerate(pods) if p.key in wanted]
-    chosen += [
+    first = [i for i, p in enumerate(pods) if p.key in wanted]
+    first += [
         i
         for i, p in enumerate(pods)
         if p.key not in wanted and (p.result != "scheduled" or p.preemption is not None)
     ]
-    picked = set(chosen[:limit])
+    picked = set(first[:limit])
     rest = [i for i in range(len(pods)) if i not in picked]
-    room = limit - len(picked)
-    if room > 0 and rest:
+    room = min(limit - len(picked), len(rest))
+    if room > 0:
         step = len(rest) / room
-        picked.update(rest[int(k * step)] for k in range(min(room, len(rest))))
+        picked.update(rest[int(k * step)] for k in range(room))
     return picked
 
 
@@ -284,16 +313,11 @@ def _bindings(run: SimulationRun) -> list[float]:
     return sorted(e.timestamp for e in run.cluster.events if e.reason == "Scheduled")
 
 
-def _timeline_steps(report: SimulationReport) -> list[Any] | None:
-    # Reports that describe a timeline of steps (added by a later schema revision) carry
-    # it as ``timeline``; the page lists the steps as they come.
+def _timeline_steps(report: SimulationReport) -> Any:
+    # A report that describes the run as timed steps (a later schema revision) carries
+    # them as ``timeline``; the page lists them as they come.
     steps = getattr(report, "timeline", None)
-    if steps is None:
-        return None
-    dump = getattr(steps, "model_dump", None)
-    if dump is not None:
-        return dump(mode="json", by_alias=True)
-    return [s.model_dump(mode="json", by_alias=True) if hasattr(s, "model_dump") else s for s in steps]
+    return None if steps is None else pydantic_core.to_jsonable_python(steps, by_alias=True)
 
 
 def html_report_data(
@@ -301,15 +325,18 @@ def html_report_data(
     *,
     objects: Iterable[KubeObject] | None = None,
     explain: Iterable[str] | None = None,
+    stories: StoryCollector | None = None,
     max_explained: int = MAX_EXPLAINED_PODS,
     report: SimulationReport | None = None,
 ) -> dict[str, Any]:
     """What the HTML page shows, as JSON-ready data: the summary, nodes and pods as columns,
-    and per explained pod its story (attempts, filter verdicts grouped by reason, the best
-    scores against the chosen node, preemption).
+    and per pod its story (attempts; for the pods explained, the last attempt's filter
+    verdicts grouped by reason and best scores; preemption).
 
-    ``report`` (from :func:`build_report` on the same run) saves building it again; its
-    per-pod details are not needed: the stories come from the run's attempt records.
+    The verdicts and scores come from ``stories`` when given, else from the run's attempt
+    records (a run with ``detail="full"``). ``explain`` names pods to explain whatever
+    ``max_explained`` says. ``report`` (from :func:`build_report` on the same run) saves
+    building it again.
     """
     wanted = {parse_pod_key(k) for k in explain or ()}
     if report is None:
@@ -321,14 +348,29 @@ def html_report_data(
     nodes = _node_columns(report, strings)
     node_names = nodes["name"]
     node_index = {name: i for i, name in enumerate(node_names)}
-    detailed = run.scheduler.record_details
-    explained = _explained(report.pods, wanted, max_explained)
-    stories: dict[str, Any] = {}
     pods = report.pods
+    explained = _explained(pods, wanted, max_explained)
+    story_of: dict[str, Any] = {}
+    kept = 0
     for i, pod in enumerate(pods):
-        records = run.attempts.get(pod.uid or "", []) if pod.uid else []
-        if records or pod.preemption is not None:
-            stories[str(i)] = _story(pod, records, node_names, detailed and i in explained)
+        records = run.attempts.get(pod.uid, []) if pod.uid else []
+        story: dict[str, Any] = {}
+        if records:
+            story["history"] = _attempt_history(records)
+        if i in explained and records:
+            last = (
+                stories.last.get(pod.uid or "")
+                if stories is not None
+                else condense_attempt(records[-1], lambda: node_names)
+            )
+            if last is not None:
+                story.update(last)
+                kept += 1
+        preemption = _preemption(pod)
+        if preemption is not None:
+            story["preemption"] = preemption
+        if story:
+            story_of[str(i)] = story
     pending = [p.message for p in pods if p.result == "pending"]
     binds = _bindings(run)
     return {
@@ -336,13 +378,13 @@ def html_report_data(
         "schemaVersion": report.schema_version,
         "meta": {
             "seed": report.seed,
-            "detail": DETAIL_FULL if detailed else DETAIL_SUMMARY,
+            "detail": DETAIL_FULL if kept or run.scheduler.record_details else DETAIL_SUMMARY,
             "virtualTimeSeconds": report.virtual_time_seconds,
             "wallTimeSeconds": report.wall_time_seconds,
             "cycles": report.cycles,
             "stopReason": report.stop_reason,
             "profiles": report.profiles,
-            "explainedPods": sum(1 for i in explained if str(i) in stories) if detailed else 0,
+            "explainedPods": kept,
             "maxExplained": max_explained,
         },
         "summary": [s.model_dump(mode="json", by_alias=True) for s in report.summary],
@@ -360,7 +402,7 @@ def html_report_data(
             "preemptedBy": [strings(p.preempted_by) for p in pods],
         },
         "strings": strings.strings,
-        "stories": stories,
+        "stories": story_of,
         "pendingReasons": pending_reasons(pending),
         "rejections": [r.model_dump(mode="json") for r in report.rejections],
         "timeline": _timeline(run)[:MAX_TIMELINE_EVENTS],
@@ -396,6 +438,7 @@ def write_html_report(
     *,
     objects: Iterable[KubeObject] | None = None,
     explain: Iterable[str] | None = None,
+    stories: StoryCollector | None = None,
     max_explained: int = MAX_EXPLAINED_PODS,
     report: SimulationReport | None = None,
     title: str | None = None,
@@ -403,12 +446,15 @@ def write_html_report(
     """Write the self-contained HTML report of ``run`` to ``path`` (Python API of
     ``simulate --report``); return the path. ``UserInputError`` when it cannot be written."""
     data = html_report_data(
-        run, objects=objects, explain=explain, max_explained=max_explained, report=report
+        run,
+        objects=objects,
+        explain=explain,
+        stories=stories,
+        max_explained=max_explained,
+        report=report,
     )
     nodes, pods = len(data["nodes"]["name"]), len(data["pods"]["name"])
-    page = render_html(
-        data, title=title or f"kubesched simulation: {pods} pods on {nodes} nodes"
-    )
+    page = render_html(data, title=title or f"kubesched simulation: {pods} pods on {nodes} nodes")
     out = Path(path)
     try:
         out.write_text(page, encoding="utf-8")

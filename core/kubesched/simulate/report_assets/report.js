@@ -500,7 +500,8 @@
 
   // -- timeline -----------------------------------------------------------------------------
   function renderTimeline() {
-    const ev = D.timeline || [], binds = D.bindings || [], steps = D.timelineSteps || [];
+    const ev = D.timeline || [], binds = D.bindings || [];
+    const raw = D.timelineSteps || [], steps = Array.isArray(raw) ? raw : (raw.steps || []);
     const el = $("#timeline .body");
     const T = Math.max(D.meta.virtualTimeSeconds || 0, ...ev.map((e) => e.time), binds.length ? binds[binds.length - 1] : 0) || 1;
     const W = 900, L = 50, R = 20, H = 150, plotH = 90;
@@ -535,7 +536,7 @@
       h += `<p>No preemption or eviction happened.</p>`;
     }
     if (steps.length) {
-      h += `<h3>Timeline steps</h3><ol id="timeline-steps">${steps.map((st) => `<li>${esc(Object.entries(st).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join(" · "))}</li>`).join("")}</ol>`;
+      h += `<h3>Timeline steps</h3><ol id="timeline-steps">${steps.map((st) => `<li>${esc(Object.entries(typeof st === "object" && st ? st : { step: st }).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}`).join(" · "))}</li>`).join("")}</ol>`;
     }
     el.innerHTML = h;
   }
