@@ -196,6 +196,8 @@ class StoryCollector:
         self._cluster = simulation.cluster
         self.last: dict[str, dict[str, Any]] = {}
         """Pod uid → its last attempt, condensed."""
+        self.feasible: dict[str, list[int]] = {}
+        """Pod uid → the number of feasible nodes of each attempt (the records forget it)."""
         # The scheduler must fill the details in; the simulation's own observer (called
         # after this one) drops them from its records when its detail level is summary.
         simulation.scheduler.record_details = True
@@ -205,6 +207,7 @@ class StoryCollector:
         return sorted(n.name for n in self._cluster.objects("Node"))
 
     def __call__(self, record: AttemptRecord) -> None:
+        self.feasible.setdefault(record.pod_uid, []).append(len(record.feasible))
         story = condense_attempt(record, self._node_names)
         if story is None:
             self.last.pop(record.pod_uid, None)
@@ -231,16 +234,18 @@ def _preemption(pod: PodReport) -> dict[str, Any] | None:
 
 def _explained(pods: list[PodReport], wanted: set[str], limit: int) -> set[int]:
     """Indexes of the pods whose stories keep verdicts and scores (see MAX_EXPLAINED_PODS)."""
-    if len(pods) <= limit:
-        return set(range(len(pods)))
-    first = [i for i, p in enumerate(pods) if p.key in wanted]
+    tried = [i for i, p in enumerate(pods) if p.attempts]  # the others have nothing to explain
+    if len(tried) <= limit:
+        return set(tried)
+    first = [i for i in tried if pods[i].key in wanted]
     first += [
         i
-        for i, p in enumerate(pods)
-        if p.key not in wanted and (p.result != "scheduled" or p.preemption is not None)
+        for i in tried
+        if pods[i].key not in wanted
+        and (pods[i].result != "scheduled" or pods[i].preemption is not None)
     ]
     picked = set(first[:limit])
-    rest = [i for i in range(len(pods)) if i not in picked]
+    rest = [i for i in tried if i not in picked]
     room = min(limit - len(picked), len(rest))
     if room > 0:
         step = len(rest) / room
@@ -357,6 +362,11 @@ def html_report_data(
         story: dict[str, Any] = {}
         if records:
             story["history"] = _attempt_history(records)
+            counts = stories.feasible.get(pod.uid or "", ()) if stories is not None else ()
+            # The collector saw every attempt the records hold (a pod's attempts keep coming
+            # after it is attached, never before).
+            for attempt, n in zip(story["history"][-len(counts) :], counts, strict=False):
+                attempt["feasibleNodes"] = n
         if i in explained and records:
             last = (
                 stories.last.get(pod.uid or "")
@@ -378,7 +388,7 @@ def html_report_data(
         "schemaVersion": report.schema_version,
         "meta": {
             "seed": report.seed,
-            "detail": DETAIL_FULL if kept or run.scheduler.record_details else DETAIL_SUMMARY,
+            "detail": DETAIL_FULL if stories is not None or _kept_details(run) else DETAIL_SUMMARY,
             "virtualTimeSeconds": report.virtual_time_seconds,
             "wallTimeSeconds": report.wall_time_seconds,
             "cycles": report.cycles,
@@ -409,6 +419,15 @@ def html_report_data(
         "bindings": binds,
         "timelineSteps": _timeline_steps(report),
     }
+
+
+def _kept_details(run: SimulationRun) -> bool:
+    """Whether the run's records hold verdicts and scores (a ``detail="full"`` run)."""
+    return any(
+        r.diagnosis is not None or r.scores is not None
+        for records in run.attempts.values()
+        for r in records
+    )
 
 
 def _asset(name: str) -> str:
