@@ -268,13 +268,20 @@
       const g = e.target.closest("g.node");
       if (g) selectNode(+g.dataset.node, true);
     });
+    // The keyboard position shows once the map has the focus, on the first node.
+    map.addEventListener("focus", () => {
+      if (S.cursor >= 0 || !order.length) return;
+      S.cursor = 0;
+      renderMap();
+      announceCursor();
+    });
     map.addEventListener("keydown", (e) => {
       if (!order.length) return;
       let k = Math.max(0, S.cursor);
       const zi = zones.findIndex((z) => z.nodes.includes(order[k]));
       const cols = zones[zi].cols;
       const step = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: cols, ArrowUp: -cols }[e.key];
-      if (step !== undefined) k = S.cursor < 0 ? 0 : k + step;
+      if (step !== undefined) k += step;
       else if (e.key === "Home") k = 0;
       else if (e.key === "End") k = order.length - 1;
       else if (e.key === "Enter" || e.key === " ") { selectNode(order[k], false); e.preventDefault(); return; }
@@ -282,8 +289,7 @@
       e.preventDefault();
       S.cursor = Math.max(0, Math.min(order.length - 1, k));
       renderMap();
-      const i = order[S.cursor], r = S.resource;
-      announce(`${D.nodes.name[i]}, ${str(D.nodes.zone[i]) || "no zone"}, ${r} ${pct(D.nodes.requested[r][i], D.nodes.allocatable[r][i])}${nodeMarks(i).length ? ", " + nodeMarks(i).join(", ") : ""}`);
+      announceCursor();
     });
     $("#node-table-wrap").addEventListener("click", (e) => {
       const b = e.target.closest("button");
@@ -293,6 +299,11 @@
       else if (b.dataset.node) selectNode(+b.dataset.node, true);
     });
     renderNodeDetail();
+  }
+
+  function announceCursor() {
+    const i = order[S.cursor], r = S.resource;
+    announce(`${D.nodes.name[i]}, ${str(D.nodes.zone[i]) || "no zone"}, ${r} ${pct(D.nodes.requested[r][i], D.nodes.allocatable[r][i])}${nodeMarks(i).length ? ", " + nodeMarks(i).join(", ") : ""}`);
   }
 
   function redrawCluster() {
