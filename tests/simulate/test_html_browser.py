@@ -114,6 +114,7 @@ def test_quickstart_numbers_and_a_pods_story(new_page, tmp_path: Path, capsys) -
 
     p = new_page()
     page = p.open(out)
+    assert text(page, "h1") == "kubesched simulation: 32 pods on 12 nodes"
     assert text(page, "#summary-pods") == str(len(report.pods)) == "32"
     assert text(page, "#summary-nodes") == str(len(report.nodes)) == "12"
     assert page.locator("#map g.node").count() == 12

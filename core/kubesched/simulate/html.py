@@ -440,14 +440,15 @@ def render_html(data: dict[str, Any], *, title: str = "kubesched simulation repo
     # mtime=0: the same data gives the same bytes.
     packed = base64.b64encode(gzip.compress(payload, compresslevel=6, mtime=0)).decode("ascii")
     page = _asset("report.html")
-    # The script must not contain "</script"; ours does not, and the data is base64.
+    # Each slot once, in order; the script must not contain "</script" (ours does not, and
+    # the data is base64). The title fills two slots (<title> and <h1>).
     for key, value in (
         ("TITLE", html.escape(title)),
         ("STYLE", _asset("report.css")),
         ("SCRIPT", _asset("report.js")),
         ("DATA", packed),
     ):
-        page = page.replace(f"<!--{key}-->", value, 1)
+        page = page.replace(f"<!--{key}-->", value, 2 if key == "TITLE" else 1)
     return page
 
 

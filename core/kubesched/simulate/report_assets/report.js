@@ -460,7 +460,7 @@
       h += `<tr><td>${esc(g.plugin || "–")}</td><td>${code}</td><td class="msg">${esc(g.reasons.join("; "))}</td><td class="num">${num(g.count)}</td><td class="nodes-list">${nodeNames(g.nodes, g.count)}</td></tr>`;
     }
     if (st.feasible) h += `<tr><td>all filters</td><td>passed</td><td>feasible</td><td class="num">${num(st.feasible.count)}</td><td class="nodes-list">${nodeNames(st.feasible.nodes, st.feasible.count)}</td></tr>`;
-    if (st.notEvaluated) h += `<tr><td>–</td><td>not evaluated</td><td>percentageOfNodesToScore stopped the search once enough nodes were feasible</td><td class="num">${num(st.notEvaluated)}</td><td></td></tr>`;
+    if (st.notEvaluated) h += `<tr><td>–</td><td>not evaluated</td><td>the search stopped early (percentageOfNodesToScore found enough feasible nodes, or the nominated node fit)</td><td class="num">${num(st.notEvaluated)}</td><td></td></tr>`;
     return h + "</tbody></table>";
   }
 
@@ -523,11 +523,11 @@
       s += `<line x1="${x(t)}" y1="${plotH + 10}" x2="${x(t)}" y2="${plotH + 15}" stroke="#333"/><text x="${x(t)}" y="${plotH + 28}" font-size="11" text-anchor="middle">${+t.toFixed(1)} s</text>`;
     }
     if (binds.length) {
-      // Pods bound so far, as a step line (sampled to at most 400 points).
-      const n = binds.length, stepN = Math.max(1, Math.floor(n / 400));
-      let d = `M${x(0)} ${plotH + 10}`;
-      for (let k = 0; k < n; k += stepN) d += ` L${x(binds[k])} ${plotH + 10 - (plotH * (k + 1)) / n}`;
-      d += ` L${x(binds[n - 1])} 10 L${x(T)} 10`;
+      // Pods bound so far, as a step line (sampled to at most 400 steps).
+      const n = binds.length, stepN = Math.max(1, Math.floor(n / 400)), y = (k) => plotH + 10 - (plotH * k) / n;
+      let d = `M${x(0)} ${y(0)}`;
+      for (let k = stepN - 1; k < n; k += stepN) d += ` H${x(binds[k])} V${y(k + 1)}`;
+      d += ` H${x(binds[n - 1])} V${y(n)} H${x(T)}`;
       s += `<path d="${d}" fill="none" stroke="#0072b2" stroke-width="2"/><text x="${L - 4}" y="14" font-size="11" text-anchor="end">${num(n)}</text><text x="${L - 4}" y="${plotH + 10}" font-size="11" text-anchor="end">0</text>`;
     }
     for (const e of ev) {
@@ -537,7 +537,7 @@
         : `<path d="M${cx} ${plotH / 2 + 2} l7 8 l-7 8 l-7 -8 Z" fill="#d55e00" stroke="#000"><title>${esc(t)}</title></path>`;
     }
     const pre = ev.filter((e) => e.reason === "Preempted").length, evi = ev.length - pre;
-    const desc = `Timeline over ${secs(T)} of virtual time: ${num(binds.length)} pods bound (blue line, cumulative), ${plural(pre, "preemption")} (pink circles), ${plural(evi, "eviction")} (vermillion diamonds).`;
+    const desc = `Timeline over ${secs(T)} of virtual time: ${plural(binds.length, "pod")} bound by the scheduler (blue line, cumulative), ${plural(pre, "preemption")} (pink circles), ${plural(evi, "eviction")} (vermillion diamonds).`;
     let h = `<p>${esc(desc)}</p><svg id="timeline-chart" role="img" aria-labelledby="timeline-t" width="100%" viewBox="0 0 ${W} ${H}" style="max-width:${W}px"><title id="timeline-t">${esc(desc)} The table below lists the events.</title>${s}</svg>`;
     if (ev.length) {
       h += `<table id="timeline-table"><caption>Preemptions and evictions</caption><thead><tr><th scope="col" class="num">time</th><th scope="col">reason</th><th scope="col">object</th><th scope="col">message</th></tr></thead><tbody>` +
