@@ -125,7 +125,8 @@ def test_quickstart_numbers_and_a_pods_story(new_page, tmp_path: Path, capsys) -
     assert "nodes shown" not in text(page, "#pod-count")
     assert text(page, "#pod-count").startswith("32 pods shown")
     p.shot("quickstart-page")
-    p.shot("quickstart-cluster", "#cluster")
+    for section in ("summary", "cluster", "pending"):
+        p.shot(f"quickstart-{section}", f"#{section}")
 
     # Find the pod with the search box, open its story from the table.
     page.fill("#pod-search", "db-0")
