@@ -162,6 +162,7 @@ def test_keyboard_sorting_and_pending_reasons(new_page, tmp_path: Path, capsys) 
     # The cluster map is one tab stop; arrows move, Enter opens the node.
     page.focus("#map")
     page.keyboard.press("ArrowRight")
+    assert page.locator("#map .cursor").count() == 1
     page.keyboard.press("Enter")
     second = page.locator("#map g.node title").nth(1).text_content().split(":")[0]
     assert text(page, "#node-detail-title") == f"Node {second}"

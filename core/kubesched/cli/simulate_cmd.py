@@ -197,7 +197,15 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.report:
         # --explain names pods whose verdicts and scores the page must keep.
-        write_html_report(run, args.report, objects=objects, explain=explain, stories=stories)
+        write_html_report(
+            run,
+            args.report,
+            objects=objects,
+            explain=explain,
+            stories=stories,
+            # The text views' report has every pod; the page needs no more of it.
+            report=report if isinstance(report, SimulationReport) else None,
+        )
 
     if args.output == "json":
         # pydantic-core's encoder: the stdlib's is pure Python once indent is set, and a

@@ -107,6 +107,22 @@
   let zones = []; // [{name, nodes: [index...], cols}]
   let order = []; // node indexes in map order
   let cell = { w: 9, h: 9, gap: 1, label: false };
+  const position = new Map(); // node index -> [x, y] in its zone's drawing
+
+  function outline(x, y, c, cls) {
+    return `<rect class="${cls}" x="${x + 1}" y="${y + 1}" width="${cell.w - 2}" height="${cell.h - 2}" fill="none" stroke="${c}" stroke-width="${cell.label ? 3 : 2}"/>`;
+  }
+
+  // The keyboard position is one outline moved from tile to tile: redrawing thousands of
+  // tiles on every key press would lag on a large cluster.
+  function drawCursor() {
+    for (const el of document.querySelectorAll("#map .cursor")) el.remove();
+    if (S.cursor < 0) return;
+    const i = order[S.cursor], g = document.querySelector(`#map g.node[data-node="${i}"]`);
+    if (!g) return;
+    const [x, y] = position.get(i);
+    g.parentNode.insertAdjacentHTML("beforeend", outline(x, y, "#0050b3", "cursor"));
+  }
 
   function groupZones() {
     const by = new Map();
@@ -130,6 +146,7 @@
     let s = "";
     z.nodes.forEach((i, k) => {
       const x = (k % z.cols) * (cell.w + cell.gap), y = Math.floor(k / z.cols) * (cell.h + cell.gap);
+      position.set(i, [x, y]);
       const x0 = ratio(i, r), fill = colour(x0);
       const dark = x0 != null && x0 >= 4 / 7;
       const marks = nodeMarks(i);
@@ -145,9 +162,7 @@
         s += `<text x="${x + 6}" y="${y + 18}" font-size="12" fill="${c}">${esc(D.nodes.name[i].slice(0, 15))}</text>` +
           `<text x="${x + 6}" y="${y + 36}" font-size="12" fill="${c}">${pct(D.nodes.requested[r][i], D.nodes.allocatable[r][i])}${D.nodes.unschedulable[i] ? " cordoned" : ""}</text>`;
       }
-      if (i === S.node || i === order[S.cursor]) {
-        s += `<rect x="${x + 1}" y="${y + 1}" width="${cell.w - 2}" height="${cell.h - 2}" fill="none" stroke="${i === S.node ? "#d55e00" : "#0050b3"}" stroke-width="${cell.label ? 3 : 2}"/>`;
-      }
+      if (i === S.node) s += outline(x, y, "#d55e00", "");
       s += "</g>";
     });
     return { svg: s, W, H };
@@ -168,6 +183,7 @@
       return `<div class="zone"><h3>${esc(z.name)} — ${plural(z.nodes.length, "node")}, ${esc(r)} ${pct(req, alloc)}</h3>` +
         `<svg width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" aria-hidden="true">${zi === 0 ? defs : ""}${svg}</svg></div>`;
     }).join("");
+    drawCursor();
   }
 
   function renderLegend() {
@@ -272,7 +288,7 @@
     map.addEventListener("focus", () => {
       if (S.cursor >= 0 || !order.length) return;
       S.cursor = 0;
-      renderMap();
+      drawCursor();
       announceCursor();
     });
     map.addEventListener("keydown", (e) => {
@@ -288,7 +304,7 @@
       else return;
       e.preventDefault();
       S.cursor = Math.max(0, Math.min(order.length - 1, k));
-      renderMap();
+      drawCursor();
       announceCursor();
     });
     $("#node-table-wrap").addEventListener("click", (e) => {
