@@ -14,6 +14,9 @@
   let D = null; // the data
   const S = { resource: "cpu", node: -1, cursor: -1, pod: -1 }; // cursor: the map's keyboard position, -1 before any key
 
+  // Natural order for names (node-9 before node-10).
+  const collator = new Intl.Collator("en", { numeric: true });
+  function compare(x, y) { return typeof x === "string" ? collator.compare(x, y) : x < y ? -1 : x > y ? 1 : 0; }
   function esc(s) {
     return String(s == null ? "" : s).replace(/[&<>"']/g, (c) => (
       { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
@@ -226,7 +229,10 @@
       use: (i) => { const x = ratio(i, r); return x == null ? -1 : x; },
       pods: (i) => D.nodes.requested.pods[i],
     }[NT.sort];
-    idx.sort((a, b) => { const x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : a - b) * NT.dir; });
+    // Ties keep name order whatever the direction.
+    const keys = idx.map(key), names = D.nodes.name;
+    const pos = new Map(idx.map((n, k) => [n, k]));
+    idx.sort((a, b) => compare(keys[pos.get(a)], keys[pos.get(b)]) * NT.dir || collator.compare(names[a], names[b]));
     const pages = Math.max(1, Math.ceil(idx.length / 25));
     NT.page = Math.min(NT.page, pages - 1);
     const th = (k, label) => `<th scope="col" aria-sort="${NT.sort === k ? (NT.dir > 0 ? "ascending" : "descending") : "none"}"><button class="sort" data-nsort="${k}">${label}</button></th>`;
@@ -406,8 +412,9 @@
       node: nodeName, priority: (p) => D.pods.priority[p] ?? 0, attempts: (p) => D.pods.attempts[p],
     }[PT.sort];
     if (PT.sort !== "pod" || PT.dir !== 1) {
+      // Ties keep the report's order (namespace, name) whatever the direction.
       const keys = new Map(out.map((p) => [p, key(p)]));
-      out.sort((a, b) => { const x = keys.get(a), y = keys.get(b); return (x < y ? -1 : x > y ? 1 : a - b) * PT.dir; });
+      out.sort((a, b) => compare(keys.get(a), keys.get(b)) * PT.dir || a - b);
     }
     return out;
   }
