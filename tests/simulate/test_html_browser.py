@@ -234,3 +234,17 @@ def test_sections_absent_from_the_data_are_skipped(new_page, tmp_path: Path) -> 
     assert page.locator("#timeline-steps li").count() == 2
     assert "drain node small-1" in text(page, "#timeline-steps")
     assert text(page, "#story-title") == "Pod shop/report"
+
+
+def test_a_cluster_without_pods(new_page, tmp_path: Path) -> None:
+    (tmp_path / "nodes.yaml").write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: lonely}\n"
+        "status: {allocatable: {cpu: '1', memory: 1Gi, pods: '10'}}\n"
+    )
+    objects = load_manifests([tmp_path / "nodes.yaml"])
+    out = tmp_path / "empty.html"
+    out.write_text(render_html(html_report_data(simulate(objects), objects=objects)))
+    page = new_page().open(out)
+    assert text(page, "#summary-pods") == "0" and text(page, "#summary-nodes") == "1"
+    assert text(page, "#pending .body") == "No pod is pending."
+    assert "(no zone)" in text(page, "#map")
