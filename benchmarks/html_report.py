@@ -5,7 +5,7 @@ is installed, opens it headless and times the page until it is interactive, then
 search of the pod table and a pod's story. Example (the closing note's figures):
 
     .venv/bin/python benchmarks/html_report.py --nodes 5000 --pods 50000 \\
-        --workload unschedulable --detail summary --output /tmp/report-5000x50000.html
+        --workload basic --detail summary --output /tmp/report-5000x50000.html
 """
 
 from __future__ import annotations
