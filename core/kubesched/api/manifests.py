@@ -17,6 +17,14 @@ from ..errors import UserInputError, problems_from_validation_error
 from .cluster import Lease, PodDisruptionBudget, PriorityClass, RuntimeClass
 from .core import Namespace, Node, Pod, Service
 from .meta import KubeObject
+from .storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 from .workloads import DaemonSet, Deployment, Job, ReplicaSet, ReplicationController, StatefulSet
 
 __all__ = [
@@ -50,6 +58,12 @@ KINDS: dict[str, type[KubeObject]] = {
         PodDisruptionBudget,
         RuntimeClass,
         Lease,
+        PersistentVolume,
+        PersistentVolumeClaim,
+        StorageClass,
+        CSINode,
+        CSIDriver,
+        CSIStorageCapacity,
     )
 }
 """The object kinds kubesched reads, by ``kind``: the built-in ones, and those that

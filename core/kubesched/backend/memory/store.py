@@ -28,6 +28,7 @@ from kubesched.backend.memory.admission import AdmissionError, PodAdmission, val
 from kubesched.backend.memory.controllers import WorkloadControllers
 from kubesched.backend.memory.disruption import DisruptionController
 from kubesched.backend.memory.naming import deterministic_uid, random_suffix, timestamp
+from kubesched.backend.memory.volumes import VolumeControllers
 from kubesched.backend.protocol import (
     BackendError,
     ConflictError,
@@ -47,7 +48,13 @@ APPLY_ORDER: dict[str, int] = {
     "Namespace": 0,
     "PriorityClass": 1,
     "RuntimeClass": 1,
+    "StorageClass": 1,
+    "CSIDriver": 1,
     "Node": 2,
+    "CSINode": 2,
+    "CSIStorageCapacity": 3,
+    "PersistentVolume": 3,
+    "PersistentVolumeClaim": 3,
     "Service": 3,
     "PodDisruptionBudget": 3,
     "Lease": 3,
@@ -95,6 +102,12 @@ _RESOURCES = {
     "PodDisruptionBudget": "poddisruptionbudgets.policy",
     "RuntimeClass": "runtimeclasses.node.k8s.io",
     "Lease": "leases.coordination.k8s.io",
+    "PersistentVolume": "persistentvolumes",
+    "PersistentVolumeClaim": "persistentvolumeclaims",
+    "StorageClass": "storageclasses.storage.k8s.io",
+    "CSINode": "csinodes.storage.k8s.io",
+    "CSIDriver": "csidrivers.storage.k8s.io",
+    "CSIStorageCapacity": "csistoragecapacities.storage.k8s.io",
 }
 
 
@@ -158,6 +171,10 @@ class MemoryCluster:
     them as read-only and copy (``model_copy(deep=True)``) before changing them.
     """
 
+    reconciles_synchronously = True
+    """Controllers (PV binding, provisioning, workloads) act within the write that
+    triggers them: a client need not wait for them (``ClusterBackend``)."""
+
     def __init__(
         self,
         clock: Clock,
@@ -194,6 +211,7 @@ class MemoryCluster:
             default_toleration_seconds=default_toleration_seconds,
         )
         self.controllers = WorkloadControllers(self)
+        self.volumes = VolumeControllers(self)
         self.disruption = DisruptionController(self)
 
     # -- reading -------------------------------------------------------------------------
@@ -372,6 +390,7 @@ class MemoryCluster:
                             w.handler(event)
                     if not self._paused:
                         self.controllers.on_event(kind, event)
+                        self.volumes.on_event(kind, event)
                     # PDB bookkeeping runs even while controllers are held.
                     self.disruption.on_event(kind, event)
                 # PDB statuses are recomputed once per burst; their writes are new events.
@@ -393,6 +412,7 @@ class MemoryCluster:
         finally:
             self._paused -= 1
         if not self._paused:
+            self.volumes.resync_all()
             self.controllers.resync_all()
             self.disruption.sync_all()
 
