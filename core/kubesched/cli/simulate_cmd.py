@@ -13,6 +13,7 @@ from kubesched.config import effective_configuration, load_config
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY, Simulation
+from kubesched.simulate.html import StoryCollector, write_html_report
 from kubesched.simulate.render import render_explain, render_summary
 from kubesched.simulate.report import (
     SimulationReport,
@@ -81,6 +82,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     live_cluster.add_arguments(parser)
+    parser.add_argument(
+        "--report",
+        metavar="FILE.html",
+        help="also write a self-contained HTML report (cluster map, pending reasons, pod "
+        "table, each pod's filter verdicts and scores, timeline) to FILE.html; it opens "
+        "offline in a browser",
+    )
     parser.set_defaults(func=_simulate)
 
 
@@ -102,14 +110,18 @@ def _simulate(args: argparse.Namespace) -> int:
     show_progress = not args.no_progress and sys.stderr.isatty()
     progress, stop_progress = progress_bar(show_progress, "scheduling", "pods placed")
     try:
-        run = Simulation(
+        sim = Simulation(
             objects,
             config=effective,
             registry=registry,
             seed=args.seed,
             detail=args.detail,
             progress=progress,
-        ).run()
+        )
+        # With --detail summary the records keep no verdicts or scores: the page's
+        # stories are condensed as the attempts finish instead.
+        stories = StoryCollector(sim) if args.report and args.detail != DETAIL_FULL else None
+        run = sim.run()
     finally:
         stop_progress()
 
@@ -131,6 +143,18 @@ def _simulate(args: argparse.Namespace) -> int:
             raise UserInputError(
                 f"cannot write metrics: {err.strerror}", source=args.metrics
             ) from None
+
+    if args.report:
+        # --explain names pods whose verdicts and scores the page must keep.
+        write_html_report(
+            run,
+            args.report,
+            objects=objects,
+            explain=explain,
+            stories=stories,
+            # The text views' report has every pod; the page needs no more of it.
+            report=report if isinstance(report, SimulationReport) else None,
+        )
 
     if args.output in ("json", "yaml"):
         write_data(report, args.output)

@@ -8,6 +8,7 @@ The Python API of ``kubesched simulate``::
     run = simulate(load_manifests(["cluster/", "workload.yaml"]), seed=1)
     report = build_report(run)          # a SimulationReport (pydantic)
     report.pod("default/web-0").node
+    write_html_report(run, "report.html")  # the self-contained page of simulate --report
 """
 
 from kubesched.simulate.driver import (
@@ -17,6 +18,7 @@ from kubesched.simulate.driver import (
     SimulationRun,
     simulate,
 )
+from kubesched.simulate.html import StoryCollector, write_html_report
 from kubesched.simulate.report import (
     SCHEMA_VERSION,
     NodeReport,
@@ -36,8 +38,10 @@ __all__ = [
     "Simulation",
     "SimulationReport",
     "SimulationRun",
+    "StoryCollector",
     "build_report",
     "build_report_data",
     "json_schema",
     "simulate",
+    "write_html_report",
 ]
