@@ -6,7 +6,6 @@ import pytest
 
 from kubesched.config import (
     DEFAULT_MULTI_POINT_PLUGINS,
-    OMITTED_DEFAULT_PLUGINS,
     KubeSchedulerConfiguration,
     KubeSchedulerProfile,
     Plugin,
@@ -48,12 +47,6 @@ UPSTREAM_DEFAULTS = [
 
 def test_default_plugins_are_upstreams() -> None:
     assert [(p.name, p.weight) for p in DEFAULT_MULTI_POINT_PLUGINS] == UPSTREAM_DEFAULTS
-
-
-def test_omitted_plugins_are_named_and_not_enabled() -> None:
-    assert OMITTED_DEFAULT_PLUGINS == {}
-    enabled = {p.name for p in DEFAULT_MULTI_POINT_PLUGINS}
-    assert not enabled & set(OMITTED_DEFAULT_PLUGINS)
 
 
 def test_plugin_set_keys_cover_every_extension_point() -> None:

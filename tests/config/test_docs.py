@@ -8,7 +8,6 @@ import pytest
 from pydantic import BaseModel
 
 from kubesched.config import (
-    OMITTED_DEFAULT_PLUGINS,
     ClientConnectionConfiguration,
     KubeSchedulerConfiguration,
     KubeSchedulerProfile,
@@ -31,8 +30,3 @@ FIELDS = [(m.__name__, f.alias or n) for m in MODELS for n, f in m.model_fields.
 @pytest.mark.parametrize(("model", "key"), FIELDS, ids=[f"{m}.{k}" for m, k in FIELDS])
 def test_field_is_documented(model: str, key: str) -> None:
     assert f"`{key}`" in DOC
-
-
-@pytest.mark.parametrize("name", sorted(OMITTED_DEFAULT_PLUGINS))
-def test_omitted_plugin_is_documented(name: str) -> None:
-    assert f"`{name}`" in DOC

@@ -2,7 +2,6 @@
 
 from kubesched.config.defaults import (
     DEFAULT_MULTI_POINT_PLUGINS,
-    OMITTED_DEFAULT_PLUGINS,
     default_configuration,
     default_plugin_args,
     default_plugins,
@@ -41,7 +40,6 @@ __all__ = [
     "DEFAULT_MULTI_POINT_PLUGINS",
     "DEFAULT_SCHEDULER_NAME",
     "KIND",
-    "OMITTED_DEFAULT_PLUGINS",
     "ClientConnectionConfiguration",
     "Duration",
     "EffectiveConfiguration",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -42,16 +41,11 @@ DEFAULT_MULTI_POINT_PLUGINS: tuple[Plugin, ...] = (
     Plugin(name="ImageLocality", weight=1),
     Plugin(name="DefaultBinder"),
 )
-"""The default profile's plugins, all enabled through ``multiPoint``, in upstream's order
-and with upstream's score weights (``pkg/scheduler/apis/config/v1/default_plugins.go``),
-minus :data:`OMITTED_DEFAULT_PLUGINS`."""
-
-OMITTED_DEFAULT_PLUGINS: Mapping[str, str] = {
-}
-"""Plugins of upstream's default profile that kubesched's default profile leaves out, and why.
-
-(``EBSLimits``, ``GCEPDLimits``, ``AzureDiskLimits`` were still listed by some upstream
-versions but are rejected by upstream's own v1 validation; they are omitted too.)"""
+"""The default profile's plugins, all enabled through ``multiPoint``: upstream v1.36's
+default set, in its order and with its score weights
+(``pkg/scheduler/apis/config/v1/default_plugins.go``). ``EBSLimits``, ``GCEPDLimits`` and
+``AzureDiskLimits``, still listed by some upstream versions, are rejected by upstream's own
+v1 validation and are not among them."""
 
 
 def default_plugins() -> Plugins:
