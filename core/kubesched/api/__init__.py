@@ -46,6 +46,7 @@ from .core import (
     Volume,
     WeightedPodAffinityTerm,
 )
+from .kubelet import KubeletConfiguration
 from .manifests import (
     KIND_ENTRY_POINT_GROUP,
     KINDS,
@@ -139,6 +140,7 @@ __all__ = [
     "JobSpec",
     "KubeModel",
     "KubeObject",
+    "KubeletConfiguration",
     "LabelSelector",
     "LabelSelectorMatcher",
     "LabelSelectorRequirement",

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from ..errors import UserInputError, problems_from_validation_error
 from .cluster import Lease, PodDisruptionBudget, PriorityClass, RuntimeClass
 from .core import Namespace, Node, Pod, Service
+from .kubelet import KubeletConfiguration
 from .meta import KubeObject
 from .workloads import DaemonSet, Deployment, Job, ReplicaSet, ReplicationController, StatefulSet
 
@@ -50,6 +51,7 @@ KINDS: dict[str, type[KubeObject]] = {
         PodDisruptionBudget,
         RuntimeClass,
         Lease,
+        KubeletConfiguration,
     )
 }
 """The object kinds kubesched reads, by ``kind``: the built-in ones, and those that
