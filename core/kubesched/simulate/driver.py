@@ -50,6 +50,8 @@ class SimulationRun:
     metrics: Metrics = field(repr=False, default_factory=Metrics)
     stop_reason: str = STOP_SETTLED
     """``settled`` (nothing more could happen) or ``stalled`` (pods kept retrying)."""
+    timeline: Any = None
+    """The :class:`~kubesched.simulate.timeline.TimelineRunner` played, if any."""
 
 
 class Simulation:
@@ -61,6 +63,11 @@ class Simulation:
     same. ``progress(done, total)`` is called now and then with the number of pods
     settled (bound or rejected) so far. ``run`` may be called again after changing the
     cluster (``simulation.cluster.create(...)``): it goes on from where it stopped.
+
+    ``timeline`` (a :class:`~kubesched.simulate.timeline.TimelineRunner`) plays its steps
+    when virtual time reaches them. ``node_pressure_eviction`` runs the kubelets'
+    eviction managers; by default it does when there is a timeline or the objects
+    include a KubeletConfiguration.
     """
 
     def __init__(
@@ -72,6 +79,8 @@ class Simulation:
         seed: int = 0,
         detail: str = DETAIL_FULL,
         progress: Callable[[int, int], None] | None = None,
+        timeline: Any = None,
+        node_pressure_eviction: bool | None = None,
     ) -> None:
         self.registry = registry or default_registry()
         if isinstance(config, EffectiveConfiguration):
@@ -85,8 +94,16 @@ class Simulation:
         self.progress = progress
         self.clock = FakeClock(0.0)
         self.metrics = Metrics()
-        self.cluster = MemoryCluster(self.clock)
-        self.rejections = self.cluster.apply(list(objects))
+        objects = list(objects)
+        if node_pressure_eviction is None:
+            node_pressure_eviction = timeline is not None or any(
+                o.kind == "KubeletConfiguration" for o in objects
+            )
+        self.cluster = MemoryCluster(self.clock, node_pressure_eviction=node_pressure_eviction)
+        self.timeline = timeline
+        if timeline is not None:
+            timeline.cluster = self.cluster
+        self.rejections = self.cluster.apply(objects)
         self.scheduler = Scheduler(
             self.effective,
             self.registry,
@@ -134,6 +151,12 @@ class Simulation:
             if self._progress_mark != last_mark:
                 last_mark, last_progress_at = self._progress_mark, self.clock.now()
             when = self._next_timer()
+            step_at = self.timeline.next_time() if self.timeline is not None else None
+            if step_at is not None and (when is None or step_at <= when):
+                # A step is next: time jumps to it whatever was (not) happening before.
+                self._advance(step_at)
+                last_progress_at = self.clock.now()
+                continue
             if when is None:
                 # Only the unschedulable pods' periodic retry is left: it can help only
                 # if something progressed since the last such retry.
@@ -147,6 +170,8 @@ class Simulation:
             self._advance(when)
         if self.progress is not None:
             self._report_progress()
+        if self.timeline is not None:
+            self.timeline.finish()
         return SimulationRun(
             cluster=self.cluster,
             scheduler=s,
@@ -158,6 +183,7 @@ class Simulation:
             seed=self.seed,
             metrics=self.metrics,
             stop_reason=stop_reason,
+            timeline=self.timeline,
         )
 
     def _connect(self) -> None:
@@ -205,6 +231,8 @@ class Simulation:
             self.clock.set(when)
         now = self.clock.now()
         self.cluster.advance(now)
+        if self.timeline is not None:
+            self.timeline.apply_due(now)
         s = self.scheduler
         s.expire_waiting_pods()
         s.drain_ready_bindings()
