@@ -25,6 +25,7 @@ from kubesched.simulate.report import (
     build_report_data,
     parse_pod_key,
 )
+from kubesched.simulate.timeline import TimelineRunner, load_timeline
 
 _YamlDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -83,6 +84,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--events", action="store_true", help="include every Kubernetes Event in json/yaml"
+    )
+    parser.add_argument(
+        "--timeline",
+        metavar="FILE",
+        help="play a Timeline (kubesched.io/v1alpha1) of timed steps: node failures, taints, "
+        "drains, usage, scaling; the report gains the evictions and a time axis",
     )
     parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     parser.set_defaults(func=_simulate)
@@ -149,6 +156,9 @@ def _simulate(args: argparse.Namespace) -> int:
     objects = load_manifests(args.paths)
     if not objects:
         raise UserInputError("no Kubernetes objects found", source=" ".join(args.paths))
+    timeline = None
+    if args.timeline is not None:
+        timeline = TimelineRunner(*load_timeline(args.timeline))
 
     show_progress = not args.no_progress and sys.stderr.isatty()
     progress, stop_progress = _progress_bar(show_progress)
@@ -160,6 +170,7 @@ def _simulate(args: argparse.Namespace) -> int:
             seed=args.seed,
             detail=args.detail,
             progress=progress,
+            timeline=timeline,
         ).run()
     finally:
         stop_progress()

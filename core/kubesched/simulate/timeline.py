@@ -398,6 +398,7 @@ class BlockedEviction:
     pdb: str
     attempts: int
     message: str
+    evicted: bool = False
 
 
 @dataclass
@@ -671,7 +672,9 @@ class TimelineRunner:
         result = cluster.evict_pod(cur)
         if result.code == 200:
             ref = cur.metadata.controller_ref
-            blocked = outcome.blocked.pop(cur.key, None)
+            blocked = outcome.blocked.get(cur.key)
+            if blocked is not None:
+                blocked.evicted = True
             cluster.record_eviction(
                 EvictionRecord(
                     time=cluster.now(),
