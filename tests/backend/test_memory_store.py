@@ -41,8 +41,9 @@ def test_same_inputs_give_same_uids_and_names():
     def build() -> list[tuple[str, str]]:
         c = MemoryCluster(FakeClock())
         c.create(obj("Node", "n1"))
-        c.create(obj("Pod", "", metadata={"generateName": "web-"},
-                     spec={"containers": [{"name": "c"}]}))
+        c.create(
+            obj("Pod", "", metadata={"generateName": "web-"}, spec={"containers": [{"name": "c"}]})
+        )
         return [(o.name, o.metadata.uid or "") for k in ("Node", "Pod") for o in c.objects(k)]
 
     assert build() == build()
@@ -85,8 +86,15 @@ def test_update_checks_resource_version(cluster: MemoryCluster, stale: bool, err
 def test_update_bumps_generation_on_spec_change_only(cluster: MemoryCluster):
     pdb = cluster.create(obj("PodDisruptionBudget", "b", spec={"minAvailable": 1}))
     assert pdb.metadata.generation == 1
-    same = cluster.update(pdb.model_copy(update={"metadata": pdb.metadata.model_copy(
-        update={"labels": {"a": "b"}, "resource_version": None})}))
+    same = cluster.update(
+        pdb.model_copy(
+            update={
+                "metadata": pdb.metadata.model_copy(
+                    update={"labels": {"a": "b"}, "resource_version": None}
+                )
+            }
+        )
+    )
     assert same.metadata.generation == 1
     changed = same.model_copy(deep=True)
     changed.spec.min_available = 2
@@ -383,9 +391,7 @@ def test_apply_orders_kinds_and_reports_rejections(cluster: MemoryCluster):
 
 def test_apply_replaces_existing_objects_but_not_pods(cluster: MemoryCluster):
     cluster.apply([obj("Node", "n1"), pod("p")])
-    rejected = cluster.apply(
-        [obj("Node", "n1", metadata={"labels": {"a": "b"}}), pod("p")]
-    )
+    rejected = cluster.apply([obj("Node", "n1", metadata={"labels": {"a": "b"}}), pod("p")])
     assert cluster.get("Node", None, "n1").metadata.labels == {"a": "b"}
     assert [r.message for r in rejected] == ['pods "p" already exists']
 
@@ -402,8 +408,10 @@ def test_record_event_timestamps_with_the_clock(cluster: MemoryCluster, clock: F
 def test_leases_with_resource_version_conflicts(cluster: MemoryCluster):
     assert cluster.get_lease("kube-system", "kube-scheduler") is None
     lease = Lease.model_validate(
-        {"metadata": {"name": "kube-scheduler", "namespace": "kube-system"},
-         "spec": {"holderIdentity": "a"}}
+        {
+            "metadata": {"name": "kube-scheduler", "namespace": "kube-system"},
+            "spec": {"holderIdentity": "a"},
+        }
     )
     created = cluster.create_lease(lease)
     with pytest.raises(ConflictError):
