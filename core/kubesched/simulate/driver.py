@@ -30,6 +30,12 @@ STOP_SETTLED = "settled"
 """The run ended because nothing more could happen."""
 STOP_STALLED = "stalled"
 """The run ended because pods kept retrying with no progress (see ``STALL_AFTER``)."""
+STOP_HORIZON = "horizon"
+"""The run ended at its timeline's horizon (``spec.runFor``, or an hour after the last step)
+with things still happening (pods evicted and replaced over and over)."""
+MAX_ROUNDS_AT_ONE_TIME = 10_000
+"""Rounds of work at one virtual instant after which a run stops as stalled: pods evicted
+and replaced at once forever (a toleration of 0 s on a node they keep returning to)."""
 STALL_AFTER = 1800.0
 """Virtual seconds without progress after which a run stops as stalled: twice the
 longest single timer (a Permit wait is capped at 15 minutes)."""
@@ -138,11 +144,22 @@ class Simulation:
         """
         started = time.perf_counter()
         self._connect()
+        if self.timeline is not None:
+            # Steps at the current time (``at: 0``) set the scene before any scheduling.
+            self.timeline.apply_due(self.clock.now())
         s = self.scheduler
         retried_at_mark: int | None = None
+        horizon = self.timeline.horizon() if self.timeline is not None else None
+        rounds_at, rounds = self.clock.now(), 0
         last_mark, last_progress_at = self._progress_mark, self.clock.now()
         stop_reason = STOP_SETTLED
         while True:
+            if self.clock.now() != rounds_at:
+                rounds_at, rounds = self.clock.now(), 0
+            rounds += 1
+            if rounds > MAX_ROUNDS_AT_ONE_TIME:
+                stop_reason = STOP_STALLED
+                break
             while s.schedule_one():
                 self.cycles += 1
                 if self.progress is not None and self.cycles % 256 == 0:
@@ -152,6 +169,9 @@ class Simulation:
                 last_mark, last_progress_at = self._progress_mark, self.clock.now()
             when = self._next_timer()
             step_at = self.timeline.next_time() if self.timeline is not None else None
+            if horizon is not None and when is not None and when > horizon and step_at is None:
+                stop_reason = STOP_HORIZON
+                break
             if step_at is not None and (when is None or step_at <= when):
                 # A step is next: time jumps to it whatever was (not) happening before.
                 self._advance(step_at)

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kubesched.backend.memory.kubelet import format_binary
 from kubesched.simulate.report import (
     EvictionReport,
     NodeReport,
@@ -93,6 +94,14 @@ def render_summary(
             Text(
                 "Stopped: pods kept retrying with no progress for 30 minutes of virtual "
                 "time (the pending pods below would retry forever on a real cluster).",
+                style="bold yellow",
+            )
+        )
+    if report.stop_reason == "horizon":
+        console.print(
+            Text(
+                "Stopped at the timeline's horizon (spec.runFor, or an hour after its last "
+                "step) while pods were still being evicted or replaced.",
                 style="bold yellow",
             )
         )
@@ -466,13 +475,14 @@ def _explain_eviction(e: EvictionReport, console: Console) -> None:
         for i, r in enumerate(ranking, 1):
             style = "bold magenta" if r["pod"] == e.pod else ""
             name = r["pod"] + (" (critical: skipped)" if r.get("critical") else "")
+            amount = format_binary if d.get("resource") in ("memory", "ephemeral-storage") else str
             table.add_row(
                 str(i),
                 Text(name, style=style),
                 "yes" if r["exceedsRequests"] else "no",
                 str(r["priority"]),
-                str(r["usage"]),
-                str(r["request"]),
+                amount(r["usage"]),
+                amount(r["request"]),
             )
         console.print(table)
     if e.outcome:

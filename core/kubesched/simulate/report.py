@@ -379,12 +379,14 @@ class SimulationReport(_Model):
         alias="wallTimeSeconds", description="Real time the run took (varies between runs)."
     )
     cycles: int = Field(0, description="Scheduling cycles run.")
-    stop_reason: Literal["settled", "stalled"] = Field(
+    stop_reason: Literal["settled", "stalled", "horizon"] = Field(
         "settled",
         alias="stopReason",
         description="settled: nothing more could happen. stalled: pods kept retrying "
         "with no pod created, bound or removed for 30 minutes of virtual time (e.g. a "
-        "gang that can never fit), so the run was stopped.",
+        "gang that can never fit), or kept being evicted and replaced without time "
+        "passing, so the run was stopped. horizon: the timeline's end (spec.runFor, or an "
+        "hour after its last step) came while things still happened.",
     )
     profiles: list[str] = Field(description="The configured profiles (schedulerName), in order.")
     summary: list[ProfileSummary]

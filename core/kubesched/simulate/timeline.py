@@ -13,6 +13,7 @@ from pydantic.alias_generators import to_camel
 
 from kubesched.api import (
     KubeObject,
+    LabelSelector,
     Node,
     Pod,
     Taint,
@@ -36,6 +37,9 @@ __all__ = [
 ]
 
 TIMELINE_API_VERSION = "kubesched.io/v1alpha1"
+DEFAULT_HORIZON = 3600.0
+"""Without ``spec.runFor``, a timeline's run ends at the latest this long after its last
+step (when evictions and replacements go on and on)."""
 DRAIN_RETRY_INTERVAL = 5.0
 """Seconds ``kubectl drain`` waits before retrying an eviction a PDB refused (429)."""
 
@@ -322,7 +326,10 @@ class TimelineSpec(_Model):
 
     steps: list[Step] = Field(min_length=1)
     run_for: float | None = Field(
-        None, description="Keep time running until then, even when nothing is due."
+        None,
+        description="How long the run lasts: time runs until then even when nothing is "
+        "due, and the run stops there (default: when nothing more can happen, at most an "
+        "hour after the last step).",
     )
 
     _run_for = field_validator("run_for", mode="before")(
@@ -343,6 +350,15 @@ class Timeline(_Model):
     kind: Literal["Timeline"]
     metadata: TimelineMetadata = Field(default_factory=TimelineMetadata)
     spec: TimelineSpec
+
+    @model_validator(mode="after")
+    def _run_for_covers_the_steps(self) -> Timeline:
+        last = max(s.at for s in self.spec.steps)
+        if self.spec.run_for is not None and self.spec.run_for < last:
+            raise ValueError(
+                f"spec.runFor ({self.spec.run_for:g}s) ends before the last step ({last:g}s)"
+            )
+        return self
 
     def ordered_steps(self) -> list[Any]:
         """The steps by time (steps at the same time in file order)."""
@@ -437,6 +453,13 @@ class TimelineRunner:
         if run_for is not None and self.cluster is not None and self.cluster.now() < run_for:
             return run_for
         return None
+
+    def horizon(self) -> float:
+        """When the run stops at the latest."""
+        run_for = self.timeline.spec.run_for
+        if run_for is not None:
+            return run_for
+        return max(s.at for s in self._steps) + DEFAULT_HORIZON
 
     def apply_due(self, now: float) -> bool:
         """Apply every step due at ``now``; True if any was."""
@@ -594,7 +617,7 @@ class TimelineRunner:
             else:
                 pods[pod.key] = pod
         if step.pod_selector:
-            sel = compile_label_selector({"matchLabels": step.pod_selector})
+            sel = compile_label_selector(LabelSelector(match_labels=step.pod_selector))
             for pod in self.cluster.iter_objects("Pod", step.namespace):
                 if sel.matches(pod.metadata.labels) and pod.status.phase not in (
                     "Succeeded",
@@ -689,7 +712,11 @@ class TimelineRunner:
                         else ""
                     ),
                     message="Eviction API: evicting",
-                    grace_period_seconds=float(cur.spec.termination_grace_period_seconds or 30),
+                    grace_period_seconds=float(
+                        30
+                        if cur.spec.termination_grace_period_seconds is None
+                        else cur.spec.termination_grace_period_seconds
+                    ),
                     owner_uid=ref.uid if ref is not None else None,
                     details={"step": outcome.index, "pdb": blocked.pdb if blocked else None},
                 )

@@ -420,13 +420,13 @@ class KubeletEvictionManager:
                     uid=pod.metadata.uid or "",
                     node=node.name,
                     by=BY_KUBELET,
-                    reason=f"{'hard' if threshold.hard else 'soft'} eviction threshold "
-                    f"{threshold.text} met (available {_fmt(resource, available)})",
+                    reason=_reason(threshold, resource, quantity, available, capacity),
                     message=message,
                     grace_period_seconds=float(grace),
                     owner_uid=ref.uid if ref is not None else None,
                     details={
                         "signal": threshold.signal,
+                        "resource": resource,
                         "threshold": threshold.text,
                         "thresholdQuantity": quantity,
                         "available": available,
@@ -535,6 +535,19 @@ def _met(t: Threshold, obs: dict[str, tuple[int, int]], enforce_min_reclaim: boo
     if enforce_min_reclaim:
         quantity += t.min_reclaim(capacity)
     return quantity > available
+
+
+def _reason(t: Threshold, resource: str, quantity: int, available: int, capacity: int) -> str:
+    kind = "hard" if t.hard else "soft"
+    if available < quantity:
+        return f"{kind} eviction threshold {t.text} met (available {_fmt(resource, available)})"
+    # Met again only through its minimum reclaim.
+    target = quantity + t.min_reclaim(capacity)
+    return (
+        f"{kind} eviction threshold {t.text} not yet reclaimed: available "
+        f"{_fmt(resource, available)} is below {_fmt(resource, target)} (threshold plus "
+        "evictionMinimumReclaim)"
+    )
 
 
 def _fmt(resource: str, n: int) -> str:
