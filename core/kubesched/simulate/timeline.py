@@ -25,7 +25,7 @@ from kubesched.backend.memory.evictions import BY_DRAIN, EvictionRecord
 from kubesched.backend.memory.kubelet import CAPACITY_ANNOTATION_PREFIX, USAGE_ANNOTATION_PREFIX
 from kubesched.backend.protocol import BackendError
 from kubesched.config.duration import parse_duration
-from kubesched.errors import UserInputError, problems_from_validation_error
+from kubesched.errors import FieldProblem, UserInputError, problems_from_validation_error
 
 __all__ = [
     "DRAIN_RETRY_INTERVAL",
@@ -365,6 +365,24 @@ class Timeline(_Model):
         return sorted(self.spec.steps, key=lambda s: s.at)
 
 
+_ACTIONS = frozenset(
+    cls.model_fields["action"].annotation.__args__[0]  # type: ignore[union-attr]
+    for cls in Step.__origin__.__args__  # type: ignore[attr-defined]
+)
+
+
+def _without_action_tag(problem: FieldProblem) -> FieldProblem:
+    """pydantic names the union member in the path (``steps[0].taint.at``); the user
+    wrote ``steps[0].at``."""
+    parts = problem.path.split(".")
+    kept = [
+        p
+        for i, p in enumerate(parts)
+        if not (i and parts[i - 1].startswith("steps[") and p in _ACTIONS)
+    ]
+    return FieldProblem(".".join(kept), problem.message)
+
+
 def load_timeline(path: str | Path) -> tuple[Timeline, Path]:
     """Read and validate a timeline file; returns it and the folder its files are read
     from. ``UserInputError`` names the file, the timeline and each bad field's path."""
@@ -390,7 +408,7 @@ def load_timeline(path: str | Path) -> tuple[Timeline, Path]:
             "invalid timeline",
             source=source,
             obj=f"Timeline {name}" if name else "Timeline",
-            problems=problems_from_validation_error(err),
+            problems=[_without_action_tag(p) for p in problems_from_validation_error(err)],
         ) from None
     base = p.parent
     for i, step in enumerate(timeline.spec.steps):
