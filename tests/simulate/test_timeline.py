@@ -26,11 +26,11 @@ def write(tmp_path: Path, body: str) -> Path:
     [
         ("  steps:\n  - {at: 1m, action: explode, nodes: [a]}\n", "spec.steps[0]"),
         (
-            "  steps:\n  - {at: 1m, action: taint, nodes: [a], taint: {key: k, efect: NoExecute}}\n",
+            "  steps:\n  - {at: 1m, action: taint, nodes: [a],\n     taint: {key: k, efect: NoExecute}}\n",
             "spec.steps[0].taint.efect",
         ),
         (
-            "  steps:\n  - {at: 1m, action: taint, nodes: [a], taint: {key: k, effect: Sometimes}}\n",
+            "  steps:\n  - {at: 1m, action: taint, nodes: [a],\n     taint: {key: k, effect: Sometimes}}\n",
             "spec.steps[0].taint.effect",
         ),
         ("  steps:\n  - {at: soon, action: cordon, nodes: [a]}\n", "spec.steps[0].at"),
@@ -160,7 +160,7 @@ def test_scale_create_delete_and_delete_node(tmp_path: Path) -> None:
         "apiVersion: v1\nkind: Node\nmetadata: {name: c}\n"
         "status: {allocatable: {cpu: '4', memory: 8Gi, pods: '10'}}\n"
     )
-    run, runner = play(
+    run, _ = play(
         [
             {"at": 10, "action": "scale", "kind": "Deployment", "name": "web", "replicas": 5},
             {"at": 20, "action": "create", "file": "extra.yaml"},
