@@ -26,11 +26,13 @@ def write(tmp_path: Path, body: str) -> Path:
     [
         ("  steps:\n  - {at: 1m, action: explode, nodes: [a]}\n", "spec.steps[0]"),
         (
-            "  steps:\n  - {at: 1m, action: taint, nodes: [a],\n     taint: {key: k, efect: NoExecute}}\n",
+            "  steps:\n  - {at: 1m, action: taint, nodes: [a],\n"
+            "     taint: {key: k, efect: NoExecute}}\n",
             "spec.steps[0].taint.efect",
         ),
         (
-            "  steps:\n  - {at: 1m, action: taint, nodes: [a],\n     taint: {key: k, effect: Sometimes}}\n",
+            "  steps:\n  - {at: 1m, action: taint, nodes: [a],\n"
+            "     taint: {key: k, effect: Sometimes}}\n",
             "spec.steps[0].taint.effect",
         ),
         ("  steps:\n  - {at: soon, action: cordon, nodes: [a]}\n", "spec.steps[0].at"),
