@@ -712,15 +712,14 @@ class TimelineRunner:
             return
         result = cluster.evict_pod(cur)
         if result.code == 200:
-            ref = cur.metadata.controller_ref
             blocked = outcome.blocked.get(cur.key)
             if blocked is not None:
                 blocked.evicted = True
+            grace = cur.spec.termination_grace_period_seconds
             cluster.record_eviction(
-                EvictionRecord(
+                EvictionRecord.of(
+                    cur,
                     time=cluster.now(),
-                    pod=cur.key,
-                    uid=cur.metadata.uid or "",
                     node=node,
                     by=BY_DRAIN,
                     reason=f"drain of node {node} (Eviction API)"
@@ -730,12 +729,7 @@ class TimelineRunner:
                         else ""
                     ),
                     message="Eviction API: evicting",
-                    grace_period_seconds=float(
-                        30
-                        if cur.spec.termination_grace_period_seconds is None
-                        else cur.spec.termination_grace_period_seconds
-                    ),
-                    owner_uid=ref.uid if ref is not None else None,
+                    grace_period_seconds=float(30 if grace is None else grace),
                     details={"step": outcome.index, "pdb": blocked.pdb if blocked else None},
                 )
             )

@@ -17,9 +17,8 @@ from kubesched.api import (
     parse_quantity,
     pod_requests,
 )
-from kubesched.api import PodCondition as ApiPodCondition
 from kubesched.api.kubelet import KUBELET_CONFIG_ANNOTATION, Threshold
-from kubesched.backend.memory.evictions import BY_KUBELET, EvictionRecord
+from kubesched.backend.memory.evictions import BY_KUBELET, EvictionRecord, with_disruption_target
 from kubesched.backend.memory.naming import timestamp
 from kubesched.backend.protocol import EventType, RecordedEvent, WatchEvent
 
@@ -412,18 +411,15 @@ class KubeletEvictionManager:
                     grace = min(grace, pod.spec.termination_grace_period_seconds)
             message = self._message(resource, threshold, quantity, available, candidate)
             self._kill(pod, grace, message)
-            ref = pod.metadata.controller_ref
             cluster.record_eviction(
-                EvictionRecord(
+                EvictionRecord.of(
+                    pod,
                     time=cluster.now(),
-                    pod=pod.key,
-                    uid=pod.metadata.uid or "",
                     node=node.name,
                     by=BY_KUBELET,
                     reason=_reason(threshold, resource, quantity, available, capacity),
                     message=message,
                     grace_period_seconds=float(grace),
-                    owner_uid=ref.uid if ref is not None else None,
                     details={
                         "signal": threshold.signal,
                         "resource": resource,
@@ -474,18 +470,9 @@ class KubeletEvictionManager:
 
     def _kill(self, pod: Pod, grace: int, message: str) -> None:
         cluster = self.cluster
-        new = pod.model_copy(deep=True)
-        new.status.conditions = [c for c in new.status.conditions if c.type != "DisruptionTarget"]
-        new.status.conditions.append(
-            ApiPodCondition(
-                type="DisruptionTarget",
-                status="True",
-                reason="TerminationByKubelet",
-                message=message,
-                last_transition_time=timestamp(cluster.now()),
-            )
+        cluster._write(
+            with_disruption_target(pod, "TerminationByKubelet", message, cluster.now()), pod
         )
-        cluster._write(new, pod)
         self._event("Pod", pod.namespace, pod.name, REASON_EVICTED, message)
         uid = pod.metadata.uid
 

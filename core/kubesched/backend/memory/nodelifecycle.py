@@ -7,8 +7,7 @@ import math
 from typing import TYPE_CHECKING
 
 from kubesched.api import Node, NodeCondition, Taint
-from kubesched.api import PodCondition as ApiPodCondition
-from kubesched.backend.memory.evictions import BY_POD_GC, EvictionRecord
+from kubesched.backend.memory.evictions import BY_POD_GC, EvictionRecord, with_disruption_target
 from kubesched.backend.memory.naming import timestamp
 from kubesched.backend.protocol import EventType, WatchEvent
 
@@ -334,35 +333,20 @@ class NodeLifecycleController:
         cluster = self.cluster
         if cluster.try_get("Node", None, node_name) is not None:
             return
+        message = "PodGC: node no longer exists"
         for pod in cluster.pods_on_node(node_name):
-            new = pod.model_copy(deep=True)
-            message = "PodGC: node no longer exists"
-            new.status.conditions = [
-                c for c in new.status.conditions if c.type != "DisruptionTarget"
-            ]
-            new.status.conditions.append(
-                ApiPodCondition(
-                    type="DisruptionTarget",
-                    status="True",
-                    reason="DeletionByPodGC",
-                    message=message,
-                    last_transition_time=timestamp(cluster.now()),
-                )
-            )
+            new = with_disruption_target(pod, "DeletionByPodGC", message, cluster.now())
             if new.status.phase not in ("Succeeded", "Failed"):
                 new.status.phase = "Failed"
-            ref = pod.metadata.controller_ref
             cluster.record_eviction(
-                EvictionRecord(
+                EvictionRecord.of(
+                    pod,
                     time=cluster.now(),
-                    pod=pod.key,
-                    uid=pod.metadata.uid or "",
                     node=node_name,
                     by=BY_POD_GC,
                     reason=f"node {node_name} was deleted",
                     message=message,
                     grace_period_seconds=0.0,
-                    owner_uid=ref.uid if ref is not None else None,
                 )
             )
             cluster._write(new, pod)

@@ -6,9 +6,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kubesched.api import Pod, Taint, Toleration, toleration_tolerates_taint
-from kubesched.api import PodCondition as ApiPodCondition
-from kubesched.backend.memory.evictions import BY_TAINT_MANAGER, EvictionRecord
-from kubesched.backend.memory.naming import timestamp
+from kubesched.backend.memory.evictions import (
+    BY_TAINT_MANAGER,
+    EvictionRecord,
+    with_disruption_target,
+)
 from kubesched.backend.protocol import EventType, RecordedEvent, WatchEvent
 
 if TYPE_CHECKING:
@@ -227,34 +229,28 @@ class TaintEvictionController:
             return
         self._event(ns, name, f"Marking for deletion Pod {key}")
         already = pod.metadata.deletion_timestamp is not None
-        if not any(
-            c.type == "DisruptionTarget" and c.status == "True" for c in pod.status.conditions
+        new = with_disruption_target(
+            pod, REASON_DELETION_BY_TAINT_MANAGER, MSG_DELETION, cluster.now()
+        )
+        if any(
+            (c.type, c.status, c.reason, c.message)
+            == ("DisruptionTarget", "True", REASON_DELETION_BY_TAINT_MANAGER, MSG_DELETION)
+            for c in pod.status.conditions
         ):
-            new = pod.model_copy(deep=True)
-            new.status.conditions.append(
-                ApiPodCondition(
-                    type="DisruptionTarget",
-                    status="True",
-                    reason=REASON_DELETION_BY_TAINT_MANAGER,
-                    message=MSG_DELETION,
-                    last_transition_time=timestamp(cluster.now()),
-                )
-            )
+            new = pod  # UpdatePodCondition: nothing to write
+        else:
             pod = cluster._write(new, pod)  # type: ignore[assignment]
-        ref = pod.metadata.controller_ref
         if not already:
             grace = pod.spec.termination_grace_period_seconds
             cluster.record_eviction(
-                EvictionRecord(
+                EvictionRecord.of(
+                    pod,
                     time=cluster.now(),
-                    pod=key,
-                    uid=work.uid,
                     node=work.node,
                     by=BY_TAINT_MANAGER,
                     reason=work.reason,
                     message=MSG_DELETION,
                     grace_period_seconds=float(grace if grace is not None else 30),
-                    owner_uid=ref.uid if ref is not None else None,
                     details={**work.details, "scheduledAt": work.created_at},
                 )
             )
