@@ -119,7 +119,6 @@ class NodeLifecycleController:
         self._queues: dict[str, dict[str, None]] = {}  # zone -> nodes awaiting the taint
         self._next_token: dict[str, float] = {}  # zone -> when its limiter has a token
         self._ticks: set[float] = set()
-        self._all_disrupted = False
 
     # -- the timeline's handles ------------------------------------------------------------
 
@@ -234,13 +233,15 @@ class NodeLifecycleController:
         if all_full:
             # "Entering master disruption mode": every NoExecute lifecycle taint goes and
             # no node is tainted until some zone recovers.
-            self._all_disrupted = True
             self._queues.clear()
             for node in nodes:
-                self._untaint_no_execute(node)
+                if any(c.type == "Ready" for c in node.status.conditions):
+                    self._untaint_no_execute(node)
             return
-        self._all_disrupted = False
         for node in nodes:
+            if not any(c.type == "Ready" for c in node.status.conditions):
+                # A manifest's node that reports nothing: its taints are the manifest's.
+                continue
             status = ready_status(node)
             zone = zone_key(node)
             if status == "True":
