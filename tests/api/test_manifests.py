@@ -40,6 +40,7 @@ def test_kinds_cover_the_objects_we_read() -> None:
         "PodDisruptionBudget",
         "RuntimeClass",
         "Lease",
+        "KubeletConfiguration",
     }
     assert all(cls.model_fields["kind"].default == kind for kind, cls in KINDS.items())
 
