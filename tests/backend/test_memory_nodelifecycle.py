@@ -114,3 +114,18 @@ def test_pod_gc_of_a_deleted_node(cluster: MemoryCluster, clock: FakeClock):
     assert cluster.try_get("Pod", "default", "p") is None
     (rec,) = cluster.evictions
     assert (rec.by, rec.time, rec.message) == ("pod-gc", 45, "PodGC: node no longer exists")
+
+
+def test_pods_of_an_unreachable_node_stay_terminating_until_it_returns(cluster, clock):
+    cluster.apply([node("a0", "a"), node("b0", "b"), pod("p", nodeName="a0")])
+    run_until(cluster, clock, 10)
+    cluster.node_lifecycle.stop_heartbeats("a0")
+    run_until(cluster, clock, 1000)
+    # Tainted at 60 s, deleted by the taint manager at 360 s (admission's 300 s), but
+    # nobody on the node confirms it.
+    p = cluster.get("Pod", "default", "p")
+    assert p.metadata.deletion_timestamp is not None
+    assert [(r.by, r.time) for r in cluster.evictions] == [("taint-manager", 360.0)]
+    cluster.node_lifecycle.set_ready("a0", "True", "KubeletReady", "ok")
+    run_until(cluster, clock, 1000)
+    assert cluster.try_get("Pod", "default", "p") is None

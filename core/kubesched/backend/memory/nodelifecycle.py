@@ -124,8 +124,9 @@ class NodeLifecycleController:
 
     def set_ready(self, name: str, status: str, reason: str, message: str) -> None:
         """The kubelet posts Ready=``status`` (heartbeats resume); pressure conditions that
-        were Unknown become False."""
-        self._silent_since.pop(name, None)
+        were Unknown become False, and the pod deletions it could not confirm complete."""
+        if self._silent_since.pop(name, None) is not None:
+            self.cluster.release_terminating(name)
         node: Node = self.cluster.get("Node", None, name)  # type: ignore[assignment]
         new = node.model_copy(deep=True)
         now = timestamp(self.cluster.now())

@@ -190,6 +190,8 @@ class MemoryCluster:
         self._dispatching = False
         self._watches: dict[str, list[_MemoryWatch]] = {kind: [] for kind in KINDS}
         self._deletions: list[tuple[float, str, str]] = []  # heap of (due, pod key, uid)
+        # node -> (pod key, uid) whose graceful deletion waits for the node's kubelet.
+        self._stuck: dict[str, list[tuple[str, str]]] = {}
         # Controllers' timers: heap of (due, sequence, callback); the sequence keeps
         # timers due at the same moment in the order they were set.
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
@@ -768,11 +770,24 @@ class MemoryCluster:
                 continue
             if deletion is None or deletion > now:
                 return removed
-            _, key, _ = heapq.heappop(self._deletions)
+            _, key, uid = heapq.heappop(self._deletions)
             cur = self._objects["Pod"].get(key)
-            if cur is not None:
-                self._remove(cur)
-                removed += 1
+            if cur is None:
+                continue
+            node = cur.spec.node_name  # type: ignore[attr-defined]
+            if node and self.node_lifecycle.is_silent(node):
+                # Nobody confirms the containers stopped: the pod stays Terminating until
+                # its kubelet is back (or the node is deleted and pod GC force-deletes it).
+                self._stuck.setdefault(node, []).append((key, uid))
+                continue
+            self._remove(cur)
+            removed += 1
+
+    def release_terminating(self, node: str) -> None:
+        """The kubelet of ``node`` is back: the deletions it could not confirm complete."""
+        now = self.clock.now()
+        for key, uid in self._stuck.pop(node, ()):
+            heapq.heappush(self._deletions, (now, key, uid))
 
     # -- apply -----------------------------------------------------------------------------
 
