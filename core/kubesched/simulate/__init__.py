@@ -8,6 +8,14 @@ The Python API of ``kubesched simulate``::
     run = simulate(load_manifests(["cluster/", "workload.yaml"]), seed=1)
     report = build_report(run)          # a SimulationReport (pydantic)
     report.pod("default/web-0").node
+
+With a timeline (``kubesched simulate --timeline``)::
+
+    from kubesched.simulate import Simulation, TimelineRunner, load_timeline
+
+    runner = TimelineRunner(*load_timeline("steps.yaml"))
+    run = Simulation(load_manifests(["cluster/"]), timeline=runner).run()
+    build_report(run).evictions
 """
 
 from kubesched.simulate.driver import (
@@ -26,6 +34,7 @@ from kubesched.simulate.report import (
     build_report_data,
     json_schema,
 )
+from kubesched.simulate.timeline import Timeline, TimelineRunner, load_timeline
 
 __all__ = [
     "DETAIL_FULL",
@@ -36,8 +45,11 @@ __all__ = [
     "Simulation",
     "SimulationReport",
     "SimulationRun",
+    "Timeline",
+    "TimelineRunner",
     "build_report",
     "build_report_data",
     "json_schema",
+    "load_timeline",
     "simulate",
 ]
