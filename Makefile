@@ -6,6 +6,12 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test lint docs clean bench
 
+# The real etcd and kube-apiserver for the tests against an API server (tests/kube), from
+# ../shared/k8s when it is there and KUBEBUILDER_ASSETS is not set; else those tests skip.
+ASSETS_SH := ../shared/k8s/assets.sh
+KUBEBUILDER_ASSETS ?= $(shell [ -x $(ASSETS_SH) ] && $(ASSETS_SH))
+export KUBEBUILDER_ASSETS
+
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

@@ -95,15 +95,13 @@ def main() -> None:
             pl.counter = type(pl.counter)()
         state = CycleState()
         pl.pre_score(state, soft, infos)
-        raw = (
-            pl.score_nodes(state, batch)
-            if vectorised
-            else [pl.score(state, ni) for ni in infos]
-        )
+        raw = pl.score_nodes(state, batch) if vectorised else [pl.score(state, ni) for ni in infos]
         pl.normalize_score(state, NodeScores(names, raw))
 
-    print(f"PodTopologySpread, {a.nodes} nodes x {a.pods_per_node} pods, zone+hostname "
-          f"constraints, median of {a.repeats} (ms per pod)")
+    print(
+        f"PodTopologySpread, {a.nodes} nodes x {a.pods_per_node} pods, zone+hostname "
+        f"constraints, median of {a.repeats} (ms per pod)"
+    )
     print(f"{'phase':<40}{'vectorised':>10}{'per node':>12}")
     for label, fn in (("PreFilter+Filter", filt), ("PreScore+Score+Normalize", score)):
         for cold in (True, False):

@@ -8,12 +8,12 @@ import statistics
 import time
 from typing import Any
 
-from kubesched import PodInfo, Status
+from kubesched import PREEMPTION_EXPLANATION_KEY, PodInfo, Status
 from kubesched.api import Node, Pod, PodDisruptionBudget
 from kubesched.cache import new_snapshot
 from kubesched.framework.listers import StaticLister
 from kubesched.testing import make_framework
-from kubesched_builtin.defaultpreemption import PREEMPTION_EXPLANATION_KEY, DefaultPreemption
+from kubesched_builtin.defaultpreemption import DefaultPreemption
 from kubesched_builtin.interpodaffinity import InterPodAffinity
 from kubesched_builtin.nodeaffinity import NodeAffinity
 from kubesched_builtin.nodename import NodeName

@@ -33,11 +33,13 @@ from kubesched.api import (
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    NodeSelectorTermError,
     NodeSelectorTermsMatcher,
     Pod,
     PreferredSchedulingTerm,
     PreferredSchedulingTermsScorer,
     RequiredNodeAffinity,
+    aggregate_message,
     selector_from_set,
 )
 from kubesched.api import NodeAffinity as NodeAffinitySpec
@@ -87,13 +89,11 @@ class NodeAffinityArgs(PluginArgs):
         if preferred:
             try:
                 PreferredSchedulingTermsScorer(preferred, path=_PREFERRED_PATH)
-            except ValueError as err:
-                errors.append(str(err))
-        if len(errors) == 1:
-            raise ValueError(errors[0])
+            except NodeSelectorTermError as err:
+                errors.extend(err.errors)
         if errors:
-            # errors.Flatten(errors.NewAggregate(...)) prints several errors as "[a, b]".
-            raise ValueError(f"[{', '.join(errors)}]")
+            # errors.Flatten(errors.NewAggregate(...)): one error alone, several as "[a, b]".
+            raise ValueError(aggregate_message(errors))
         return self
 
 

@@ -26,7 +26,7 @@ def on_config(config):
 
 
 def on_files(files, config):
-    """Add the configuration and hookspec references, generated from the code."""
+    """Add the configuration, hookspec and SDK references, generated from the code."""
     for page, render in reference.PAGES.items():
         files.append(File.generated(config, page, content=render()))
     return files

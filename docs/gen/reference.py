@@ -2,15 +2,17 @@
 
 * the configuration reference, from the pydantic models of ``kubesched.config`` and the
   ``Args`` model of every installed plugin;
-* the hookspec reference, from the docstrings of ``kubesched.framework.hookspecs``.
+* the hookspec reference, from the docstrings of ``kubesched.framework.hookspecs``;
+* the SDK reference, from ``__all__`` of ``kubesched`` and ``kubesched.testing``.
 
 Used by the mkdocs hook beside this file (``hooks.py``) and by ``tests/docs``;
-``python docs/gen/reference.py OUTDIR`` writes both pages to OUTDIR.
+``python docs/gen/reference.py OUTDIR`` writes the pages to OUTDIR.
 """
 
 from __future__ import annotations
 
 import inspect
+import itertools
 import sys
 import types
 import typing
@@ -22,6 +24,7 @@ from pydantic_core import PydanticUndefined
 
 CONFIG_PAGE = "reference/configuration.md"
 HOOKSPEC_PAGE = "reference/hookspecs.md"
+SDK_PAGE = "reference/sdk.md"
 
 
 # -- configuration ---------------------------------------------------------------------
@@ -249,7 +252,128 @@ def hookspec_reference() -> str:
     return "\n".join(out)
 
 
-PAGES = {CONFIG_PAGE: config_reference, HOOKSPEC_PAGE: hookspec_reference}
+# -- SDK -------------------------------------------------------------------------------
+
+
+def _signature(obj: object) -> str:
+    try:
+        return str(inspect.signature(obj)).replace("'", "")  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+def _public_methods(cls: type) -> list[tuple[str, object]]:
+    own = []
+    for name, member in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        fn = member.fget if isinstance(member, property) else member
+        if isinstance(fn, staticmethod | classmethod):
+            fn = fn.__func__
+        if inspect.isfunction(fn):
+            own.append((name, member))
+    return own
+
+
+def _attribute_docs() -> dict[str, str]:
+    """The docstrings written under module-level assignments (``X = 1`` then a string) in
+    the loaded kubesched modules: what constants say about themselves."""
+    import ast
+
+    docs: dict[str, str] = {}
+    for mod_name, module in sorted(sys.modules.items()):
+        if not mod_name.startswith("kubesched.") or not getattr(module, "__file__", None):
+            continue
+        try:
+            tree = ast.parse(Path(module.__file__).read_text())
+        except (OSError, SyntaxError):
+            continue
+        body = tree.body
+        for node, nxt in itertools.pairwise(body):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
+            if (
+                isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str)
+            ):
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        docs.setdefault(target.id, inspect.cleandoc(nxt.value.value))
+    return docs
+
+
+def _describe(name: str, obj: object, attribute_docs: dict[str, str]) -> list[str]:
+    doc = inspect.cleandoc(getattr(obj, "__doc__", None) or "")
+    if inspect.isclass(obj):
+        out = [f"#### class `{name}`", ""]
+        if doc:
+            out += [doc, ""]
+        for attr, annotation in vars(obj).get("__annotations__", {}).items():
+            if not attr.startswith("_"):
+                out.append(f"- `{attr}`: `{annotation}`")
+        for meth, member in _public_methods(obj):
+            if isinstance(member, property):
+                out.append(f"- `{meth}` (property): {_first_line(member.__doc__)}")
+            else:
+                fn = member.__func__ if isinstance(member, staticmethod | classmethod) else member
+                out.append(f"- `{meth}{_signature(fn)}`: {_first_line(fn.__doc__)}")
+        return [*out, ""]
+    if callable(obj) and inspect.isroutine(obj):
+        return [f"#### `{name}{_signature(obj)}`", "", doc, ""]
+    value = repr(obj)
+    shown = [] if " at 0x" in value else [f"`{value}`", ""]
+    return [f"#### `{name}`", "", *shown, attribute_docs.get(name, ""), ""]
+
+
+def _module_section(module: types.ModuleType, title: str) -> list[str]:
+    names = [n for n in module.__all__ if not n.startswith("__")]
+    kinds = {
+        "Classes": [n for n in names if inspect.isclass(getattr(module, n))],
+        "Functions": [n for n in names if inspect.isroutine(getattr(module, n))],
+    }
+    done = {n for group in kinds.values() for n in group}
+    kinds["Constants and aliases"] = [n for n in names if n not in done]
+    attribute_docs = _attribute_docs()
+    out = [f"## `{title}`", "", _first_line(module.__doc__), ""]
+    for kind, group in kinds.items():
+        if group:
+            out += [f"### {kind}", ""]
+            for n in sorted(group, key=str.lower):
+                out += _describe(n, getattr(module, n), attribute_docs)
+    return out
+
+
+def sdk_reference() -> str:
+    """The SDK reference page (Markdown): every name of the SDK, generated from ``__all__``."""
+    import kubesched
+    import kubesched.testing
+
+    out = [
+        "# SDK reference",
+        "",
+        f"Plugin SDK version **{kubesched.__sdk_version__}** (`kubesched.__sdk_version__`).",
+        "Generated from `__all__` of `kubesched` and `kubesched.testing`: exactly these",
+        "names are promised to plugin authors, under the",
+        "[compatibility policy](../sdk.md#compatibility-policy). Kubernetes objects come",
+        "from `kubesched.api`; nothing else is public.",
+        "",
+    ]
+    out += _module_section(kubesched, "kubesched")
+    out += _module_section(kubesched.testing, "kubesched.testing")
+    return "\n".join(out)
+
+
+PAGES = {
+    CONFIG_PAGE: config_reference,
+    HOOKSPEC_PAGE: hookspec_reference,
+    SDK_PAGE: sdk_reference,
+}
 
 
 if __name__ == "__main__":

@@ -41,6 +41,12 @@ def test_kinds_cover_the_objects_we_read() -> None:
         "RuntimeClass",
         "Lease",
         "KubeletConfiguration",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "StorageClass",
+        "CSINode",
+        "CSIDriver",
+        "CSIStorageCapacity",
     }
     assert all(cls.model_fields["kind"].default == kind for kind, cls in KINDS.items())
 
@@ -270,3 +276,35 @@ def test_stdin_errors_name_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
         load_manifests(["-"])
     assert exc.value.source == "<stdin>"
     assert exc.value.obj == "document 1"
+
+
+@pytest.mark.parametrize(
+    ("doc", "problems"),
+    [
+        (
+            "kind: PersistentVolume\nmetadata: {name: v}\nspec:\n  capacity: {storage: lots}\n"
+            "  accessModes: [ReadWriteOncePod, Sometimes]\n",
+            ["spec.capacity.storage", "spec.accessModes[1]"],
+        ),
+        (
+            "kind: StorageClass\nmetadata: {name: s}\nvolumeBindingMode: Later\n",
+            ["volumeBindingMode"],
+        ),
+        (
+            "kind: CSINode\nmetadata: {name: n}\nspec:\n  drivers:\n"
+            "  - {name: d, allocatable: {count: -1}}\n",
+            ["spec.drivers[0].allocatable.count"],
+        ),
+        (
+            "kind: Pod\nmetadata: {name: p}\nspec:\n  volumes:\n"
+            "  - {name: v, gcePersistentDisk: {pdName: d, readOnly: maybe}}\n",
+            ["spec.volumes[0].gcePersistentDisk.readOnly"],
+        ),
+    ],
+    ids=["pv", "storageclass", "csinode", "pod-volume"],
+)
+def test_storage_objects_report_field_paths(doc: str, problems: list[str]) -> None:
+    with pytest.raises(UserInputError) as excinfo:
+        parse_manifests("apiVersion: v1\n" + doc, source="s.yaml")
+    assert [p.path for p in excinfo.value.problems] == problems
+    assert excinfo.value.source == "s.yaml"

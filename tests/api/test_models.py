@@ -114,7 +114,7 @@ def test_pod_parses_camel_case_and_ignores_unknown_fields() -> None:
     )
     assert spec.init_containers[0].restart_policy == "Always"
     assert spec.volumes[0].persistent_volume_claim.claim_name == "data-web-0"
-    assert spec.volumes[1].source("gcePersistentDisk") == {"pdName": "d1"}
+    assert spec.volumes[1].gce_persistent_disk.pd_name == "d1"
     assert pod.status.nominated_node_name == "n1"
     assert pod.status.conditions[0].reason == "Unschedulable"
 

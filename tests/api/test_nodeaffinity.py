@@ -53,7 +53,8 @@ TERMS = [
     ("gt-equal-miss", [term([("cpus", "Gt", ["8"])])], "n1", ZONE_A, False),
     ("lt-hit", [term([("cpus", "Lt", ["16"])])], "n1", ZONE_A, True),
     ("lt-miss", [term([("cpus", "Lt", ["8"])])], "n1", ZONE_A, False),
-    ("gt-negative", [term([("cpus", "Gt", ["-1"])])], "n1", ZONE_A, True),
+    # "-1" is no label value: labels.NewRequirement refuses it, the term matches nothing.
+    ("gt-negative", [term([("cpus", "Gt", ["-1"])])], "n1", ZONE_A, False),
     ("gt-label-not-integer", [term([("zone", "Gt", ["1"])])], "n1", ZONE_A, False),
     ("gt-label-float", [term([("cpus", "Gt", ["1"])])], "n1", {"cpus": "8.5"}, False),
     ("gt-label-underscore", [term([("cpus", "Gt", ["1"])])], "n1", {"cpus": "1_0"}, False),

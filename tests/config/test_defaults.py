@@ -22,7 +22,7 @@ from kubesched.framework.plugin import EXTENSION_POINTS
 from kubesched.framework.registry import PluginRegistry
 
 # Upstream's getDefaultPlugins (pkg/scheduler/apis/config/v1/default_plugins.go, the
-# version with SchedulingGates first), without the volume plugins.
+# version with SchedulingGates first), without EBSLimits, GCEPDLimits and AzureDiskLimits.
 UPSTREAM_DEFAULTS = [
     ("SchedulingGates", None),
     ("PrioritySort", None),
@@ -32,6 +32,10 @@ UPSTREAM_DEFAULTS = [
     ("NodeAffinity", 2),
     ("NodePorts", None),
     ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", None),
+    ("NodeVolumeLimits", None),
+    ("VolumeBinding", None),
+    ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("DefaultPreemption", None),
@@ -46,13 +50,7 @@ def test_default_plugins_are_upstreams() -> None:
 
 
 def test_omitted_plugins_are_named_and_not_enabled() -> None:
-    assert set(OMITTED_DEFAULT_PLUGINS) == {
-        "VolumeRestrictions",
-        "NodeVolumeLimits",
-        "VolumeBinding",
-        "VolumeZone",
-        "DynamicResources",
-    }
+    assert set(OMITTED_DEFAULT_PLUGINS) == {"DynamicResources"}
     enabled = {p.name for p in DEFAULT_MULTI_POINT_PLUGINS}
     assert not enabled & set(OMITTED_DEFAULT_PLUGINS)
 
@@ -163,6 +161,7 @@ def test_default_args_for_enabled_plugins_with_args(registry: PluginRegistry) ->
         "NodeResourcesBalancedAllocation",
         "NodeResourcesFit",
         "PodTopologySpread",
+        "VolumeBinding",
     ]
     fit = profile.plugin_args("NodeResourcesFit")
     assert fit is not None

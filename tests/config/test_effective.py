@@ -40,6 +40,10 @@ def test_default_profile(registry: PluginRegistry) -> None:
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
     ]
@@ -50,6 +54,10 @@ def test_default_profile(registry: PluginRegistry) -> None:
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
     ]
@@ -58,6 +66,7 @@ def test_default_profile(registry: PluginRegistry) -> None:
         "TaintToleration": 3,
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
+        "VolumeBinding": 1,
         "PodTopologySpread": 2,
         "InterPodAffinity": 2,
         "NodeResourcesBalancedAllocation": 1,
@@ -82,6 +91,10 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             "TaintToleration",
             "NodeAffinity",
             "NodeResourcesFit",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+            "VolumeBinding",
+            "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
         ],
@@ -90,7 +103,17 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
         "disabled at one point stays at the others",
         {"filter": {"disabled": [{"name": "NodePorts"}]}},
         "PreFilter",
-        ["NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"],
+        [
+            "NodeAffinity",
+            "NodePorts",
+            "NodeResourcesFit",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+            "VolumeBinding",
+            "VolumeZone",
+            "PodTopologySpread",
+            "InterPodAffinity",
+        ],
     ),
     (
         "disable all scores, enable one",
@@ -111,6 +134,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("TaintToleration", 3),
             ("NodeAffinity", 2),
             ("NodeResourcesFit", 1),
+            ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
             ("NodeResourcesBalancedAllocation", 1),
@@ -124,6 +148,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("TaintToleration", 3),
             ("NodeAffinity", 10),
             ("NodeResourcesFit", 1),
+            ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
             ("NodeResourcesBalancedAllocation", 1),
@@ -139,6 +164,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("TaintToleration", 3),
             ("NodeAffinity", 2),
             ("NodeResourcesFit", 1),
+            ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
@@ -153,6 +179,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("TaintToleration", 1),
             ("NodeAffinity", 2),
             ("NodeResourcesFit", 1),
+            ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
             ("NodeResourcesBalancedAllocation", 1),
@@ -170,6 +197,10 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             "NodeAffinity",
             "NodePorts",
             "NodeResourcesFit",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+            "VolumeBinding",
+            "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
             "CustomFilter",
@@ -186,6 +217,10 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             "TaintToleration",
             "NodeAffinity",
             "NodeResourcesFit",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+            "VolumeBinding",
+            "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
             "CustomFilter",
@@ -199,6 +234,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("TaintToleration", 3),
             ("NodeAffinity", 2),
             ("NodeResourcesFit", 1),
+            ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
             ("NodeResourcesBalancedAllocation", 1),
@@ -217,6 +253,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("TaintToleration", 3),
             ("NodeAffinity", 2),
             ("NodeResourcesFit", 1),
+            ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
             ("NodeResourcesBalancedAllocation", 1),
@@ -245,6 +282,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("TaintToleration", 3),
             ("NodeAffinity", 2),
             ("NodeResourcesFit", 1),
+            ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
             ("NodeResourcesBalancedAllocation", 1),
@@ -285,7 +323,7 @@ ERROR_CASES = [
     (
         "double registration in multiPoint",
         {"multiPoint": {"enabled": [{"name": "CustomFilter"}, {"name": "CustomFilter"}]}},
-        "profiles[0].plugins.multiPoint.enabled[15]",
+        "profiles[0].plugins.multiPoint.enabled[19]",
         'plugin "CustomFilter" already registered as "Filter"',
     ),
     (
@@ -378,8 +416,11 @@ def test_plugin_args_from_plugin_config(registry: PluginRegistry) -> None:
 
 
 def test_plugin_needing_args_without_plugin_config(registry: PluginRegistry) -> None:
-    with pytest.raises(UserInputError, match='plugin "NeedsArgs" needs args'):
+    with pytest.raises(UserInputError, match='plugin "NeedsArgs" needs args') as err:
         one_profile(registry, {"filter": {"enabled": [{"name": "NeedsArgs"}]}})
+    # The args' own problem in Kubernetes' wording, never pydantic's ("Field required").
+    assert "Required value" in str(err.value)
+    assert "Field required" not in str(err.value)
 
 
 def test_queue_sort_must_be_the_same_effectively(registry: PluginRegistry) -> None:

@@ -80,7 +80,7 @@ ERRORS = [
         "wrong type",
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
         "parallelism: many\n",
-        "parallelism: Input should be a valid integer",
+        'parallelism: Invalid value: "many": must be an integer',
     ),
 ]
 

@@ -96,7 +96,8 @@ profiles:
         [
             (
                 "profiles[1].pluginConfig[0].args.scoringStrategy.type",
-                "Input should be 'LeastAllocated', 'MostAllocated' or 'RequestedToCapacityRatio'",
+                'Unsupported value: "Fastest": supported values: "LeastAllocated", '
+                '"MostAllocated", "RequestedToCapacityRatio"',
             )
         ],
     ),
@@ -221,7 +222,8 @@ profiles:
                 "CustomQueueSort, CustomScore, DefaultBinder, DefaultPreemption, ImageLocality, "
                 "InterPodAffinity, NeedsArgs, NodeAffinity, NodeName, NodePorts, "
                 "NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, "
-                "PodTopologySpread, PrioritySort, SchedulingGates, TaintToleration",
+                "NodeVolumeLimits, PodTopologySpread, PrioritySort, SchedulingGates, "
+                "TaintToleration, VolumeBinding, VolumeRestrictions, VolumeZone",
             )
         ],
     ),
@@ -280,6 +282,6 @@ profiles:
     assert [(p.path, p.message) for p in excinfo.value.problems] == [
         (
             "profiles[0].pluginConfig[0].args.hardPodAffinityWeight",
-            "Input should be less than or equal to 100",
+            "Invalid value: 1000: must be less than or equal to 100",
         )
     ]

@@ -11,7 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from kubesched.framework.plugin import PluginArgs, hookimpl
+from kubesched.framework.args import PluginArgs
+from kubesched.framework.plugin import hookimpl
 from kubesched.framework.registry import PluginRegistry
 
 
@@ -89,6 +90,10 @@ class DefaultPreemptionArgs(PluginArgs):
 
 class NodeResourcesBalancedAllocationArgs(PluginArgs):
     resources: tuple[ResourceSpec, ...] = Field(default_factory=_default_resources)
+
+
+class VolumeBindingArgs(PluginArgs):
+    bind_timeout_seconds: int = Field(default=600, ge=0)
 
 
 class PrioritySortArgs(PluginArgs):
@@ -246,6 +251,43 @@ class DefaultBinder(_Toy):
         return None
 
 
+class VolumeRestrictions(_Toy):
+    name = "VolumeRestrictions"
+
+    @hookimpl
+    def pre_filter(self, nodes):
+        return None
+
+    @hookimpl
+    def filter(self, node_info):
+        return None
+
+
+class NodeVolumeLimits(VolumeRestrictions):
+    name = "NodeVolumeLimits"
+
+
+class VolumeZone(VolumeRestrictions):
+    name = "VolumeZone"
+
+
+class VolumeBinding(_FilterAndScore):
+    name = "VolumeBinding"
+    Args = VolumeBindingArgs
+
+    @hookimpl
+    def reserve(self, node_name):
+        return None
+
+    @hookimpl
+    def unreserve(self, node_name):
+        return None
+
+    @hookimpl
+    def pre_bind(self, node_name):
+        return None
+
+
 UPSTREAM_TOYS: tuple[type, ...] = (
     SchedulingGates,
     PrioritySort,
@@ -255,6 +297,10 @@ UPSTREAM_TOYS: tuple[type, ...] = (
     NodeAffinity,
     NodePorts,
     NodeResourcesFit,
+    VolumeRestrictions,
+    NodeVolumeLimits,
+    VolumeBinding,
+    VolumeZone,
     PodTopologySpread,
     InterPodAffinity,
     DefaultPreemption,

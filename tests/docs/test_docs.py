@@ -74,8 +74,21 @@ def test_registered_plugin_has_a_page(name: str) -> None:
 
 def test_nav_lists_every_page_of_the_guide() -> None:
     nav = (ROOT / "mkdocs.yml").read_text()
-    for page in ("index.md", "installation.md", "concepts.md", "plugin-guide.md",
-                 reference.CONFIG_PAGE, reference.HOOKSPEC_PAGE, "architecture.md"):  # fmt: skip
+    for page in ("index.md", "installation.md", "concepts.md", "plugin-guide.md", "sdk.md",
+                 reference.CONFIG_PAGE, reference.HOOKSPEC_PAGE, reference.SDK_PAGE,
+                 "architecture.md"):  # fmt: skip
         assert page in nav
         if not page.startswith("reference/"):
             assert (DOCS / page).is_file()
+
+
+def test_sdk_reference_lists_every_name_of_the_sdk() -> None:
+    import kubesched
+    import kubesched.testing
+
+    page = reference.sdk_reference()
+    for module in (kubesched, kubesched.testing):
+        for name in module.__all__:
+            if not name.startswith("__"):
+                assert re.search(rf"^#### (class )?`{re.escape(name)}[`(]", page, re.M), name
+    assert f"**{kubesched.__sdk_version__}**" in page

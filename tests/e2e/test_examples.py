@@ -24,6 +24,7 @@ import yaml
 from kubesched.api import load_manifests
 from kubesched.api.quantity import Quantity
 from kubesched.api.resources import pod_requests
+from kubesched.cli.main import main as main_cli
 from kubesched.config import load_config
 from kubesched.framework.registry import default_registry
 from kubesched.simulate.driver import SimulationRun, simulate
@@ -164,6 +165,7 @@ def test_every_example_has_a_readme():
     assert (QUICKSTART / "README.md").is_file()
     assert (SEED002 / "README.md").is_file()
     assert (EXAMPLES / "whatif" / "README.md").is_file()
+    assert (EXAMPLES / "capacity" / "README.md").is_file()
     for scenario in SEED002.iterdir():
         if scenario.is_dir():
             assert (scenario / "README.md").is_file(), scenario
@@ -174,12 +176,12 @@ def test_every_example_has_a_readme():
 QUICKSTART_CACHE_MSG = (
     "0/12 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated "
     "taint(s), 9 node(s) didn't match Pod's node affinity/selector. preemption: 0/12 nodes "
-    "are available: 12 Preemption is not helpful for scheduling.."
+    "are available: 12 Preemption is not helpful for scheduling."
 )
 QUICKSTART_REPORT_MSG = (
     "0/12 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated "
     "taint(s), 4 Insufficient memory, 9 Insufficient cpu. preemption: not eligible due to "
-    "preemptionPolicy=Never.."
+    "preemptionPolicy=Never."
 )
 
 
@@ -320,7 +322,7 @@ def test_topology_spread_conflicting():
     run = run_example(path)
     assert diagnosis(run, pod(run, "mypod")) == (
         "0/3 nodes are available: 3 node(s) didn't match pod topology spread constraints. "
-        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.."
+        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     )
     # Every node was rejected by PodTopologySpread.
     last = run.attempts[pod(run, "mypod").metadata.uid][-1]
@@ -359,7 +361,7 @@ def test_taints():
     assert pod(run, "all-tolerations").spec.node_name == "node1"
     assert diagnosis(run, pod(run, "two-tolerations")) == (
         "0/1 nodes are available: 1 node(s) had untolerated taint(s). preemption: 0/1 nodes "
-        "are available: 1 Preemption is not helpful for scheduling.."
+        "are available: 1 Preemption is not helpful for scheduling."
     )
     last = run.attempts[pod(run, "two-tolerations").metadata.uid][-1]
     assert last.diagnosis.node_to_status["node1"].plugin == "TaintToleration"
@@ -384,7 +386,7 @@ def test_two_profiles_added_affinity():
     assert diagnosis(run, pod(run, "foo-on-node-3")) == (
         "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, "
         "2 node(s) didn't match scheduler-enforced node affinity. preemption: 0/4 nodes are "
-        "available: 4 Preemption is not helpful for scheduling.."
+        "available: 4 Preemption is not helpful for scheduling."
     )
     # A pod naming a scheduler that no profile serves is left alone.
     other = pod(run, "other-scheduler")
@@ -449,7 +451,7 @@ def test_priority_preemption():
     ]
     assert diagnosis(run, pod(run, "nginx-nonpreempting")) == (
         "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to "
-        "preemptionPolicy=Never.."
+        "preemptionPolicy=Never."
     )
     assert_deterministic(run, path)
 
@@ -566,3 +568,60 @@ def test_cli_smoke(case):
             (p["name"], p["node"], p["preemptedBy"]) for p in doc["pods"] if p["result"] in gone
         ]
         assert victims == [("low-2", "node-a", "default/nginx")]
+
+
+# -- stateful-zonal ----------------------------------------------------------------------
+
+STATEFUL = EXAMPLES / "stateful-zonal"
+ZONE_KEY = "topology.kubernetes.io/zone"
+
+
+def test_stateful_zonal_provisions_each_claim_in_its_pods_zone() -> None:
+    run = run_example(STATEFUL, seed=1)
+    zones = {name: n.metadata.labels[ZONE_KEY] for name, n in nodes(run).items()}
+    db = sorted(pods_of(run, "db"), key=lambda p: int(p.metadata.name.rsplit("-", 1)[1]))
+    assert len(db) == 6 and all(p.spec.node_name for p in db)
+    per_zone = Counter(zones[p.spec.node_name] for p in db)
+    # Zone c has room for one 20Gi disk; the spread puts the first three in three zones.
+    assert per_zone["eu-west-1c"] == 1
+    assert len({zones[p.spec.node_name] for p in db[:3]}) == 3
+    for p in db:
+        claim = run.cluster.get("PersistentVolumeClaim", "default", f"data-{p.metadata.name}")
+        assert claim.status.phase == "Bound"
+        assert claim.metadata.annotations["volume.kubernetes.io/selected-node"] == p.spec.node_name
+        volume = run.cluster.get("PersistentVolume", None, claim.spec.volume_name)
+        assert volume.spec.claim_ref.name == claim.metadata.name
+        (term,) = volume.spec.node_affinity.required.node_selector_terms
+        assert [(r.key, r.values) for r in term.match_expressions] == [
+            (ZONE_KEY, [zones[p.spec.node_name]])
+        ]
+    # At most two of the driver's volumes per node (CSINode allocatable.count).
+    assert max(Counter(p.spec.node_name for p in db).values()) <= 2
+    left = {
+        c.metadata.name: c.capacity.value() for c in run.cluster.objects("CSIStorageCapacity")
+    }
+    assert left == {"zonal-ssd-a": 60 * GiB, "zonal-ssd-b": 40 * GiB, "zonal-ssd-c": 5 * GiB}
+    assert placement(run) == placement(run_example(STATEFUL, seed=1))
+
+
+def test_stateful_zonal_reports_claims_and_the_storage_diagnosis() -> None:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main_cli(["simulate", str(STATEFUL), "--seed", "1", "--output", "json"])
+    assert code == 0
+    report = json.loads(out.getvalue())
+    pods = {p["name"]: p for p in report["pods"]}
+    claims = pods["db-0"]["claims"]
+    assert [(c["name"], c["phase"], c["provisioned"], c["storageClass"]) for c in claims] == [
+        ("data-db-0", "Bound", True, "zonal-ssd")
+    ]
+    assert claims[0]["selectedNode"] == pods["db-0"]["node"]
+    assert claims[0]["topology"][0].startswith("topology.kubernetes.io/zone in (eu-west-1")
+    # A replica placed after zone c filled up saw its nodes rejected for lack of storage.
+    rejected = {
+        (f["node"], tuple(f["reasons"]))
+        for p in report["pods"]
+        for f in p["filters"]
+        if f["plugin"] == "VolumeBinding"
+    }
+    assert ("node-3", ("node(s) did not have enough free storage",)) in rejected

@@ -168,7 +168,7 @@ def test_affinity_to_lower_priority_pod_blocks_preemption_seed_002():
     msg = records[-1].message
     assert "preemption: 0/2 nodes are available:" in msg
     assert msg.startswith("0/2 nodes are available: 2 Insufficient cpu. preemption: ")
-    assert msg.endswith("0/2 nodes are available: 2 node(s) didn't match pod affinity rules..")
+    assert msg.endswith("0/2 nodes are available: 2 node(s) didn't match pod affinity rules.")
 
 
 def test_affinity_to_equal_priority_pod_is_the_recommended_fix():
@@ -202,4 +202,4 @@ def test_non_preempting_priority_class_waits(policy_class):
     assert final_nodes(run)["patient"] is None
     assert preempted(run) == []
     (records,) = [r for r in run.attempts.values() if r[0].pod_key == "default/patient"]
-    assert records[-1].message.endswith("preemption: not eligible due to preemptionPolicy=Never..")
+    assert records[-1].message.endswith("preemption: not eligible due to preemptionPolicy=Never.")

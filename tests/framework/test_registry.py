@@ -7,12 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from kubesched import PluginArgs, Status, hookimpl
+from kubesched import PluginArgs, Status, __sdk_version__, hookimpl
+from kubesched.cli import plugins_cmd
+from kubesched.cli.main import main
 from kubesched.framework.registry import (
     PluginRegistry,
     PluginValidationFailure,
     validate_plugin_class,
 )
+from kubesched.framework.sdk import sdk_incompatibility
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "thirdparty_plugin"
 
@@ -174,3 +177,58 @@ def test_third_party_distribution_is_discovered_like_a_builtin(tmp_path):
 
 def test_plugin_status_helpers_are_importable_from_the_top_level():
     assert Status.unresolvable("x").code.display == "UnschedulableAndUnresolvable"
+
+
+@pytest.mark.parametrize(
+    ("declared", "current", "problem"),
+    [
+        (None, "1.0", None),
+        ("1.0", "1.0", None),
+        ("1.0", "1.3", None),
+        ("1.2", "1.3", None),
+        ("1.4", "1.3", "built for plugin SDK 1.4, but this kubesched provides SDK 1.3"),
+        ("2.0", "1.3", "built for plugin SDK 2.0, but this kubesched provides SDK 1.3"),
+        ("0.9", "1.3", "built for plugin SDK 0.9, but this kubesched provides SDK 1.3"),
+        ("1", "1.3", "sdk_version '1' is not MAJOR.MINOR (e.g. '1.3')"),
+        (1.0, "1.3", "sdk_version 1.0 is not MAJOR.MINOR (e.g. '1.3')"),
+    ],
+    ids=[
+        "undeclared",
+        "same",
+        "older-minor",
+        "older-minor-2",
+        "newer-minor",
+        "newer-major",
+        "older-major",
+        "malformed",
+        "not-a-string",
+    ],
+)
+def test_sdk_compatibility(declared, current, problem):
+    got = sdk_incompatibility(declared, current)
+    assert (got if got is None else got.split(" (compatible")[0]) == problem
+
+
+def test_plugins_command_warns_about_a_plugin_built_for_an_incompatible_sdk(monkeypatch, capsys):
+    future = type("Future", (Good,), {"name": "Future", "sdk_version": "9.0"})
+    current = type("Current", (Good,), {"name": "Current", "sdk_version": __sdk_version__})
+    registry = PluginRegistry()
+    for cls in (future, current):
+        registry.add_class(cls)
+    monkeypatch.setattr(plugins_cmd, "default_registry", lambda: registry)
+    assert main(["plugins", "-o", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert err == (
+        f"warning: plugin 'Future': built for plugin SDK 9.0, but this kubesched provides "
+        f"SDK {__sdk_version__} (compatible: 1.0 to {__sdk_version__})\n"
+    )
+    by_name = {p["name"]: p for p in json.loads(out)["plugins"]}
+    assert by_name["Current"]["sdkWarning"] is None
+    assert by_name["Future"]["sdkVersion"] == "9.0"
+
+
+def test_our_own_plugins_declare_the_current_sdk():
+    registry = PluginRegistry.discover()
+    ours = [e for e in registry if e.distribution == "kubesched" and e.sdk_version is not None]
+    assert ours, "the contrib plugins declare their SDK version"
+    assert all(e.sdk_warning is None for e in registry if e.distribution == "kubesched")

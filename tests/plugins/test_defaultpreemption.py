@@ -11,27 +11,29 @@ from pydantic import ValidationError
 
 from kubesched import Code, PodInfo, PostFilterResult, Status
 from kubesched.api import Pod, PodDisruptionBudget
-from kubesched.backend.protocol import NotFoundError
 from kubesched.cache import new_snapshot
 from kubesched.framework.listers import StaticLister
-from kubesched.metrics import Metrics
-from kubesched.queue.nominator import Nominator
-from kubesched.testing import make_framework, make_node, make_pod
-from kubesched_builtin.defaultpreemption import (
-    PREEMPTION_EXPLANATION_KEY,
-    Candidate,
-    DefaultPreemption,
-    DefaultPreemptionArgs,
-    PDBView,
-    filter_pods_with_pdb_violation,
-    pick_one_node_for_preemption,
-)
-from kubesched_builtin.defaultpreemption.evaluator import (
+from kubesched.framework.preemption import (
     CRITERIA,
     FIRST_IN_ORDER,
     ONLY_CANDIDATE,
+    PREEMPTION_EXPLANATION_KEY,
+    Candidate,
+    PDBView,
+    filter_pods_with_pdb_violation,
+    pick_one_node_for_preemption,
     pick_one_node_for_preemption_explained,
 )
+from kubesched.metrics import Metrics
+from kubesched.queue.nominator import Nominator
+from kubesched.testing import (
+    RecordingClient,
+    RecordingEventRecorder,
+    make_framework,
+    make_node,
+    make_pod,
+)
+from kubesched_builtin.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs
 from kubesched_builtin.interpodaffinity import InterPodAffinity
 from kubesched_builtin.nodeports import NodePorts
 from kubesched_builtin.noderesources.fit import NodeResourcesFit
@@ -48,33 +50,9 @@ T3 = "2026-01-01T00:03:00Z"
 # -- harness --------------------------------------------------------------------------------
 
 
-@dataclass
-class FakeClient:
-    """Records what preemption asks of the cluster."""
-
-    deleted: list[str] = field(default_factory=list)
-    status_updates: list[tuple[str, Any, bool]] = field(default_factory=list)
-    missing: set[str] = field(default_factory=set)
-
-    def delete_pod(self, pod: Pod, grace_period_seconds: float | None = None) -> None:
-        if pod.metadata.name in self.missing:
-            raise NotFoundError(f'pods "{pod.metadata.name}" not found')
-        self.deleted.append(pod.metadata.name)
-
-    def update_pod_status(
-        self, pod: Pod, *, condition=None, nominated_node_name=None, clear_nominated_node_name=False
-    ) -> None:
-        if pod.metadata.name in self.missing:
-            raise NotFoundError(f'pods "{pod.metadata.name}" not found')
-        self.status_updates.append((pod.metadata.name, condition, clear_nominated_node_name))
-
-
-@dataclass
-class FakeRecorder:
-    events: list[tuple[str, str, str, str]] = field(default_factory=list)
-
-    def eventf(self, obj, related, event_type, reason, action, message) -> None:
-        self.events.append((obj.metadata.name, event_type, reason, message))
+def deleted(run: Run) -> list[str]:
+    """The names of the pods preemption deleted, in order."""
+    return [c.pod.split("/", 1)[1] for c in run.client.of("delete_pod")]
 
 
 def node(name: str, cpu: str = "4", pods: str = "110"):
@@ -105,8 +83,8 @@ def pdb(name: str, labels: dict[str, str], allowed: int, ns: str = "default", di
 class Run:
     fw: Any
     plugin: DefaultPreemption
-    client: FakeClient
-    recorder: FakeRecorder
+    client: RecordingClient
+    recorder: RecordingEventRecorder
     nominator: Nominator
     metrics: Metrics
     snapshot: Any
@@ -124,7 +102,8 @@ def harness(
     args=None,
     seed=0,
 ) -> Run:
-    client, recorder, nominator, metrics = FakeClient(), FakeRecorder(), Nominator(), Metrics()
+    client, recorder = RecordingClient(), RecordingEventRecorder()
+    nominator, metrics = Nominator(), Metrics()
     fw = make_framework(
         PrioritySort,
         *plugins,
@@ -328,7 +307,7 @@ def test_nominated_pods_are_counted_by_filters():
     result, status = post_filter(run, pod("pre", 10, "2"))
     assert run.statuses["n"].reasons == ["Insufficient cpu"]
     assert result == PostFilterResult("n"), status
-    assert sorted(run.client.deleted) == ["p1", "p2"]
+    assert sorted(deleted(run)) == ["p1", "p2"]
 
 
 def test_lower_priority_nominated_pods_are_not_counted():
@@ -337,9 +316,12 @@ def test_lower_priority_nominated_pods_are_not_counted():
     run = harness(nodes_of(node("n")), pods, nominated=[(nominated, "n")])
     result, _ = post_filter(run, pod("pre", 10, "2"))
     assert result == PostFilterResult("n")
-    assert run.client.deleted == ["p2"]
+    assert deleted(run) == ["p2"]
     # The lower-priority nominee's nomination is cleared.
-    assert ("nominee", None, True) in run.client.status_updates
+    assert any(
+        c.pod == "default/nominee" and c.condition is None and c.clear_nominated_node_name
+        for c in run.client.of("update_pod_status")
+    )
     assert run.nominator.nominated_pods_for_node("n") == []
 
 
@@ -493,16 +475,19 @@ def test_post_filter_preempts_on_best_node_and_records_everything():
     result, status = post_filter(run, pod("pre", 10, "2"))
     assert status.is_success()
     assert result == PostFilterResult("n2")
-    assert run.client.deleted == ["b1"]
-    (name, cond, _), *_ = run.client.status_updates
-    assert name == "b1"
+    assert deleted(run) == ["b1"]
+    first, *_ = run.client.of("update_pod_status")
+    name, cond = first.pod, first.condition
+    assert name == "default/b1"
     assert (cond.type, cond.status, cond.reason) == (
         "DisruptionTarget",
         "True",
         "PreemptionByScheduler",
     )
     assert cond.message == "default-scheduler: preempting to accommodate a higher priority pod"
-    assert run.recorder.events == [("b1", "Normal", "Preempted", "Preempted by pod pre on node n2")]
+    assert [(e.object, e.type, e.reason, e.message) for e in run.recorder.events] == [
+        ("Pod default/b1", "Normal", "Preempted", "Preempted by pod pre on node n2")
+    ]
     assert run.metrics.preemption_attempts._value.get() == 1
     assert run.metrics.preemption_victims._sum.get() == 1
     ex = run.state.read(PREEMPTION_EXPLANATION_KEY)
@@ -522,10 +507,10 @@ def test_victims_already_terminating_or_gone_are_skipped():
     gone = pod("gone", 1, "2", "n")
     terminating = pod("term", 1, "2", "n").deletion_timestamp(T1)
     run = harness(nodes, [gone, terminating])
-    run.client.missing.add("gone")
+    run.client.missing.add("default/gone")
     result, status = post_filter(run, pod("pre", 10, "4"))
     assert result == PostFilterResult("n"), status
-    assert run.client.deleted == []
+    assert deleted(run) == []
     assert run.recorder.events == []
 
 
@@ -564,7 +549,7 @@ def test_post_filter_no_candidate_messages(pods, preemptor, plugins, want):
     assert status.code is Code.UNSCHEDULABLE
     assert status.message() == want
     assert status.plugin == "DefaultPreemption"
-    assert run.client.deleted == []
+    assert deleted(run) == []
 
 
 def test_untolerated_taint_node_is_never_a_candidate():
@@ -574,7 +559,7 @@ def test_untolerated_taint_node_is_never_a_candidate():
     result, _ = post_filter(run, pod("pre", 10, "2"))
     assert run.statuses["tainted"].code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert result == PostFilterResult("n2")
-    assert run.client.deleted == ["dear"]
+    assert deleted(run) == ["dear"]
 
 
 def test_host_port_victim_through_nodeports_extension():
@@ -584,7 +569,7 @@ def test_host_port_victim_through_nodeports_extension():
     run = harness(nodes, [holder, other], plugins=(NodePorts, NodeResourcesFit))
     result, _ = post_filter(run, pod("pre", 10, "1").host_port(8080))
     assert result == PostFilterResult("n")
-    assert run.client.deleted == ["holder"]
+    assert deleted(run) == ["holder"]
 
 
 def test_affinity_to_lower_priority_pod_prevents_preemption():
@@ -617,7 +602,7 @@ def test_preemption_policy_never():
     result, status = post_filter(run, pod("pre", 10, "2").preemption_policy("Never"))
     assert result.nominated_node_name is None  # not eligible: nomination untouched
     assert status.message() == "preemption: not eligible due to preemptionPolicy=Never."
-    assert run.client.deleted == []
+    assert deleted(run) == []
     assert run.metrics.preemption_attempts._value.get() == 1
 
 
@@ -779,7 +764,7 @@ def test_pdb_violations_only_when_unavoidable():
     run = harness(nodes, pods, pdbs=[pdb("guard", {"app": "guarded"}, 0)])
     result, status = post_filter(run, pod("pre", 10, "2"))
     assert isinstance(result, PostFilterResult) and result.nominated_node_name, status
-    assert len(run.client.deleted) == 1
+    assert len(deleted(run)) == 1
 
 
 # -- args -----------------------------------------------------------------------------------------

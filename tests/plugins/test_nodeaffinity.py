@@ -134,11 +134,20 @@ FILTER_CASES = [
         {"n1": None, "n2": POD, "n3": POD},
     ),
     (
+        # labels.NewRequirement checks every value as a label value, and "-1" is none:
+        # upstream's term does not parse and matches no node, whatever the labels.
         "lt-numeric-negative",
         dict(terms=[{"matchExpressions": [req("n", "Lt", "-1")]}]),
         {"n1": {"n": "-2"}, "n2": {"n": "-1"}, "n3": {"n": "+0"}, "n4": {}},
         None,
-        {"n1": None, "n2": POD, "n3": POD, "n4": POD},
+        {"n1": POD, "n2": POD, "n3": POD, "n4": POD},
+    ),
+    (
+        "lt-numeric-compares-negative-labels",
+        dict(terms=[{"matchExpressions": [req("n", "Lt", "1")]}]),
+        {"n1": {"n": "-2"}, "n2": {"n": "1"}, "n3": {"n": "+0"}, "n4": {}},
+        None,
+        {"n1": None, "n2": POD, "n3": None, "n4": POD},
     ),
     (
         "notin-and-doesnotexist",
@@ -545,7 +554,8 @@ def test_args_default() -> None:
                 }
             },
             "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-            ".matchExpressions[0].operator: Unsupported value: 'Like'",
+            '.matchExpressions[0].operator: Unsupported value: "Like": supported values: "In", '
+            '"NotIn", "Exists", "DoesNotExist", "Gt", "Lt"',
         ),
         (
             {
@@ -554,7 +564,8 @@ def test_args_default() -> None:
                 }
             },
             "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-            ".matchExpressions[0].values: Required value",
+            ".matchExpressions[0].values: Invalid value: []string(nil): for 'in', 'notin' "
+            "operators, values set can't be empty",
         ),
         (
             {

@@ -24,6 +24,8 @@ from kubesched import (
     PodInfo,
     QueueingHint,
     Status,
+    go_div,
+    go_round,
 )
 from kubesched.config.validation import validation_error_problems
 from kubesched.testing import make_framework, make_node, make_pod, node_batch
@@ -37,7 +39,6 @@ from kubesched_builtin.noderesources.fit import (
     NodeResourcesFitArgs as Args,
 )
 from kubesched_builtin.noderesources.requested_to_capacity_ratio import broken_linear_function
-from kubesched_builtin.noderesources.resource_allocation import go_div, go_round
 
 GI = 1024**3
 MI = 1024**2
@@ -1002,7 +1003,7 @@ _QN = (
         (
             {"ignoredResources": ["a/b/c"]},
             [
-                f'args.ignoredResources[0]: Invalid value: "a/b/c": a qualified name {_QN} '
+                f'args.ignoredResources[0]: Invalid value: "a/b/c": a valid label key {_QN} '
                 "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
             ],
         ),

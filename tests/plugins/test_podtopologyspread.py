@@ -968,7 +968,7 @@ ARGS_ERRORS = [
                 {"maxSkew": 1, "topologyKey": "a/b/c", "whenUnsatisfiable": "ScheduleAnyway"}
             ],
         },
-        'defaultConstraints[0].topologyKey: Invalid value: "a/b/c": a qualified name must',
+        'defaultConstraints[0].topologyKey: Invalid value: "a/b/c": a valid label key must',
     ),
     (
         "empty whenUnsatisfiable",

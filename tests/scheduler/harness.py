@@ -35,6 +35,7 @@ class Harness:
         extra: dict[str, Any] | None = None,
         plugin_config: list[dict] | None = None,
         seed: int = 0,
+        concurrent_binding: bool = False,
     ) -> None:
         self.registry = PluginRegistry()
         for cls in (PrioritySort, DefaultBinder, *plugins):
@@ -72,6 +73,7 @@ class Harness:
             self.cluster,
             clock=self.clock,
             seed=seed,
+            concurrent_binding=concurrent_binding,
         )
         self.records: list[Any] = []
         self.scheduler.observers.append(self.records.append)

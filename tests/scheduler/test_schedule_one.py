@@ -1,5 +1,7 @@
 """The scheduling loop end to end on the embedded cluster: success, failure, rollback."""
 
+import time
+
 import pytest
 
 from kubesched import Code, Status, hookimpl
@@ -319,3 +321,66 @@ def test_nodes_left_out_by_pre_filter_are_named_in_the_diagnosis():
         "2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
     )
     assert h.records[-1].diagnosis.unschedulable_plugins == {"NodeAffinity", "NodeResourcesFit"}
+
+
+class LabelGate:
+    """Permit: pods labelled ``gate`` wait (30 s); the others pass."""
+
+    name = "LabelGate"
+
+    def __init__(self, args, handle):
+        self.handle = handle
+
+    @hookimpl
+    def permit(self, pod):
+        return Status.wait(30) if "gate" in pod.metadata.labels else None
+
+
+def _wait_until(condition, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_concurrent_binding_pods_waiting_at_permit_hold_no_binding_thread():
+    """A pool of 2 binding threads, 3 pods waiting at Permit: a pod that needs no wait is
+    still bound at once (waiting pods must not fill the pool until their timeout)."""
+    gated = [make_pod(f"g{i}").labels(gate="yes").obj() for i in range(3)]
+    h = Harness(
+        [LabelGate], [*nodes(2), *gated], extra={"parallelism": 2}, concurrent_binding=True
+    )
+    h.run()
+    assert h.scheduler.pending_bindings() == 3
+    h.cluster.create(make_pod("free").obj())
+    h.run()
+    assert _wait_until(lambda: h.node_of("free") is not None, 5)
+    assert all(h.node_of(f"g{i}") is None for i in range(3))
+    for waiting in h.scheduler.frameworks["default-scheduler"].waiting_pods:
+        waiting.allow("LabelGate")
+    assert _wait_until(lambda: h.scheduler.pending_bindings() == 0)
+    assert all(h.node_of(f"g{i}") is not None for i in range(3))
+
+
+def test_close_rejects_waiting_pods_and_rolls_them_back():
+    h = Harness(
+        [LabelGate],
+        [
+            *nodes(1),
+            *(make_pod(f"g{i}").labels(gate="yes").req(cpu="100m").obj() for i in range(4)),
+        ],
+        extra={"parallelism": 2},
+        concurrent_binding=True,
+    )
+    h.run()
+    assert h.scheduler.pending_bindings() == 4
+    assert h.requested_cpu("n0") == 400
+    started = time.monotonic()
+    h.scheduler.close()
+    assert time.monotonic() - started < 5  # not the 30 s Permit timeout
+    assert h.scheduler.pending_bindings() == 0
+    assert all(h.node_of(f"g{i}") is None for i in range(4))
+    assert h.requested_cpu("n0") == 0
+    assert all("scheduler is shutting down" in r.message for r in h.records)

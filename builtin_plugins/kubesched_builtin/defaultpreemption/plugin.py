@@ -5,28 +5,26 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from kubesched import (
-    ClusterEventWithHint,
-    Code,
-    CycleState,
-    NodeInfo,
-    PluginArgs,
-    PodInfo,
-    PostFilterResult,
-    Status,
-    hookimpl,
-)
-from kubesched.framework.types import NodeToStatus
-from kubesched_builtin.defaultpreemption.evaluator import (
     DISRUPTION_TARGET,
     PREEMPTION_EXPLANATION_KEY,
     REASON_PREEMPTION_BY_SCHEDULER,
     Candidate,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
     Evaluator,
+    NodeInfo,
+    NodeToStatus,
     PDBView,
+    PluginArgs,
+    PodInfo,
+    PostFilterResult,
+    Status,
     filter_pods_with_pdb_violation,
+    hookimpl,
     importance_key,
 )
 from kubesched_builtin.names import DEFAULT_PREEMPTION
@@ -65,20 +63,6 @@ class DefaultPreemptionArgs(PluginArgs):
         description="The minimum absolute number of candidates to shortlist. At least 0; "
         "default 100. Must not be 0 when minCandidateNodesPercentage is 0.",
     )
-
-    @field_validator(
-        "min_candidate_nodes_percentage", "min_candidate_nodes_absolute", mode="before"
-    )
-    @classmethod
-    def _null_is_default(cls, value: Any, info: Any) -> Any:
-        # The v1 fields are pointers: an explicit null is unset and gets the default.
-        if value is None:
-            return (
-                DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE
-                if info.field_name == "min_candidate_nodes_percentage"
-                else DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE
-            )
-        return value
 
     @model_validator(mode="after")
     def _validate(self) -> DefaultPreemptionArgs:

@@ -13,6 +13,7 @@ from kubesched import (
     AffinityTerm,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
     CycleState,
     EventResource,
     NodeBatch,
@@ -59,9 +60,6 @@ class InterPodAffinityArgs(PluginArgs):
     @field_validator("hard_pod_affinity_weight", mode="wrap")
     @classmethod
     def _kubernetes_range_message(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> int:
-        # An explicit null is an unset pointer upstream: it gets the default.
-        if value is None:
-            return DEFAULT_HARD_POD_AFFINITY_WEIGHT
         try:
             return handler(value)
         except ValidationError as err:
@@ -177,6 +175,11 @@ class InterPodAffinity:
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> Status | None:
         """Count the topology pairs Filter needs; Skip when no term can apply."""
+        if pod_info.parse_error:
+            # Upstream's NewPodInfo failed: no node can satisfy terms it cannot read.
+            return Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"parsing pod: {pod_info.parse_error}"
+            )
         snapshot = self.handle.snapshot
         s = filtering.compute_pre_filter_state(
             pod_info,
@@ -224,6 +227,10 @@ class InterPodAffinity:
         # Optionally ignore existing pods' preferences if the pod has none of its own.
         if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return Status.skip()
+        if pod_info.parse_error:
+            # Upstream: "Ideally we never reach here, because errors will be caught by
+            # PreFilter".
+            return Status(Code.ERROR, f"failed to parse pod: {pod_info.parse_error}")
         snapshot = self.handle.snapshot
         # Unless the pod has preferred terms, only nodes with pods with affinity matter.
         nodes = snapshot.list() if has_constraints else snapshot.have_pods_with_affinity_list()

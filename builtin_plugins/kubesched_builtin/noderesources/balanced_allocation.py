@@ -20,6 +20,7 @@ from pydantic import Field, field_validator, model_validator
 
 from kubesched import (
     MAX_NODE_SCORE,
+    ArgsError,
     CycleState,
     NodeBatch,
     NodeInfo,
@@ -27,12 +28,14 @@ from kubesched import (
     PodInfo,
     StateKey,
     Status,
+    duplicate,
     hookimpl,
+    invalid,
+    raise_args_errors,
 )
 from kubesched_builtin.names import NODE_RESOURCES_BALANCED_ALLOCATION
 
 from .resource_allocation import ResourceAllocationScorer, ResourceSpec, default_resources
-from .validation import ArgsError, duplicate, invalid, raise_args_errors
 
 NAME = NODE_RESOURCES_BALANCED_ALLOCATION
 

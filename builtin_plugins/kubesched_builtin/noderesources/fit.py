@@ -21,6 +21,8 @@ from pydantic import Field, field_validator, model_validator
 
 from kubesched import (
     ActionType,
+    ArgsError,
+    ArgsModel,
     ClusterEvent,
     ClusterEventWithHint,
     Code,
@@ -34,6 +36,11 @@ from kubesched import (
     StateKey,
     Status,
     hookimpl,
+    invalid,
+    label_name_errors,
+    not_supported,
+    raise_args_errors,
+    required,
 )
 from kubesched.api import (
     CPU,
@@ -56,18 +63,9 @@ from .requested_to_capacity_ratio import (
 )
 from .resource_allocation import (
     AllocationScorer,
-    ArgsModel,
     ResourceAllocationScorer,
     ResourceSpec,
     default_resources,
-)
-from .validation import (
-    ArgsError,
-    invalid,
-    label_name_errors,
-    not_supported,
-    raise_args_errors,
-    required,
 )
 
 NAME = NODE_RESOURCES_FIT
@@ -152,18 +150,6 @@ class NodeResourcesFitArgs(PluginArgs):
         description="How Score ranks nodes; default LeastAllocated over cpu:1, memory:1.",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _defaults_for_unset(cls, data: Any) -> Any:
-        # SetDefaults_NodeResourcesFitArgs: a null scoringStrategy is the default one.
-        if isinstance(data, dict):
-            data = {
-                k: v
-                for k, v in data.items()
-                if not (k in ("scoringStrategy", "scoring_strategy") and v is None)
-            }
-        return data
-
     @model_validator(mode="after")
     def _validate(self) -> NodeResourcesFitArgs:
         # ValidateNodeResourcesFitArgs, in upstream's order.
@@ -196,7 +182,7 @@ class NodeResourcesFitArgs(PluginArgs):
                 )
         param = strategy.requested_to_capacity_ratio
         if param is not None:
-            errors += _shape_errors(
+            errors += shape_errors(
                 param.shape, ("scoringStrategy", "requestedToCapacityRatio", "shape")
             )
         elif strategy.type == REQUESTED_TO_CAPACITY_RATIO:
@@ -206,7 +192,7 @@ class NodeResourcesFitArgs(PluginArgs):
         return self
 
 
-def _shape_errors(
+def shape_errors(
     shape: Sequence[UtilizationShapePoint], loc: tuple[str | int, ...]
 ) -> list[ArgsError]:
     # validateFunctionShape.

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched import MAX_NODE_SCORE
+from kubesched import MAX_NODE_SCORE, go_div_array
 
-from .resource_allocation import WeightedAverageScorer, go_div_array
+from .resource_allocation import WeightedAverageScorer
 
 
 class MostAllocatedScorer(WeightedAverageScorer):

@@ -14,9 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from kubesched import MAX_NODE_SCORE
-
-from .resource_allocation import go_div, go_round, go_round_array
+from kubesched import MAX_NODE_SCORE, go_div, go_round, go_round_array
 
 MAX_CUSTOM_PRIORITY_SCORE = 10
 """The highest score of a shape point (upstream ``config.MaxCustomPriorityScore``)."""

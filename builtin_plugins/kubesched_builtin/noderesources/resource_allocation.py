@@ -8,8 +8,8 @@ Most allocated, RequestedToCapacityRatio, or balanced allocation.
 Every strategy has two forms that must agree exactly: ``score`` on one node's lists
 (Python ints and floats) and ``score_columns`` on ``(resources, nodes)`` numpy arrays.
 Both reproduce upstream's int64/float64 arithmetic: Go's integer division truncates
-toward zero (:func:`go_div`), ``math.Round`` rounds halves away from zero
-(:func:`go_round`), and ``float64(a) / float64(b)`` converts before dividing.
+toward zero (``kubesched.go_div``), ``math.Round`` rounds halves away from zero
+(``kubesched.go_round``), and ``float64(a) / float64(b)`` converts before dividing.
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, field_validator
 
-from kubesched import NodeBatch, NodeInfo, PodInfo
+from kubesched import ArgsModel, NodeBatch, NodeInfo, PodInfo, go_div_array
 from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
 
 __all__ = [
@@ -30,24 +29,12 @@ __all__ = [
     "ResourceAllocationScorer",
     "ResourceSpec",
     "default_resources",
-    "go_div",
-    "go_div_array",
-    "go_round",
-    "go_round_array",
 ]
 
 
 # ---------------------------------------------------------------------------------------
 # Args pieces shared by both plugins
 # ---------------------------------------------------------------------------------------
-
-
-class ArgsModel(BaseModel):
-    """Base of the nested args models: camelCase keys, unknown keys rejected, frozen."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
-    )
 
 
 class ResourceSpec(ArgsModel):
@@ -64,43 +51,12 @@ class ResourceSpec(ArgsModel):
     def _default_weight(cls, value: object) -> object:
         # SetDefaults_NodeResources*Args: "If the weight is not set or it is explicitly
         # set to 0, then apply the default weight(1) instead."
-        return 1 if value is None or value == 0 else value
+        return 1 if value == 0 else value
 
 
 def default_resources() -> tuple[ResourceSpec, ...]:
     """Upstream's ``defaultResourceSpec``: cpu and memory, weight 1 each."""
     return (ResourceSpec(name=CPU, weight=1), ResourceSpec(name=MEMORY, weight=1))
-
-
-# ---------------------------------------------------------------------------------------
-# Go arithmetic
-# ---------------------------------------------------------------------------------------
-
-
-def go_div(a: int, b: int) -> int:
-    """``a / b`` for Go int64: the quotient truncated toward zero (``b != 0``)."""
-    q = abs(a) // abs(b)
-    return -q if (a < 0) != (b < 0) else q
-
-
-def go_div_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """:func:`go_div` element-wise on int64 arrays (``b`` nowhere zero)."""
-    q = np.abs(a) // np.abs(b)
-    return np.where((a < 0) != (b < 0), -q, q)
-
-
-def go_round(x: float) -> int:
-    """Go's ``int64(math.Round(x))``: to the nearest integer, halves away from zero."""
-    t = float(int(x))  # truncation toward zero, exact for a double
-    if abs(x - t) >= 0.5:
-        t += 1.0 if x > 0 else -1.0
-    return int(t)
-
-
-def go_round_array(x: np.ndarray) -> np.ndarray:
-    """:func:`go_round` element-wise (float64 in, int64 out)."""
-    t = np.trunc(x)
-    return (t + np.where(np.abs(x - t) >= 0.5, np.sign(x), 0.0)).astype(np.int64)
 
 
 # ---------------------------------------------------------------------------------------

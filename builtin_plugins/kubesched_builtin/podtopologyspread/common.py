@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -403,53 +402,3 @@ def table_for(handle: Any, nodes: Sequence[NodeInfo]) -> NodeTable:
         ):
             return table
     return NodeTable(list(nodes))
-
-
-# --- args validation helpers (apimachinery's IsQualifiedName messages) -----------------
-
-_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_NAME_RE = re.compile(_QUALIFIED_NAME_FMT)
-_DNS1123_SUBDOMAIN_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
-_QUALIFIED_NAME_ERR = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-    "with an alphanumeric character"
-)
-
-
-def qualified_name_errors(value: str) -> list[str]:
-    """``validation.IsQualifiedName``'s messages for ``value`` (empty when valid)."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if len(prefix) > 253:
-                errs.append("prefix part must be no more than 253 characters")
-            if not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
-                errs.append(
-                    "prefix part a lowercase RFC 1123 subdomain must consist of lower case "
-                    "alphanumeric characters, '-' or '.', and must start and end with an "
-                    "alphanumeric character (e.g. 'example.com', regex used for validation "
-                    f"is '{_DNS1123_SUBDOMAIN_FMT}')"
-                )
-    else:
-        return [
-            f"a qualified name {_QUALIFIED_NAME_ERR} (e.g. 'MyName',  or 'my.name',  or "
-            f"'123-abc', regex used for validation is '{_QUALIFIED_NAME_FMT}') with an "
-            "optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part must be no more than 63 characters")
-    if name and not _QUALIFIED_NAME_RE.fullmatch(name):
-        errs.append(
-            f"name part {_QUALIFIED_NAME_ERR} (e.g. 'MyName',  or 'my.name',  or "
-            f"'123-abc', regex used for validation is '{_QUALIFIED_NAME_FMT}')"
-        )
-    return errs

@@ -10,6 +10,8 @@ import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
 from kubesched.api import Node, Pod, TopologySpreadConstraint
+from kubesched.api.validation import is_qualified_name
+from kubesched.framework.args import PluginArgs
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import (
     ActionType,
@@ -18,7 +20,7 @@ from kubesched.framework.events import (
     EventResource,
     QueueingHint,
 )
-from kubesched.framework.plugin import PluginArgs, hookimpl
+from kubesched.framework.plugin import hookimpl
 from kubesched.framework.results import NodeScores
 from kubesched.framework.status import Status
 from kubesched.framework.types import NodeBatch, NodeInfo, PodInfo
@@ -36,7 +38,6 @@ from .common import (
     default_selector,
     filter_topology_spread_constraints,
     node_labels_match_spread_constraints,
-    qualified_name_errors,
     table_for,
 )
 from .filtering import ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH
@@ -110,16 +111,14 @@ class PodTopologySpreadArgs(PluginArgs):
     @model_validator(mode="before")
     @classmethod
     def _defaults_for_unset(cls, data: Any) -> Any:
-        # SetDefaults_PodTopologySpreadArgs: an empty defaultingType is System, and a
-        # null field is unset (a YAML "key:" with no value).
+        # SetDefaults_PodTopologySpreadArgs: an empty defaultingType is System (a null
+        # one is unset for every args model, see kubesched.ArgsModel).
         if isinstance(data, dict):
-            data = dict(data)
-            for key in ("defaultingType", "defaulting_type"):
-                if key in data and data[key] in (None, ""):
-                    del data[key]
-            for key in ("defaultConstraints", "default_constraints"):
-                if key in data and data[key] is None:
-                    del data[key]
+            data = {
+                k: v
+                for k, v in data.items()
+                if not (k in ("defaultingType", "defaulting_type") and v == "")
+            }
         return data
 
     @model_validator(mode="after")
@@ -148,7 +147,7 @@ class PodTopologySpreadArgs(PluginArgs):
             else:
                 errs.extend(
                     f"{p}.topologyKey: Invalid value: {_show(c.topology_key)}: {m}"
-                    for m in qualified_name_errors(c.topology_key)
+                    for m in is_qualified_name(c.topology_key)
                 )
             if not c.when_unsatisfiable:
                 errs.append(f"{p}.whenUnsatisfiable: Required value: can not be empty")

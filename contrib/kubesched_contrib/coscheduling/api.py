@@ -11,8 +11,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from kubesched.api import KubeModel, KubeObject, Quantity
-from kubesched.api.meta import NullableDict
+from kubesched.api import KubeModel, KubeObject, NullableDict, Quantity
 
 __all__ = [
     "POD_GROUP_KIND",

@@ -20,20 +20,22 @@ from pydantic import Field, model_validator
 from kubesched import (
     PODS_TO_ACTIVATE_KEY,
     ActionType,
+    ArgsError,
     ClusterEvent,
     ClusterEventWithHint,
     Code,
     CycleState,
     EventResource,
+    FakeClock,
     PluginArgs,
     PodInfo,
     QueuedPodInfo,
     Status,
     hookimpl,
+    invalid,
+    raise_args_errors,
 )
 from kubesched.api import Pod
-from kubesched.clock import FakeClock
-from kubesched_builtin.noderesources.validation import ArgsError, invalid, raise_args_errors
 
 from .api import pod_group_full_name, pod_group_label
 from .core import (
@@ -129,6 +131,7 @@ class Coscheduling:
     of them have a node (QueueSort, PreFilter, PostFilter, Reserve, Permit)."""
 
     name = NAME
+    sdk_version = "1.0"
     Args = CoschedulingArgs
 
     def __init__(self, args: CoschedulingArgs | None, handle: Any) -> None:

@@ -14,21 +14,24 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, model_validator
 
 from kubesched import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    ArgsError,
+    ArgsModel,
     NodeBatch,
     NodeInfo,
     NodeScores,
     PluginArgs,
+    go_div,
+    go_div_array,
     hookimpl,
+    invalid,
+    raise_args_errors,
 )
 from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
-from kubesched_builtin.noderesources.resource_allocation import go_div, go_div_array
-from kubesched_builtin.noderesources.validation import ArgsError, invalid, raise_args_errors
 
 NAME = "NodeResourcesAllocatable"
 
@@ -36,13 +39,9 @@ LEAST = "Least"
 MOST = "Most"
 
 
-class AllocatableResourceSpec(BaseModel):
+class AllocatableResourceSpec(ArgsModel):
     """A resource and its weight (``ResourceSpec``); unlike the built-in plugins' specs
     the weight is not defaulted: it must be positive."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
-    )
 
     name: str = Field(description="cpu, memory, ephemeral-storage or a scalar resource.")
     weight: int = Field(default=0, description="Weight in the average; must be positive.")
@@ -110,6 +109,7 @@ class NodeResourcesAllocatable:
     """Ranks nodes by their weighted allocatable resources, smallest (or largest) first."""
 
     name = NAME
+    sdk_version = "1.0"
     Args = NodeResourcesAllocatableArgs
 
     def __init__(self, args: NodeResourcesAllocatableArgs | None, handle: Any) -> None:

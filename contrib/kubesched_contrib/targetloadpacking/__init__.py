@@ -28,11 +28,19 @@ from typing import Any
 import numpy as np
 from pydantic import Field, model_validator
 
-from kubesched import NodeBatch, NodeInfo, PluginArgs, PodInfo, hookimpl
-from kubesched.api import CPU, Node, Pod, Quantity, parse_quantity
-from kubesched.api.meta import NullableDict
-from kubesched_builtin.noderesources.resource_allocation import go_round, go_round_array
-from kubesched_builtin.noderesources.validation import ArgsError, invalid, raise_args_errors
+from kubesched import (
+    ArgsError,
+    NodeBatch,
+    NodeInfo,
+    PluginArgs,
+    PodInfo,
+    go_round,
+    go_round_array,
+    hookimpl,
+    invalid,
+    raise_args_errors,
+)
+from kubesched.api import CPU, Node, NullableDict, Pod, Quantity, parse_quantity
 
 __all__ = [
     "DEFAULT_CPU_UTILIZATION_ANNOTATION",
@@ -159,6 +167,7 @@ class TargetLoadPacking:
     """Favours nodes whose predicted CPU utilisation stays just under the target."""
 
     name = NAME
+    sdk_version = "1.0"
     Args = TargetLoadPackingArgs
 
     def __init__(self, args: TargetLoadPackingArgs | None, handle: Any) -> None:

@@ -15,6 +15,7 @@ from .meta import (
     NullableList,
 )
 from .quantity import Quantity
+from .volumes import CSIVolumeSource, EphemeralVolumeSource, InTreeVolumeSources
 
 __all__ = [
     "Affinity",
@@ -213,17 +214,20 @@ class PersistentVolumeClaimVolumeSource(KubeModel):
     read_only: bool = False
 
 
-class Volume(KubeModel):
-    """``v1.Volume``. Sources other than PVC/ephemeral are kept as-is in ``model_extra``."""
+class Volume(InTreeVolumeSources):
+    """``v1.Volume`` with the sources the volume plugins read; other sources (configMap,
+    emptyDir, ...) are kept as-is in ``model_extra``."""
 
     model_config = ConfigDict(extra="allow")
 
     name: str
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
-    ephemeral: dict[str, Any] | None = None
+    ephemeral: EphemeralVolumeSource | None = None
+    csi: CSIVolumeSource | None = None
 
     def source(self, key: str) -> Any:
-        """The raw volume source under camelCase ``key`` (e.g. ``"gcePersistentDisk"``), or None."""
+        """A source kubesched does not model, raw, under its camelCase ``key`` (e.g.
+        ``"configMap"``), or None."""
         extra = self.model_extra or {}
         return extra.get(key)
 

@@ -18,6 +18,14 @@ from .cluster import Lease, PodDisruptionBudget, PriorityClass, RuntimeClass
 from .core import Namespace, Node, Pod, Service
 from .kubelet import KubeletConfiguration
 from .meta import KubeObject
+from .storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 from .workloads import DaemonSet, Deployment, Job, ReplicaSet, ReplicationController, StatefulSet
 
 __all__ = [
@@ -52,6 +60,12 @@ KINDS: dict[str, type[KubeObject]] = {
         RuntimeClass,
         Lease,
         KubeletConfiguration,
+        PersistentVolume,
+        PersistentVolumeClaim,
+        StorageClass,
+        CSINode,
+        CSIDriver,
+        CSIStorageCapacity,
     )
 }
 """The object kinds kubesched reads, by ``kind``: the built-in ones, and those that

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from .core import (
@@ -13,9 +12,18 @@ from .core import (
     Pod,
     PreferredSchedulingTerm,
 )
-from .selectors import LabelSelectorMatcher, selector_from_set
+from .selectors import (
+    LabelSelectorMatcher,
+    aggregate_message,
+    go_string_slice,
+    parse_int64,
+    requirement_errors,
+    selector_from_set,
+)
+from .validation.field import FieldError, not_supported
 
 __all__ = [
+    "NodeSelectorTermError",
     "NodeSelectorTermsMatcher",
     "PreferredSchedulingTermsScorer",
     "RequiredNodeAffinity",
@@ -33,18 +41,6 @@ _LABEL_OPS = {op: op for op in (_IN, _NOT_IN, _EXISTS, _DOES_NOT_EXIST, _GT, _LT
 _FIELD_OPS = {op: op for op in (_IN, _NOT_IN)}
 _NODE_NAME_FIELD = "metadata.name"
 
-# strconv.ParseInt(s, 10, 64): optional sign and decimal digits only, within int64.
-_INT_RE = re.compile(r"[+-]?[0-9]+")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _parse_int64(s: str) -> int | None:
-    if _INT_RE.fullmatch(s) is None:
-        return None
-    v = int(s)
-    return v if _INT64_MIN <= v <= _INT64_MAX else None
-
-
 # A compiled term: (label requirements, field requirements).
 # Label requirement: (key, op, frozenset of values | int for Gt/Lt).
 _LabelReq = tuple[str, str, "frozenset[str] | int"]
@@ -52,51 +48,52 @@ _FieldReq = tuple[str, str, str]
 _Term = tuple[tuple[_LabelReq, ...], tuple[_FieldReq, ...]]
 
 
-def _compile_label_req(req: NodeSelectorRequirement, path: str) -> _LabelReq:
-    op = _LABEL_OPS.get(req.operator)
-    if op is None:
-        raise ValueError(
-            f"{path}.operator: Unsupported value: {req.operator!r}: supported values: "
-            '"DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn"'
-        )
-    values = req.values or []
-    if op in (_IN, _NOT_IN):
-        if not values:
-            raise ValueError(
-                f"{path}.values: Required value: for 'in', 'notin' operators, "
-                "values set can't be empty"
-            )
-        return (req.key, op, frozenset(values))
-    if op in (_EXISTS, _DOES_NOT_EXIST):
-        if values:
-            raise ValueError(
-                f"{path}.values: Forbidden: values set must be empty for exists and does not exist"
-            )
-        return (req.key, op, frozenset())
-    if len(values) != 1:
-        raise ValueError(
-            f"{path}.values: Required value: "
-            "for 'Gt', 'Lt' operators, exactly one value is required"
-        )
-    n = _parse_int64(values[0])
-    if n is None:
-        raise ValueError(
-            f"{path}.values[0]: Invalid value: {values[0]!r}: "
-            "for 'Gt', 'Lt' operators, the value must be an integer"
-        )
-    return (req.key, op, n)
+_VALID_SELECTOR_OPERATORS = (_IN, _NOT_IN, _EXISTS, _DOES_NOT_EXIST, _GT, _LT)
+_VALID_FIELD_OPERATORS = (_IN, _NOT_IN)
 
 
-def _compile_field_req(req: NodeSelectorRequirement, path: str) -> _FieldReq:
-    op = _FIELD_OPS.get(req.operator)
-    if op is None:
-        raise ValueError(
-            f'{path}.operator: Unsupported value: {req.operator!r}: supported values: "In", "NotIn"'
-        )
+def _label_req_errors(req: NodeSelectorRequirement, path: str) -> list[str]:
+    # component-helpers' nodeSelectorRequirementsAsSelector: labels.NewRequirement's
+    # checks (key, values, operator arity, Gt/Lt integers) at the requirement's path.
+    if req.operator not in _LABEL_OPS:
+        return [str(not_supported(f"{path}.operator", req.operator, _VALID_SELECTOR_OPERATORS))]
+    # Values absent from the manifest are Go's nil slice.
+    return [str(e) for e in requirement_errors(req.key, req.operator, req.values or None, path)]
+
+
+def _compile_label_req(req: NodeSelectorRequirement) -> _LabelReq:
+    op = _LABEL_OPS[req.operator]
     values = req.values or []
-    if len(values) != 1:
-        raise ValueError(f"{path}.values: Invalid value: {values!r}: must have one element")
-    return (req.key, op, values[0])
+    if op in (_GT, _LT):
+        return (req.key, op, int(values[0]))
+    return (req.key, op, frozenset(values))
+
+
+def _field_req_errors(req: NodeSelectorRequirement, path: str) -> list[str]:
+    # nodeSelectorRequirementsAsFieldSelector.
+    if req.operator not in _FIELD_OPS:
+        return [str(not_supported(f"{path}.operator", req.operator, _VALID_FIELD_OPERATORS))]
+    if len(req.values or ()) != 1:
+        return [
+            str(
+                FieldError(
+                    "FieldValueInvalid",
+                    f"{path}.values",
+                    go_string_slice(req.values or None),
+                    "must have one element",
+                )
+            )
+        ]
+    return []
+
+
+class NodeSelectorTermError(ValueError):
+    """A node selector term that does not parse; ``errors`` are apimachinery's messages,
+    one per problem (``str()`` is their aggregate)."""
+
+    def __init__(self, errors: Sequence[str]) -> None:
+        super().__init__(aggregate_message(errors))
+        self.errors = tuple(errors)
 
 
 def _is_empty_term(term: NodeSelectorTerm) -> bool:
@@ -104,13 +101,22 @@ def _is_empty_term(term: NodeSelectorTerm) -> bool:
 
 
 def _compile_term(term: NodeSelectorTerm, path: str) -> _Term:
-    labels = tuple(
-        _compile_label_req(r, f"{path}.matchExpressions[{i}]")
+    """The compiled term; ``NodeSelectorTermError`` with every problem when it does not
+    parse (upstream's ``newNodeSelectorTerm`` collects them all)."""
+    errors = [
+        e
         for i, r in enumerate(term.match_expressions)
-    )
-    fields = tuple(
-        _compile_field_req(r, f"{path}.matchFields[{i}]") for i, r in enumerate(term.match_fields)
-    )
+        for e in _label_req_errors(r, f"{path}.matchExpressions[{i}]")
+    ]
+    errors += [
+        e
+        for i, r in enumerate(term.match_fields)
+        for e in _field_req_errors(r, f"{path}.matchFields[{i}]")
+    ]
+    if errors:
+        raise NodeSelectorTermError(errors)
+    labels = tuple(_compile_label_req(r) for r in term.match_expressions)
+    fields = tuple((r.key, _FIELD_OPS[r.operator], r.values[0]) for r in term.match_fields)
     return (labels, fields)
 
 
@@ -134,7 +140,7 @@ def _term_matches(term: _Term, node_name: str, labels: Mapping[str, str]) -> boo
             # Gt / Lt: a missing or non-integer label never matches.
             if v is None:
                 return False
-            n = _parse_int64(v)
+            n = parse_int64(v)
             if n is None:
                 return False
             if op is _GT:
@@ -155,8 +161,9 @@ class NodeSelectorTermsMatcher:
 
     A term with neither expressions nor fields matches nothing, and so does an empty
     list of terms. As upstream's ``LazyErrorNodeSelector``, an invalid term (bad
-    operator, wrong number of values, non-integer Gt/Lt value) is skipped and its error
-    kept in ``errors``; with ``strict=True`` (``NewNodeSelector``) it raises ``ValueError``.
+    operator, wrong number of values, non-integer Gt/Lt value, a key or value that is
+    no valid label key or value) matches no node and its errors are kept in ``errors``;
+    with ``strict=True`` (``NewNodeSelector``) it raises ``NodeSelectorTermError``.
     """
 
     __slots__ = ("_terms", "errors")
@@ -176,10 +183,10 @@ class NodeSelectorTermsMatcher:
                 continue
             try:
                 compiled.append(_compile_term(term, f"{path}[{i}]"))
-            except ValueError as e:
+            except NodeSelectorTermError as e:
                 if strict:
                     raise
-                errors.append(str(e))
+                errors.extend(e.errors)
         self._terms: tuple[_Term, ...] = tuple(compiled)
         self.errors: tuple[str, ...] = tuple(errors)
 
@@ -258,8 +265,9 @@ class RequiredNodeAffinity:
 class PreferredSchedulingTermsScorer:
     """Sums the weights of the preferred terms a node matches (NodeAffinity's score).
 
-    Terms with weight 0 and empty terms are skipped, as upstream; an invalid term
-    raises ``ValueError`` (upstream's ``NewPreferredSchedulingTerms`` returns an error).
+    Terms with weight 0 and empty terms are skipped, as upstream; invalid terms raise
+    ``NodeSelectorTermError`` with every problem of every term (upstream's
+    ``NewPreferredSchedulingTerms`` returns their flattened aggregate).
     """
 
     __slots__ = ("_terms",)
@@ -272,10 +280,16 @@ class PreferredSchedulingTermsScorer:
     ) -> None:
         """Compile ``terms``; ``path`` prefixes the field paths in error messages."""
         compiled = []
+        errors: list[str] = []
         for i, t in enumerate(terms or ()):
             if t.weight == 0 or _is_empty_term(t.preference):
                 continue
-            compiled.append((_compile_term(t.preference, f"{path}[{i}]"), t.weight))
+            try:
+                compiled.append((_compile_term(t.preference, f"{path}[{i}]"), t.weight))
+            except NodeSelectorTermError as e:
+                errors.extend(e.errors)
+        if errors:
+            raise NodeSelectorTermError(errors)
         self._terms: tuple[tuple[_Term, int], ...] = tuple(compiled)
 
     def __bool__(self) -> bool:

@@ -1,16 +1,28 @@
-"""Label selector matching with apimachinery's semantics, compiled once and cheap to evaluate."""
+"""Label selector matching with apimachinery's semantics, compiled once and cheap to evaluate.
+
+Compiling validates as apimachinery's ``labels.NewRequirement`` does (keys are qualified
+names, values label values, operators and value counts consistent) and fails with its
+error text, so that a plugin can report it as upstream does.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 
 from .meta import LabelSelector
+from .validation.field import FieldError, go_quote, invalid, not_supported
+from .validation.syntax import is_qualified_name, is_valid_label_value
 
 __all__ = [
     "MATCH_EVERYTHING",
     "MATCH_NOTHING",
+    "LabelSelectorError",
     "LabelSelectorMatcher",
+    "aggregate_message",
     "compile_label_selector",
+    "parse_int64",
+    "requirement_errors",
     "selector_from_set",
 ]
 
@@ -140,35 +152,167 @@ MATCH_NOTHING = LabelSelectorMatcher(nothing=True)
 """Matches no label set (a nil selector)."""
 
 
+class LabelSelectorError(ValueError):
+    """A label selector that apimachinery refuses to parse; ``str()`` is its error text,
+    e.g. ``values[0][app]: Invalid value: "{{.bad-value.}}": a valid label must be ...``."""
+
+
+EQUALS, GT, LT = "=", "Gt", "Lt"
+"""``selection.Equals`` (matchLabels) and the node selector's ``Gt`` / ``Lt``."""
+_REQUIREMENT_OPERATORS = ("!", "=", "==", "in", "!=", "notin", "exists", "gt", "lt")
+# NewRequirement's validRequirementOperators, as selection.Operator strings.
+_SELECTION_OPERATOR = {
+    _IN: "in",
+    _NOT_IN: "notin",
+    _EXISTS: "exists",
+    _DOES_NOT_EXIST: "!",
+    EQUALS: "=",
+    GT: "gt",
+    LT: "lt",
+}
+_INT64_RE = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_int64(value: str) -> int | None:
+    """Go's ``strconv.ParseInt(value, 10, 64)``: an optional sign and decimal digits
+    within int64, else None (Gt/Lt requirements and the labels they compare)."""
+    if _INT64_RE.fullmatch(value) is None:
+        return None
+    n = int(value)
+    return n if -(2**63) <= n < 2**63 else None
+
+
+def go_string_slice(values: Sequence[str] | None) -> str:
+    """Go's ``%#v`` of a ``[]string``, as a field error shows it: ``[]string{"a", "b"}``,
+    ``[]string(nil)`` when there is none."""
+    if not values:
+        return "[]string(nil)" if values is None else "[]string{}"
+    return "[]string{" + ", ".join(go_quote(v) for v in values) + "}"
+
+
+class _GoSlice:
+    """A ``[]string`` value of a field error, rendered as Go's ``%#v``."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Sequence[str] | None) -> None:
+        self.values = values
+
+    def __str__(self) -> str:
+        return go_string_slice(self.values)
+
+
+def _child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def requirement_errors(
+    key: str, operator: str, values: Sequence[str] | None, path: str = ""
+) -> list[FieldError]:
+    """Every error apimachinery's ``labels.NewRequirement(key, op, values)`` reports,
+    at field paths under ``path`` (``key``, ``values``, ``values[0][key]``).
+
+    ``operator`` is a selector operator (``In``, ``NotIn``, ``Exists``,
+    ``DoesNotExist``, ``Gt``, ``Lt``) or ``=`` for a matchLabels pair. ``values`` None
+    is Go's nil slice.
+    """
+    errs: list[FieldError] = []
+    key_errs = is_qualified_name(key)
+    if key_errs:
+        errs.append(invalid(_child(path, "key"), key, "; ".join(key_errs)))
+    value_path = _child(path, "values")
+    vals = list(values or ())
+    if operator in (_IN, _NOT_IN):
+        if not vals:
+            errs.append(
+                invalid(
+                    value_path,
+                    _GoSlice(values),
+                    "for 'in', 'notin' operators, values set can't be empty",
+                )
+            )
+    elif operator == EQUALS:
+        if len(vals) != 1:
+            errs.append(
+                invalid(
+                    value_path,
+                    _GoSlice(values),
+                    "exact-match compatibility requires one single value",
+                )
+            )
+    elif operator in (_EXISTS, _DOES_NOT_EXIST):
+        if vals:
+            errs.append(
+                invalid(
+                    value_path,
+                    _GoSlice(values),
+                    "values set must be empty for exists and does not exist",
+                )
+            )
+    elif operator in (GT, LT):
+        if len(vals) != 1:
+            errs.append(
+                invalid(
+                    value_path,
+                    _GoSlice(values),
+                    "for 'Gt', 'Lt' operators, exactly one value is required",
+                )
+            )
+        for i, v in enumerate(vals):
+            if parse_int64(v) is None:
+                errs.append(
+                    invalid(
+                        f"{value_path}[{i}]",
+                        v,
+                        "for 'Gt', 'Lt' operators, the value must be an integer",
+                    )
+                )
+    else:
+        errs.append(not_supported(_child(path, "operator"), operator, _REQUIREMENT_OPERATORS))
+    for i, v in enumerate(vals):
+        value_errs = is_valid_label_value(v)
+        if value_errs:
+            errs.append(invalid(f"{value_path}[{i}][{key}]", v, "; ".join(value_errs)))
+    return errs
+
+
+def aggregate_message(messages: Sequence[object]) -> str:
+    """The text of apimachinery's ``utilerrors.NewAggregate``: one message alone, several
+    as ``[a, b]``; repeated messages once."""
+    unique = list(dict.fromkeys(str(m) for m in messages))
+    if len(unique) == 1:
+        return unique[0]
+    return "[" + ", ".join(unique) + "]"
+
+
 def compile_label_selector(sel: LabelSelector | None) -> LabelSelectorMatcher:
     """Compile ``sel`` as ``metav1.LabelSelectorAsSelector`` does.
 
     ``None`` matches nothing; an empty selector matches everything; matchLabels and
-    matchExpressions are ANDed. An unknown operator, In/NotIn without values or
-    Exists/DoesNotExist with values raise ``ValueError``.
+    matchExpressions are ANDed. Each requirement is validated as ``labels.NewRequirement``
+    does (matchLabels first, by key, then the expressions in order); the first invalid
+    one raises :class:`LabelSelectorError` with upstream's text.
     """
     if sel is None:
         return MATCH_NOTHING
     if not sel.match_labels and not sel.match_expressions:
         return MATCH_EVERYTHING
-    pairs = tuple((sel.match_labels or {}).items())
+    labels = sel.match_labels or {}
+    for key in sorted(labels):
+        errs = requirement_errors(key, EQUALS, [labels[key]])
+        if errs:
+            raise LabelSelectorError(aggregate_message(errs))
     exprs = []
-    for i, req in enumerate(sel.match_expressions or ()):
+    for req in sel.match_expressions or ():
         op = req.operator
-        where = f"matchExpressions[{i}]"
         if op not in _OPERATORS:
-            raise ValueError(f"{where}: {op!r} is not a valid label selector operator")
-        values = frozenset(req.values or ())
-        if op in (_IN, _NOT_IN) and not values:
-            raise ValueError(
-                f"{where}.values: for 'in', 'notin' operators, values set can't be empty"
-            )
-        if op in (_EXISTS, _DOES_NOT_EXIST) and values:
-            raise ValueError(
-                f"{where}.values: values set must be empty for exists and does not exist"
-            )
-        exprs.append((req.key, op, values))
-    return LabelSelectorMatcher(pairs, tuple(exprs))
+            raise LabelSelectorError(f"{go_quote(op)} is not a valid label selector operator")
+        # LabelSelectorAsSelector copies the values into a nil slice: none is nil.
+        errs = requirement_errors(req.key, op, req.values or None)
+        if errs:
+            raise LabelSelectorError(aggregate_message(errs))
+        exprs.append((req.key, op, frozenset(req.values or ())))
+    return LabelSelectorMatcher(tuple(labels.items()), tuple(exprs))
 
 
 def selector_from_set(labels: Mapping[str, str] | None) -> LabelSelectorMatcher:

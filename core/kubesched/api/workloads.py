@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from .core import PodSpec
 from .meta import KubeModel, KubeObject, LabelSelector, NullableList, ObjectMeta
+from .volumes import PersistentVolumeClaimTemplate
 
 __all__ = [
     "DaemonSet",
@@ -22,6 +23,7 @@ __all__ = [
     "ReplicationController",
     "ReplicationControllerSpec",
     "StatefulSet",
+    "StatefulSetPersistentVolumeClaimRetentionPolicy",
     "StatefulSetSpec",
 ]
 
@@ -73,6 +75,14 @@ class Deployment(KubeObject):
     spec: DeploymentSpec = Field(default_factory=DeploymentSpec)
 
 
+class StatefulSetPersistentVolumeClaimRetentionPolicy(KubeModel):
+    """``apps/v1.StatefulSetPersistentVolumeClaimRetentionPolicy``: Retain (default) or
+    Delete the claims when the set is deleted / scaled down."""
+
+    when_deleted: Literal["Retain", "Delete"] = "Retain"
+    when_scaled: Literal["Retain", "Delete"] = "Retain"
+
+
 class StatefulSetSpec(KubeModel):
     """``apps/v1.StatefulSetSpec``; replicas default to 1, podManagementPolicy to OrderedReady."""
 
@@ -81,8 +91,13 @@ class StatefulSetSpec(KubeModel):
     template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
     service_name: str | None = None
     pod_management_policy: str = "OrderedReady"
-    # PersistentVolumeClaim templates stay raw until the volume plugins model PVCs.
-    volume_claim_templates: NullableList[dict[str, Any]] = Field(default_factory=list)
+    volume_claim_templates: NullableList[PersistentVolumeClaimTemplate] = Field(
+        default_factory=list
+    )
+    """Each template makes a claim ``<template>-<set>-<ordinal>`` per pod."""
+    persistent_volume_claim_retention_policy: StatefulSetPersistentVolumeClaimRetentionPolicy = (
+        Field(default_factory=lambda: StatefulSetPersistentVolumeClaimRetentionPolicy())
+    )
 
 
 class StatefulSet(KubeObject):

@@ -104,7 +104,9 @@ class ClusterBackend(Protocol):
 
     ``kind`` arguments are Kubernetes kind names ("Pod", "Node", "Namespace", ...).
     Watches deliver events to the handler in order; the embedded cluster delivers them
-    synchronously, a real cluster from its watch threads.
+    synchronously, a real cluster from its watch threads. A backend whose controllers
+    act within the write that triggers them sets ``reconciles_synchronously = True``
+    (plugins waiting for a controller, such as VolumeBinding's PreBind, then check once).
     """
 
     def list(self, kind: str) -> tuple[list[KubeObject], str]:
@@ -113,6 +115,11 @@ class ClusterBackend(Protocol):
 
     def watch(self, kind: str, resource_version: str, handler: WatchHandler) -> Watch:
         """Deliver every change of ``kind`` after ``resource_version`` to ``handler``."""
+        ...
+
+    def update(self, obj: KubeObject) -> KubeObject:
+        """Replace an object (a PV's claimRef, a claim's annotations: volume binding);
+        ``ConflictError`` when its resourceVersion is not the current one."""
         ...
 
     def bind(self, pod: Pod, node_name: str) -> None:

@@ -338,6 +338,93 @@ def build_preemption(nodes: int, pods: int, seed: int) -> Workload:
     )
 
 
+STATEFUL_CLASS = "bench-zonal"
+STATEFUL_DRIVER = "disk.csi.bench.example"
+STATEFUL_CLAIM_SIZE = "10Gi"
+STATEFUL_ZONE_CAPACITY = "100Ti"
+STATEFUL_ATTACH_LIMIT = 40
+
+
+def build_stateful(nodes: int, pods: int, seed: int) -> Workload:
+    """``pods`` StatefulSet-shaped pods (``db-<i>``), each with its own 10Gi claim
+    ``data-db-<i>`` of a WaitForFirstConsumer class: VolumeBinding provisions every
+    claim in the chosen node's zone at PreBind, bounded by per-zone CSIStorageCapacity;
+    every node's CSINode publishes an attach limit of 40 (NodeVolumeLimits)."""
+    _check_sizes(nodes, pods)
+    zone_key = "topology.kubernetes.io/zone"
+    setup: list[dict[str, Any]] = [
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIDriver",
+            "metadata": {"name": STATEFUL_DRIVER},
+            "spec": {"storageCapacity": True},
+        },
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": STATEFUL_CLASS},
+            "provisioner": STATEFUL_DRIVER,
+            "volumeBindingMode": "WaitForFirstConsumer",
+        },
+        *(
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "CSIStorageCapacity",
+                "metadata": {"name": f"{STATEFUL_CLASS}-{zone}", "namespace": "kube-system"},
+                "storageClassName": STATEFUL_CLASS,
+                "nodeTopology": {"matchLabels": {zone_key: zone}},
+                "capacity": STATEFUL_ZONE_CAPACITY,
+            }
+            for zone in ZONES
+        ),
+        *(
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "CSINode",
+                "metadata": {"name": f"node-{i}"},
+                "spec": {
+                    "drivers": [
+                        {
+                            "name": STATEFUL_DRIVER,
+                            "nodeID": f"node-{i}",
+                            "topologyKeys": [zone_key],
+                            "allocatable": {"count": STATEFUL_ATTACH_LIMIT},
+                        }
+                    ]
+                },
+            }
+            for i in range(nodes)
+        ),
+        *(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": f"data-db-{i}", "namespace": "default"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": STATEFUL_CLASS,
+                    "resources": {"requests": {"storage": STATEFUL_CLAIM_SIZE}},
+                },
+            }
+            for i in range(pods)
+        ),
+    ]
+    manifests = [
+        pod_manifest(
+            f"db-{i}",
+            labels={"app": "db", "statefulset.kubernetes.io/pod-name": f"db-{i}"},
+            spec={
+                "hostname": f"db-{i}",
+                "volumes": [
+                    {"name": "data", "persistentVolumeClaim": {"claimName": f"data-db-{i}"}}
+                ],
+            },
+        )
+        for i in range(pods)
+    ]
+    return Workload("stateful", _nodes(nodes), _pods(manifests), setup=_pods(setup))
+
+
 WORKLOADS: dict[str, WorkloadSpec] = {
     spec.name: spec
     for spec in (
@@ -377,6 +464,13 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             "nodes full of low-priority pods; high-priority pods preempt 3 each",
             build_preemption,
             required_plugins=("DefaultPreemption",),
+        ),
+        WorkloadSpec(
+            "stateful",
+            "none; nearest: SchedulingCSIPVs, with pre-provisioned PVs",
+            "a 10Gi WaitForFirstConsumer claim per pod, provisioned per zone at PreBind",
+            build_stateful,
+            required_plugins=("VolumeBinding",),
         ),
     )
 }

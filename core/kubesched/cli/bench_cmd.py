@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from kubesched.bench import (
     environment,
     run_workload,
 )
+from kubesched.bench.kube import SCHEDULERS, run_on_api_server
 from kubesched.errors import KubeschedError
 from kubesched.framework.registry import PluginRegistry, default_registry
 
@@ -104,6 +106,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--output", "-o", choices=("text", "json"), default="text", help="output format"
     )
     parser.add_argument("--save", metavar="FILE", help="also write the JSON report to FILE")
+    api = parser.add_argument_group(
+        "against an API server",
+        "create the workload's objects in a real (scratch, node-less) API server and measure "
+        "the scheduler that binds them there, from the first binding to the last",
+    )
+    api.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig of that API server")
+    api.add_argument(
+        "--scheduler",
+        choices=SCHEDULERS,
+        default="kubesched",
+        help="kubesched: start `kubesched run` (with --config); external: a scheduler "
+        "already serving default-scheduler pods there, e.g. the real kube-scheduler",
+    )
+    api.add_argument(
+        "--external-command",
+        metavar="CMD",
+        help="with external: the scheduler's command line, started once every pod is pending "
+        "(as kubesched is) and stopped at the end; without it the external scheduler must "
+        "already run, and the pods are created while it does",
+    )
+    api.add_argument("--config", metavar="FILE", help="kubesched run's configuration")
+    api.add_argument(
+        "--timeout", type=float, default=1800.0, metavar="S", help="give up after S seconds"
+    )
     parser.set_defaults(func=_bench)
 
 
@@ -136,6 +162,11 @@ def report(results: list[BenchResult], *, options: dict[str, Any] | None = None)
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.kubeconfig:
+        return _bench_api_server(args)
+    for flag in ("config", "external_command"):
+        if getattr(args, flag):
+            raise BenchError(f"--{flag.replace('_', '-')} goes with --kubeconfig")
     registry = _registry()
     names = _workload_names(args.workloads)
     missing = [
@@ -206,6 +237,69 @@ def _bench(args: argparse.Namespace) -> int:
                 print(f"profile of {r.workload}: {r.profile} (python -m pstats {r.profile})")
     else:
         print(json.dumps(data, indent=2))
+    return 0
+
+
+def _bench_api_server(args: argparse.Namespace) -> int:
+    """``bench --kubeconfig``: each workload created in the API server and scheduled there."""
+    for flag, default in (
+        ("repeat", 1),
+        ("breakdown", False),
+        ("profile", None),
+        ("percentage_of_nodes_to_score", None),
+    ):
+        if getattr(args, flag) != default:
+            raise BenchError(f"--{flag.replace('_', '-')} does not apply with --kubeconfig")
+    if args.external_command and args.scheduler != "external":
+        raise BenchError("--external-command goes with --scheduler external")
+    for path in (args.kubeconfig, args.config):
+        if path and not Path(path).is_file():
+            raise KubeschedError(f"{path}: no such file")
+    results = []
+    for name in _workload_names(args.workloads):
+        print(
+            f"running {name} ({args.nodes} nodes × {args.pods} pods) through {args.scheduler}…",
+            file=sys.stderr,
+            flush=True,
+        )
+        results.append(
+            run_on_api_server(
+                name,
+                args.nodes,
+                args.pods,
+                kubeconfig=args.kubeconfig,
+                scheduler=args.scheduler,
+                seed=args.seed,
+                config=Path(args.config) if args.config else None,
+                external_command=shlex.split(args.external_command)
+                if args.external_command
+                else None,
+                timeout=args.timeout,
+            )
+        )
+    data = {"environment": environment(), "results": [r.to_dict() for r in results]}
+    if args.save:
+        Path(args.save).write_text(json.dumps(data, indent=2) + "\n")
+    if args.output == "json":
+        print(json.dumps(data, indent=2))
+        return 0
+    headers = ["WORKLOAD", "SCHEDULER", "NODES", "PODS", "BOUND", "PODS/S", "FROM",
+               "P50 MS", "P99 MS"]  # fmt: skip
+    rows = [
+        [
+            r.workload,
+            r.scheduler,
+            str(r.nodes),
+            str(r.pods),
+            str(r.bound),
+            "-" if r.pods_per_second is None else f"{r.pods_per_second:.1f}",
+            r.measured_from,
+            "-" if r.p50_ms is None else f"{r.p50_ms:.2f}",
+            "-" if r.p99_ms is None else f"{r.p99_ms:.2f}",
+        ]
+        for r in results
+    ]
+    print(_table(headers, rows, left=2), end="")
     return 0
 
 

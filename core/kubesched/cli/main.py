@@ -6,10 +6,26 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kubesched.cli import bench_cmd, config_cmd, new_plugin_cmd, plugins_cmd, simulate_cmd
+from kubesched.cli import (
+    bench_cmd,
+    capacity_cmd,
+    config_cmd,
+    new_plugin_cmd,
+    plugins_cmd,
+    run_cmd,
+    simulate_cmd,
+)
 from kubesched.errors import KubeschedError
 
-COMMANDS = (plugins_cmd, config_cmd, simulate_cmd, bench_cmd, new_plugin_cmd)
+COMMANDS = (
+    plugins_cmd,
+    config_cmd,
+    simulate_cmd,
+    capacity_cmd,
+    run_cmd,
+    bench_cmd,
+    new_plugin_cmd,
+)
 """Sub-command modules; each has ``register(subparsers)`` setting ``func`` on its parser."""
 
 

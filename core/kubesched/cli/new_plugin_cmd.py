@@ -12,6 +12,7 @@ from typing import Any
 
 from kubesched.errors import KubeschedError
 from kubesched.framework.plugin import EXTENSION_POINTS
+from kubesched.framework.sdk import SDK_VERSION
 
 TEMPLATE_EXTENSION_POINTS = tuple(ep.name for ep in EXTENSION_POINTS if ep.name != "QueueSort")
 """What the template can implement: every extension point but QueueSort (a profile has
@@ -78,6 +79,8 @@ def generate(
         raise NewPluginError(f"package name {package!r} is not a Python identifier")
     if "extension_points" in context:
         context["extension_points"] = ",".join(parse_extension_points(context["extension_points"]))
+    # The generated plugin declares the SDK of the kubesched that generated it.
+    context.setdefault("_sdk_version", SDK_VERSION)
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
         try:

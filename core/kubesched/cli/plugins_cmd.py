@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from kubesched.framework.registry import PluginRegistry, default_registry
 
@@ -15,7 +16,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="list the installed scheduler plugins",
         description="List every plugin registered under the 'kubesched.plugins' entry points: "
         "its extension points, its args model and the distribution that provides it. "
-        "Plugins that failed to load are listed with the reason.",
+        "Plugins that failed to load are listed with the reason; plugins built for an "
+        "incompatible plugin SDK (their sdk_version) are warned about.",
     )
     parser.add_argument(
         "--output", "-o", choices=("text", "json"), default="text", help="output format"
@@ -34,6 +36,8 @@ def describe(registry: PluginRegistry) -> dict:
                 "distribution": e.distribution,
                 "version": e.version,
                 "entryPoint": e.entry_point,
+                "sdkVersion": e.sdk_version,
+                "sdkWarning": e.sdk_warning,
             }
             for e in registry
         ],
@@ -45,7 +49,11 @@ def describe(registry: PluginRegistry) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the installed plugins; exit 1 if any plugin failed to load."""
+    """Print the installed plugins; exit 1 if any plugin failed to load.
+
+    A plugin built for an incompatible plugin SDK loads (it may well work) but is
+    warned about on stderr, whatever the output format.
+    """
     registry = default_registry()
     data = describe(registry)
     if args.output == "json":
@@ -54,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(data["plugins"]))
         for err in registry.errors:
             print(f"failed to load {err}")
+    for entry in registry:
+        if entry.sdk_warning:
+            origin = f" (from {entry.distribution})" if entry.distribution else ""
+            print(f"warning: plugin {entry.name!r}{origin}: {entry.sdk_warning}", file=sys.stderr)
     return 1 if registry.errors else 0
 
 

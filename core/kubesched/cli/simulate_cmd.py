@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import pydantic_core
-import yaml
 
 from kubesched.api import load_manifests
+from kubesched.cli import live_cluster, output
+from kubesched.cli.output import progress_bar, write_data
 from kubesched.config import effective_configuration, load_config
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
@@ -26,11 +21,6 @@ from kubesched.simulate.report import (
     parse_pod_key,
 )
 from kubesched.simulate.timeline import TimelineRunner, load_timeline
-
-_YamlDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-PROGRESS_AFTER_SECONDS = 0.5
-"""The progress bar appears only when a run lasts longer than this."""
 
 
 def _registry() -> PluginRegistry:
@@ -48,7 +38,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "pod on an in-memory cluster in virtual time, and report where each pod went and why. "
         "Pending pods are a result: the exit status is 0 when the run completes.",
     )
-    parser.add_argument("paths", metavar="PATH", nargs="+", help="manifest file or directory")
+    parser.add_argument(
+        "paths",
+        metavar="PATH",
+        nargs="*",
+        help="manifest file or directory (at least one, unless --from-cluster)",
+    )
     parser.add_argument(
         "--config", metavar="FILE", help="a KubeSchedulerConfiguration (default: upstream's)"
     )
@@ -92,58 +87,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "drains, usage, scaling; the report gains the evictions and a time axis",
     )
     parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    live_cluster.add_arguments(parser)
     parser.set_defaults(func=_simulate)
-
-
-def _progress_bar(enabled: bool) -> tuple[Callable[[int, int], None] | None, Callable[[], None]]:
-    """A ``progress(done, total)`` callback drawing a rich bar on stderr (after a short
-    delay, so quick runs print nothing), and a function that removes it."""
-    if not enabled:
-        return None, lambda: None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    started = time.perf_counter()
-    state: dict[str, Any] = {}
-
-    def update(done: int, total: int) -> None:
-        if "bar" not in state:
-            if time.perf_counter() - started < PROGRESS_AFTER_SECONDS:
-                return
-            bar = Progress(
-                TextColumn("scheduling"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("pods placed"),
-                TimeElapsedColumn(),
-                console=Console(file=sys.stderr),
-                transient=True,
-            )
-            bar.start()
-            state["bar"] = bar
-            state["task"] = bar.add_task("simulate", total=total)
-        state["bar"].update(state["task"], completed=done, total=total)
-
-    def stop() -> None:
-        if "bar" in state:
-            state["bar"].stop()
-
-    return update, stop
-
-
-def _console() -> Any:
-    from rich.console import Console
-
-    if sys.stdout.isatty():
-        return Console(highlight=False)
-    # Not a terminal: no colours, and a width that keeps tables unwrapped in files.
-    return Console(
-        file=sys.stdout,
-        no_color=True,
-        highlight=False,
-        width=int(os.environ.get("COLUMNS", "120")),
-        emoji=False,
-    )
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -153,15 +98,19 @@ def _simulate(args: argparse.Namespace) -> int:
         raise UserInputError("no such file", source=args.config, obj="--config")
     config = load_config(args.config, registry)
     effective = effective_configuration(config, registry, source=args.config or "<defaults>")
-    objects = load_manifests(args.paths)
+    if not args.paths and not args.from_cluster:
+        raise UserInputError("give manifests (PATH...), --from-cluster, or both")
+    objects = [*live_cluster.objects(args), *load_manifests(args.paths)]
     if not objects:
-        raise UserInputError("no Kubernetes objects found", source=" ".join(args.paths))
+        raise UserInputError(
+            "no Kubernetes objects found", source=" ".join(args.paths) or "--from-cluster"
+        )
     timeline = None
     if args.timeline is not None:
         timeline = TimelineRunner(*load_timeline(args.timeline))
 
     show_progress = not args.no_progress and sys.stderr.isatty()
-    progress, stop_progress = _progress_bar(show_progress)
+    progress, stop_progress = progress_bar(show_progress, "scheduling", "pods placed")
     try:
         run = Simulation(
             objects,
@@ -194,22 +143,11 @@ def _simulate(args: argparse.Namespace) -> int:
                 f"cannot write metrics: {err.strerror}", source=args.metrics
             ) from None
 
-    if args.output == "json":
-        # pydantic-core's encoder: the stdlib's is pure Python once indent is set, and a
-        # full report of a large run is hundreds of megabytes.
-        data = pydantic_core.to_json(report, indent=2) + b"\n"
-        buffer = getattr(sys.stdout, "buffer", None)
-        if buffer is None:  # stdout replaced by a text stream (tests, notebooks)
-            sys.stdout.write(data.decode())
-        else:
-            sys.stdout.flush()
-            buffer.write(data)
-            sys.stdout.flush()
-    elif args.output == "yaml":
-        yaml.dump(report, sys.stdout, Dumper=_YamlDumper, sort_keys=False)
+    if args.output in ("json", "yaml"):
+        write_data(report, args.output)
     else:
         assert isinstance(report, SimulationReport)
-        console = _console()
+        console = output.console()
         if explain:
             for i, key in enumerate(explain):
                 if i:

@@ -34,6 +34,7 @@ from kubesched.config.types import (
     PluginSet,
 )
 from kubesched.config.validation import validate_configuration
+from kubesched.framework.registry import PluginRegistry, default_registry
 
 __all__ = [
     "API_VERSION",
@@ -51,6 +52,7 @@ __all__ = [
     "LeaderElectionConfiguration",
     "Plugin",
     "PluginConfig",
+    "PluginRegistry",
     "PluginSet",
     "Plugins",
     "config_from_dict",
@@ -59,6 +61,7 @@ __all__ = [
     "default_configuration",
     "default_plugin_args",
     "default_plugins",
+    "default_registry",
     "effective_configuration",
     "effective_to_dict",
     "format_duration",

@@ -18,7 +18,7 @@ from kubesched.config.types import (
     Plugins,
     PluginSet,
 )
-from kubesched.framework.plugin import PluginArgs
+from kubesched.framework.args import PluginArgs
 from kubesched.framework.registry import PluginRegistry, default_registry
 
 DEFAULT_MULTI_POINT_PLUGINS: tuple[Plugin, ...] = (
@@ -30,7 +30,10 @@ DEFAULT_MULTI_POINT_PLUGINS: tuple[Plugin, ...] = (
     Plugin(name="NodeAffinity", weight=2),
     Plugin(name="NodePorts"),
     Plugin(name="NodeResourcesFit", weight=1),
-    # upstream: VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone here
+    Plugin(name="VolumeRestrictions"),
+    Plugin(name="NodeVolumeLimits"),
+    Plugin(name="VolumeBinding"),
+    Plugin(name="VolumeZone"),
     Plugin(name="PodTopologySpread", weight=2),
     Plugin(name="InterPodAffinity", weight=2),
     # upstream (DynamicResourceAllocation feature gate): DynamicResources here
@@ -44,13 +47,6 @@ and with upstream's score weights (``pkg/scheduler/apis/config/v1/default_plugin
 minus :data:`OMITTED_DEFAULT_PLUGINS`."""
 
 OMITTED_DEFAULT_PLUGINS: Mapping[str, str] = {
-    # kubesched models no PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSI
-    # drivers or ResourceClaims yet, so these plugins would have nothing to read; they
-    # come back, at upstream's positions, together with those objects.
-    "VolumeRestrictions": "volumes are not modelled yet",
-    "NodeVolumeLimits": "volumes (CSI attach limits) are not modelled yet",
-    "VolumeBinding": "PersistentVolumeClaims are not modelled yet",
-    "VolumeZone": "PersistentVolumes are not modelled yet",
     "DynamicResources": "dynamic resource allocation (ResourceClaims) is not modelled; "
     "upstream enables it only with the DynamicResourceAllocation feature gate",
 }

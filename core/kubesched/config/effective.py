@@ -18,8 +18,9 @@ from kubesched.config.types import (
     Plugins,
 )
 from kubesched.config.validation import unknown_plugin_message, validation_error_problems
-from kubesched.errors import FieldProblem, UserInputError
-from kubesched.framework.plugin import EXTENSION_POINTS, PluginArgs
+from kubesched.errors import FieldProblem, UserInputError, problems_from_validation_error
+from kubesched.framework.args import PluginArgs
+from kubesched.framework.plugin import EXTENSION_POINTS
 from kubesched.framework.registry import PluginRegistry
 
 MAX_NODE_SCORE = 100
@@ -264,9 +265,7 @@ class _ProfileBuilder:
 
 
 def _first_error(err: ValidationError) -> str:
-    detail = err.errors(include_url=False)[0]
-    loc = ".".join(str(p) for p in detail["loc"])
-    return f"{loc}: {detail['msg']}" if loc else detail["msg"]
+    return str(problems_from_validation_error(err)[0])
 
 
 def _loc(path: str) -> tuple[str | int, ...]:

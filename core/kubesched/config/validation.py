@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -16,7 +15,13 @@ from kubesched.config.types import (
     KubeSchedulerConfiguration,
     KubeSchedulerProfile,
 )
-from kubesched.errors import FieldProblem, format_loc, problems_from_validation_error
+from kubesched.errors import (
+    ErrorType,
+    FieldProblem,
+    format_loc,
+    problems_from_validation_error,
+    show_value,
+)
 from kubesched.framework.registry import PluginRegistry
 
 JITTER_FACTOR = 1.2
@@ -28,23 +33,17 @@ INVALID_PLUGINS: tuple[str, ...] = ("AzureDiskLimits", "CinderLimits", "EBSLimit
 
 def invalid(path: str, value: Any, message: str) -> FieldProblem:
     """A Kubernetes-style ``Invalid value`` problem: ``path: Invalid value: 101: message``."""
-    return FieldProblem(path, f"Invalid value: {_show(value)}: {message}")
+    return FieldProblem(path, f"Invalid value: {show_value(value)}: {message}")
 
 
 def required(path: str) -> FieldProblem:
     """A Kubernetes-style ``Required value`` problem."""
-    return FieldProblem(path, "Required value")
+    return FieldProblem(path, "Required value", ErrorType.REQUIRED)
 
 
 def duplicate(path: str, value: Any, detail: str = "") -> FieldProblem:
     """A Kubernetes-style ``Duplicate value`` problem."""
-    return FieldProblem(path, f"Duplicate value: {_show(value)}{detail}")
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
+    return FieldProblem(path, f"Duplicate value: {show_value(value)}{detail}", ErrorType.DUPLICATE)
 
 
 def installed_plugins_text(registry: PluginRegistry) -> str:

@@ -1,5 +1,6 @@
 """The scheduling framework: extension points, statuses, cycle state, plugin discovery, runtime."""
 
+from kubesched.framework.args import PluginArgs
 from kubesched.framework.cycle_state import (
     PODS_TO_ACTIVATE_KEY,
     CycleState,
@@ -18,7 +19,6 @@ from kubesched.framework.events import (
 from kubesched.framework.plugin import (
     EXTENSION_POINTS,
     ExtensionPoint,
-    PluginArgs,
     hookimpl,
     hookspec,
 )

@@ -1,12 +1,10 @@
-"""What a plugin is: the hook markers, the base of plugin args, and the extension points."""
+"""What a plugin is: the hook markers and the extension points (its args: ``framework.args``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import pluggy
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
 PROJECT_NAME = "kubesched"
 """The pluggy project name: hookspecs and hookimpls are marked for it."""
@@ -14,26 +12,6 @@ PROJECT_NAME = "kubesched"
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 """Mark a plugin method as the implementation of an extension point (``@hookimpl``)."""
-
-
-class PluginArgs(BaseModel):
-    """Base of every plugin's ``Args`` model: the ``args`` of its ``pluginConfig`` entry.
-
-    Keys are camelCase in YAML (``scoringStrategy``) and snake_case in Python
-    (``scoring_strategy``); an unknown key is an error that names it. ``kind`` and
-    ``apiVersion`` are accepted because upstream's typed args carry them
-    (``kind: NodeResourcesFitArgs``); they are not otherwise used.
-    """
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        frozen=True,
-    )
-
-    kind: str | None = None
-    api_version: str | None = None
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ import pluggy
 from pydantic import BaseModel
 
 from kubesched.framework import hookspecs
-from kubesched.framework.plugin import PROJECT_NAME, PluginArgs, extension_points_of
+from kubesched.framework.args import PluginArgs
+from kubesched.framework.plugin import PROJECT_NAME, extension_points_of
+from kubesched.framework.sdk import sdk_incompatibility
 
 ENTRY_POINT_GROUP = "kubesched.plugins"
 """The entry-point group in which every plugin, built-in or not, is registered."""
@@ -30,6 +32,10 @@ class PluginEntry:
     distribution: str | None = None
     version: str | None = None
     entry_point: str | None = None
+    sdk_version: str | None = None
+    """The plugin SDK version the plugin declares it was built for (its ``sdk_version``)."""
+    sdk_warning: str | None = None
+    """Why that SDK version is not compatible with this kubesched's, or None."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,8 @@ def validate_plugin_class(plugin_class: object, name: str | None = None) -> Plug
     ``Args`` that is a ``PluginArgs`` model, a constructor accepting ``(args, handle)``,
     at least one hook implementation, and every hookimpl matching a hookspec by name
     and parameters (checked by pluggy). Raises ``PluginValidationFailure`` saying what
-    is wrong.
+    is wrong. A plugin built for an incompatible SDK (its ``sdk_version``) still loads,
+    with ``sdk_warning`` saying why it may not work.
     """
     if not inspect.isclass(plugin_class):
         raise PluginValidationFailure(f"{plugin_class!r} is not a class")
@@ -104,12 +111,15 @@ def validate_plugin_class(plugin_class: object, name: str | None = None) -> Plug
         pm.check_pending()
     except pluggy.PluginValidationError as err:
         raise PluginValidationFailure(str(err)) from None
+    declared = getattr(plugin_class, "sdk_version", None)
     return PluginEntry(
         name=plugin_name,
         plugin_class=plugin_class,
         args_model=args_model,
         extension_points=extension_points_of(plugin_class),
         hooks=hooks,
+        sdk_version=None if declared is None else str(declared),
+        sdk_warning=sdk_incompatibility(declared),
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,7 +23,7 @@ from kubesched.api import (
     pod_non_zero_requests,
     pod_requests,
 )
-from kubesched.api.selectors import LabelSelectorMatcher
+from kubesched.api.selectors import LabelSelectorError, LabelSelectorMatcher, aggregate_message
 
 if TYPE_CHECKING:
     from kubesched.framework.node_table import NodeTable
@@ -199,6 +199,14 @@ def _affinity_term(pod: Pod, term: PodAffinityTerm) -> AffinityTerm:
     )
 
 
+def _parsed(what: str, errors: list[str], parse: Callable[[], tuple]) -> tuple:
+    try:
+        return parse()
+    except LabelSelectorError as err:
+        errors.append(f"{what}: {err}")
+        return ()
+
+
 def _weighted_terms(pod: Pod, terms: Iterable[WeightedPodAffinityTerm]) -> tuple:
     return tuple(
         WeightedAffinityTerm(_affinity_term(pod, t.pod_affinity_term), t.weight)
@@ -212,7 +220,9 @@ class PodInfo:
 
     Built when the pod enters the scheduler (queue or cache) and rebuilt when the pod
     changes. Plugins read ``requests``, the parsed affinity terms, ``tolerations``
-    and ``host_ports`` from here instead of re-parsing ``pod``.
+    and ``host_ports`` from here instead of re-parsing ``pod``. ``parse_error`` is the
+    text of upstream's ``NewPodInfo`` error when a term's label selector is invalid (the
+    terms of that kind are then empty), None otherwise.
     """
 
     __slots__ = (
@@ -224,6 +234,7 @@ class PodInfo:
         "node_name",
         "non_zero_cpu",
         "non_zero_memory",
+        "parse_error",
         "pod",
         "preferred_affinity_terms",
         "preferred_anti_affinity_terms",
@@ -265,33 +276,55 @@ class PodInfo:
         affinity = spec.affinity
         pod_affinity = affinity.pod_affinity if affinity else None
         anti = affinity.pod_anti_affinity if affinity else None
-        self.required_affinity_terms: tuple[AffinityTerm, ...] = tuple(
-            _affinity_term(pod, t)
-            for t in (
-                pod_affinity.required_during_scheduling_ignored_during_execution
-                if pod_affinity
-                else None
-            )
-            or ()
+        # Upstream's PodInfo.Update: a category whose selectors do not parse has no terms,
+        # and the errors are kept for InterPodAffinity to report (others ignore them).
+        errors: list[str] = []
+        self.required_affinity_terms: tuple[AffinityTerm, ...] = _parsed(
+            "requiredAffinityTerms",
+            errors,
+            lambda: tuple(
+                _affinity_term(pod, t)
+                for t in (
+                    pod_affinity.required_during_scheduling_ignored_during_execution
+                    if pod_affinity
+                    else None
+                )
+                or ()
+            ),
         )
-        self.required_anti_affinity_terms: tuple[AffinityTerm, ...] = tuple(
-            _affinity_term(pod, t)
-            for t in (anti.required_during_scheduling_ignored_during_execution if anti else None)
-            or ()
+        self.required_anti_affinity_terms: tuple[AffinityTerm, ...] = _parsed(
+            "requiredAntiAffinityTerms",
+            errors,
+            lambda: tuple(
+                _affinity_term(pod, t)
+                for t in (
+                    anti.required_during_scheduling_ignored_during_execution if anti else None
+                )
+                or ()
+            ),
         )
-        self.preferred_affinity_terms: tuple[WeightedAffinityTerm, ...] = _weighted_terms(
-            pod,
-            (
-                pod_affinity.preferred_during_scheduling_ignored_during_execution
-                if pod_affinity
-                else None
-            )
-            or (),
+        self.preferred_affinity_terms: tuple[WeightedAffinityTerm, ...] = _parsed(
+            "preferredAffinityTerms",
+            errors,
+            lambda: _weighted_terms(
+                pod,
+                (
+                    pod_affinity.preferred_during_scheduling_ignored_during_execution
+                    if pod_affinity
+                    else None
+                )
+                or (),
+            ),
         )
-        self.preferred_anti_affinity_terms: tuple[WeightedAffinityTerm, ...] = _weighted_terms(
-            pod,
-            (anti.preferred_during_scheduling_ignored_during_execution if anti else None) or (),
+        self.preferred_anti_affinity_terms: tuple[WeightedAffinityTerm, ...] = _parsed(
+            "preferredAntiAffinityTerms",
+            errors,
+            lambda: _weighted_terms(
+                pod,
+                (anti.preferred_during_scheduling_ignored_during_execution if anti else None) or (),
+            ),
         )
+        self.parse_error: str | None = aggregate_message(errors) if errors else None
 
     def for_version(self, pod: Pod) -> PodInfo:
         """A PodInfo for ``pod``, a newer version of this PodInfo's pod.

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.diagnosis import NO_NODES_AVAILABLE_ERROR, Diagnosis, FitError
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.runtime import Framework, ScoreResult
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import NodeBatch, NodeInfo, PodInfo
-from kubesched.scheduler.diagnosis import NO_NODES_AVAILABLE_ERROR, Diagnosis, FitError
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 """Upstream: look for at least this many feasible nodes, whatever the percentage."""

@@ -24,7 +24,16 @@ _NODE_UPDATES = (
     ("annotations", ActionType.UPDATE_NODE_ANNOTATION, "NodeAnnotationChange"),
 )
 
-OTHER_KINDS = ("Namespace", "Service")
+OTHER_KINDS = (
+    "Namespace",
+    "Service",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+)
 """Kinds whose changes only move pods (plugins read them through the lister)."""
 
 EXTENSION_KINDS = (EventResource.POD_GROUP.value,)
@@ -94,11 +103,15 @@ class EventHandlers:
     def connect(self, backend: Any) -> None:
         """List and watch Nodes first (pods need their nodes), then Pods and the rest."""
         extension = tuple(k for k in EXTENSION_KINDS if resolve_kind(k) is not None)
+        # A backend may watch only some kinds (a real cluster: those it has informers for).
+        watchable = getattr(backend, "watchable_kinds", None)
         for kind, handler in (
             ("Node", self.on_node),
             ("Pod", self.on_pod),
             *((k, self.on_other) for k in OTHER_KINDS + extension),
         ):
+            if watchable is not None and kind not in watchable:
+                continue
             objects, rv = backend.list(kind)
             for obj in objects:
                 handler(WatchEvent(EventType.ADDED, obj))

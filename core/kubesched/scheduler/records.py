@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.runtime import ScoreResult
 from kubesched.framework.status import Status
-from kubesched.scheduler.diagnosis import Diagnosis
 
 RESULT_SCHEDULED = "scheduled"
 RESULT_UNSCHEDULABLE = "unschedulable"

@@ -17,6 +17,7 @@ from kubesched.cache import Cache, CacheError, Snapshot
 from kubesched.clock import Clock, RealClock
 from kubesched.config import EffectiveConfiguration
 from kubesched.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState
+from kubesched.framework.diagnosis import Diagnosis, FitError
 from kubesched.framework.events import ActionType, ClusterEvent, EventResource
 from kubesched.framework.registry import PluginRegistry
 from kubesched.framework.runtime import Framework
@@ -25,7 +26,6 @@ from kubesched.framework.types import PodInfo, QueuedPodInfo, pod_uid
 from kubesched.metrics import Metrics
 from kubesched.queue import PriorityQueue, ProfileQueueing
 from kubesched.scheduler.algorithm import ScheduleResult, SchedulingAlgorithm, SchedulingError
-from kubesched.scheduler.diagnosis import Diagnosis, FitError
 from kubesched.scheduler.recorder import EventRecorder
 from kubesched.scheduler.records import (
     RESULT_ERROR,
@@ -89,7 +89,6 @@ class Scheduler:
         self.metrics = metrics or Metrics()
         self.cache = Cache(self.clock, metrics=self.metrics)
         self.snapshot = Snapshot()
-        self.recorder = EventRecorder(backend, self.clock)
         self.frameworks: dict[str, Framework] = {}
         for profile in config.profiles:
             self.frameworks[profile.scheduler_name] = Framework(
@@ -97,7 +96,8 @@ class Scheduler:
                 registry,
                 client=backend,
                 lister=lister if lister is not None else backend,
-                event_recorder=self.recorder,
+                # Events are reported by the profile's schedulerName, as upstream.
+                event_recorder=EventRecorder(backend, self.clock, profile.scheduler_name),
                 metrics=self.metrics,
                 clock=self.clock,
                 parallelism=cfg.parallelism,
@@ -141,10 +141,11 @@ class Scheduler:
         """The profile's Framework that schedules ``pod`` (by ``spec.schedulerName``)."""
         return self.frameworks.get(pod.spec.scheduler_name or "default-scheduler")
 
-    def schedule_one(self, block: bool = False) -> bool:
+    def schedule_one(self, block: bool = False, timeout: float | None = None) -> bool:
         """Pop one pod and run its scheduling cycle (and, unless concurrent, its binding
-        cycle when Permit allows). False when there was no pod to pop."""
-        qpi = self.queue.pop(block=block)
+        cycle when Permit allows). False when there was no pod to pop (``block``: none
+        came within ``timeout`` seconds, or the queue closed)."""
+        qpi = self.queue.pop(block=block, timeout=timeout)
         if qpi is None:
             return False
         cycle = self.queue.scheduling_cycle()
@@ -190,7 +191,7 @@ class Scheduler:
     def _skip_pod_schedule(self, fwk: Framework, pod_info: PodInfo) -> bool:
         pod = pod_info.pod
         if pod.metadata.deletion_timestamp is not None:
-            self.recorder.eventf(
+            fwk.event_recorder.eventf(
                 pod,
                 None,
                 "Warning",
@@ -327,7 +328,7 @@ class Scheduler:
         self.queue.add_unschedulable_if_not_present(qpi, cycle)
         self.queue.nominator.add_nominated_pod(pod_info, nominating)
         message = status.message()
-        self.recorder.eventf(pod, None, "Warning", "FailedScheduling", "Scheduling", message)
+        fwk.event_recorder.eventf(pod, None, "Warning", "FailedScheduling", "Scheduling", message)
         self._update_pod_status(
             pod, PodCondition("PodScheduled", "False", reason, message), nominating
         )
@@ -366,15 +367,24 @@ class Scheduler:
     def _start_binding(self, binding: _Binding) -> None:
         with self._lock:
             self._in_binding += 1
-        if self._executor is not None:
-            self._executor.submit(self._binding_cycle, binding)
-            return
+        run = self._ready.append if self._executor is None else self._submit_binding
         waiting = binding.fwk.get_waiting_pod(binding.assumed.uid)
         if waiting is None:
-            self._ready.append(binding)
+            run(binding)
         else:
             # Runs when every waiting Permit plugin allowed the pod, or one rejected it.
-            waiting.on_done(lambda _status: self._ready.append(binding))
+            # A pod waiting at Permit holds no binding thread: with more pods waiting
+            # than threads (a gang larger than the pool), the pool would otherwise fill
+            # with waiters and the pod that completes the gang would never bind.
+            waiting.on_done(lambda _status: run(binding))
+
+    def _submit_binding(self, binding: _Binding) -> None:
+        assert self._executor is not None
+        try:
+            self._executor.submit(self._binding_cycle, binding)
+        except RuntimeError:
+            # The pool is shut down (close() is rejecting the waiting pods): roll back here.
+            self._binding_cycle(binding)
 
     def drain_ready_bindings(self) -> None:
         """Run the binding cycles whose Permit is decided (non-concurrent mode)."""
@@ -417,7 +427,7 @@ class Scheduler:
             self._binding_failed(b, status, None)
             return
         pod = assumed.pod
-        self.recorder.eventf(
+        fwk.event_recorder.eventf(
             pod,
             None,
             "Normal",
@@ -513,8 +523,13 @@ class Scheduler:
         return min(deadlines, default=None)
 
     def close(self) -> None:
-        """Stop: close the queue and wait for running binding cycles."""
+        """Stop: close the queue, reject the pods waiting at Permit (their binding cycles
+        roll back: Unreserve, Forget) and wait for the binding cycles in flight."""
         self.queue.close()
+        for fwk in self.frameworks.values():
+            for waiting in list(fwk.waiting_pods):
+                waiting.reject("", "scheduler is shutting down")
+        self.drain_ready_bindings()
         if self._executor is not None:
             self._executor.shutdown(wait=True)
 

@@ -96,7 +96,6 @@ class Simulation:
                 config or default_configuration(self.registry), self.registry
             )
         self.seed = seed
-        self.detail = detail
         self.progress = progress
         self.clock = FakeClock(0.0)
         self.metrics = Metrics()
@@ -118,13 +117,19 @@ class Simulation:
             seed=seed,
             metrics=self.metrics,
         )
-        self.scheduler.record_details = detail == DETAIL_FULL
+        self.set_detail(detail)
         self.attempts: dict[str, list[AttemptRecord]] = {}
         self.scheduler.observers.append(self._observe)
         self.handlers = EventHandlers(self.scheduler)
         self.cycles = 0
         self._progress_mark = 0
         self._watches: list[Any] = []
+
+    def set_detail(self, detail: str) -> None:
+        """How much of each later attempt to keep: ``DETAIL_FULL`` or ``DETAIL_SUMMARY``
+        (a long run can keep the details of only the attempts it will explain)."""
+        self.detail = detail
+        self.scheduler.record_details = detail == DETAIL_FULL
 
     def _observe(self, record: AttemptRecord) -> None:
         if self.detail != DETAIL_FULL:

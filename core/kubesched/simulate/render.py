@@ -11,6 +11,7 @@ from rich.text import Text
 
 from kubesched.backend.memory.kubelet import format_binary
 from kubesched.simulate.report import (
+    ClaimReport,
     EvictionReport,
     NodeReport,
     PodReport,
@@ -109,6 +110,9 @@ def render_summary(
     _profiles_table(report, console)
     console.print()
     _nodes_table(report.nodes, console, max_node_rows)
+    if any(p.claims for p in report.pods):
+        console.print()
+        _claims_table(report.pods, console, max_node_rows)
     pending = [p for p in report.pods if p.result == "pending"]
     if pending:
         console.print()
@@ -135,6 +139,39 @@ def render_summary(
             console.print(
                 Text.assemble("  ", (rej.object, "red"), f": {rej.message}"), soft_wrap=True
             )
+
+
+def claim_outcome(claim: ClaimReport) -> str:
+    """How the claim was served: provisioned / bound to a static PV / still waiting."""
+    if claim.phase is None:
+        return "claim not found"
+    if claim.volume is None:
+        return "waiting" if claim.phase == "Pending" else claim.phase.lower()
+    how = "provisioned" if claim.provisioned else "bound to static PV"
+    if claim.provisioned and claim.selected_node:
+        how += f" for {claim.selected_node}"
+    return how
+
+
+def _claims_table(pods: list[PodReport], console: Console, max_rows: int) -> None:
+    table = Table(title="Volume claims", title_justify="left", title_style="bold")
+    for col in ("POD", "CLAIM", "CLASS", "SIZE", "PHASE", "VOLUME", "HOW", "TOPOLOGY"):
+        table.add_column(col, overflow="fold")
+    rows = [(p, c) for p in pods for c in p.claims]
+    for pod, claim in rows[:max_rows]:
+        table.add_row(
+            pod.key,
+            claim.name,
+            claim.storage_class or "",
+            claim.request or "",
+            claim.phase or "-",
+            claim.volume or "-",
+            claim_outcome(claim),
+            "; ".join(claim.topology),
+        )
+    console.print(table)
+    if len(rows) > max_rows:
+        console.print(f"  ... and {len(rows) - max_rows} more claims (--output json has all)")
 
 
 def _profiles_table(report: SimulationReport, console: Console) -> None:
@@ -343,6 +380,16 @@ def render_explain(report: SimulationReport, key: str, console: Console) -> None
         console.print(f"  message: {pod.message}", soft_wrap=True)
     if pod.nominated_node:
         console.print(f"  nominated node: {pod.nominated_node}")
+    for claim in pod.claims:
+        where = f" {claim.volume}" if claim.volume else ""
+        topology = f" [{'; '.join(claim.topology)}]" if claim.topology else ""
+        console.print(
+            Text(
+                f"  claim {claim.name}: {claim.phase or 'missing'}{where}, "
+                f"{claim_outcome(claim)}{topology}"
+            ),
+            soft_wrap=True,
+        )
     if pod.preempted_by:
         console.print(f"  preempted by: {pod.preempted_by}")
     if pod.preemption and pod.preemption.victims:

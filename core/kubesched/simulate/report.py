@@ -8,8 +8,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, KubeObject, Pod, pod_requests
+from kubesched.api import (
+    ANN_PROVISIONED_BY,
+    ANN_SELECTED_NODE,
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    KubeObject,
+    Pod,
+    pod_requests,
+)
 from kubesched.api.resources import node_allocatable
+from kubesched.api.volumeutil import pod_claim_names
 from kubesched.backend.protocol import BackendError, EventType, RecordedEvent, WatchEvent
 from kubesched.errors import UserInputError
 from kubesched.scheduler.records import AttemptRecord
@@ -202,6 +213,31 @@ class EvictionReport(_Model):
     )
 
 
+class ClaimReport(_Model):
+    """One PersistentVolumeClaim of a pod at the end of the run, and its volume."""
+
+    name: str = Field(description="The claim's name (in the pod's namespace).")
+    phase: str | None = Field(
+        description="Pending, Bound or Lost; null when the claim does not exist."
+    )
+    storage_class: str | None = Field(None, alias="storageClass")
+    request: str | None = Field(None, description="spec.resources.requests.storage.")
+    volume: str | None = Field(None, description="The PersistentVolume it is bound to.")
+    provisioned: bool = Field(
+        False, description="True when the volume was provisioned for the claim (not a static PV)."
+    )
+    selected_node: str | None = Field(
+        None,
+        alias="selectedNode",
+        description="The node the scheduler chose for provisioning (WaitForFirstConsumer).",
+    )
+    topology: list[str] = Field(
+        default_factory=list,
+        description="The volume's node affinity, one 'key in (values)' per requirement of "
+        "its first term: where the volume can be used from.",
+    )
+
+
 class PodReport(_Model):
     """One pod of the run and what happened to it."""
 
@@ -252,6 +288,11 @@ class PodReport(_Model):
     preemption: PreemptionReport | None = None
     eviction: EvictionReport | None = Field(
         None, description="For an evicted pod: who, when, why, and what became of it."
+    )
+    claims: list[ClaimReport] = Field(
+        default_factory=list,
+        description="The pod's PersistentVolumeClaims (persistentVolumeClaim and ephemeral "
+        "volumes), in volume order, and where each was bound or provisioned.",
     )
 
     @property
@@ -573,6 +614,40 @@ def _detail(records: list[AttemptRecord], node_names: list[str]) -> dict[str, An
     }
 
 
+def _claims(cluster: Any, pod: Pod) -> list[ClaimReport]:
+    out = []
+    for name, _ in pod_claim_names(pod):
+        pvc = cluster.try_get("PersistentVolumeClaim", pod.namespace, name)
+        if pvc is None:
+            out.append(ClaimReport(name=name, phase=None))
+            continue
+        pv = (
+            cluster.try_get("PersistentVolume", None, pvc.spec.volume_name)
+            if pvc.spec.volume_name
+            else None
+        )
+        topology: list[str] = []
+        affinity = pv.spec.node_affinity if pv is not None else None
+        if affinity is not None and affinity.required is not None:
+            terms = affinity.required.node_selector_terms
+            for req in terms[0].match_expressions if terms else ():
+                topology.append(f"{req.key} {req.operator.lower()} ({', '.join(req.values)})")
+        request = pvc.spec.resources.requests.get("storage")
+        out.append(
+            ClaimReport(
+                name=name,
+                phase=pvc.status.phase,
+                storageClass=pvc.class_name or None,
+                request=str(request) if request is not None else None,
+                volume=pvc.spec.volume_name or None,
+                provisioned=pv is not None and ANN_PROVISIONED_BY in pv.metadata.annotations,
+                selectedNode=pvc.metadata.annotations.get(ANN_SELECTED_NODE),
+                topology=topology,
+            )
+        )
+    return out
+
+
 def _taint(t: Any) -> str:
     value = f"={t.value}" if t.value else ""
     return f"{t.key}{value}:{t.effect}"
@@ -685,6 +760,7 @@ def _assemble(
             message=message,
             nominatedNode=pod.status.nominated_node_name
             or (last.nominated_node if last is not None else None),
+            claims=_claims(cluster, pod),
         )
         if explained:
             details[id(report)] = _detail(records, node_names)

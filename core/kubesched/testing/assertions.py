@@ -143,14 +143,17 @@ def assert_batch_matches_per_node(
     *,
     pods: Iterable[PodLike] = (),
     seed: int = 0,
-) -> None:
+) -> tuple[str, ...]:
     """Assert plugin ``plugin`` of ``fw`` answers the same through its vectorised hooks
     (``filter_nodes``, ``score_nodes``) as through ``filter``/``score`` node by node.
 
-    The profile's PreFilter and PreScore run first, so that the plugin's cycle state is
-    there, then both forms are compared on all the nodes and on a shuffled half of
-    them (a batch need not be the whole table, nor in table order). Fails when the
-    plugin implements neither vectorised hook.
+    The profile's PreFilter runs first and PreScore before the scores, so that the
+    plugin's cycle state is there, then both forms are compared on the nodes PreFilter
+    let through and on a shuffled half of them (a batch need not be the whole table,
+    nor in table order). As in the scheduler, a pair is not called when the plugin was
+    skipped (PreFilter or PreScore returned ``SKIP``). Returns the vectorised hooks
+    compared (empty when every pair was skipped); fails when PreFilter rejects the pod
+    or the plugin implements neither vectorised hook.
     """
     runner = fw.runners[plugin]
     snap = snapshot_of(nodes, pods)
@@ -158,22 +161,30 @@ def assert_batch_matches_per_node(
     pi: PodInfo = as_pod_info(pod)
     infos = snap.list()
     state = fw.new_cycle_state()
-    _, status, _ = fw.run_pre_filter_plugins(state, pi, infos)
+    pre, status, _ = fw.run_pre_filter_plugins(state, pi, infos)
     assert status.is_success(), f"PreFilter rejected the pod: {status!r}"
-    checked = False
+    if pre is not None and not pre.all_nodes():
+        infos = [ni for ni in infos if ni.name in pre.node_names]
+    implemented = False
+    compared: list[str] = []
     for batch_hook, one_hook in (("filter_nodes", "filter"), ("score_nodes", "score")):
         many = runner.call(batch_hook)
         if many is None:
             continue
         one = runner.call(one_hook)
         assert one is not None, f"{plugin} implements {batch_hook} without {one_hook}"
-        checked = True
+        implemented = True
         if one_hook == "score":
             status = fw.run_pre_score_plugins(state, pi, infos)
             assert status.is_success(), f"PreScore failed: {status!r}"
+            if plugin in state.skip_score_plugins:
+                continue
+        elif plugin in state.skip_filter_plugins:
+            continue
+        compared.append(batch_hook)
         for rows in _subsets(len(infos), seed):
             sub = [infos[r] for r in rows]
-            batch = NodeBatch(snap.table, rows, sub)
+            batch = NodeBatch(snap.table, [snap.table.index[ni.name] for ni in sub], sub)
             got_many = list(many(state, pi.pod, pi, batch))
             got_one = [one(state, pi.pod, pi, ni) for ni in sub]
             if one_hook == "score":
@@ -191,4 +202,5 @@ def assert_batch_matches_per_node(
                 ]
                 title = f"{plugin}: {batch_hook} disagrees with {one_hook} (rows {rows}):"
                 raise AssertionError(_table(table, title, ("node", one_hook, batch_hook)))
-    assert checked, f"{plugin} implements neither filter_nodes nor score_nodes"
+    assert implemented, f"{plugin} implements neither filter_nodes nor score_nodes"
+    return tuple(compared)

@@ -1,13 +1,14 @@
-"""Fluent builders of Pods and Nodes for tests, in the manner of upstream's ``st.MakePod()``."""
+"""Objects for tests: fluent Pod and Node builders (as upstream's ``st.MakePod()``), manifests."""
 
 from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from kubesched.api import Node, Pod
+from kubesched.api import KubeObject, Node, Pod
 
 _uids = itertools.count(1)
 
@@ -448,3 +449,33 @@ def make_pod(name: str = "pod") -> PodBuilder:
 def make_node(name: str = "node") -> NodeBuilder:
     """Start building a Node named ``name`` (hostname label set, 110 pods allocatable)."""
     return NodeBuilder(name)
+
+
+def objects_from(*sources: Any) -> list[KubeObject]:
+    """Kubernetes objects from what a test has at hand, in order.
+
+    Each source is an object, a builder (``make_pod(...)``), a manifest (a dict as in
+    YAML, camelCase keys), YAML text (one or more ``---``-separated documents; ``List``
+    documents expand), a ``pathlib.Path`` to a manifest file, or an iterable of any of
+    these. Invalid manifests raise ``kubesched.UserInputError`` naming the object and
+    the field path.
+    """
+    from kubesched.api.manifests import load_manifests, parse_manifests, parse_objects
+
+    out: list[KubeObject] = []
+    for source in sources:
+        if isinstance(source, PodBuilder | NodeBuilder):
+            out.append(source.obj())
+        elif isinstance(source, KubeObject):
+            out.append(source)
+        elif isinstance(source, Mapping):
+            out.extend(parse_objects(dict(source)))
+        elif isinstance(source, str):
+            out.extend(parse_manifests(source))
+        elif isinstance(source, Path):
+            out.extend(load_manifests([source]))
+        elif isinstance(source, Iterable):
+            out.extend(objects_from(*source))
+        else:
+            raise TypeError(f"cannot make Kubernetes objects of {source!r}")
+    return out

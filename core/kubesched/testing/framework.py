@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from kubesched.config import EffectiveProfile, EnabledPlugin
+from kubesched.config.validation import validation_error_problems
+from kubesched.errors import PluginArgsError
+from kubesched.framework.args import PluginArgs
 from kubesched.framework.node_table import NodeTable
-from kubesched.framework.plugin import EXTENSION_POINTS, PluginArgs, extension_points_of, hookimpl
+from kubesched.framework.plugin import EXTENSION_POINTS, extension_points_of, hookimpl
 from kubesched.framework.registry import PluginRegistry
 from kubesched.framework.runtime import Framework
 from kubesched.framework.types import NodeBatch, NodeInfo, QueuedPodInfo
@@ -54,9 +59,11 @@ def make_framework(
 
     ``args`` maps a plugin name to its args (a dict validated by the plugin's ``Args``,
     or an ``Args`` instance); ``weights`` maps Score plugins to weights (default 1).
-    When no class implements QueueSort or Bind, ``FifoSort`` / ``RecordingBinder`` are
-    added so the profile is valid. ``handle`` keywords (``client``, ``nominator``,
-    ``lister``, ``clock``, ``metrics``, ``event_recorder``, ``rng``) go to the Framework.
+    Invalid args raise ``kubesched.PluginArgsError`` (field paths relative to the args,
+    Kubernetes messages and error types). When no class implements QueueSort or Bind,
+    ``FifoSort`` / ``RecordingBinder`` are added so the profile is valid. ``handle``
+    keywords (``client``, ``nominator``, ``lister``, ``clock``, ``metrics``,
+    ``event_recorder``, ``rng``) go to the Framework.
     """
     classes = list(plugin_classes)
     implemented = {ep for cls in classes for ep in extension_points_of(cls)}
@@ -86,7 +93,10 @@ def make_framework(
         elif isinstance(given, PluginArgs):
             plugin_args[cls.name] = given
         else:
-            plugin_args[cls.name] = model.model_validate(given or {})
+            try:
+                plugin_args[cls.name] = model.model_validate(given or {})
+            except ValidationError as err:
+                raise PluginArgsError(cls.name, validation_error_problems(err, (), model)) from None
     profile = EffectiveProfile(
         scheduler_name=profile_name,
         plugins=plugins,

@@ -2,27 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kubesched.api import KubeObject, Node, Pod
+import numpy as np
+
+from kubesched.api import Node, Pod
 from kubesched.cache import Snapshot, new_snapshot
 from kubesched.framework.registry import PluginRegistry, default_registry
+from kubesched.framework.results import PreFilterResult
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import NodeBatch, NodeInfo, PodInfo
-from kubesched.testing.builders import NodeBuilder, PodBuilder, make_node
+from kubesched.testing.builders import NodeBuilder, PodBuilder, make_node, objects_from
 from kubesched.testing.framework import make_framework
 
 if TYPE_CHECKING:
     from kubesched.framework.cycle_state import CycleState
     from kubesched.simulate.driver import SimulationRun
 
-PodLike = Pod | PodInfo | PodBuilder
-"""What the helpers accept as "the pod": an object, its PodInfo, or a builder."""
-NodesLike = Snapshot | Iterable[Node | NodeBuilder | NodeInfo]
+PodLike = Pod | PodInfo | PodBuilder | Mapping[str, Any] | str
+"""What the helpers accept as "the pod": an object, its PodInfo, a builder, or its
+manifest (a dict, or YAML text)."""
+NodesLike = Snapshot | str | Iterable[Node | NodeBuilder | NodeInfo | Mapping[str, Any]]
 """What the helpers accept as "the nodes": a snapshot, or nodes (objects, builders,
-NodeInfos whose pods come along)."""
+NodeInfos whose pods come along, manifests), or YAML text of Node manifests."""
 
 
 class ExtensionPointError(AssertionError):
@@ -36,11 +40,14 @@ class ExtensionPointError(AssertionError):
 
 
 def as_pod_info(pod: PodLike) -> PodInfo:
-    """``pod`` as a ``PodInfo`` (builders are built)."""
+    """``pod`` as a ``PodInfo`` (builders are built, manifests parsed)."""
     if isinstance(pod, PodInfo):
         return pod
-    if isinstance(pod, PodBuilder):
-        pod = pod.obj()
+    if not isinstance(pod, Pod):
+        objs = objects_from(pod)
+        if len(objs) != 1 or not isinstance(objs[0], Pod):
+            raise TypeError(f"expected one Pod, got {[type(o).__name__ for o in objs]}")
+        pod = objs[0]
     return PodInfo(pod)
 
 
@@ -58,14 +65,15 @@ def snapshot_of(nodes: NodesLike = (), pods: Iterable[PodLike] = ()) -> Snapshot
         return new_snapshot([*bound, *extra], [ni.node for ni in infos])
     node_objs: list[Node] = []
     pod_infos: list[PodInfo] = []
-    for n in nodes:
-        if isinstance(n, NodeBuilder):
-            node_objs.append(n.obj())
-        elif isinstance(n, NodeInfo):
+    for n in [nodes] if isinstance(nodes, str) else nodes:
+        if isinstance(n, NodeInfo):
             node_objs.append(n.node)
             pod_infos.extend(n.pods)
-        else:
-            node_objs.append(n)
+            continue
+        for obj in objects_from(n):
+            if not isinstance(obj, Node):
+                raise TypeError(f"expected Nodes, got a {type(obj).__name__}")
+            node_objs.append(obj)
     return new_snapshot([*pod_infos, *extra], node_objs)
 
 
@@ -130,6 +138,76 @@ def _absent_status(rejectors: set[str]) -> Status:
     )
 
 
+def _success_is_none(status: Status | None) -> Status:
+    return Status() if status is None else status
+
+
+class _ByNode(Mapping[str, Any]):
+    """A read-only ``{node: value}`` mapping that carries more about the run beside it."""
+
+    _by_node: dict[str, Any]
+
+    def __getitem__(self, node: str) -> Any:
+        return self._by_node[node]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_node)
+
+    def __len__(self) -> int:
+        return len(self._by_node)
+
+
+class FilterRun(_ByNode):
+    """What PreFilter and Filter said about a pod, node by node (``run_filter``'s result).
+
+    As a mapping, each node's status as the scheduler's diagnosis records it: Filter's
+    verdict (``Status()`` for success); PreFilter's status on every node when PreFilter
+    rejected the pod; the "didn't satisfy plugin(s)" status on the nodes a
+    ``PreFilterResult`` left out. ``assert_statuses`` takes it as it is.
+
+    The parts, for tests of PreFilter itself:
+
+    * ``pre_filter``: PreFilter's status (success when every plugin passed or skipped);
+    * ``pre_filter_result``: the merged ``PreFilterResult`` (None: no plugin narrowed);
+    * ``node_names``: the nodes PreFilter let through (None: all of them);
+    * ``skipped``: the plugins whose Filter PreFilter skipped (they returned ``SKIP``);
+    * ``per_node``: Filter node by node (``filter``), on the nodes let through;
+    * ``batch``: Filter as the scheduler runs it, plugin by plugin over the remaining
+      nodes (``filter_nodes`` where implemented), on the same nodes;
+    * ``state``: the cycle state after Filter.
+    """
+
+    def __init__(
+        self,
+        statuses: dict[str, Status],
+        pre_filter: Status,
+        pre_filter_result: PreFilterResult | None,
+        skipped: frozenset[str],
+        per_node: dict[str, Status],
+        batch: dict[str, Status],
+        state: CycleState,
+    ) -> None:
+        self._by_node = statuses
+        self.pre_filter = pre_filter
+        self.pre_filter_result = pre_filter_result
+        self.node_names: frozenset[str] | None = (
+            None
+            if pre_filter_result is None or pre_filter_result.all_nodes()
+            else frozenset(pre_filter_result.node_names)
+        )
+        self.skipped = skipped
+        self.per_node = per_node
+        self.batch = batch
+        self.state = state
+
+    def __repr__(self) -> str:
+        return f"FilterRun(pre_filter={self.pre_filter!r}, statuses={self._by_node!r})"
+
+
+def _same(a: Status, b: Status) -> bool:
+    return a.code is b.code and a.reasons == b.reasons and a.plugin == b.plugin
+
+
 def run_filter(
     fw: Framework,
     pod: PodLike,
@@ -137,14 +215,16 @@ def run_filter(
     *,
     pods: Iterable[PodLike] = (),
     state: CycleState | None = None,
-) -> dict[str, Status]:
-    """PreFilter then Filter of ``fw``'s profile: each node's status, by node name.
+) -> FilterRun:
+    """PreFilter then Filter of ``fw``'s profile, through the real runtime: a
+    :class:`FilterRun` (a ``{node: Status}`` mapping, with PreFilter's status, skip set
+    and node set, and each node's verdict from both Filter paths).
 
-    Success is ``Status()`` (code ``SUCCESS``). A PreFilter rejection or error is every
-    node's status, as in the scheduler's diagnosis; nodes a ``PreFilterResult`` left
-    out get the scheduler's "didn't satisfy plugin(s)" status. Filter runs node by
-    node in configured order and stops at a node's first failure (the real
-    ``run_filter_plugins``). ``pods`` are pods already bound to nodes.
+    Filter runs twice from the same PreFilter state: node by node in configured order,
+    stopping at a node's first failure (``run_filter_plugins``), and through the batch
+    path the scheduler uses (``run_filter_batch``). An ``AssertionError`` lists the
+    nodes where the two disagree, unless a plugin failed with an ``ERROR``.
+    ``pods`` are pods already bound to nodes.
     """
     snap = snapshot_of(nodes, pods)
     fw.set_snapshot(snap)
@@ -152,16 +232,71 @@ def run_filter(
     state = state if state is not None else fw.new_cycle_state()
     infos = snap.list()
     pre, status, rejectors = fw.run_pre_filter_plugins(state, pi, infos)
+    skipped = frozenset(state.skip_filter_plugins)
     if not status.is_success():
-        return {ni.name: status for ni in infos}
+        every = {ni.name: status for ni in infos}
+        return FilterRun(every, status, pre, skipped, {}, {}, state)
     allowed = None if pre is None or pre.all_nodes() else pre.node_names
-    out: dict[str, Status] = {}
-    for ni in infos:
-        if allowed is not None and ni.name not in allowed:
-            out[ni.name] = _absent_status(rejectors)
-        else:
-            out[ni.name] = fw.run_filter_plugins(state, pi, ni)
-    return out
+    rows = [i for i, ni in enumerate(infos) if allowed is None or ni.name in allowed]
+    through = [infos[i] for i in rows]
+    per_node = {ni.name: fw.run_filter_plugins(state, pi, ni) for ni in through}
+    verdicts, error = fw.run_filter_batch(
+        state, pi, NodeBatch(snap.table, np.array(rows, dtype=np.intp), through)
+    )
+    if error is not None:
+        batch = {ni.name: error for ni in through}
+    else:
+        batch = {
+            ni.name: _success_is_none(v) for ni, v in zip(through, verdicts.tolist(), strict=True)
+        }
+        errored = any(s.code is Code.ERROR for s in per_node.values())
+        differ = [n for n in per_node if not _same(per_node[n], batch[n])]
+        if differ and not errored:
+            lines = [f"  {n}: filter {per_node[n]!r}, batch {batch[n]!r}" for n in differ]
+            raise AssertionError(
+                "Filter node by node and the batch path disagree:\n" + "\n".join(lines)
+            )
+    statuses = {
+        ni.name: per_node[ni.name] if ni.name in per_node else _absent_status(rejectors)
+        for ni in infos
+    }
+    return FilterRun(statuses, status, pre, skipped, per_node, batch, state)
+
+
+class ScoreRun(_ByNode):
+    """Scores of the feasible nodes (``run_score``'s result).
+
+    As a mapping, the chosen view by node name: one plugin's normalised (or raw) score,
+    or the weighted totals. ``skipped`` is True when that plugin was skipped (its
+    PreScore returned ``SKIP``): the mapping is then empty, as it is when there are no
+    feasible nodes, but the two now say different things. ``raw``, ``normalized`` and
+    ``weighted`` hold every scoring plugin's scores by plugin then node, ``totals`` the
+    weighted sums; ``skipped_plugins`` every skipped Score plugin; ``state`` the cycle
+    state after scoring.
+    """
+
+    def __init__(
+        self,
+        scores: dict[str, int],
+        skipped: bool,
+        raw: dict[str, dict[str, int]],
+        normalized: dict[str, dict[str, int]],
+        weighted: dict[str, dict[str, int]],
+        totals: dict[str, int],
+        skipped_plugins: frozenset[str],
+        state: CycleState,
+    ) -> None:
+        self._by_node = scores
+        self.skipped = skipped
+        self.raw = raw
+        self.normalized = normalized
+        self.weighted = weighted
+        self.totals = totals
+        self.skipped_plugins = skipped_plugins
+        self.state = state
+
+    def __repr__(self) -> str:
+        return f"ScoreRun(skipped={self.skipped}, scores={self._by_node!r})"
 
 
 def run_score(
@@ -169,61 +304,84 @@ def run_score(
     pod: PodLike,
     nodes: NodesLike,
     *,
+    feasible: Iterable[str | Node | NodeBuilder | NodeInfo] | None = None,
     plugin: str | None = None,
     raw: bool = False,
     pods: Iterable[PodLike] = (),
     state: CycleState | None = None,
-) -> dict[str, int]:
-    """PreFilter, PreScore, Score and NormalizeScore of ``fw``'s profile over ``nodes``
-    (taken as the feasible nodes: Filter does not run): scores by node name.
+    pre_filter: bool = True,
+) -> ScoreRun:
+    """PreScore, Score and NormalizeScore of ``fw``'s profile on the feasible nodes
+    (Filter does not run): a :class:`ScoreRun`, scores by node name.
 
-    With one Score plugin (or ``plugin=`` naming one) the result is that plugin's
+    ``nodes`` make the snapshot; ``feasible`` (names, or nodes of the snapshot) are the
+    nodes scored, in snapshot order, as upstream's score tests pass the feasible nodes
+    beside a fuller snapshot; default all of them. PreFilter runs first unless
+    ``pre_filter=False`` (a plugin whose PreScore does not need it).
+
+    With one Score plugin (or ``plugin=`` naming one) the mapping is that plugin's
     normalised score (``raw=True``: its score before normalisation); with several and
-    no ``plugin``, the weighted totals. ``{}`` when the plugin was skipped (PreScore
-    returned ``SKIP``). Raises ``ExtensionPointError`` when PreFilter rejects the pod
-    or a phase fails.
+    no ``plugin``, the weighted totals. Raises ``ExtensionPointError`` when PreFilter
+    rejects the pod or a phase fails.
     """
     snap = snapshot_of(nodes, pods)
     fw.set_snapshot(snap)
     pi = as_pod_info(pod)
     state = state if state is not None else fw.new_cycle_state()
     infos = snap.list()
-    _, status, _ = fw.run_pre_filter_plugins(state, pi, infos)
-    if not status.is_success():
-        raise ExtensionPointError("PreFilter", status)
-    status = fw.run_pre_score_plugins(state, pi, infos)
+    if pre_filter:
+        _, status, _ = fw.run_pre_filter_plugins(state, pi, infos)
+        if not status.is_success():
+            raise ExtensionPointError("PreFilter", status)
+    if feasible is not None:
+        wanted = {_node_name(n) for n in feasible}
+        unknown = wanted - {ni.name for ni in infos}
+        if unknown:
+            raise KeyError(f"feasible nodes not in the snapshot: {sorted(unknown)}")
+        rows = [i for i, ni in enumerate(infos) if ni.name in wanted]
+    else:
+        rows = list(range(len(infos)))
+    chosen = [infos[i] for i in rows]
+    status = fw.run_pre_score_plugins(state, pi, chosen)
     if not status.is_success():
         raise ExtensionPointError("PreScore", status)
-    result = fw.run_score_plugins(state, pi, NodeBatch(snap.table, range(len(infos)), infos))
+    result = fw.run_score_plugins(
+        state, pi, NodeBatch(snap.table, np.array(rows, dtype=np.intp), chosen)
+    )
     if isinstance(result, Status):
         raise ExtensionPointError("Score", result)
-    by_plugin = {ps.plugin: ps for ps in result.plugins}
-    if plugin is None and len(fw.plugins_at("Score")) == 1:
-        plugin = fw.plugins_at("Score")[0]
+    score_plugins = fw.plugins_at("Score")
+    if plugin is None and len(score_plugins) == 1:
+        plugin = score_plugins[0]
+    if plugin is not None and plugin not in score_plugins:
+        raise KeyError(f"{plugin!r} is not a Score plugin of this profile")
+
+    def by_node(values: Any) -> dict[str, int]:
+        return dict(zip(result.names, (int(v) for v in values.tolist()), strict=True))
+
+    raws = {ps.plugin: by_node(ps.raw) for ps in result.plugins}
+    normalized = {ps.plugin: by_node(ps.normalized) for ps in result.plugins}
+    weighted = {ps.plugin: by_node(ps.weighted) for ps in result.plugins}
+    totals = by_node(result.totals)
+    skipped_plugins = frozenset(state.skip_score_plugins)
+    skipped = plugin is not None and plugin in skipped_plugins
     if plugin is None:
-        values: Sequence[int] = result.totals.tolist()
-    elif plugin not in by_plugin:
-        if plugin not in fw.plugins_at("Score"):
-            raise KeyError(f"{plugin!r} is not a Score plugin of this profile")
-        return {}
+        view = totals
+    elif skipped:
+        view = {}
     else:
-        ps = by_plugin[plugin]
-        values = (ps.raw if raw else ps.normalized).tolist()
-    return dict(zip(result.names, (int(v) for v in values), strict=True))
+        view = (raws if raw else normalized)[plugin]
+    return ScoreRun(view, skipped, raws, normalized, weighted, totals, skipped_plugins, state)
 
 
-def _objects(items: Iterable[Any]) -> list[KubeObject]:
-    from kubesched.api.manifests import parse_object
-
-    out: list[KubeObject] = []
-    for item in items:
-        if isinstance(item, PodBuilder | NodeBuilder):
-            out.append(item.obj())
-        elif isinstance(item, Mapping):
-            out.append(parse_object(dict(item)))
-        else:
-            out.append(item)
-    return out
+def _node_name(node: str | Node | NodeBuilder | NodeInfo) -> str:
+    if isinstance(node, str):
+        return node
+    if isinstance(node, NodeInfo):
+        return node.name
+    if isinstance(node, NodeBuilder):
+        node = node.obj()
+    return node.metadata.name
 
 
 def simulate_small(
@@ -249,7 +407,7 @@ def simulate_small(
     from kubesched.simulate.driver import simulate
 
     registry = registry or default_registry()
-    objs = _objects(objects)
+    objs = objects_from(*objects)
     if not any(isinstance(o, Node) for o in objs):
         objs = [
             *(

@@ -17,6 +17,8 @@ from kubesched.api import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     OwnerReference,
+    PersistentVolumeClaim,
+    PersistentVolumeClaimVolumeSource,
     Pod,
     PodTemplateSpec,
     ReplicaSet,
@@ -24,6 +26,7 @@ from kubesched.api import (
     RequiredNodeAffinity,
     StatefulSet,
     Toleration,
+    Volume,
     find_untolerated_taint,
 )
 from kubesched.backend.memory.admission import AdmissionError
@@ -464,7 +467,11 @@ class WorkloadControllers:
                         POD_INDEX_LABEL: str(i),
                         CONTROLLER_REVISION_HASH_LABEL: revision,
                     },
-                    spec_update={"hostname": name, "subdomain": sts.spec.service_name},
+                    spec_update={
+                        "hostname": name,
+                        "subdomain": sts.spec.service_name,
+                        "volumes": self._stateful_set_claims(sts, i),
+                    },
                 )
                 if ordered or created is None:
                     return
@@ -479,9 +486,46 @@ class WorkloadControllers:
         if ordered:
             if any(by_ordinal[o].metadata.deletion_timestamp is not None for o in condemned):
                 return
-            self._delete_pods([by_ordinal[condemned[0]]])
-        else:
-            self._delete_pods([by_ordinal[o] for o in condemned])
+            condemned = condemned[:1]
+        self._delete_pods([by_ordinal[o] for o in condemned])
+        if sts.spec.persistent_volume_claim_retention_policy.when_scaled == "Delete":
+            # whenScaled: Delete — the claims of the ordinals scaled away go with them.
+            for o in condemned:
+                for template in sts.spec.volume_claim_templates:
+                    name = f"{template.metadata.name}-{sts.name}-{o}"
+                    if self.cluster.try_get("PersistentVolumeClaim", sts.namespace, name):
+                        self.cluster.delete("PersistentVolumeClaim", sts.namespace, name)
+
+    def _stateful_set_claims(self, sts: StatefulSet, ordinal: int) -> list[Volume]:
+        """Create the pod's missing claims ``<template>-<set>-<ordinal>`` and return the
+        pod's volumes with each template's volume pointing at its claim (``updateStorage``).
+
+        Claims carry the set's selector labels; with ``whenDeleted: Delete`` the set owns
+        them, so deleting the set deletes them (garbage collection); with ``whenScaled:
+        Delete`` the claims of ordinals scaled away are deleted with their pods.
+        """
+        volumes = {v.name: v for v in sts.spec.template.spec.volumes}
+        selector = sts.spec.selector.match_labels if sts.spec.selector is not None else None
+        for template in sts.spec.volume_claim_templates:
+            tname = template.metadata.name or ""
+            claim_name = f"{tname}-{sts.name}-{ordinal}"
+            volumes[tname] = Volume(
+                name=tname,
+                persistent_volume_claim=PersistentVolumeClaimVolumeSource(claim_name=claim_name),
+            )
+            if self.cluster.try_get("PersistentVolumeClaim", sts.namespace, claim_name) is not None:
+                continue
+            meta: dict[str, Any] = {
+                "name": claim_name,
+                "namespace": sts.namespace,
+                "labels": {**template.metadata.labels, **(selector or {})},
+                "annotations": dict(template.metadata.annotations),
+            }
+            if sts.spec.persistent_volume_claim_retention_policy.when_deleted == "Delete":
+                meta["ownerReferences"] = [_owner_ref(sts).to_dict()]
+            claim = PersistentVolumeClaim(metadata=meta, spec=template.spec.model_copy(deep=True))  # type: ignore[arg-type]
+            self.cluster.create(claim)
+        return list(volumes.values())
 
     # -- Job -------------------------------------------------------------------------------
 

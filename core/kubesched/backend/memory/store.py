@@ -33,6 +33,7 @@ from kubesched.backend.memory.kubelet import KubeletEvictionManager
 from kubesched.backend.memory.naming import deterministic_uid, random_suffix, timestamp
 from kubesched.backend.memory.nodelifecycle import NodeLifecycleController
 from kubesched.backend.memory.tainteviction import TaintEvictionController
+from kubesched.backend.memory.volumes import VolumeControllers
 from kubesched.backend.protocol import (
     BackendError,
     ConflictError,
@@ -53,7 +54,13 @@ APPLY_ORDER: dict[str, int] = {
     "PriorityClass": 1,
     "RuntimeClass": 1,
     "KubeletConfiguration": 1,
+    "StorageClass": 1,
+    "CSIDriver": 1,
     "Node": 2,
+    "CSINode": 2,
+    "CSIStorageCapacity": 3,
+    "PersistentVolume": 3,
+    "PersistentVolumeClaim": 3,
     "Service": 3,
     "PodDisruptionBudget": 3,
     "Lease": 3,
@@ -101,6 +108,12 @@ _RESOURCES = {
     "PodDisruptionBudget": "poddisruptionbudgets.policy",
     "RuntimeClass": "runtimeclasses.node.k8s.io",
     "Lease": "leases.coordination.k8s.io",
+    "PersistentVolume": "persistentvolumes",
+    "PersistentVolumeClaim": "persistentvolumeclaims",
+    "StorageClass": "storageclasses.storage.k8s.io",
+    "CSINode": "csinodes.storage.k8s.io",
+    "CSIDriver": "csidrivers.storage.k8s.io",
+    "CSIStorageCapacity": "csistoragecapacities.storage.k8s.io",
 }
 
 
@@ -164,6 +177,10 @@ class MemoryCluster:
     them as read-only and copy (``model_copy(deep=True)``) before changing them.
     """
 
+    reconciles_synchronously = True
+    """Controllers (PV binding, provisioning, workloads) act within the write that
+    triggers them: a client need not wait for them (``ClusterBackend``)."""
+
     def __init__(
         self,
         clock: Clock,
@@ -213,6 +230,7 @@ class MemoryCluster:
             default_toleration_seconds=default_toleration_seconds,
         )
         self.controllers = WorkloadControllers(self)
+        self.volumes = VolumeControllers(self)
         self.disruption = DisruptionController(self)
         self.taint_eviction = TaintEvictionController(self)
         self.node_lifecycle = NodeLifecycleController(self)
@@ -394,6 +412,7 @@ class MemoryCluster:
                             w.handler(event)
                     if not self._paused:
                         self.controllers.on_event(kind, event)
+                        self.volumes.on_event(kind, event)
                     self.taint_eviction.on_event(kind, event)
                     self.node_lifecycle.on_event(kind, event)
                     if self.kubelet is not None:
@@ -419,6 +438,7 @@ class MemoryCluster:
         finally:
             self._paused -= 1
         if not self._paused:
+            self.volumes.resync_all()
             self.controllers.resync_all()
             self.disruption.sync_all()
 

@@ -182,6 +182,8 @@ class {{ name }}:
     """
 
     name = NAME
+    sdk_version = "{{ cookiecutter._sdk_version }}"
+    """The kubesched plugin SDK this plugin is written for (``kubesched.__sdk_version__``)."""
 {%- if args %}
     Args = {{ name }}Args
 {%- endif %}

@@ -21,11 +21,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kubesched import Code, CycleState, NodeInfo, PodInfo, PostFilterResult, StateKey, Status
 from kubesched.api import PodDisruptionBudget, compile_label_selector
 from kubesched.api.selectors import LabelSelectorMatcher
 from kubesched.backend.protocol import NotFoundError, PodCondition
-from kubesched.scheduler.diagnosis import Diagnosis, FitError
+from kubesched.framework.cycle_state import CycleState, StateKey
+from kubesched.framework.diagnosis import Diagnosis, FitError
+from kubesched.framework.results import PostFilterResult
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
 
@@ -446,7 +449,7 @@ class Evaluator:
         if not potential:
             return [], {}, []
         offset, num_candidates = self.interface.get_offset_and_num_candidates(len(potential))
-        pdbs = self._pdbs_for(potential)
+        pdbs = self.pdbs_for(potential)
         if explanation is not None:
             explanation.potential_nodes = len(potential)
             explanation.offset = offset
@@ -455,7 +458,7 @@ class Evaluator:
             state, pod_info, potential, pdbs, offset, num_candidates, explanation
         )
 
-    def _pdbs_for(self, nodes: Sequence[NodeInfo]) -> list[PDBView]:
+    def pdbs_for(self, nodes: Sequence[NodeInfo]) -> list[PDBView]:
         """The PDBs of the namespaces of the pods on ``nodes``, read once for the attempt.
 
         Upstream lists every PDB of the cluster; only those in a victim's namespace can

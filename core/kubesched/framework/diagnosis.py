@@ -76,5 +76,7 @@ class FitError(Exception):
             if histogram:
                 msg += f" {', '.join(histogram)}."
         if d.post_filter_msg:
-            msg += f" {d.post_filter_msg}."
+            # Upstream appends the PostFilter message as it is ("%v", no separator period):
+            # DefaultPreemption's messages end with their own period.
+            msg += f" {d.post_filter_msg}"
         return msg

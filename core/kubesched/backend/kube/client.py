@@ -1,0 +1,282 @@
+"""HTTP to the API server: the official client's config and auth, raw JSON, QPS/burst, metrics."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import orjson
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes.config.config_exception import ConfigException
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from kubesched.backend.protocol import BackendError, ConflictError, NotFoundError
+from kubesched.config.types import ClientConnectionConfiguration
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+
+DEFAULT_TIMEOUT = 30.0
+"""Seconds a non-watch request may take (connect and read)."""
+
+
+class ForbiddenError(BackendError):
+    """The user may not do this (403): missing RBAC permissions."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 403)
+
+
+class GoneError(BackendError):
+    """The resourceVersion asked for is too old (410): relist."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 410)
+
+
+class UnreachableError(BackendError):
+    """The API server did not answer (connection refused, timeout, TLS failure)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 0)
+
+
+_ERRORS: dict[int, type[BackendError]] = {
+    403: ForbiddenError,
+    404: NotFoundError,
+    409: ConflictError,
+    410: GoneError,
+}
+
+
+class TokenBucket:
+    """client-go's ``flowcontrol.NewTokenBucketRateLimiter(qps, burst)``: ``burst`` requests
+    at once, then ``qps`` a second; ``take`` blocks until a token is there."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps = qps
+        self.burst = max(1, burst)
+        self._tokens = float(self.burst)
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def take(self) -> None:
+        """Wait for one token."""
+        if self.qps <= 0:
+            return
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            self._tokens -= 1
+            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
+        if wait > 0:
+            time.sleep(wait)
+
+
+REQUEST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+"""client-go's buckets of request and rate-limiter latency."""
+
+
+class ClientMetrics:
+    """client-go's REST client metrics (``rest_client_requests_total``, latency)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ["code", "method", "host"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host.",
+            ["verb", "host"],
+            buckets=REQUEST_BUCKETS,
+            registry=registry,
+        )
+        self.rate_limiter_latency = Histogram(
+            "rest_client_rate_limiter_duration_seconds",
+            "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+            ["verb", "host"],
+            buckets=REQUEST_BUCKETS,
+            registry=registry,
+        )
+
+
+def load_configuration(kubeconfig: str | None) -> k8s_client.Configuration:
+    """The official client's configuration from ``kubeconfig`` (or ``$KUBECONFIG``/
+    ``~/.kube/config``), or in-cluster when there is none and we run in a pod.
+
+    The kubernetes client handles client certificates, bearer tokens, token files and
+    exec credential plugins. Raises ``BackendError`` with one line saying what is wrong.
+    """
+    configuration = k8s_client.Configuration()
+    try:
+        if kubeconfig:
+            k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+        else:
+            try:
+                k8s_config.load_incluster_config(client_configuration=configuration)
+            except ConfigException:
+                k8s_config.load_kube_config(client_configuration=configuration)
+    except (ConfigException, OSError, ValueError, TypeError) as err:
+        where = f"kubeconfig {kubeconfig}" if kubeconfig else "in-cluster or default kubeconfig"
+        raise BackendError(f"cannot load the {where}: {_one_line(err)}", 0) from err
+    return configuration
+
+
+class KubeClient:
+    """Requests to one API server with the official client's connection and credentials.
+
+    Bodies are JSON in and out, decoded with orjson (kubesched's pydantic models parse
+    them; the typed client's models are much slower, see docs/run.md). ``qps``/``burst``
+    throttle every request but watches, as client-go does.
+    """
+
+    def __init__(
+        self,
+        configuration: k8s_client.Configuration,
+        connection: ClientConnectionConfiguration | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        connection = connection or ClientConnectionConfiguration()
+        self.configuration = configuration
+        # Binding threads, informers and the event writer share the pool.
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 32)
+        self.api_client = k8s_client.ApiClient(configuration)
+        self._pool = self.api_client.rest_client.pool_manager
+        self.host = configuration.host.rstrip("/")
+        self._host_label = urlsplit(self.host).netloc
+        self.limiter = TokenBucket(connection.qps, connection.burst)
+        # kubesched decodes JSON only: a protobuf content type (upstream's default) is
+        # asked for with JSON as the fallback the server then always picks.
+        accept = connection.accept_content_types or connection.content_type or JSON
+        self.accept = JSON if PROTOBUF in accept and JSON not in accept else accept
+        if JSON not in self.accept:
+            self.accept = f"{self.accept}, {JSON}"
+        self.metrics = ClientMetrics(registry or CollectorRegistry())
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self.api_client.close()
+
+    def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": self.accept, "User-Agent": "kubesched"}
+        for auth in self.configuration.auth_settings().values():
+            if auth.get("value"):
+                headers[auth["key"]] = auth["value"]
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    def url(self, path: str, query: dict[str, Any] | None = None) -> str:
+        """The absolute URL of ``path`` with ``query``."""
+        q = {k: v for k, v in (query or {}).items() if v is not None}
+        return self.host + path + ("?" + urlencode(q) if q else "")
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> Any:
+        """One request; the decoded JSON answer. Raises ``BackendError`` subclasses with
+        the API server's message (404, 409, 403, 410, ...) or ``UnreachableError``."""
+        started = time.monotonic()
+        self.limiter.take()
+        waited = time.monotonic()
+        self.metrics.rate_limiter_latency.labels(method, self._host_label).observe(waited - started)
+        data = orjson.dumps(body) if body is not None else None
+        try:
+            resp = self._pool.request(
+                method,
+                self.url(path, query),
+                body=data,
+                headers=self._headers(content_type if data is not None else None),
+                timeout=urllib3.Timeout(connect=10.0, read=timeout),
+                retries=False,
+            )
+        except urllib3.exceptions.HTTPError as err:
+            self.metrics.requests.labels("<error>", method, self._host_label).inc()
+            raise UnreachableError(
+                f"cannot reach the API server at {self.host}: {_one_line(err)}"
+            ) from err
+        self.metrics.requests.labels(str(resp.status), method, self._host_label).inc()
+        self.metrics.latency.labels(method, self._host_label).observe(time.monotonic() - waited)
+        if resp.status >= 400:
+            raise status_error(resp.status, resp.data)
+        return orjson.loads(resp.data) if resp.data else None
+
+    def stream(
+        self, path: str, query: dict[str, Any], timeout: float
+    ) -> tuple[urllib3.BaseHTTPResponse, Iterator[dict[str, Any]]]:
+        """A watch: the open response (to close it) and the decoded events as they come.
+        Not throttled (client-go's watches are not either)."""
+        try:
+            resp = self._pool.request(
+                "GET",
+                self.url(path, query),
+                headers=self._headers(None),
+                timeout=urllib3.Timeout(connect=10.0, read=timeout),
+                preload_content=False,
+                retries=False,
+            )
+        except urllib3.exceptions.HTTPError as err:
+            raise UnreachableError(
+                f"cannot reach the API server at {self.host}: {_one_line(err)}"
+            ) from err
+        self.metrics.requests.labels(str(resp.status), "WATCH", self._host_label).inc()
+        if resp.status >= 400:
+            data = resp.read()
+            resp.release_conn()
+            raise status_error(resp.status, data)
+        return resp, _lines(resp)
+
+
+def _lines(resp: urllib3.BaseHTTPResponse) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a watch stream, one a line."""
+    buffer = b""
+    for chunk in resp.stream(64 * 1024, decode_content=False):
+        buffer += chunk
+        while True:
+            end = buffer.find(b"\n")
+            if end < 0:
+                break
+            line, buffer = buffer[:end], buffer[end + 1 :]
+            if line.strip():
+                yield orjson.loads(line)
+    if buffer.strip():
+        yield orjson.loads(buffer)
+
+
+def status_error(code: int, data: bytes | None) -> BackendError:
+    """The ``BackendError`` of an API ``Status`` answer with HTTP ``code``."""
+    message = ""
+    if data:
+        try:
+            message = orjson.loads(data).get("message", "")
+        except (orjson.JSONDecodeError, AttributeError):
+            message = data[:200].decode("utf-8", "replace")
+    message = message or f"HTTP {code}"
+    cls = _ERRORS.get(code)
+    return cls(message) if cls is not None else BackendError(message, code)
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[-1] if text else type(err).__name__

@@ -1,0 +1,30 @@
+"""Capacity planning: how many more of a pod fit, and how many new nodes a workload needs.
+
+The Python API of ``kubesched capacity``::
+
+    from kubesched.api import load_manifests
+    from kubesched.capacity import capacity_fit, capacity_nodes, pod_template
+
+    template, extra = pod_template(load_manifests(["web.yaml"]), "web.yaml")
+    report = capacity_fit([*load_manifests(["cluster/"]), *extra], template)
+    report.count, report.stop.message
+"""
+
+from kubesched.capacity.common import PodTemplate, pod_template
+from kubesched.capacity.fit import capacity_fit
+from kubesched.capacity.report import (
+    SCHEMA_VERSION,
+    CapacityFitReport,
+    CapacityNodesReport,
+    json_schemas,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CapacityFitReport",
+    "CapacityNodesReport",
+    "PodTemplate",
+    "capacity_fit",
+    "json_schemas",
+    "pod_template",
+]

@@ -1,0 +1,138 @@
+"""Plugin args: the base models and Kubernetes-style field errors for their validation.
+
+Upstream validates plugin args with ``field.ErrorList`` (``validation_pluginargs.go``):
+every problem is reported, each at its field path, as ``Invalid value: 0: ...``,
+``Required value: ...``, ``Duplicate value: "cpu"`` or ``Unsupported value: ...``. A
+pydantic ``model_validator`` collects :class:`ArgsError` items and raises them together
+with :func:`raise_args_errors`, so that ``kubesched config validate`` and the Python API
+(``kubesched.testing.framework_for``) show upstream's messages at the right paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from kubesched.api.validation.syntax import is_qualified_name
+from kubesched.errors import ErrorType, show_value
+
+__all__ = [
+    "ArgsError",
+    "ArgsModel",
+    "PluginArgs",
+    "duplicate",
+    "invalid",
+    "label_name_errors",
+    "not_supported",
+    "raise_args_errors",
+    "required",
+]
+
+
+class ArgsModel(BaseModel):
+    """Base of the models inside a plugin's args (``scoringStrategy``, ``resources[i]``).
+
+    Keys are camelCase in YAML (``scoringStrategy``) and snake_case in Python
+    (``scoring_strategy``); an unknown key is an error that names it. A ``null`` value is
+    the same as an absent key, as upstream's decoding into pointers and slices followed by
+    defaulting treats it: the field takes its default.
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_unset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and any(v is None for v in data.values()):
+            return {k: v for k, v in data.items() if v is not None}
+        return data
+
+
+class PluginArgs(ArgsModel):
+    """Base of every plugin's ``Args`` model: the ``args`` of its ``pluginConfig`` entry.
+
+    ``kind`` and ``apiVersion`` are accepted because upstream's typed args carry them
+    (``kind: NodeResourcesFitArgs``); they are not otherwise used.
+    """
+
+    kind: str | None = None
+    api_version: str | None = None
+
+
+@dataclass(frozen=True)
+class ArgsError:
+    """One problem: where (a pydantic location relative to the args), what, and its
+    Kubernetes error type (``FieldValueInvalid``, ...)."""
+
+    loc: tuple[str | int, ...]
+    message: str
+    value: Any = None
+    type: ErrorType = ErrorType.INVALID
+
+
+def invalid(loc: Sequence[str | int], value: Any, detail: str) -> ArgsError:
+    """``field.Invalid``: ``Invalid value: <value>: <detail>``."""
+    return ArgsError(tuple(loc), f"Invalid value: {show_value(value)}: {detail}", value)
+
+
+def required(loc: Sequence[str | int], detail: str = "") -> ArgsError:
+    """``field.Required``: ``Required value[: <detail>]``."""
+    message = f"Required value: {detail}" if detail else "Required value"
+    return ArgsError(tuple(loc), message, type=ErrorType.REQUIRED)
+
+
+def duplicate(loc: Sequence[str | int], value: Any) -> ArgsError:
+    """``field.Duplicate``: ``Duplicate value: <value>``."""
+    return ArgsError(
+        tuple(loc), f"Duplicate value: {show_value(value)}", value, ErrorType.DUPLICATE
+    )
+
+
+def not_supported(loc: Sequence[str | int], value: Any, supported: Iterable[str]) -> ArgsError:
+    """``field.NotSupported``: ``Unsupported value: "x": supported values: "a", "b"``."""
+    values = ", ".join(show_value(s) for s in supported)
+    return ArgsError(
+        tuple(loc),
+        f"Unsupported value: {show_value(value)}: supported values: {values}",
+        value,
+        ErrorType.NOT_SUPPORTED,
+    )
+
+
+def raise_args_errors(title: str, errors: Sequence[ArgsError]) -> None:
+    """Raise all ``errors`` as one pydantic ``ValidationError`` (no-op when empty).
+
+    Raised inside a validator, pydantic prefixes each location with the validated
+    model's own location, so the paths end up relative to the configuration file. Each
+    error's pydantic type is its Kubernetes type, which ``FieldProblem.type`` carries on.
+    """
+    if not errors:
+        return
+    raise ValidationError.from_exception_data(
+        title,
+        [
+            InitErrorDetails(
+                # The text goes through ctx so that braces in it are not a template.
+                type=PydanticCustomError(str(e.type), "{message}", {"message": e.message}),
+                loc=e.loc,
+                input=e.value,
+            )
+            for e in errors
+        ],
+    )
+
+
+def label_name_errors(loc: Sequence[str | int], value: str) -> list[ArgsError]:
+    """``metav1validation.ValidateLabelName``: one ``Invalid value`` per problem
+    ``IsQualifiedName`` finds, in upstream's words."""
+    return [invalid(loc, value, msg) for msg in is_qualified_name(value)]

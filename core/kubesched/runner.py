@@ -1,0 +1,196 @@
+"""The long-running scheduler of ``kubesched run``: informers, leader election, loop, shutdown."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+from kubesched.backend.kube.cluster import KubeCluster
+from kubesched.config import EffectiveConfiguration
+from kubesched.framework.registry import PluginRegistry
+from kubesched.leaderelection import LeaderElectionMetrics, LeaderElector
+from kubesched.metrics import Metrics
+from kubesched.scheduler import EventHandlers, Scheduler
+from kubesched.server import HealthServer
+
+log = logging.getLogger(__name__)
+
+HOUSEKEEPING_PERIOD = 1.0
+"""How often assumed pods expire and Permit waits time out (upstream: 1 s cleanup loop)."""
+
+EXIT_LOST_LEASE = 1
+"""Exit status when leadership was lost (upstream exits with "leaderelection lost")."""
+
+
+def default_identity() -> str:
+    """A replica's leader-election identity: ``hostname_uuid``, as kube-scheduler's."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+@dataclass
+class ServerOptions:
+    """Where the HTTP server listens (``--bind-address``, ``--port``, TLS files)."""
+
+    address: str = "127.0.0.1"
+    port: int = 10259
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+
+
+class SchedulerRunner:
+    """Schedules a cluster until ``stop()``: kube-scheduler's ``Run``.
+
+    Informers fill the cache first (``/readyz`` turns ready once they listed; with
+    ``delayCacheUntilActive``, only once this replica leads); then, with leader
+    election on, only while this replica leads does the loop pop pods, and
+    the cluster refuses writes once the lease is not renewed within renewDeadline. On
+    ``stop`` it takes no new pod, rejects the pods waiting at Permit, lets the bindings
+    in flight finish or roll back, releases the lease and closes the connections.
+    """
+
+    def __init__(
+        self,
+        config: EffectiveConfiguration,
+        registry: PluginRegistry,
+        cluster: KubeCluster,
+        *,
+        metrics: Metrics | None = None,
+        identity: str | None = None,
+        server: ServerOptions | None = None,
+    ) -> None:
+        self.config = config
+        self.cluster = cluster
+        self.metrics = metrics or Metrics()
+        self.identity = identity or default_identity()
+        cluster.events.instance = self.identity
+        self.scheduler = Scheduler(
+            config,
+            registry,
+            cluster,
+            lister=cluster.lister,
+            metrics=self.metrics,
+            concurrent_binding=True,
+        )
+        self.scheduler.record_details = False
+        self.handlers = EventHandlers(self.scheduler)
+        le = config.config.leader_election
+        self.elector: LeaderElector | None = None
+        self.leading = threading.Event()
+        if le.leader_elect:
+            self.elector = LeaderElector(
+                cluster,
+                le,
+                self.identity,
+                metrics=LeaderElectionMetrics(self.metrics.registry),
+                on_started_leading=self.leading.set,
+                on_stopped_leading=self.leading.clear,
+            )
+            cluster.may_write = self.elector.is_leader
+        else:
+            self.leading.set()
+        self.server: HealthServer | None = None
+        if server is not None:
+            self.server = HealthServer(
+                self.metrics.registry,
+                address=server.address,
+                port=server.port,
+                ready_checks={"informer-sync": self._synced, "leaderElection": self._election},
+                tls_cert_file=server.tls_cert_file,
+                tls_key_file=server.tls_key_file,
+            )
+        self.lost_lease = False
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # -- health ---------------------------------------------------------------------------
+    def _synced(self) -> tuple[bool, str]:
+        return (True, "") if self.cluster.synced() else (False, "informers not synced")
+
+    def _election(self) -> tuple[bool, str]:
+        if self.elector is None:
+            return True, "disabled"
+        if self.lost_lease:
+            return False, "lost the lease"
+        role = "leader" if self.elector.is_leader() else "standby"
+        return True, f"{role} (leader: {self.elector.reported_leader or 'unknown'})"
+
+    # -- life cycle ---------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask the runner to stop (signal handlers call this)."""
+        self._stop.set()
+
+    def run(self) -> int:
+        """Run until ``stop()`` or a lost lease; the exit status (0, or 1 for a lost lease)."""
+        if self.server is not None:
+            self.server.start()
+            log.info(
+                "serving /metrics, /healthz, /readyz on %s:%d",
+                *self.server.httpd.server_address[:2],
+            )
+        try:
+            if self.elector is not None:
+                self._spawn("leader-election", self._elect)
+            if self.config.config.delay_cache_until_active and self.elector is not None:
+                # Upstream's delayCacheUntilActive: a standby keeps no cache (no lists,
+                # no watches) until it leads.
+                log.info("waiting for leadership before filling the cache")
+                while not self.leading.wait(0.2):
+                    if self._stop.is_set():
+                        return EXIT_LOST_LEASE if self.lost_lease else 0
+            self.cluster.start()
+            self.handlers.connect(self.cluster)
+            self.cluster.start_dispatch()
+            log.info("informers synced; pid %d, identity %s", os.getpid(), self.identity)
+            self._threads += self.scheduler.queue.run(self._stop)
+            self._spawn("housekeeping", self._housekeeping)
+            self._loop()
+        finally:
+            self._shutdown()
+        return EXIT_LOST_LEASE if self.lost_lease else 0
+
+    def _spawn(self, name: str, target: object) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)  # type: ignore[arg-type]
+        thread.start()
+        self._threads.append(thread)
+
+    def _elect(self) -> None:
+        assert self.elector is not None
+        if self.elector.run(self._stop):
+            log.error("leaderelection lost")
+            self.lost_lease = True
+            self._stop.set()
+
+    def _housekeeping(self) -> None:
+        s = self.scheduler
+        while not self._stop.wait(HOUSEKEEPING_PERIOD):
+            s.cache.cleanup_assumed_pods(s.clock.now())
+            s.expire_waiting_pods()
+
+    def _loop(self) -> None:
+        s = self.scheduler
+        while not self._stop.is_set():
+            if not self.leading.is_set() or (
+                self.elector is not None and not self.elector.is_leader()
+            ):
+                self.leading.wait(0.2)
+                continue
+            s.schedule_one(block=True, timeout=0.5)
+
+    def _shutdown(self) -> None:
+        self._stop.set()
+        started = time.monotonic()
+        self.scheduler.close()
+        if self.elector is not None and not self.lost_lease:
+            self.elector.release()
+        self.handlers.disconnect()
+        self.cluster.close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        if self.server is not None:
+            self.server.stop()
+        log.info("stopped in %.2fs", time.monotonic() - started)

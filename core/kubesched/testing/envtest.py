@@ -1,0 +1,348 @@
+"""A real etcd + kube-apiserver on free 127.0.0.1 ports, for tests that talk to Kubernetes.
+
+Follows controller-runtime's envtest convention: the binaries are found through
+``KUBEBUILDER_ASSETS`` (a folder holding ``etcd`` and ``kube-apiserver``; get them with
+``setup-envtest use 1.36.x`` or from a Kubernetes release). Everything lives in a
+temporary directory; ``stop()`` ends the processes it started, by PID.
+
+    with ControlPlane() as cp:
+        kubeconfig = cp.kubeconfig            # admin (system:masters), static token
+        cp.add_user("limited")                # a token user without RBAC rights
+        cp.restart_apiserver()                # drop every watch, keep etcd's data
+
+``create_objects(client, manifests)`` fills it quickly (nodes and pods for a test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from kubesched.errors import KubeschedError
+
+ASSETS_ENV = "KUBEBUILDER_ASSETS"
+"""The environment variable naming the folder of ``etcd`` and ``kube-apiserver``."""
+
+ADMIN_TOKEN = "kubesched-envtest-admin"
+
+
+class EnvtestError(KubeschedError):
+    """The control plane could not start (missing binaries, a process that died)."""
+
+
+def assets_dir() -> Path | None:
+    """The folder of the control-plane binaries from ``KUBEBUILDER_ASSETS``, or None when
+    the variable is unset or the folder lacks ``etcd`` or ``kube-apiserver``."""
+    value = os.environ.get(ASSETS_ENV)
+    if not value:
+        return None
+    folder = Path(value)
+    if all((folder / b).is_file() for b in ("etcd", "kube-apiserver")):
+        return folder
+    return None
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ControlPlane:
+    """etcd and kube-apiserver of ``KUBEBUILDER_ASSETS`` in a temporary directory.
+
+    ``users`` maps extra token users to their groups (tokens are the user names
+    prefixed by ``token-``); the admin user is in ``system:masters``. ``apiserver_args``
+    are added to kube-apiserver's command line.
+    """
+
+    def __init__(
+        self,
+        assets: Path | str | None = None,
+        *,
+        apiserver_args: tuple[str, ...] = (),
+        startup_timeout: float = 90.0,
+    ) -> None:
+        folder = Path(assets) if assets is not None else assets_dir()
+        if folder is None:
+            raise EnvtestError(
+                f"{ASSETS_ENV} is not set to a folder holding etcd and kube-apiserver"
+            )
+        self.assets = folder
+        self.apiserver_args = apiserver_args
+        self.startup_timeout = startup_timeout
+        self.dir: Path | None = None
+        self.etcd_port = 0
+        self.port = 0
+        self._etcd: subprocess.Popen | None = None
+        self._apiserver: subprocess.Popen | None = None
+        self._users: dict[str, tuple[str, ...]] = {"admin": ("system:masters",)}
+
+    # -- life cycle ---------------------------------------------------------------------
+    def start(self) -> ControlPlane:
+        """Start etcd, then kube-apiserver; return once ``/readyz`` answers ok."""
+        self.dir = Path(tempfile.mkdtemp(prefix="kubesched-envtest-"))
+        try:
+            self._write_keys()
+            self._write_tokens()
+            self.etcd_port = free_port()
+            self._start_etcd()
+            self.port = free_port()
+            self._start_apiserver()
+            self.write_kubeconfig(self.kubeconfig, ADMIN_TOKEN)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop kube-apiserver and etcd (by PID) and remove the temporary directory."""
+        for proc in (self._apiserver, self._etcd):
+            _terminate(proc)
+        self._apiserver = self._etcd = None
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+    def restart_apiserver(self, down_for: float = 0.0) -> None:
+        """Stop kube-apiserver (every watch drops), wait ``down_for`` seconds, start it
+        again on the same port over the same etcd."""
+        _terminate(self._apiserver)
+        time.sleep(down_for)
+        self._start_apiserver()
+
+    def __enter__(self) -> ControlPlane:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- what clients need --------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """The API server's address."""
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The admin user's kubeconfig file."""
+        assert self.dir is not None, "the control plane is not started"
+        return self.dir / "admin.kubeconfig"
+
+    def token(self, user: str) -> str:
+        """The bearer token of ``user``."""
+        return ADMIN_TOKEN if user == "admin" else f"token-{user}"
+
+    def add_user(self, user: str, groups: tuple[str, ...] = ()) -> Path:
+        """Add a token user (kube-apiserver reads the token file at start: this restarts
+        it) and return a kubeconfig for that user."""
+        self._users[user] = groups
+        self._write_tokens()
+        self.restart_apiserver()
+        path = self._require_dir() / f"{user}.kubeconfig"
+        self.write_kubeconfig(path, self.token(user))
+        return path
+
+    def write_kubeconfig(self, path: Path, token: str) -> Path:
+        """A kubeconfig for the server with ``token``, trusting its self-signed cert."""
+        ca = self._require_dir() / "certs" / "apiserver.crt"
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "envtest",
+                    "cluster": {"server": self.url, "certificate-authority": str(ca)},
+                }
+            ],
+            "users": [{"name": "envtest-user", "user": {"token": token}}],
+            "contexts": [
+                {"name": "envtest", "context": {"cluster": "envtest", "user": "envtest-user"}}
+            ],
+            "current-context": "envtest",
+        }
+        path.write_text(json.dumps(config, indent=2))
+        return path
+
+    # -- internals ----------------------------------------------------------------------
+    def _require_dir(self) -> Path:
+        if self.dir is None:
+            raise EnvtestError("the control plane is not started")
+        return self.dir
+
+    def _write_keys(self) -> None:
+        d = self._require_dir()
+        key, pub = d / "sa.key", d / "sa.pub"
+        for cmd in (
+            ["openssl", "genrsa", "-out", str(key), "2048"],
+            ["openssl", "rsa", "-in", str(key), "-pubout", "-out", str(pub)],
+        ):
+            try:
+                subprocess.run(cmd, check=True, capture_output=True)
+            except (OSError, subprocess.CalledProcessError) as err:
+                raise EnvtestError(f"could not make the service-account key: {err}") from err
+
+    def _write_tokens(self) -> None:
+        lines = [
+            f'{self.token(user)},{user},{user},"{",".join(groups)}"'
+            if groups
+            else f"{self.token(user)},{user},{user}"
+            for user, groups in self._users.items()
+        ]
+        (self._require_dir() / "tokens.csv").write_text("\n".join(lines) + "\n")
+
+    def _start_etcd(self) -> None:
+        d = self._require_dir()
+        peer = free_port()
+        self._etcd = self._spawn(
+            "etcd",
+            [
+                str(self.assets / "etcd"),
+                "--data-dir",
+                str(d / "etcd"),
+                "--listen-client-urls",
+                f"http://127.0.0.1:{self.etcd_port}",
+                "--advertise-client-urls",
+                f"http://127.0.0.1:{self.etcd_port}",
+                "--listen-peer-urls",
+                f"http://127.0.0.1:{peer}",
+                "--initial-advertise-peer-urls",
+                f"http://127.0.0.1:{peer}",
+                "--initial-cluster",
+                f"default=http://127.0.0.1:{peer}",
+                "--unsafe-no-fsync",
+                "--log-level",
+                "error",
+            ],
+        )
+
+    def _start_apiserver(self) -> None:
+        d = self._require_dir()
+        self._apiserver = self._spawn(
+            "kube-apiserver",
+            [
+                str(self.assets / "kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={self.port}",
+                f"--cert-dir={d / 'certs'}",
+                f"--token-auth-file={d / 'tokens.csv'}",
+                "--authorization-mode=RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                f"--service-account-key-file={d / 'sa.pub'}",
+                f"--service-account-signing-key-file={d / 'sa.key'}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                *self.apiserver_args,
+            ],
+        )
+        self._wait_ready()
+
+    def _spawn(self, name: str, cmd: list[str]) -> subprocess.Popen:
+        log = open(self._require_dir() / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
+        try:
+            return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        except OSError as err:
+            raise EnvtestError(f"could not start {name}: {err}") from err
+        finally:
+            log.close()
+
+    def _wait_ready(self) -> None:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        request = urllib.request.Request(
+            f"{self.url}/readyz", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            for name, proc in (("etcd", self._etcd), ("kube-apiserver", self._apiserver)):
+                if proc is not None and proc.poll() is not None:
+                    raise EnvtestError(
+                        f"{name} exited with {proc.returncode}; see {self.dir}/{name}.log"
+                    )
+            try:
+                with urllib.request.urlopen(request, context=ctx, timeout=2) as resp:
+                    if resp.read().strip() == b"ok":
+                        return
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.2)
+        raise EnvtestError(f"kube-apiserver not ready after {self.startup_timeout:.0f}s")
+
+
+_COLLECTIONS = {
+    "Pod": "/api/v1/namespaces/{ns}/pods",
+    "Node": "/api/v1/nodes",
+    "Namespace": "/api/v1/namespaces",
+    "Service": "/api/v1/namespaces/{ns}/services",
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+    "ReplicaSet": "/apis/apps/v1/namespaces/{ns}/replicasets",
+    "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets",
+    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
+    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
+}
+
+
+def collection_path(manifest: dict[str, Any]) -> str:
+    """The API path a ``manifest`` of a kind the tests create is POSTed to."""
+    namespace = (manifest.get("metadata") or {}).get("namespace") or "default"
+    return _COLLECTIONS[manifest["kind"]].format(ns=namespace)
+
+
+def create_object(client: Any, manifest: dict[str, Any]) -> dict[str, Any]:
+    """POST ``manifest`` (a dict; a builder's ``uid`` is dropped, the server assigns one)
+    to its collection with ``client`` (a ``KubeClient``); the created object."""
+    meta = {k: v for k, v in (manifest.get("metadata") or {}).items() if k != "uid"}
+    return client.request("POST", collection_path(manifest), body={**manifest, "metadata": meta})
+
+
+def create_objects(client: Any, manifests: list[dict[str, Any]], workers: int = 16) -> None:
+    """Create many objects from ``workers`` threads (thousands take seconds, not minutes);
+    the first error is raised once all threads are done."""
+    errors: list[BaseException] = []
+
+    def work(chunk: list[dict[str, Any]]) -> None:
+        try:
+            for manifest in chunk:
+                create_object(client, manifest)
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(manifests[i::workers],)) for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def _terminate(proc: subprocess.Popen | None, timeout: float = 15.0) -> None:
+    """End one child process: SIGTERM, then SIGKILL if it lingers."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,121 @@
+"""The kube backend's parts that need no API server: rate limiter, errors, event series."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from kubesched.backend.kube.client import (
+    ForbiddenError,
+    GoneError,
+    TokenBucket,
+    status_error,
+)
+from kubesched.backend.kube.events import MAX_QUEUED_EVENTS, EventBroadcaster
+from kubesched.backend.protocol import BackendError, ConflictError, NotFoundError, RecordedEvent
+
+
+@pytest.mark.parametrize(
+    ("qps", "burst", "requests", "at_least", "at_most"),
+    [
+        (10, 5, 5, 0.0, 0.05),  # the burst goes at once
+        (10, 5, 8, 0.25, 0.6),  # then 10 a second: 3 more take 0.3 s
+        (-1, 1, 50, 0.0, 0.05),  # a negative qps turns the limiter off (client-go)
+    ],
+    ids=["burst", "then-qps", "disabled"],
+)
+def test_token_bucket(qps, burst, requests, at_least, at_most) -> None:
+    bucket = TokenBucket(qps, burst)
+    started = time.monotonic()
+    for _ in range(requests):
+        bucket.take()
+    elapsed = time.monotonic() - started
+    assert at_least <= elapsed <= at_most
+
+
+@pytest.mark.parametrize(
+    ("code", "body", "cls", "message"),
+    [
+        (
+            404,
+            b'{"kind":"Status","message":"pods \\"p\\" not found"}',
+            NotFoundError,
+            'pods "p" not found',
+        ),
+        (
+            409,
+            b'{"message":"pod p is already assigned to node \\"n\\""}',
+            ConflictError,
+            'pod p is already assigned to node "n"',
+        ),
+        (403, b'{"message":"forbidden"}', ForbiddenError, "forbidden"),
+        (410, b'{"message":"too old resource version"}', GoneError, "too old resource version"),
+        (500, b"not json", BackendError, "not json"),
+        (503, b"", BackendError, "HTTP 503"),
+    ],
+    ids=["404", "409", "403", "410", "500-text", "503-empty"],
+)
+def test_status_error(code, body, cls, message) -> None:
+    err = status_error(code, body)
+    assert type(err) is cls
+    assert (err.code, str(err)) == (code, message)
+
+
+class FakeApi:
+    """Records the requests of the event writer."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, dict]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def request(self, method, path, *, body=None, **_kw):
+        self.gate.wait()
+        self.requests.append((method, path, body))
+        return body
+
+
+def _event(name: str = "p", reason: str = "FailedScheduling", message: str = "m") -> RecordedEvent:
+    return RecordedEvent("Pod", "default", name, "Warning", reason, message, action="Scheduling")
+
+
+def test_series_create_then_count_then_refresh() -> None:
+    api = FakeApi()
+    events = EventBroadcaster(api, refresh=0.3, finish=60)
+    try:
+        for i in range(10):
+            events.record(_event(message=f"attempt {i}"))  # the note may differ
+        events.record(_event(name="q"))
+        events.flush()
+        methods = [(m, b.get("series", {}).get("count")) for m, _p, b in api.requests]
+        assert methods == [("POST", None), ("PATCH", 2), ("POST", None)]
+        created = api.requests[0][2]
+        assert created["reason"] == "FailedScheduling" and created["note"] == "attempt 0"
+        assert created["regarding"] == {
+            "kind": "Pod",
+            "namespace": "default",
+            "name": "p",
+            "apiVersion": "v1",
+        }
+        time.sleep(1.5)  # the refresh writes the running series' count back once
+        patches = [b for m, _p, b in api.requests if m == "PATCH"]
+        assert [p["series"]["count"] for p in patches] == [2, 10]
+    finally:
+        events.close()
+
+
+def test_a_full_queue_drops_instead_of_blocking() -> None:
+    api = FakeApi()
+    api.gate.clear()  # the API server hangs
+    events = EventBroadcaster(api)
+    try:
+        started = time.monotonic()
+        for i in range(MAX_QUEUED_EVENTS + 50):
+            events.record(_event(name=f"p{i}"))
+        assert time.monotonic() - started < 1
+        assert events.dropped >= 49
+    finally:
+        api.gate.set()
+        events.close(timeout=1)

@@ -1,0 +1,155 @@
+"""``kubesched capacity`` end to end on the examples, its schemas and its errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kubesched.capacity import CapacityFitReport, CapacityNodesReport, json_schemas
+from kubesched.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "capacity"
+QUICKSTART = ROOT / "examples" / "quickstart"
+SCHEMAS = ROOT / "docs" / "schema"
+REGENERATE = "KUBESCHED_REGENERATE_SCHEMA"
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_fit_text(capsys) -> None:
+    code, out, err = run_cli(capsys, "capacity", "fit", EXAMPLE / "probe.yaml", QUICKSTART)
+    assert code == 0, err
+    assert out.startswith("12 more Deployment shop/reports fit on 12 nodes")
+    assert "Stopped: 0/12 nodes are available:" in out
+    assert "Per zone" in out and "Per node" in out
+
+
+def test_fit_json_and_yaml_agree(capsys) -> None:
+    _, out, _ = run_cli(capsys, "capacity", "fit", EXAMPLE / "probe.yaml", QUICKSTART, "-o", "json")
+    from_json = CapacityFitReport.model_validate(json.loads(out))
+    _, out, _ = run_cli(capsys, "capacity", "fit", EXAMPLE / "probe.yaml", QUICKSTART, "-o", "yaml")
+    from_yaml = CapacityFitReport.model_validate(yaml.safe_load(out))
+    assert from_json.count == from_yaml.count == 12
+    assert from_json.nodes == from_yaml.nodes
+    assert sum(n.count for n in from_json.nodes) == 12
+
+
+def test_fit_max(capsys) -> None:
+    code, out, _ = run_cli(
+        capsys, "capacity", "fit", EXAMPLE / "probe.yaml", QUICKSTART, "--max", "3"
+    )
+    assert code == 0
+    assert out.startswith("3 more")
+    assert "Stopped at --max" in out
+
+
+def test_nodes_text(capsys) -> None:
+    code, out, err = run_cli(
+        capsys,
+        "capacity",
+        "nodes",
+        EXAMPLE / "workload",
+        QUICKSTART,
+        "--node-template",
+        EXAMPLE / "templates" / "general.yaml",
+        "--node-template",
+        EXAMPLE / "templates" / "large.yaml",
+    )
+    assert code == 0, err
+    assert "Workload: 30 pods; 18 pending on the cluster as it is." in out
+    assert "Add 6 node(s): 6 × general (cost 6)." in out
+    assert "Alternative: 2 × large (cost 7)" in out
+    assert "may not be optimal" in out
+
+
+def test_nodes_json(capsys) -> None:
+    code, out, _ = run_cli(
+        capsys,
+        "capacity",
+        "nodes",
+        EXAMPLE / "workload",
+        QUICKSTART,
+        "--node-template",
+        EXAMPLE / "templates" / "large.yaml",
+        "-o",
+        "json",
+    )
+    assert code == 0
+    report = CapacityNodesReport.model_validate(json.loads(out))
+    assert report.plan is not None and report.plan.nodes == {"large": 2}
+    assert report.plan.pending == 0
+    assert len(report.plan.placements) == report.workload_pods == 30
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["fit", "missing.yaml"], "missing.yaml: no such file or directory"),
+        (["fit", QUICKSTART / "workload" / "00-namespaces.yaml"], "expected exactly one Pod"),
+        (["fit", EXAMPLE / "probe.yaml", "--config", "nope.yaml"], "nope.yaml"),
+        (
+            ["nodes", EXAMPLE / "workload", "--node-template", EXAMPLE / "probe.yaml"],
+            "a node template file holds Nodes only",
+        ),
+    ],
+    ids=["missing-file", "no-template", "missing-config", "template-not-a-node"],
+)
+def test_errors_are_one_line_and_exit_1(capsys, argv, message) -> None:
+    code, _, err = run_cli(capsys, "capacity", *argv)
+    assert code == 1
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_max_must_be_positive(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["capacity", "fit", str(EXAMPLE / "probe.yaml"), "--max", "0"])
+    assert exit_.value.code == 2
+    assert "must be at least 1" in capsys.readouterr().err
+
+
+def test_committed_schemas_are_the_generated_ones() -> None:
+    for name, schema in json_schemas().items():
+        path = SCHEMAS / name
+        generated = json.dumps(schema, indent=2) + "\n"
+        if os.environ.get(REGENERATE):
+            path.write_text(generated)
+        assert path.read_text() == generated, (
+            f"{path.relative_to(ROOT)} is stale: run "
+            f"`{REGENERATE}=1 pytest tests/capacity/test_cli.py` and commit it"
+        )
+
+
+def test_outputs_validate_against_the_committed_schemas(capsys) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    code, out, _ = run_cli(
+        capsys, "capacity", "fit", EXAMPLE / "probe.yaml", QUICKSTART, "-o", "json"
+    )
+    assert code == 0
+    jsonschema.validate(
+        json.loads(out), json.loads((SCHEMAS / "capacity-fit.schema.json").read_text())
+    )
+    code, out, _ = run_cli(
+        capsys,
+        "capacity",
+        "nodes",
+        EXAMPLE / "workload",
+        QUICKSTART,
+        "--node-template",
+        EXAMPLE / "templates" / "general.yaml",
+        "-o",
+        "json",
+    )
+    assert code == 0
+    jsonschema.validate(
+        json.loads(out), json.loads((SCHEMAS / "capacity-nodes.schema.json").read_text())
+    )

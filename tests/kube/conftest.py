@@ -1,0 +1,255 @@
+"""Fixtures for tests against a real kube-apiserver: the control plane, an admin client, a
+scheduler run in-process or as a ``kubesched run`` process, and object helpers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
+from kubesched.backend.protocol import BackendError, NotFoundError
+from kubesched.config import effective_configuration, load_config
+from kubesched.config.types import ClientConnectionConfiguration
+from kubesched.framework.registry import default_registry
+from kubesched.runner import SchedulerRunner
+from kubesched.testing import make_node, make_pod
+from kubesched.testing.envtest import (
+    ASSETS_ENV,
+    ControlPlane,
+    assets_dir,
+    create_object,
+    create_objects,
+    free_port,
+)
+
+FAST = ClientConnectionConfiguration(qps=5000, burst=5000)
+"""The test clients are not throttled (the server is local and ours)."""
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """etcd + kube-apiserver for the whole session; skipped without the binaries."""
+    if assets_dir() is None:
+        pytest.skip(
+            f"{ASSETS_ENV} does not name a folder with etcd and kube-apiserver "
+            '(export KUBEBUILDER_ASSETS="$(../shared/k8s/assets.sh)"; see docs/run.md)'
+        )
+    with ControlPlane() as cp:
+        yield cp
+
+
+class Api:
+    """An admin client for the tests: create objects, read pods, wait for conditions."""
+
+    def __init__(self, control_plane: ControlPlane) -> None:
+        self.cp = control_plane
+        self.client = KubeClient(load_configuration(str(control_plane.kubeconfig)), FAST)
+
+    def create(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """POST one object."""
+        return create_object(self.client, manifest)
+
+    def create_many(self, manifests: list[dict[str, Any]]) -> None:
+        """Create objects from a few threads."""
+        create_objects(self.client, manifests, workers=8)
+
+    def nodes(self, count: int, cpu: str = "4", memory: str = "16Gi", prefix: str = "n") -> None:
+        """Create ``count`` Nodes with that capacity."""
+        self.create_many(
+            [
+                make_node(f"{prefix}{i}").capacity(cpu=cpu, memory=memory, pods=110).manifest()
+                for i in range(count)
+            ]
+        )
+
+    def pods(self, namespace: str = "default") -> list[dict[str, Any]]:
+        """The pods of ``namespace`` as the API server has them."""
+        return self.client.request("GET", f"/api/v1/namespaces/{namespace}/pods")["items"]
+
+    def pod(self, name: str, namespace: str = "default") -> dict[str, Any] | None:
+        """One pod, or None."""
+        try:
+            return self.client.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
+        except NotFoundError:
+            return None
+
+    def events(self, namespace: str = "default") -> list[dict[str, Any]]:
+        """The events.k8s.io/v1 Events of ``namespace``."""
+        return self.client.request("GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")[
+            "items"
+        ]
+
+    def delete(self, path: str, **query: Any) -> None:
+        """DELETE ``path``; a missing object is fine."""
+        with contextlib.suppress(NotFoundError):
+            self.client.request("DELETE", path, query=query or None)
+
+    def clean(self) -> None:
+        """Remove what a test made: pods, nodes, PDBs, events, priority classes, leases."""
+        self.delete("/api/v1/namespaces/default/pods", gracePeriodSeconds=0)
+        self.delete("/api/v1/nodes")
+        self.delete("/apis/policy/v1/namespaces/default/poddisruptionbudgets")
+        self.delete("/apis/events.k8s.io/v1/namespaces/default/events")
+        self.delete("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases")
+        for pc in self.client.request("GET", "/apis/scheduling.k8s.io/v1/priorityclasses")["items"]:
+            if not pc["metadata"]["name"].startswith("system-"):
+                self.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc['metadata']['name']}")
+        wait_for(
+            lambda: not self.pods() and not self.client.request("GET", "/api/v1/nodes")["items"],
+            30,
+            "clean-up",
+        )
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:
+    """Poll ``condition`` until truthy (its value) or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = condition()
+        except BackendError:
+            value = None
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(every)
+
+
+def bound(pods: list[dict[str, Any]]) -> dict[str, str]:
+    """Pod name → node of the bound pods."""
+    return {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName")}
+
+
+def all_bound(api: Api, count: int) -> dict[str, str] | None:
+    """Pod name → node once ``count`` pods of ``default`` are bound, else None."""
+    placed = bound(api.pods())
+    return placed if len(placed) == count else None
+
+
+@pytest.fixture
+def api(control_plane: ControlPlane) -> Iterator[Api]:
+    """An admin client on a clean cluster (cleaned again after the test)."""
+    a = Api(control_plane)
+    a.clean()
+    yield a
+    a.clean()
+    a.client.close()
+
+
+def write_config(tmp_path: Path, extra: dict[str, Any] | None = None) -> Path:
+    """A KubeSchedulerConfiguration for tests: no leader election unless ``extra`` sets it,
+    unthrottled client; ``extra`` merged at the top level."""
+    config: dict[str, Any] = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "clientConnection": {"qps": 5000, "burst": 5000},
+    }
+    config.update(extra or {})
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+class InProcess:
+    """A ``SchedulerRunner`` on a thread of the test process."""
+
+    def __init__(self, control_plane: ControlPlane, config_path: Path, **kwargs: Any) -> None:
+        registry = default_registry()
+        config = load_config(config_path, registry)
+        client = KubeClient(
+            load_configuration(str(control_plane.kubeconfig)), config.client_connection
+        )
+        self.cluster = KubeCluster(client, **kwargs)
+        self.runner = SchedulerRunner(
+            effective_configuration(config, registry), registry, self.cluster
+        )
+        self.status: int | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        self.status = self.runner.run()
+
+    def start(self, wait_synced: bool = True) -> InProcess:
+        """Start, and (unless told not to) wait until the informers synced."""
+        self.thread.start()
+        if wait_synced:
+            wait_for(self.cluster.synced, 60, "informers to sync")
+        return self
+
+    def stop(self) -> int | None:
+        """Stop and return the run's exit status."""
+        self.runner.stop()
+        self.thread.join(60)
+        assert not self.thread.is_alive(), "the scheduler did not stop"
+        return self.status
+
+
+@pytest.fixture
+def in_process(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Callable[..., InProcess]]:
+    """Start in-process schedulers (``in_process(config_extra)``); stopped at the end."""
+    started: list[InProcess] = []
+
+    def start(
+        extra: dict[str, Any] | None = None, wait_synced: bool = True, **kwargs: Any
+    ) -> InProcess:
+        r = InProcess(control_plane, write_config(tmp_path / str(len(started)), extra), **kwargs)
+        r.start(wait_synced)
+        started.append(r)
+        return r
+
+    yield start
+    for r in started:
+        if r.thread.is_alive():
+            r.stop()
+
+
+def kubesched_process(
+    kubeconfig: Path, config: Path, *extra: str, port: int | None = None
+) -> tuple[subprocess.Popen, int]:
+    """``kubesched run`` as a child process, and the port of its HTTP server."""
+    port = free_port() if port is None else port
+    cmd = [
+        sys.executable,
+        "-m",
+        "kubesched.cli.main",
+        "run",
+        "--config",
+        str(config),
+        "--kubeconfig",
+        str(kubeconfig),
+        "--port",
+        str(port),
+        *extra,
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
+    )
+    return proc, port
+
+
+def pod_manifest(name: str, cpu: str = "100m", **kw: Any) -> dict[str, Any]:
+    """A pod requesting ``cpu`` (and 64Mi), with builder options ``scheduler_name``,
+    ``priority_class``, ``labels``."""
+    b = make_pod(name).req(cpu=cpu, memory="64Mi")
+    if "scheduler_name" in kw:
+        b = b.scheduler_name(kw["scheduler_name"])
+    if "priority_class" in kw:
+        b = b.priority_class(kw["priority_class"])
+    if "labels" in kw:
+        b = b.labels(kw["labels"])
+    manifest = b.manifest()
+    manifest["spec"]["terminationGracePeriodSeconds"] = kw.get("grace", 0)
+    return manifest

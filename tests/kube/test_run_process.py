@@ -1,0 +1,265 @@
+"""``kubesched run`` as a process: health and metrics, SIGTERM, leader failover, bad input."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kubesched.testing.envtest import ControlPlane, free_port
+
+from .conftest import Api, all_bound, bound, kubesched_process, pod_manifest, wait_for, write_config
+
+pytestmark = pytest.mark.envtest
+
+ROOT = Path(__file__).resolve().parents[2]
+RBAC = ROOT / "docs" / "run-rbac.yaml"
+DOCS = ROOT / "docs" / "run.md"
+
+LEADER_ELECTION = {
+    "leaderElect": True,
+    "leaseDuration": "4s",
+    "renewDeadline": "3s",
+    "retryPeriod": "1s",
+    "resourceNamespace": "kube-system",
+    "resourceName": "kubesched-test",
+}
+
+
+def _get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def _lease(api: Api) -> dict:
+    return api.client.request(
+        "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubesched-test"
+    )
+
+
+def _stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> tuple[int, str]:
+    """Send ``sig`` (0: none, wait) and return the exit status and stderr."""
+    if sig and proc.poll() is None:
+        proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return proc.returncode, err
+
+
+def test_serves_health_and_metrics_and_stops_on_sigterm(
+    control_plane: ControlPlane, api: Api, tmp_path: Path
+) -> None:
+    api.nodes(3)
+    config = write_config(tmp_path, {"leaderElection": LEADER_ELECTION})
+    proc, port = kubesched_process(control_plane.kubeconfig, config, "--identity", "only")
+    try:
+        wait_for(lambda: _get(port, "/readyz")[0] == 200, 60, "/readyz ok")
+        assert _get(port, "/healthz") == (200, "ok")
+        assert _get(port, "/livez") == (200, "ok")
+        _status, body = _get(port, "/readyz?verbose")
+        assert "[+]informer-sync ok" in body and "[+]leaderElection ok" in body
+        wait_for(
+            lambda: (
+                'leader_election_master_status{name="kubesched-test"} 1.0'
+                in _get(port, "/metrics")[1]
+            ),
+            30,
+            "leadership",
+        )
+        api.create_many([pod_manifest(f"p{i}") for i in range(20)])
+        wait_for(lambda: all_bound(api, 20), 60, "20 pods bound")
+        metrics = _get(port, "/metrics")[1]
+        assert (
+            'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 20.0'
+            in metrics
+        )
+        assert "rest_client_requests_total" in metrics
+        assert _lease(api)["spec"]["holderIdentity"] == "only"
+    finally:
+        code, err = _stop(proc)
+    assert code == 0, err
+    assert "Traceback" not in err
+    # Released on a clean shutdown: a successor need not wait for the lease to expire.
+    assert not _lease(api)["spec"].get("holderIdentity")
+
+
+@pytest.mark.slow
+def test_leader_killed_standby_takes_over_and_never_both_bind(
+    control_plane: ControlPlane, api: Api, tmp_path: Path
+) -> None:
+    api.nodes(10)
+    config = write_config(tmp_path, {"leaderElection": LEADER_ELECTION})
+    a, _ = kubesched_process(control_plane.kubeconfig, config, "--identity", "replica-a")
+    wait_for(lambda: _lease(api)["spec"].get("holderIdentity") == "replica-a", 60, "a leads")
+    b, _ = kubesched_process(control_plane.kubeconfig, config, "--identity", "replica-b")
+    stop_creating = threading.Event()
+    created: list[int] = []
+
+    def create_pods() -> None:
+        i = 0
+        while not stop_creating.is_set():
+            api.create(pod_manifest(f"p{i}", cpu="10m"))
+            created.append(i)
+            i += 1
+            time.sleep(0.05)
+
+    creator = threading.Thread(target=create_pods)
+    creator.start()
+    try:
+        wait_for(lambda: len(bound(api.pods())) >= 20, 60, "a binds")
+        time.sleep(2)  # b is a running standby by now
+        a.kill()  # SIGKILL: no release, the lease must expire
+        killed = time.monotonic()
+        a.wait()
+        wait_for(
+            lambda: _lease(api)["spec"].get("holderIdentity") == "replica-b",
+            30,
+            "b takes over",
+            every=0.05,
+        )
+        failover = time.monotonic() - killed
+        time.sleep(2)
+    finally:
+        stop_creating.set()
+        creator.join()
+    wait_for(lambda: all_bound(api, len(created)), 60, "every pod bound")
+    code, err = _stop(b)
+    assert code == 0, err
+    # leaseDuration + retryPeriod, and the retry jitter (x1.2) and request latency.
+    print(f"failover after SIGKILL: {failover:.2f}s")
+    assert failover <= 4 + 1 * 1.2 + 1.0
+    # From the API's history: every Scheduled event of a precedes every one of b.
+    events = [e for e in api.events() if e["reason"] == "Scheduled"]
+    by = {
+        name: sorted(e["eventTime"] for e in events if e["reportingInstance"].endswith(name))
+        for name in ("replica-a", "replica-b")
+    }
+    assert by["replica-a"] and by["replica-b"]
+    assert by["replica-a"][-1] < by["replica-b"][0]
+    # Nobody bound a pod twice: one Scheduled event per pod.
+    scheduled = [e["regarding"]["name"] for e in events]
+    assert len(scheduled) == len(set(scheduled))
+
+
+def test_token_without_rbac_rights_is_a_one_line_error(
+    control_plane: ControlPlane, api: Api, tmp_path: Path
+) -> None:
+    kubeconfig = control_plane.add_user("nobody")
+    proc, _ = kubesched_process(kubeconfig, write_config(tmp_path))
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert err.strip() == (
+        "error: the user may not list nodes (missing RBAC permission; "
+        "see docs/run.md for the ClusterRole kubesched needs)"
+    )
+
+
+def test_unreachable_api_server_is_a_one_line_error(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    kubeconfig = control_plane.write_kubeconfig(tmp_path / "k", "x")
+    text = kubeconfig.read_text().replace(control_plane.url, f"https://127.0.0.1:{free_port()}")
+    kubeconfig.write_text(text)
+    proc, _ = kubesched_process(kubeconfig, write_config(tmp_path))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: cannot reach the API server at https://127.0.0.1:"
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            {"leaderElection": {**LEADER_ELECTION, "renewDeadline": "5s"}},
+            "leaderElection.leaseDuration",
+        ),
+        ({"clientConnection": {"burst": -1}}, "clientConnection.burst"),
+    ],
+    ids=["lease-not-longer-than-renew", "negative-burst"],
+)
+def test_bad_configuration_is_a_clear_error(
+    control_plane: ControlPlane, tmp_path: Path, extra: dict, message: str
+) -> None:
+    proc, _ = kubesched_process(control_plane.kubeconfig, write_config(tmp_path, extra))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert message in err and "Traceback" not in err
+
+
+def test_leader_that_loses_its_lease_exits_1(
+    control_plane: ControlPlane, api: Api, tmp_path: Path
+) -> None:
+    """Another holder writes the lease: the replica's renewals fail, and once they failed
+    for renewDeadline it stops and exits 1, as kube-scheduler ("leaderelection lost")."""
+    api.nodes(2)
+    config = write_config(tmp_path, {"leaderElection": LEADER_ELECTION})
+    proc, _ = kubesched_process(control_plane.kubeconfig, config, "--identity", "victim")
+    try:
+        wait_for(lambda: _lease(api)["spec"].get("holderIdentity") == "victim", 60, "leading")
+        lease = _lease(api)
+        lease["spec"]["holderIdentity"] = "thief"
+        api.client.request(
+            "PUT",
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubesched-test",
+            body=lease,
+        )
+        stolen = time.monotonic()
+        proc.wait(30)
+        gave_up = time.monotonic() - stolen
+        code, err = _stop(proc, sig=0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 1
+    assert "leaderelection lost" in err and "Traceback" not in err
+    # It gave up after renewDeadline (3 s), within one more retry and the shutdown.
+    assert 2.0 <= gave_up < 3 + 1 * 1.2 + 2
+    assert _lease(api)["spec"]["holderIdentity"] == "thief"  # a lost lease is not released
+
+
+def test_the_documented_cluster_role_is_enough(
+    control_plane: ControlPlane, api: Api, tmp_path: Path
+) -> None:
+    """A user with only docs/run-rbac.yaml's rights runs kubesched, leader election
+    included, and binds a pod; docs/run.md shows the same ClusterRole."""
+    objects = list(yaml.safe_load_all(RBAC.read_text()))
+    documented = DOCS.read_text().split("```yaml\napiVersion: rbac.authorization.k8s.io/v1\n")[1]
+    assert (
+        yaml.safe_load("apiVersion: rbac.authorization.k8s.io/v1\n" + documented.split("```")[0])
+        == objects[0]
+    )
+    kubeconfig = control_plane.add_user("kubesched")
+    for obj in objects:
+        api.delete(
+            "/apis/rbac.authorization.k8s.io/v1/"
+            + ("clusterroles/" if obj["kind"] == "ClusterRole" else "clusterrolebindings/")
+            + obj["metadata"]["name"]
+        )
+        api.create(obj)
+    api.nodes(1)
+    config = write_config(tmp_path, {"leaderElection": LEADER_ELECTION})
+    proc, port = kubesched_process(kubeconfig, config)
+    try:
+        api.create(pod_manifest("p"))
+        wait_for(lambda: bound(api.pods()).get("p") == "n0", 60, "p bound")
+        wait_for(lambda: _get(port, "/readyz")[0] == 200, 30, "ready")
+    finally:
+        code, err = _stop(proc)
+    assert code == 0, err
