@@ -47,6 +47,10 @@ def test_kinds_cover_the_objects_we_read() -> None:
         "CSINode",
         "CSIDriver",
         "CSIStorageCapacity",
+        "DeviceClass",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "ResourceSlice",
     }
     assert all(cls.model_fields["kind"].default == kind for kind, cls in KINDS.items())
 

@@ -137,7 +137,9 @@ def test_preemption_is_off_unless_allowed() -> None:
     assert on.count == 4
     assert len(on.victims) == 8
     assert {v.priority for v in on.victims} == {10}
-    assert on.stop.message.startswith("0/2 nodes are available: 2 Insufficient cpu. preemption:")
+    assert on.stop.message.startswith(
+        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption:"
+    )
 
 
 def test_a_workload_template_and_its_priority_class() -> None:

@@ -38,6 +38,7 @@ UPSTREAM_DEFAULTS = [
     ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DynamicResources", None),
     ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
@@ -50,7 +51,7 @@ def test_default_plugins_are_upstreams() -> None:
 
 
 def test_omitted_plugins_are_named_and_not_enabled() -> None:
-    assert set(OMITTED_DEFAULT_PLUGINS) == {"DynamicResources"}
+    assert OMITTED_DEFAULT_PLUGINS == {}
     enabled = {p.name for p in DEFAULT_MULTI_POINT_PLUGINS}
     assert not enabled & set(OMITTED_DEFAULT_PLUGINS)
 
@@ -156,6 +157,7 @@ def test_default_args_for_enabled_plugins_with_args(registry: PluginRegistry) ->
     # upstream appends them in plugin-name order
     assert [pc.name for pc in profile.plugin_config] == [
         "DefaultPreemption",
+        "DynamicResources",
         "InterPodAffinity",
         "NodeAffinity",
         "NodeResourcesBalancedAllocation",

@@ -34,7 +34,7 @@ def test_default_profile(registry: PluginRegistry) -> None:
     profile = effective(registry).profiles[0]
     assert profile.scheduler_name == "default-scheduler"
     assert list(profile.plugins) == [ep.name for ep in EXTENSION_POINTS]
-    assert names(profile, "PreEnqueue") == ["SchedulingGates"]
+    assert names(profile, "PreEnqueue") == ["SchedulingGates", "DynamicResources"]
     assert names(profile, "QueueSort") == ["PrioritySort"]
     assert names(profile, "PreFilter") == [
         "NodeAffinity",
@@ -46,6 +46,7 @@ def test_default_profile(registry: PluginRegistry) -> None:
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
     ]
     assert names(profile, "Filter") == [
         "NodeUnschedulable",
@@ -60,8 +61,9 @@ def test_default_profile(registry: PluginRegistry) -> None:
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
     ]
-    assert names(profile, "PostFilter") == ["DefaultPreemption"]
+    assert names(profile, "PostFilter") == ["DynamicResources", "DefaultPreemption"]
     assert profile.score_weights() == {
         "TaintToleration": 3,
         "NodeAffinity": 2,
@@ -69,6 +71,7 @@ def test_default_profile(registry: PluginRegistry) -> None:
         "VolumeBinding": 1,
         "PodTopologySpread": 2,
         "InterPodAffinity": 2,
+        "DynamicResources": 1,
         "NodeResourcesBalancedAllocation": 1,
         "ImageLocality": 1,
     }
@@ -97,6 +100,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
         ],
     ),
     (
@@ -113,6 +117,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
         ],
     ),
     (
@@ -137,6 +142,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
         ],
     ),
@@ -151,6 +157,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
         ],
@@ -166,6 +173,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("NodeResourcesFit", 1),
             ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
         ],
@@ -182,6 +190,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
         ],
@@ -203,6 +212,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
             "CustomFilter",
         ],
     ),
@@ -223,6 +233,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
             "CustomFilter",
         ],
     ),
@@ -237,6 +248,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
             ("CustomFilterScore", 4),
@@ -256,6 +268,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
         ],
@@ -285,6 +298,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 1),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
         ],
@@ -323,7 +337,7 @@ ERROR_CASES = [
     (
         "double registration in multiPoint",
         {"multiPoint": {"enabled": [{"name": "CustomFilter"}, {"name": "CustomFilter"}]}},
-        "profiles[0].plugins.multiPoint.enabled[19]",
+        "profiles[0].plugins.multiPoint.enabled[20]",
         'plugin "CustomFilter" already registered as "Filter"',
     ),
     (

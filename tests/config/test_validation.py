@@ -219,7 +219,8 @@ profiles:
                 "profiles[0].pluginConfig[0].name",
                 'plugin "NodeResourceFit" is not installed (did you mean "NodeResourcesFit"?); '
                 "installed plugins: CustomBinder, CustomFilter, CustomFilterScore, "
-                "CustomQueueSort, CustomScore, DefaultBinder, DefaultPreemption, ImageLocality, "
+                "CustomQueueSort, CustomScore, DefaultBinder, DefaultPreemption, "
+                "DynamicResources, ImageLocality, "
                 "InterPodAffinity, NeedsArgs, NodeAffinity, NodeName, NodePorts, "
                 "NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, "
                 "NodeVolumeLimits, PodTopologySpread, PrioritySort, SchedulingGates, "

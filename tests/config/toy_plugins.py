@@ -213,6 +213,48 @@ class InterPodAffinity(_FilterAndScore):
     Args = InterPodAffinityArgs
 
 
+class DynamicResourcesArgs(PluginArgs):
+    filter_timeout: str = "10s"
+    binding_timeout: str = "10m0s"
+
+
+class DynamicResources(_Toy):
+    name = "DynamicResources"
+    Args = DynamicResourcesArgs
+
+    @hookimpl
+    def pre_enqueue(self, pod):
+        return None
+
+    @hookimpl
+    def pre_filter(self, nodes):
+        return None
+
+    @hookimpl
+    def filter(self, node_info):
+        return None
+
+    @hookimpl
+    def post_filter(self, filtered_node_status_map):
+        return None
+
+    @hookimpl
+    def score(self, node_info):
+        return 0
+
+    @hookimpl
+    def reserve(self, node_name):
+        return None
+
+    @hookimpl
+    def unreserve(self, node_name):
+        return None
+
+    @hookimpl
+    def pre_bind(self, node_name):
+        return None
+
+
 class DefaultPreemption(_Toy):
     name = "DefaultPreemption"
     Args = DefaultPreemptionArgs
@@ -303,6 +345,7 @@ UPSTREAM_TOYS: tuple[type, ...] = (
     VolumeZone,
     PodTopologySpread,
     InterPodAffinity,
+    DynamicResources,
     DefaultPreemption,
     NodeResourcesBalancedAllocation,
     ImageLocality,

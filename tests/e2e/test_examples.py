@@ -175,12 +175,14 @@ def test_every_example_has_a_readme():
 
 QUICKSTART_CACHE_MSG = (
     "0/12 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated "
-    "taint(s), 9 node(s) didn't match Pod's node affinity/selector. preemption: 0/12 nodes "
+    "taint(s), 9 node(s) didn't match Pod's node affinity/selector. "
+    "no new claims to deallocate, preemption: 0/12 nodes "
     "are available: 12 Preemption is not helpful for scheduling."
 )
 QUICKSTART_REPORT_MSG = (
     "0/12 nodes are available: 1 node(s) were unschedulable, 2 node(s) had untolerated "
-    "taint(s), 4 Insufficient memory, 9 Insufficient cpu. preemption: not eligible due to "
+    "taint(s), 4 Insufficient memory, 9 Insufficient cpu. "
+    "no new claims to deallocate, preemption: not eligible due to "
     "preemptionPolicy=Never."
 )
 
@@ -322,6 +324,7 @@ def test_topology_spread_conflicting():
     run = run_example(path)
     assert diagnosis(run, pod(run, "mypod")) == (
         "0/3 nodes are available: 3 node(s) didn't match pod topology spread constraints. "
+        "no new claims to deallocate, "
         "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     )
     # Every node was rejected by PodTopologySpread.
@@ -360,7 +363,8 @@ def test_taints():
     run = run_example(path)
     assert pod(run, "all-tolerations").spec.node_name == "node1"
     assert diagnosis(run, pod(run, "two-tolerations")) == (
-        "0/1 nodes are available: 1 node(s) had untolerated taint(s). preemption: 0/1 nodes "
+        "0/1 nodes are available: 1 node(s) had untolerated taint(s). "
+        "no new claims to deallocate, preemption: 0/1 nodes "
         "are available: 1 Preemption is not helpful for scheduling."
     )
     last = run.attempts[pod(run, "two-tolerations").metadata.uid][-1]
@@ -385,7 +389,8 @@ def test_two_profiles_added_affinity():
     assert profile["default/default-on-node-3"] == "default-scheduler"
     assert diagnosis(run, pod(run, "foo-on-node-3")) == (
         "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, "
-        "2 node(s) didn't match scheduler-enforced node affinity. preemption: 0/4 nodes are "
+        "2 node(s) didn't match scheduler-enforced node affinity. "
+        "no new claims to deallocate, preemption: 0/4 nodes are "
         "available: 4 Preemption is not helpful for scheduling."
     )
     # A pod naming a scheduler that no profile serves is left alone.
@@ -450,7 +455,8 @@ def test_priority_preemption():
         ("low-2", f"Preempted by pod {nginx.metadata.uid} on node node-a")
     ]
     assert diagnosis(run, pod(run, "nginx-nonpreempting")) == (
-        "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to "
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        "no new claims to deallocate, preemption: not eligible due to "
         "preemptionPolicy=Never."
     )
     assert_deterministic(run, path)

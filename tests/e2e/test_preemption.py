@@ -167,7 +167,9 @@ def test_affinity_to_lower_priority_pod_blocks_preemption_seed_002():
     (records,) = [r for r in run.attempts.values() if r[0].pod_key == "default/web"]
     msg = records[-1].message
     assert "preemption: 0/2 nodes are available:" in msg
-    assert msg.startswith("0/2 nodes are available: 2 Insufficient cpu. preemption: ")
+    assert msg.startswith(
+        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: "
+    )
     assert msg.endswith("0/2 nodes are available: 2 node(s) didn't match pod affinity rules.")
 
 

@@ -19,8 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PLUGIN_MODULES = frozenset({"kubesched", "kubesched.api", "kubesched.testing"})
 """What a plugin may import from kubesched: the SDK, the Kubernetes objects, the test kit."""
-EMBEDDING_MODULES = frozenset({"kubesched.config", "kubesched.simulate"})
-"""What the docs also show to programs embedding kubesched (configuration, simulation)."""
+EMBEDDING_MODULES = frozenset(
+    {"kubesched.config", "kubesched.simulate", "kubesched.capacity", "kubesched.testing.envtest"}
+)
+"""What the docs also show to programs embedding kubesched (configuration, simulation,
+capacity planning) and to tests against a real API server (the envtest control plane)."""
 
 
 def _imports(source: str) -> Iterator[tuple[int, str]]:

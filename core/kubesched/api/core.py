@@ -22,6 +22,7 @@ __all__ = [
     "Container",
     "ContainerImage",
     "ContainerPort",
+    "ContainerResourceClaim",
     "Namespace",
     "NamespaceSpec",
     "NamespaceStatus",
@@ -39,6 +40,8 @@ __all__ = [
     "PodAffinityTerm",
     "PodAntiAffinity",
     "PodCondition",
+    "PodResourceClaim",
+    "PodResourceClaimStatus",
     "PodSchedulingGate",
     "PodSpec",
     "PodStatus",
@@ -67,11 +70,20 @@ class ContainerPort(KubeModel):
     host_ip: str = Field(default="", alias="hostIP")
 
 
+class ContainerResourceClaim(KubeModel):
+    """``v1.ResourceClaim`` of a container: a ``spec.resourceClaims`` entry it uses
+    (all of the claim's devices, or only those of ``request``)."""
+
+    name: str
+    request: str | None = None
+
+
 class ResourceRequirements(KubeModel):
-    """``v1.ResourceRequirements``: requests and limits by resource name."""
+    """``v1.ResourceRequirements``: requests and limits by resource name, DRA claims."""
 
     requests: NullableDict[str, Quantity] = Field(default_factory=dict)
     limits: NullableDict[str, Quantity] = Field(default_factory=dict)
+    claims: NullableList[ContainerResourceClaim] = Field(default_factory=list)
 
 
 class Container(KubeModel):
@@ -235,6 +247,30 @@ class Volume(InTreeVolumeSources):
 # --- pod --------------------------------------------------------------------------------
 
 
+class PodResourceClaim(KubeModel):
+    """``v1.PodResourceClaim``: a claim the pod uses, named or made from a template."""
+
+    name: str
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PodResourceClaim:
+        if bool(self.resource_claim_name) == bool(self.resource_claim_template_name):
+            raise ValueError(
+                "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"
+            )
+        return self
+
+
+class PodResourceClaimStatus(KubeModel):
+    """``v1.PodResourceClaimStatus``: the claim generated for a template entry (None:
+    the controller decided none is needed)."""
+
+    name: str
+    resource_claim_name: str | None = None
+
+
 class PodSpec(KubeModel):
     """``v1.PodSpec`` with the API server's defaults that matter for scheduling."""
 
@@ -257,6 +293,8 @@ class PodSpec(KubeModel):
     """Pod-level requests and limits (``spec.resources``, PodLevelResources)."""
     runtime_class_name: str | None = None
     volumes: NullableList[Volume] = Field(default_factory=list)
+    resource_claims: NullableList[PodResourceClaim] = Field(default_factory=list)
+    """DRA claims (``spec.resourceClaims``): by name, or generated from a template."""
     termination_grace_period_seconds: int | None = 30
     host_network: bool = False
     restart_policy: str = "Always"
@@ -295,6 +333,7 @@ class PodStatus(KubeModel):
     start_time: datetime | None = None
     reason: str | None = None
     message: str | None = None
+    resource_claim_statuses: NullableList[PodResourceClaimStatus] = Field(default_factory=list)
 
 
 class Pod(KubeObject):

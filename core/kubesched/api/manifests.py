@@ -18,6 +18,7 @@ from .cluster import Lease, PodDisruptionBudget, PriorityClass, RuntimeClass
 from .core import Namespace, Node, Pod, Service
 from .kubelet import KubeletConfiguration
 from .meta import KubeObject
+from .resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .storage import (
     CSIDriver,
     CSINode,
@@ -66,6 +67,10 @@ KINDS: dict[str, type[KubeObject]] = {
         CSINode,
         CSIDriver,
         CSIStorageCapacity,
+        DeviceClass,
+        ResourceClaim,
+        ResourceClaimTemplate,
+        ResourceSlice,
     )
 }
 """The object kinds kubesched reads, by ``kind``: the built-in ones, and those that

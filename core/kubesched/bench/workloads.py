@@ -425,6 +425,97 @@ def build_stateful(nodes: int, pods: int, seed: int) -> Workload:
     return Workload("stateful", _nodes(nodes), _pods(manifests), setup=_pods(setup))
 
 
+DRA_DRIVER = "gpu.bench.example.com"
+DRA_DEVICES_PER_NODE = 8
+DRA_CLASS = "bench-gpu"
+DRA_COUNTS = (1, 2, 1, 3, 1, 2, 1, 4)
+"""Devices per pod, cycled: 1 to 4, 1.875 on average, so 2,000 pods want 3,750 of the
+4,000 devices of 500 nodes (the rest is lost to fragmentation or stays free)."""
+
+
+def _dra_setup(nodes: int) -> list[KubeObject]:
+    objs = [
+        parse_object(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceClass",
+                "metadata": {"name": DRA_CLASS},
+                "spec": {
+                    "selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]
+                },
+            }
+        )
+    ]
+    for count in sorted(set(DRA_COUNTS)):
+        objs.append(
+            parse_object(
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceClaimTemplate",
+                    "metadata": {"name": f"gpus-{count}", "namespace": "default"},
+                    "spec": {
+                        "spec": {
+                            "devices": {
+                                "requests": [
+                                    {
+                                        "name": "gpus",
+                                        "exactly": {"deviceClassName": DRA_CLASS, "count": count},
+                                    }
+                                ]
+                            }
+                        }
+                    },
+                }
+            )
+        )
+    for i in range(nodes):
+        devices = [
+            {
+                "name": f"gpu-{d}",
+                "attributes": {"index": {"int": d}, "model": {"string": "bench"}},
+                "capacity": {"memory": {"value": "40Gi"}},
+            }
+            for d in range(DRA_DEVICES_PER_NODE)
+        ]
+        objs.append(
+            parse_object(
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": f"node-{i}-{DRA_DRIVER}"},
+                    "spec": {
+                        "driver": DRA_DRIVER,
+                        "nodeName": f"node-{i}",
+                        "pool": {"name": f"node-{i}", "generation": 1, "resourceSliceCount": 1},
+                        "devices": devices,
+                    },
+                }
+            )
+        )
+    return objs
+
+
+def build_dra(nodes: int, pods: int, seed: int) -> Workload:
+    """SchedulingWithResourceClaimTemplateStructured: every node publishes 8 devices in a
+    ResourceSlice; each pod claims 1 to 4 of them through a ResourceClaimTemplate."""
+    _check_sizes(nodes, pods)
+    manifests = [
+        pod_manifest(
+            f"pod-{i}",
+            spec={
+                "resourceClaims": [
+                    {
+                        "name": "gpus",
+                        "resourceClaimTemplateName": f"gpus-{DRA_COUNTS[i % len(DRA_COUNTS)]}",
+                    }
+                ]
+            },
+        )
+        for i in range(pods)
+    ]
+    return Workload("dra", _nodes(nodes), _pods(manifests), setup=_dra_setup(nodes))
+
+
 WORKLOADS: dict[str, WorkloadSpec] = {
     spec.name: spec
     for spec in (
@@ -471,6 +562,13 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             "a 10Gi WaitForFirstConsumer claim per pod, provisioned per zone at PreBind",
             build_stateful,
             required_plugins=("VolumeBinding",),
+        ),
+        WorkloadSpec(
+            "dra",
+            "SchedulingWithResourceClaimTemplateStructured",
+            "8 DRA devices per node; each pod claims 1-4 through a claim template",
+            build_dra,
+            required_plugins=("DynamicResources",),
         ),
     )
 }

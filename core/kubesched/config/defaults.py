@@ -36,7 +36,7 @@ DEFAULT_MULTI_POINT_PLUGINS: tuple[Plugin, ...] = (
     Plugin(name="VolumeZone"),
     Plugin(name="PodTopologySpread", weight=2),
     Plugin(name="InterPodAffinity", weight=2),
-    # upstream (DynamicResourceAllocation feature gate): DynamicResources here
+    Plugin(name="DynamicResources"),
     Plugin(name="DefaultPreemption"),
     Plugin(name="NodeResourcesBalancedAllocation", weight=1),
     Plugin(name="ImageLocality", weight=1),
@@ -47,8 +47,6 @@ and with upstream's score weights (``pkg/scheduler/apis/config/v1/default_plugin
 minus :data:`OMITTED_DEFAULT_PLUGINS`."""
 
 OMITTED_DEFAULT_PLUGINS: Mapping[str, str] = {
-    "DynamicResources": "dynamic resource allocation (ResourceClaims) is not modelled; "
-    "upstream enables it only with the DynamicResourceAllocation feature gate",
 }
 """Plugins of upstream's default profile that kubesched's default profile leaves out, and why.
 

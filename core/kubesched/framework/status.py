@@ -69,10 +69,12 @@ class Status:
     ``Status(Code.UNSCHEDULABLE, "Insufficient cpu")``. A plugin may return ``None``
     instead of a success status; the framework fills in ``plugin`` for statuses a
     plugin returns. ``timeout`` is the wait, in seconds, of a Permit ``WAIT``.
-    ``error`` keeps the exception behind an ``ERROR`` status.
+    ``error`` keeps the exception behind an ``ERROR`` status. ``details`` explain a
+    rejection further for ``simulate --explain`` (DynamicResources: per device request,
+    why no device fit); unlike the reasons they are not counted in the diagnosis.
     """
 
-    __slots__ = ("code", "error", "plugin", "reasons", "timeout")
+    __slots__ = ("code", "details", "error", "plugin", "reasons", "timeout")
 
     def __init__(
         self,
@@ -87,6 +89,7 @@ class Status:
         self.plugin = plugin
         self.timeout = timeout
         self.error = error
+        self.details: tuple[str, ...] = ()
 
     # -- constructors -----------------------------------------------------------------
     @classmethod

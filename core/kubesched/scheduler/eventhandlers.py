@@ -33,8 +33,12 @@ OTHER_KINDS = (
     "CSINode",
     "CSIDriver",
     "CSIStorageCapacity",
+    "ResourceClaim",
+    "ResourceSlice",
+    "DeviceClass",
 )
-"""Kinds whose changes only move pods (plugins read them through the lister)."""
+"""Kinds whose changes only move pods (plugins read them through the lister, or watch them
+through the client, as DynamicResources does)."""
 
 EXTENSION_KINDS = (EventResource.POD_GROUP.value,)
 """Plugin-defined kinds (``kubesched.kinds`` entry points) that are event resources too:
@@ -74,6 +78,8 @@ def pod_update_event(old: PodInfo, new: PodInfo, resource: EventResource) -> Clu
         action |= ActionType.UPDATE_POD_SCALE_DOWN
     if resource is EventResource.UNSCHEDULED_POD and old.tolerations != new.tolerations:
         action |= ActionType.UPDATE_POD_TOLERATIONS
+    if old.pod.status.resource_claim_statuses != new.pod.status.resource_claim_statuses:
+        action |= ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM
     if not action:
         action = ActionType.UPDATE_OTHER
     return ClusterEvent(resource, action)

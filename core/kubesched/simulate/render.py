@@ -357,6 +357,15 @@ def group_filters(pod: PodReport) -> list[tuple[list[str], str]]:
     return out
 
 
+def _filter_details(pod: PodReport) -> list[tuple[list[str], str]]:
+    """The rejections' details (e.g. DynamicResources per request), nodes grouped by text."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for f in pod.filters:
+        for d in f.details:
+            groups[d].append(f.node)
+    return sorted(((nodes, d) for d, nodes in groups.items()), key=lambda g: (-len(g[0]), g[1]))
+
+
 def _node_list(nodes: list[str]) -> str:
     shown = ", ".join(nodes[:MAX_NODES_PER_REASON])
     rest = len(nodes) - MAX_NODES_PER_REASON
@@ -397,6 +406,12 @@ def render_explain(report: SimulationReport, key: str, console: Console) -> None
         console.print(f"  preempted to make room: {victims}", soft_wrap=True)
     if pod.preemption and pod.preemption.candidates:
         _print_candidates(console, pod.preemption)
+    for dev in pod.devices:
+        console.print(
+            f"  device: {dev.device} of pool {dev.pool} ({dev.driver}, slice {dev.slice or '?'}) "
+            f"for claim {dev.claim}, request {dev.request}",
+            soft_wrap=True,
+        )
 
     if pod.history:
         console.print()
@@ -435,6 +450,10 @@ def render_explain(report: SimulationReport, key: str, console: Console) -> None
         for nodes, text in group_filters(pod):
             console.print(
                 Text.assemble("  ", (_node_list(nodes), "cyan"), f": {text}"), soft_wrap=True
+            )
+        for nodes, detail in _filter_details(pod):
+            console.print(
+                Text.assemble("    ", (_node_list(nodes), "cyan"), f": {detail}"), soft_wrap=True
             )
 
     if pod.scores:

@@ -94,6 +94,11 @@ class FilterStatus(_Model):
         "UnschedulableAndUnresolvable (preemption cannot help), Error, Pending."
     )
     reasons: list[str] = Field(description="The plugin's reasons, e.g. 'Insufficient cpu'.")
+    details: list[str] = Field(
+        default_factory=list,
+        description="Further explanation, not part of the diagnosis (DynamicResources: per "
+        "device request, how many devices matched, how many were free, how many wanted).",
+    )
 
 
 class PluginScoreReport(_Model):
@@ -238,6 +243,17 @@ class ClaimReport(_Model):
     )
 
 
+class DeviceReport(_Model):
+    """One device allocated to one of the pod's ResourceClaims."""
+
+    claim: str = Field(description="The ResourceClaim's name.")
+    request: str = Field(description="The request (request/subrequest for firstAvailable).")
+    driver: str
+    pool: str
+    device: str
+    slice: str | None = Field(None, description="The ResourceSlice that publishes the device.")
+
+
 class PodReport(_Model):
     """One pod of the run and what happened to it."""
 
@@ -293,6 +309,11 @@ class PodReport(_Model):
         default_factory=list,
         description="The pod's PersistentVolumeClaims (persistentVolumeClaim and ephemeral "
         "volumes), in volume order, and where each was bound or provisioned.",
+    )
+    devices: list[DeviceReport] = Field(
+        default_factory=list,
+        description="The DRA devices allocated to the pod's ResourceClaims, as written in "
+        "the claims' status.allocation at the end of the run.",
     )
 
     @property
@@ -518,7 +539,13 @@ def _filters(record: AttemptRecord, node_names: Iterable[str]) -> list[dict[str,
     if d is None:
         return []
     out = [
-        {"node": node, "plugin": st.plugin, "code": _status_code(st), "reasons": st.reasons}
+        {
+            "node": node,
+            "plugin": st.plugin,
+            "code": _status_code(st),
+            "reasons": st.reasons,
+            "details": list(st.details),
+        }
         for node, st in d.node_to_status.items()
     ]
     if d.absent_nodes_status is not None:
@@ -648,6 +675,32 @@ def _claims(cluster: Any, pod: Pod) -> list[ClaimReport]:
     return out
 
 
+def _pod_devices(cluster: Any) -> dict[str, list[DeviceReport]]:
+    """Pod uid -> the devices of the allocated ResourceClaims reserved for it."""
+    slice_of: dict[tuple[str, str, str], str] = {}
+    for sl in cluster.objects("ResourceSlice"):
+        for d in sl.spec.devices:
+            slice_of[(sl.spec.driver, sl.spec.pool.name, d.name)] = sl.name
+    out: dict[str, list[DeviceReport]] = defaultdict(list)
+    for claim in cluster.objects("ResourceClaim"):
+        alloc = claim.status.allocation
+        if alloc is None:
+            continue
+        for ref in claim.status.reserved_for:
+            for r in alloc.devices.results:
+                out[ref.uid].append(
+                    DeviceReport(
+                        claim=claim.name,
+                        request=r.request,
+                        driver=r.driver,
+                        pool=r.pool,
+                        device=r.device,
+                        slice=slice_of.get((r.driver, r.pool, r.device)),
+                    )
+                )
+    return out
+
+
 def _taint(t: Any) -> str:
     value = f"={t.value}" if t.value else ""
     return f"{t.key}{value}:{t.effect}"
@@ -729,6 +782,7 @@ def _assemble(
             if ev.related:
                 victims_of[ev.related].append(ev)
 
+    pod_devices = _pod_devices(cluster)
     pods: list[PodReport] = []
     details: dict[int, dict[str, Any]] = {}  # id(PodReport) -> its filters, scores, history
     explanations: dict[int, Any] = {}  # id(PodReport) -> its PostFilter plugin's explanation
@@ -761,6 +815,7 @@ def _assemble(
             nominatedNode=pod.status.nominated_node_name
             or (last.nominated_node if last is not None else None),
             claims=_claims(cluster, pod),
+            devices=pod_devices.get(uid, []),
         )
         if explained:
             details[id(report)] = _detail(records, node_names)

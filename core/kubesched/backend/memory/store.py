@@ -32,6 +32,7 @@ from kubesched.backend.memory.evictions import EvictionRecord
 from kubesched.backend.memory.kubelet import KubeletEvictionManager
 from kubesched.backend.memory.naming import deterministic_uid, random_suffix, timestamp
 from kubesched.backend.memory.nodelifecycle import NodeLifecycleController
+from kubesched.backend.memory.resourceclaims import ResourceClaimController
 from kubesched.backend.memory.tainteviction import TaintEvictionController
 from kubesched.backend.memory.volumes import VolumeControllers
 from kubesched.backend.protocol import (
@@ -61,9 +62,13 @@ APPLY_ORDER: dict[str, int] = {
     "CSIStorageCapacity": 3,
     "PersistentVolume": 3,
     "PersistentVolumeClaim": 3,
+    "DeviceClass": 1,
+    "ResourceSlice": 2,
     "Service": 3,
     "PodDisruptionBudget": 3,
     "Lease": 3,
+    "ResourceClaimTemplate": 3,
+    "ResourceClaim": 3,
     "Deployment": 4,
     "ReplicaSet": 4,
     "ReplicationController": 4,
@@ -114,6 +119,10 @@ _RESOURCES = {
     "CSINode": "csinodes.storage.k8s.io",
     "CSIDriver": "csidrivers.storage.k8s.io",
     "CSIStorageCapacity": "csistoragecapacities.storage.k8s.io",
+    "DeviceClass": "deviceclasses.resource.k8s.io",
+    "ResourceClaim": "resourceclaims.resource.k8s.io",
+    "ResourceClaimTemplate": "resourceclaimtemplates.resource.k8s.io",
+    "ResourceSlice": "resourceslices.resource.k8s.io",
 }
 
 
@@ -235,6 +244,7 @@ class MemoryCluster:
         self.taint_eviction = TaintEvictionController(self)
         self.node_lifecycle = NodeLifecycleController(self)
         self.kubelet = KubeletEvictionManager(self) if node_pressure_eviction else None
+        self.resource_claims = ResourceClaimController(self)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -413,6 +423,7 @@ class MemoryCluster:
                     if not self._paused:
                         self.controllers.on_event(kind, event)
                         self.volumes.on_event(kind, event)
+                        self.resource_claims.on_event(kind, event)
                     self.taint_eviction.on_event(kind, event)
                     self.node_lifecycle.on_event(kind, event)
                     if self.kubelet is not None:
@@ -440,6 +451,7 @@ class MemoryCluster:
         if not self._paused:
             self.volumes.resync_all()
             self.controllers.resync_all()
+            self.resource_claims.resync_all()
             self.disruption.sync_all()
 
     # -- writing ---------------------------------------------------------------------------

@@ -1,0 +1,156 @@
+"""What the DynamicResources plugin knows of the cluster: claims, slices, classes, devices in use.
+
+Upstream's scheduler keeps a shared DRA manager fed by informers (claims in an assume
+cache, an index of allocated devices, in-flight allocations). Here the plugin watches
+ResourceClaims, ResourceSlices and DeviceClasses through the Handle's cluster client
+(``list`` + ``watch``), so the set of allocated devices is kept up to date event by
+event instead of being rebuilt from every claim in every scheduling cycle. Without a
+client that can watch (a bare framework in tests), every read goes to the lister.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kubesched.api import DeviceClass, ResourceClaim, ResourceSlice
+
+from .allocator import DeviceID, claim_devices
+
+__all__ = ["DRAManager"]
+
+CLAIM, SLICE, CLASS = "ResourceClaim", "ResourceSlice", "DeviceClass"
+
+
+class DRAManager:
+    """Claims, slices and classes, the devices allocated to claims, and allocations that
+    Reserve made but PreBind has not written yet (in flight)."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+        self._connected = False
+        self._watching = False
+        self._objects: dict[str, dict[str, Any]] = {CLAIM: {}, SLICE: {}, CLASS: {}}
+        self._allocated: Counter[DeviceID] = Counter()
+        self._in_flight: dict[str, ResourceClaim] = {}
+        self.slices_version = 0
+        """Bumped on every ResourceSlice change (cached pools are rebuilt)."""
+        self.classes_version = 0
+        """Bumped on every DeviceClass change."""
+        self.pool_versions: Counter[tuple[str, str]] = Counter()
+        """Per ``(driver, pool)``: bumped whenever a device of the pool is allocated or
+        released (in the cluster or in flight), so per-node results can be cached."""
+
+    @property
+    def watching(self) -> bool:
+        """Whether the versions above follow the cluster (a client that can watch)."""
+        self._connect()
+        return self._watching
+
+    # -- feeding ------------------------------------------------------------------------
+    def _connect(self) -> None:
+        if self._connected:
+            return
+        self._connected = True
+        client = getattr(self._handle, "client", None)
+        if client is None or not hasattr(client, "watch"):
+            return
+        for kind in (CLAIM, SLICE, CLASS):
+            objects, rv = client.list(kind)
+            for obj in objects:
+                self._apply(kind, None, obj)
+            client.watch(kind, rv, lambda ev, kind=kind: self._on_event(kind, ev))
+        self._watching = True
+
+    def _on_event(self, kind: str, ev: Any) -> None:
+        obj = ev.object
+        if ev.type == "DELETED":
+            self._apply(kind, self._objects[kind].get(obj.key), None, key=obj.key)
+        else:
+            self._apply(kind, self._objects[kind].get(obj.key), obj)
+
+    def _apply(self, kind: str, old: Any, new: Any, key: str | None = None) -> None:
+        key = key if key is not None else new.key
+        if new is None:
+            self._objects[kind].pop(key, None)
+        else:
+            self._objects[kind][key] = new
+        if kind == SLICE:
+            self.slices_version += 1
+        elif kind == CLASS:
+            self.classes_version += 1
+        elif kind == CLAIM:
+            for obj, sign in ((old, -1), (new, 1)):
+                if obj is None:
+                    continue
+                for dev, admin in claim_devices(obj):
+                    self.pool_versions[dev[:2]] += 1
+                    if not admin:
+                        self._allocated[dev] += sign
+                        if self._allocated[dev] <= 0:
+                            del self._allocated[dev]
+            # The written allocation is now in the cluster: it is no longer in flight.
+            if new is not None and new.status.allocation is not None:
+                self.drop_in_flight(new.metadata.uid or "")
+
+    # -- reading ------------------------------------------------------------------------
+    def _list(self, kind: str) -> list[Any]:
+        self._connect()
+        if self._watching:
+            return list(self._objects[kind].values())
+        lister = getattr(self._handle, "lister", None)
+        return lister.list_objects(kind) if lister is not None else []
+
+    def claim(self, namespace: str, name: str) -> ResourceClaim | None:
+        """The ResourceClaim ``namespace/name``, or None."""
+        self._connect()
+        if self._watching:
+            return self._objects[CLAIM].get(f"{namespace}/{name}")
+        lister = getattr(self._handle, "lister", None)
+        return lister.get_object(CLAIM, namespace, name) if lister is not None else None
+
+    def device_class(self, name: str) -> DeviceClass | None:
+        """The DeviceClass ``name``, or None."""
+        self._connect()
+        if self._watching:
+            return self._objects[CLASS].get(name)
+        lister = getattr(self._handle, "lister", None)
+        return lister.get_object(CLASS, None, name) if lister is not None else None
+
+    def slices(self) -> list[ResourceSlice]:
+        """Every ResourceSlice."""
+        return self._list(SLICE)
+
+    def allocated_devices(self) -> set[DeviceID]:
+        """Devices held by allocated claims (admin access excepted) or by allocations in
+        flight: ``ListAllAllocatedDevices``."""
+        self._connect()
+        if self._watching:
+            devices = set(self._allocated)
+        else:
+            devices = {
+                dev for c in self._list(CLAIM) for dev, admin in claim_devices(c) if not admin
+            }
+        for claim in self._in_flight.values():
+            devices.update(dev for dev, admin in claim_devices(claim) if not admin)
+        return devices
+
+    def has_pending_allocation(self, uid: str) -> bool:
+        """``ClaimHasPendingAllocation``: Reserve allocated it, PreBind has not written it."""
+        return uid in self._in_flight
+
+    def set_in_flight(self, uid: str, claim: ResourceClaim) -> None:
+        """``SignalClaimPendingAllocation``: ``claim`` (with the allocation Reserve chose)
+        holds its devices until the allocation is written or dropped."""
+        self._in_flight[uid] = claim
+        self._bump_pools(claim)
+
+    def drop_in_flight(self, uid: str) -> None:
+        """``RemoveClaimPendingAllocation`` (no-op when nothing is in flight)."""
+        claim = self._in_flight.pop(uid, None)
+        if claim is not None:
+            self._bump_pools(claim)
+
+    def _bump_pools(self, claim: ResourceClaim) -> None:
+        for dev, _ in claim_devices(claim):
+            self.pool_versions[dev[:2]] += 1

@@ -1,0 +1,524 @@
+"""DynamicResources: allocate the devices of a pod's ResourceClaims (DRA, structured parameters).
+
+Follows upstream's ``pkg/scheduler/framework/plugins/dynamicresources`` (v1.36):
+PreEnqueue waits until every claim exists; PreFilter resolves the claims (a
+template's claim through ``status.resourceClaimStatuses``), checks that allocated
+claims can still be reserved and that device classes exist, and prepares the
+allocator; Filter runs it for each node (allocated claims only check their node
+selector); Score prefers nodes where earlier ``firstAvailable`` alternatives fit;
+PostFilter deallocates a claim the pod alone holds on nodes it can no longer use;
+Reserve keeps the chosen allocations in flight so that no other pod gets the same
+devices; PreBind writes the allocation and adds the pod to ``reservedFor``.
+Pods without claims skip everything (PreFilter returns Skip).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from kubesched import (
+    MAX_NODE_SCORE,
+    ActionType,
+    ArgsError,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    EventResource,
+    NodeInfo,
+    PluginArgs,
+    QueueingHint,
+    StateKey,
+    Status,
+    default_normalize_score,
+    hookimpl,
+    invalid,
+    raise_args_errors,
+)
+from kubesched.api import (
+    NodeSelectorTermsMatcher,
+    Pod,
+    PodClaimError,
+    ResourceClaim,
+    ResourceClaimConsumerReference,
+    can_be_reserved,
+    is_for_pod,
+    is_reserved_for_pod,
+    pod_claim_name,
+)
+from kubesched.config.duration import Duration
+from kubesched_builtin.names import DYNAMIC_RESOURCES
+
+from .allocator import (
+    FIRST_AVAILABLE_MAX_SIZE,
+    AllocationError,
+    AllocationTimeout,
+    Allocator,
+    NodeOutcome,
+    gather_pools,
+)
+from .cel import CELCache
+from .manager import DRAManager
+
+NAME = DYNAMIC_RESOURCES
+
+ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
+ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
+ERR_IN_USE = "resourceclaim in use"
+ERR_TIMEOUT = "timed out trying to allocate devices"
+MSG_NO_CLAIMS = "no new claims to deallocate"
+MSG_DEALLOCATED = "deallocation of ResourceClaim completed"
+MSG_STILL_NOT_SCHEDULABLE = "still not schedulable"
+
+
+class DynamicResourcesArgs(PluginArgs):
+    """``DynamicResourcesArgs`` (kubescheduler.config.k8s.io/v1), with upstream's defaults."""
+
+    filter_timeout: Duration = Field(
+        default=10.0,
+        description=(
+            "How long Filter may search for devices on one node before the attempt ends "
+            "with an error (0s: no limit)."
+        ),
+    )
+    binding_timeout: Duration = Field(
+        default=600.0,
+        description=(
+            "How long PreBind waits for devices' binding conditions; kubesched's devices "
+            "have none, so it is validated and kept."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _validate(self) -> DynamicResourcesArgs:
+        # ValidateDynamicResourcesArgs.
+        errors: list[ArgsError] = []
+        if self.filter_timeout < 0:
+            errors.append(
+                invalid(("filterTimeout",), self.filter_timeout, "must be zero or positive")
+            )
+        if self.binding_timeout <= 0:
+            errors.append(invalid(("bindingTimeout",), self.binding_timeout, "must be positive"))
+        raise_args_errors("DynamicResourcesArgs", errors)
+        return self
+
+
+@dataclass
+class _ClaimInfo:
+    claim: ResourceClaim
+    pod_claim_name: str
+    available_on: NodeSelectorTermsMatcher | None = None
+    allocation: Any = None
+
+
+@dataclass
+class _State:
+    claims: list[_ClaimInfo] = field(default_factory=list)
+    allocator: Allocator | None = None
+    node_outcomes: dict[str, NodeOutcome] = field(default_factory=dict)
+    unavailable: set[int] = field(default_factory=set)
+    shape: Any = None
+    """The pending claims' specs and the class and slice versions: with the node and the
+    versions of its pools, the key of the plugin's per-node outcome cache (None: off)."""
+    pool_versions: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def to_allocate(self) -> list[_ClaimInfo]:
+        return [c for c in self.claims if c.claim.status.allocation is None]
+
+
+STATE_KEY: StateKey[_State] = StateKey(NAME)
+
+_MATCH_CACHE_LIMIT = 1_000_000
+_OUTCOME_CACHE_LIMIT = 200_000
+
+
+class DynamicResources:
+    """Allocates DRA devices during scheduling (PreEnqueue, PreFilter, Filter, PostFilter,
+    Score, Reserve, PreBind)."""
+
+    name = NAME
+    Args = DynamicResourcesArgs
+
+    def __init__(self, args: DynamicResourcesArgs | None, handle: Any) -> None:
+        args = args or DynamicResourcesArgs()
+        self.handle = handle
+        self.filter_timeout = args.filter_timeout
+        self.manager = DRAManager(handle)
+        self.cel_cache = CELCache()
+        self._match_cache: dict[Any, Any] = {}
+        self._envs: dict[Any, Any] = {}
+        self._pools: dict[tuple[str, str | None], Any] = {}
+        self._pools_version = -1
+        self._outcomes: dict[Any, Any] = {}
+
+    # -- claims of a pod ----------------------------------------------------------------
+    def _pod_claims(self, pod: Pod) -> list[tuple[str, ResourceClaim]]:
+        """``foreachPodResourceClaim``; raises PodClaimError when one is not usable yet."""
+        out = []
+        for pc in pod.spec.resource_claims:
+            name, check_owner = pod_claim_name(pod, pc)
+            if name is None:
+                continue
+            ns = pod.metadata.namespace or "default"
+            claim = self.manager.claim(ns, name)
+            if claim is None:
+                raise PodClaimError(f'could not find ResourceClaim "{ns}/{name}"')
+            if claim.metadata.deletion_timestamp is not None:
+                raise PodClaimError(f'resourceclaim "{claim.name}" is being deleted')
+            if check_owner:
+                is_for_pod(pod, claim)
+            out.append((pc.name, claim))
+        return out
+
+    # -- events -------------------------------------------------------------------------
+    @hookimpl
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            # A resource might depend on node labels for topology filtering.
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
+            ),
+            # Allocation is tracked in ResourceClaims.
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE),
+                self.is_schedulable_after_claim_change,
+            ),
+            # The resourceclaim controller names a generated claim in the pod's status.
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                self.is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE)
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE)
+            ),
+        ]
+
+    def is_schedulable_after_claim_change(
+        self, pod: Pod, old: ResourceClaim | None, new: ResourceClaim
+    ) -> QueueingHint:
+        """Queue when a claim of the pod appeared or its status changed, or when any
+        claim was deallocated (its devices are free again)."""
+        try:
+            uses = any(c.metadata.uid == new.metadata.uid for _, c in self._pod_claims(pod))
+        except PodClaimError:
+            return QueueingHint.SKIP
+        if old is not None and old.status.allocation is not None and new.status.allocation is None:
+            return QueueingHint.QUEUE
+        if not uses:
+            return QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP if old.status == new.status else QueueingHint.QUEUE
+
+    def is_schedulable_after_pod_change(self, pod: Pod, old: Pod | None, new: Pod) -> QueueingHint:
+        """Queue the pod itself once all its claims exist."""
+        if new is None or pod.metadata.uid != new.metadata.uid:
+            return QueueingHint.SKIP
+        try:
+            self._pod_claims(new)
+        except PodClaimError:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
+    # -- queueing and PreFilter ---------------------------------------------------------
+    @hookimpl
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        if not pod.spec.resource_claims:
+            return None
+        try:
+            self._pod_claims(pod)
+        except PodClaimError as err:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err))
+        return None
+
+    @hookimpl
+    def pre_filter(self, state: CycleState, pod: Pod) -> Status | None:
+        s = _State()
+        state.write(STATE_KEY, s)
+        if not pod.spec.resource_claims:
+            return Status.skip()
+        try:
+            claims = self._pod_claims(pod)
+        except PodClaimError as err:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err))
+        if not claims:
+            return Status.skip()
+        for pc_name, claim in claims:
+            info = _ClaimInfo(claim, pc_name)
+            alloc = claim.status.allocation
+            if alloc is not None:
+                if not can_be_reserved(claim) and not is_reserved_for_pod(pod, claim):
+                    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_IN_USE)
+                if alloc.node_selector is not None:
+                    info.available_on = NodeSelectorTermsMatcher(
+                        alloc.node_selector.node_selector_terms
+                    )
+            else:
+                if self.manager.has_pending_allocation(claim.metadata.uid or ""):
+                    return Status(
+                        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                        f"resource claim {claim.key} is in the process of being allocated",
+                    )
+                status = self._check_classes(claim)
+                if status is not None:
+                    return status
+            s.claims.append(info)
+        pending = s.to_allocate()
+        if pending:
+            if len(self._match_cache) > _MATCH_CACHE_LIMIT:
+                # Verdicts of replaced slices and classes are never looked up again.
+                self._match_cache.clear()
+                self._envs.clear()
+            if self.manager.watching:
+                # What a node's outcome depends on besides the node and its pools'
+                # allocations (see filter); a copy of the pool versions, so the cache
+                # key and the allocated devices below are of the same moment.
+                s.shape = (
+                    self.manager.classes_version,
+                    self.manager.slices_version,
+                    tuple(c.claim.spec.model_dump_json() for c in pending),
+                )
+                s.pool_versions = dict(self.manager.pool_versions)
+            s.allocator = Allocator(
+                [c.claim for c in pending],
+                self.manager.allocated_devices(),
+                self.manager.device_class,
+                self.cel_cache,
+                self._match_cache,
+                self._envs,
+                self.filter_timeout,
+            )
+        return None
+
+    def _check_classes(self, claim: ResourceClaim) -> Status | None:
+        for req in claim.spec.devices.requests:
+            pairs = (
+                [(req.name, req.exactly.device_class_name)]
+                if req.exactly is not None
+                else [(f"{req.name}/{s.name}", s.device_class_name) for s in req.first_available]
+            )
+            for name, class_name in pairs:
+                if self.manager.device_class(class_name) is None:
+                    return Status(
+                        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                        f"request {name}: device class {class_name} does not exist",
+                    )
+        return None
+
+    # -- Filter -------------------------------------------------------------------------
+    def _node_pools(self, node: Any) -> Any:
+        version = self.manager.slices_version
+        if version != self._pools_version or not self.manager.watching:
+            self._pools.clear()
+            self._pools_version = version
+            self._by_node, self._shared = _index_slices(self.manager.slices())
+        key = (node.name, node.metadata.resource_version)
+        pools = self._pools.get(key)
+        if pools is None:
+            pools = self._pools[key] = gather_pools(
+                self._by_node.get(node.name, []) + self._shared, node
+            )
+        return pools
+
+    def _allocate(self, s: _State, node: Any) -> NodeOutcome:
+        """The allocator's outcome on ``node``, reused across pods when nothing it depends
+        on changed: the same claim specs, classes and slices, the same node, and no
+        device of the node's pools allocated or released since."""
+        pools = self._node_pools(node)
+        assert s.allocator is not None
+        if s.shape is None:
+            return s.allocator.allocate(node, pools)
+        versions = s.pool_versions
+        key = (
+            s.shape,
+            node.name,
+            node.metadata.resource_version,
+            tuple(versions.get((p.driver, p.name), 0) for p in pools),
+        )
+        cached = self._outcomes.get(key)
+        if cached is not None:
+            picked, reasons, chosen = cached
+            return NodeOutcome(node.name, picked, reasons, chosen, allocator=s.allocator)
+        outcome = s.allocator.allocate(node, pools)
+        if len(self._outcomes) > _OUTCOME_CACHE_LIMIT:
+            self._outcomes.clear()
+        self._outcomes[key] = (outcome.picked, outcome.reasons, outcome.chosen_options)
+        return outcome
+
+    @hookimpl
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        s = state.read(STATE_KEY)
+        if not s.claims:
+            return None
+        node = node_info.node
+        unavailable = [
+            i
+            for i, c in enumerate(s.claims)
+            if c.available_on is not None and not c.available_on.matches_node(node)
+        ]
+        if s.allocator is not None:
+            try:
+                outcome = self._allocate(s, node)
+            except AllocationTimeout:
+                return Status(Code.ERROR, f"node {node.name}: {ERR_TIMEOUT}")
+            except AllocationError as err:
+                return Status(Code.ERROR, str(err))
+            s.node_outcomes[node.name] = outcome
+            if not outcome.fits:
+                status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
+                status.details = tuple(outcome.reasons)
+                return status
+        if unavailable:
+            s.unavailable.update(unavailable)
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NOT_AVAILABLE)
+        return None
+
+    # -- PostFilter ---------------------------------------------------------------------
+    @hookimpl
+    def post_filter(self, state: CycleState, pod: Pod) -> Status:
+        s = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return Status(Code.UNSCHEDULABLE, MSG_NO_CLAIMS)
+        for index in sorted(s.unavailable):
+            claim = s.claims[index].claim
+            reserved = claim.status.reserved_for
+            if not reserved or (len(reserved) == 1 and reserved[0].uid == pod.metadata.uid):
+                fresh = claim.model_copy(deep=True)
+                fresh.status.reserved_for = []
+                fresh.status.allocation = None
+                try:
+                    self.handle.client.update(fresh)
+                except Exception as err:  # the API refused: the attempt ends with its error
+                    return Status(Code.ERROR, str(err))
+                return Status(Code.UNSCHEDULABLE, MSG_DEALLOCATED)
+        return Status(Code.UNSCHEDULABLE, MSG_STILL_NOT_SCHEDULABLE)
+
+    # -- Score --------------------------------------------------------------------------
+    def _score(self, s: _State, node_name: str) -> int:
+        outcome = s.node_outcomes.get(node_name)
+        if outcome is None or not outcome.fits:
+            return 0
+        return sum(
+            FIRST_AVAILABLE_MAX_SIZE - i for chosen in outcome.chosen_options for i in chosen
+        )
+
+    @hookimpl
+    def score(self, state: CycleState, node_info: NodeInfo) -> int:
+        s = state.get(STATE_KEY)
+        return 0 if s is None or not s.claims else self._score(s, node_info.node.name)
+
+    @hookimpl
+    def score_nodes(self, state: CycleState, nodes: Any) -> Any:
+        s = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            # Pods without claims: no per-node work at all.
+            return np.zeros(len(nodes), dtype=np.int64)
+        return np.fromiter(
+            (self._score(s, name) for name in nodes.names), dtype=np.int64, count=len(nodes)
+        )
+
+    @hookimpl
+    def normalize_score(self, scores: Any) -> None:
+        default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+    # -- Reserve, PreBind ---------------------------------------------------------------
+    @hookimpl
+    def reserve(self, state: CycleState, node_name: str) -> Status | None:
+        s = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return None
+        pending = s.to_allocate()
+        if not pending:
+            return None
+        outcome = s.node_outcomes.get(node_name)
+        if outcome is None or not outcome.fits:
+            return Status(Code.ERROR, "claim allocation not found for node")
+        allocations = outcome.allocations()
+        if len(allocations) != len(pending):
+            return Status(
+                Code.ERROR,
+                f"internal error, have {len(allocations)} allocations, "
+                f"{len(pending)} claims to allocate, want {len(pending)} claims",
+            )
+        for info, allocation in zip(pending, allocations, strict=True):
+            info.allocation = allocation
+            assumed = info.claim.model_copy(deep=True)
+            assumed.status.allocation = allocation
+            self.manager.set_in_flight(info.claim.metadata.uid or "", assumed)
+        return None
+
+    @hookimpl
+    def unreserve(self, state: CycleState, pod: Pod) -> None:
+        s = state.get(STATE_KEY)
+        if s is None:
+            return
+        for info in s.claims:
+            self.manager.drop_in_flight(info.claim.metadata.uid or "")
+            claim = self.manager.claim(info.claim.namespace, info.claim.name)
+            if (
+                claim is not None
+                and claim.status.allocation is not None
+                and is_reserved_for_pod(pod, claim)
+            ):
+                fresh = claim.model_copy(deep=True)
+                fresh.status.reserved_for = [
+                    r for r in fresh.status.reserved_for if r.uid != pod.metadata.uid
+                ]
+                # A failure is retried with the pod's next attempt, as upstream.
+                with contextlib.suppress(Exception):
+                    self.handle.client.update(fresh)
+
+    @hookimpl
+    def pre_bind(self, state: CycleState, pod: Pod) -> Status | None:
+        s = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return Status.skip()
+        for info in s.claims:
+            if is_reserved_for_pod(pod, info.claim):
+                continue
+            try:
+                info.claim = self._bind_claim(info, pod)
+            except Exception as err:  # the API refused: the binding fails, Unreserve runs
+                return Status(Code.ERROR, str(err))
+            finally:
+                if info.allocation is not None:
+                    self.manager.drop_in_flight(info.claim.metadata.uid or "")
+        return None
+
+    def _bind_claim(self, info: _ClaimInfo, pod: Pod) -> ResourceClaim:
+        current = self.manager.claim(info.claim.namespace, info.claim.name)
+        if current is None or current.metadata.uid != info.claim.metadata.uid:
+            raise RuntimeError(f"claim {info.claim.key} got deleted in the meantime")
+        if current.metadata.deletion_timestamp is not None:
+            raise RuntimeError(f"claim {current.key} got deleted in the meantime")
+        fresh = current.model_copy(deep=True)
+        if info.allocation is not None:
+            if current.status.allocation is not None:
+                raise RuntimeError(f"claim {current.key} got allocated elsewhere in the meantime")
+            fresh.status.allocation = info.allocation
+        fresh.status.reserved_for.append(
+            ResourceClaimConsumerReference(
+                resource="pods", name=pod.name, uid=pod.metadata.uid or ""
+            )
+        )
+        return self.handle.client.update(fresh)
+
+
+def _index_slices(slices: list[Any]) -> tuple[dict[str, list[Any]], list[Any]]:
+    """Node-local slices by node name, and the others (selectors, all nodes)."""
+    by_node: dict[str, list[Any]] = {}
+    shared = []
+    for sl in slices:
+        if sl.spec.node_name:
+            by_node.setdefault(sl.spec.node_name, []).append(sl)
+        else:
+            shared.append(sl)
+    return by_node, shared
