@@ -17,11 +17,9 @@ import json
 import tempfile
 from pathlib import Path
 
-import yaml
-
 from kubesched.bench import WORKLOADS
 from kubesched.bench.kube import run_on_api_server
-from kubesched.testing.envtest import ControlPlane, free_port
+from kubesched.testing.envtest import ControlPlane
 
 
 def main() -> None:
@@ -34,28 +32,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1800)
     args = parser.parse_args()
     with ControlPlane() as cp, tempfile.TemporaryDirectory() as tmp:
-        config = Path(tmp) / "kube-scheduler.yaml"
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "kubescheduler.config.k8s.io/v1",
-                    "kind": "KubeSchedulerConfiguration",
-                    "clientConnection": {
-                        "kubeconfig": str(cp.kubeconfig),
-                        "qps": 5000,
-                        "burst": 5000,
-                    },
-                    "leaderElection": {"leaderElect": False},
-                }
-            )
-        )
-        kube_scheduler = [
-            str(cp.assets / "kube-scheduler"),
-            f"--config={config}",
-            f"--secure-port={free_port()}",
-            "--bind-address=127.0.0.1",
-            f"--cert-dir={Path(tmp) / 'certs'}",
-        ]
+        kube_scheduler = cp.kube_scheduler_command(Path(tmp))
         for name in args.workloads.split(","):
             for scheduler, command in (("kubesched", None), ("external", kube_scheduler)):
                 result = run_on_api_server(

@@ -26,6 +26,7 @@ from kubesched.testing import make_node, make_pod
 from kubesched.testing.envtest import (
     ASSETS_ENV,
     ControlPlane,
+    EnvtestError,
     assets_dir,
     create_object,
     create_objects,
@@ -253,3 +254,14 @@ def pod_manifest(name: str, cpu: str = "100m", **kw: Any) -> dict[str, Any]:
     manifest = b.manifest()
     manifest["spec"]["terminationGracePeriodSeconds"] = kw.get("grace", 0)
     return manifest
+
+
+def start_kube_scheduler(control_plane: ControlPlane, workdir: Path) -> subprocess.Popen:
+    """The real kube-scheduler (default profile) serving ``control_plane``, logging to
+    ``workdir``; skipped when the assets have no kube-scheduler. The caller stops it."""
+    try:
+        command = control_plane.kube_scheduler_command(workdir)
+    except EnvtestError as err:
+        pytest.skip(str(err))
+    with (workdir / "kube-scheduler.log").open("w") as log:
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)

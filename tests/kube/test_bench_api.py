@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
-import yaml
 
 from kubesched.cli.main import main
-from kubesched.testing.envtest import ControlPlane, free_port
+from kubesched.testing.envtest import ControlPlane, EnvtestError
 
 from .conftest import Api
 
@@ -45,22 +45,11 @@ def test_kubesched_run_through_the_api_server(api: Api, capsys) -> None:
 def test_the_real_kube_scheduler_on_the_same_objects(
     control_plane: ControlPlane, api: Api, tmp_path: Path, capsys
 ) -> None:
-    binary = control_plane.assets / "kube-scheduler"
-    if not binary.is_file():
-        pytest.skip(f"no kube-scheduler in {control_plane.assets}")
+    try:
+        command = shlex.join(control_plane.kube_scheduler_command(tmp_path))
+    except EnvtestError as err:
+        pytest.skip(str(err))
     api.clean()
-    config = tmp_path / "kube-scheduler.yaml"
-    config.write_text(yaml.safe_dump({
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(control_plane.kubeconfig),
-                             "qps": 5000, "burst": 5000},
-        "leaderElection": {"leaderElect": False},
-    }))  # fmt: skip
-    command = (
-        f"{binary} --config={config} --secure-port={free_port()} --bind-address=127.0.0.1 "
-        f"--cert-dir={tmp_path / 'certs'}"
-    )
     # Started by the bench once every pod is pending, as kubesched run is.
     result = _bench(
         capsys, control_plane.kubeconfig, "--scheduler", "external", "--external-command", command

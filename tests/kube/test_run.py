@@ -67,8 +67,8 @@ def test_unschedulable_pod_gets_condition_and_one_event_series(api: Api, in_proc
     cond = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
     assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
     assert cond["message"].startswith(
-        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
-        "2 Preemption is not helpful for scheduling."
+        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: "
+        "0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
     # A node joining moves it; it is retried and fails again: still one Event object.
     api.nodes(1, cpu="1", prefix="m")

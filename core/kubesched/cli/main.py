@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from kubesched.cli import (
     bench_cmd,
     capacity_cmd,
+    compare_cmd,
     config_cmd,
     new_plugin_cmd,
     plugins_cmd,
@@ -24,6 +25,7 @@ COMMANDS = (
     capacity_cmd,
     run_cmd,
     bench_cmd,
+    compare_cmd,
     new_plugin_cmd,
 )
 """Sub-command modules; each has ``register(subparsers)`` setting ``func`` on its parser."""

@@ -145,6 +145,37 @@ class ControlPlane:
         """The bearer token of ``user``."""
         return ADMIN_TOKEN if user == "admin" else f"token-{user}"
 
+    def kube_scheduler_command(self, workdir: Path) -> list[str]:
+        """The command line of the real kube-scheduler of ``KUBEBUILDER_ASSETS`` for this
+        control plane: default profile, QPS/burst 5000, no leader election, its
+        configuration and serving certificate written under ``workdir``. Raises
+        ``EnvtestError`` when the assets have no kube-scheduler."""
+        binary = self.assets / "kube-scheduler"
+        if not binary.is_file():
+            raise EnvtestError(f"no kube-scheduler in {self.assets}")
+        config = workdir / "kube-scheduler.yaml"
+        config.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "KubeSchedulerConfiguration",
+                    "clientConnection": {
+                        "kubeconfig": str(self.kubeconfig),
+                        "qps": 5000,
+                        "burst": 5000,
+                    },
+                    "leaderElection": {"leaderElect": False},
+                }
+            )
+        )
+        return [
+            str(binary),
+            f"--config={config}",
+            f"--secure-port={free_port()}",
+            "--bind-address=127.0.0.1",
+            f"--cert-dir={workdir / 'kube-scheduler-certs'}",
+        ]
+
     def add_user(self, user: str, groups: tuple[str, ...] = ()) -> Path:
         """Add a token user (kube-apiserver reads the token file at start: this restarts
         it) and return a kubeconfig for that user."""
