@@ -40,6 +40,7 @@ def test_kinds_cover_the_objects_we_read() -> None:
         "PodDisruptionBudget",
         "RuntimeClass",
         "Lease",
+        "KubeletConfiguration",
         "PersistentVolume",
         "PersistentVolumeClaim",
         "StorageClass",

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubesched.api import Pod, Quantity, load_manifests
+from kubesched.api import Pod, Quantity, load_manifests, parse_object
 from kubesched.backend.memory import AdmissionError, MemoryCluster
 from kubesched.clock import FakeClock
 
@@ -279,3 +279,50 @@ def test_admission_does_not_touch_the_callers_pod(cluster: MemoryCluster):
     p = pod("p", priorityClassName="high")
     cluster.create(p)
     assert p.spec.priority is None
+
+
+@pytest.mark.parametrize(
+    ("resources", "tolerations", "added"),
+    [
+        ({}, [], False),
+        ({"requests": {"cpu": "100m"}}, [], True),
+        ({"limits": {"memory": "1Gi"}}, [], True),
+        ({"requests": {"nvidia.com/gpu": "1"}}, [], False),
+        (
+            {"requests": {"cpu": "1"}},
+            [{"key": "node.kubernetes.io/memory-pressure", "operator": "Exists"}],
+            False,
+        ),
+        ({"requests": {"cpu": "1"}}, [{"operator": "Exists"}], False),
+    ],
+    ids=[
+        "best-effort",
+        "burstable",
+        "guaranteed-by-limits",
+        "extended-only-is-best-effort",
+        "already-tolerated",
+        "tolerates-everything",
+    ],
+)
+def test_memory_pressure_toleration_for_non_best_effort(
+    cluster: MemoryCluster, resources: dict, tolerations: list, added: bool
+) -> None:
+    # Seed 002: the control plane adds the memory-pressure toleration to pods whose QoS
+    # class is not BestEffort.
+    p = cluster.create(
+        parse_object(
+            {
+                "kind": "Pod",
+                "metadata": {"name": "p"},
+                "spec": {
+                    "tolerations": tolerations,
+                    "containers": [{"name": "c", "resources": resources}],
+                },
+            }
+        )
+    )
+    mine = [t for t in p.spec.tolerations if t.key == "node.kubernetes.io/memory-pressure"]
+    want = [("node.kubernetes.io/memory-pressure", "Exists", "NoSchedule")] if added else []
+    if not added and tolerations and tolerations[0].get("key"):
+        want = [("node.kubernetes.io/memory-pressure", "Exists", None)]
+    assert [(t.key, t.operator, t.effect) for t in mine] == want

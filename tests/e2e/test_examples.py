@@ -28,6 +28,7 @@ from kubesched.cli.main import main as main_cli
 from kubesched.config import load_config
 from kubesched.framework.registry import default_registry
 from kubesched.simulate.driver import SimulationRun, simulate
+from kubesched.simulate.timeline import load_timeline
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 QUICKSTART = EXAMPLES / "quickstart"
@@ -122,16 +123,24 @@ def _example_files() -> list[Path]:
     )
 
 
-def _is_config(path: Path) -> bool:
+def _kind(path: Path) -> str | None:
+    """The kubesched kind of a file that holds no Kubernetes objects, if any."""
     docs = list(yaml.safe_load_all(path.read_text()))
-    return any(isinstance(d, dict) and d.get("kind") == "KubeSchedulerConfiguration" for d in docs)
+    for kind in ("KubeSchedulerConfiguration", "Timeline"):
+        if any(isinstance(d, dict) and d.get("kind") == kind for d in docs):
+            return kind
+    return None
 
 
 @pytest.mark.parametrize("path", _example_files(), ids=lambda p: str(p.relative_to(EXAMPLES)))
 def test_every_example_file_parses(path: Path):
-    if _is_config(path):
+    kind = _kind(path)
+    if kind == "KubeSchedulerConfiguration":
         cfg = load_config(path)
         assert cfg.profiles
+    elif kind == "Timeline":
+        timeline, _ = load_timeline(path)
+        assert timeline.spec.steps
     else:
         assert load_manifests([path])
 
@@ -149,12 +158,13 @@ def test_example_directory_loads_as_one_path(path: Path):
     """The folder given to ``kubesched simulate`` holds manifests only (no config)."""
     objs = load_manifests([path])
     assert any(o.kind == "Node" for o in objs)
-    assert not any(_is_config(f) for f in path.rglob("*.yaml"))
+    assert not any(_kind(f) for f in path.rglob("*.yaml"))
 
 
 def test_every_example_has_a_readme():
     assert (QUICKSTART / "README.md").is_file()
     assert (SEED002 / "README.md").is_file()
+    assert (EXAMPLES / "whatif" / "README.md").is_file()
     assert (EXAMPLES / "capacity" / "README.md").is_file()
     for scenario in SEED002.iterdir():
         if scenario.is_dir():

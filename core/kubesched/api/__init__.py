@@ -49,6 +49,7 @@ from .core import (
     Volume,
     WeightedPodAffinityTerm,
 )
+from .kubelet import KubeletConfiguration
 from .manifests import (
     KIND_ENTRY_POINT_GROUP,
     KINDS,
@@ -235,6 +236,7 @@ __all__ = [
     "JobSpec",
     "KubeModel",
     "KubeObject",
+    "KubeletConfiguration",
     "LabelSelector",
     "LabelSelectorError",
     "LabelSelectorMatcher",

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from ..errors import UserInputError, problems_from_validation_error
 from .cluster import Lease, PodDisruptionBudget, PriorityClass, RuntimeClass
 from .core import Namespace, Node, Pod, Service
+from .kubelet import KubeletConfiguration
 from .meta import KubeObject
 from .resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .storage import (
@@ -59,6 +60,7 @@ KINDS: dict[str, type[KubeObject]] = {
         PodDisruptionBudget,
         RuntimeClass,
         Lease,
+        KubeletConfiguration,
         PersistentVolume,
         PersistentVolumeClaim,
         StorageClass,

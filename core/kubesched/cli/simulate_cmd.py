@@ -21,6 +21,7 @@ from kubesched.simulate.report import (
     build_report_data,
     parse_pod_key,
 )
+from kubesched.simulate.timeline import TimelineRunner, load_timeline
 
 
 def _registry() -> PluginRegistry:
@@ -80,6 +81,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--events", action="store_true", help="include every Kubernetes Event in json/yaml"
     )
+    parser.add_argument(
+        "--timeline",
+        metavar="FILE",
+        help="play a Timeline (kubesched.io/v1alpha1) of timed steps: node failures, taints, "
+        "drains, usage, scaling; the report gains the evictions and a time axis",
+    )
     parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     live_cluster.add_arguments(parser)
     parser.add_argument(
@@ -106,6 +113,9 @@ def _simulate(args: argparse.Namespace) -> int:
         raise UserInputError(
             "no Kubernetes objects found", source=" ".join(args.paths) or "--from-cluster"
         )
+    timeline = None
+    if args.timeline is not None:
+        timeline = TimelineRunner(*load_timeline(args.timeline))
 
     show_progress = not args.no_progress and sys.stderr.isatty()
     progress, stop_progress = progress_bar(show_progress, "scheduling", "pods placed")
@@ -117,6 +127,7 @@ def _simulate(args: argparse.Namespace) -> int:
             seed=args.seed,
             detail=args.detail,
             progress=progress,
+            timeline=timeline,
         )
         # With --detail summary the records keep no verdicts or scores: the page's
         # stories are condensed as the attempts finish instead.

@@ -85,6 +85,10 @@ def pod_update_event(old: PodInfo, new: PodInfo, resource: EventResource) -> Clu
     return ClusterEvent(resource, action)
 
 
+def _terminal(pod: Pod) -> bool:
+    return pod.status.phase in ("Succeeded", "Failed")
+
+
 def _assigned(pod: Pod) -> bool:
     return bool(pod.spec.node_name)
 
@@ -145,7 +149,15 @@ class EventHandlers:
 
     # -- pods ---------------------------------------------------------------------------
     def on_pod(self, ev: WatchEvent) -> None:
-        """A Pod was added, changed or deleted."""
+        """A Pod was added, changed or deleted.
+
+        As upstream's informer (field selector ``status.phase!=Succeeded,Failed``), a
+        finished pod is not seen: one that finishes (a kubelet eviction) is a deletion.
+        """
+        if _terminal(ev.object):
+            if ev.type is EventType.MODIFIED and not _terminal(ev.old):
+                self.on_pod(WatchEvent(EventType.DELETED, ev.old))
+            return
         pod = ev.object
         key = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
         if ev.type is EventType.DELETED:

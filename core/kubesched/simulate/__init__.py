@@ -9,6 +9,14 @@ The Python API of ``kubesched simulate``::
     report = build_report(run)          # a SimulationReport (pydantic)
     report.pod("default/web-0").node
     write_html_report(run, "report.html")  # the self-contained page of simulate --report
+
+With a timeline (``kubesched simulate --timeline``)::
+
+    from kubesched.simulate import Simulation, TimelineRunner, load_timeline
+
+    runner = TimelineRunner(*load_timeline("steps.yaml"))
+    run = Simulation(load_manifests(["cluster/"]), timeline=runner).run()
+    build_report(run).evictions
 """
 
 from kubesched.simulate.driver import (
@@ -28,6 +36,7 @@ from kubesched.simulate.report import (
     build_report_data,
     json_schema,
 )
+from kubesched.simulate.timeline import Timeline, TimelineRunner, load_timeline
 
 __all__ = [
     "DETAIL_FULL",
@@ -39,9 +48,12 @@ __all__ = [
     "SimulationReport",
     "SimulationRun",
     "StoryCollector",
+    "Timeline",
+    "TimelineRunner",
     "build_report",
     "build_report_data",
     "json_schema",
+    "load_timeline",
     "simulate",
     "write_html_report",
 ]

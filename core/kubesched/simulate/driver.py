@@ -31,6 +31,12 @@ STOP_SETTLED = "settled"
 """The run ended because nothing more could happen."""
 STOP_STALLED = "stalled"
 """The run ended because pods kept retrying with no progress (see ``STALL_AFTER``)."""
+STOP_HORIZON = "horizon"
+"""The run ended at its timeline's horizon (``spec.runFor``, or an hour after the last step)
+with things still happening (pods evicted and replaced over and over)."""
+MAX_ROUNDS_AT_ONE_TIME = 10_000
+"""Rounds of work at one virtual instant after which a run stops as stalled: pods evicted
+and replaced at once forever (a toleration of 0 s on a node they keep returning to)."""
 STALL_AFTER = 1800.0
 """Virtual seconds without progress after which a run stops as stalled: twice the
 longest single timer (a Permit wait is capped at 15 minutes)."""
@@ -51,6 +57,8 @@ class SimulationRun:
     metrics: Metrics = field(repr=False, default_factory=Metrics)
     stop_reason: str = STOP_SETTLED
     """``settled`` (nothing more could happen) or ``stalled`` (pods kept retrying)."""
+    timeline: Any = None
+    """The :class:`~kubesched.simulate.timeline.TimelineRunner` played, if any."""
 
 
 class Simulation:
@@ -62,6 +70,11 @@ class Simulation:
     same. ``progress(done, total)`` is called now and then with the number of pods
     settled (bound or rejected) so far. ``run`` may be called again after changing the
     cluster (``simulation.cluster.create(...)``): it goes on from where it stopped.
+
+    ``timeline`` (a :class:`~kubesched.simulate.timeline.TimelineRunner`) plays its steps
+    when virtual time reaches them. ``node_pressure_eviction`` runs the kubelets'
+    eviction managers; by default it does when there is a timeline or the objects
+    include a KubeletConfiguration.
     """
 
     def __init__(
@@ -73,6 +86,8 @@ class Simulation:
         seed: int = 0,
         detail: str = DETAIL_FULL,
         progress: Callable[[int, int], None] | None = None,
+        timeline: Any = None,
+        node_pressure_eviction: bool | None = None,
     ) -> None:
         self.registry = registry or default_registry()
         if isinstance(config, EffectiveConfiguration):
@@ -85,8 +100,16 @@ class Simulation:
         self.progress = progress
         self.clock = FakeClock(0.0)
         self.metrics = Metrics()
-        self.cluster = MemoryCluster(self.clock)
-        self.rejections = self.cluster.apply(list(objects))
+        objects = list(objects)
+        if node_pressure_eviction is None:
+            node_pressure_eviction = timeline is not None or any(
+                o.kind == "KubeletConfiguration" for o in objects
+            )
+        self.cluster = MemoryCluster(self.clock, node_pressure_eviction=node_pressure_eviction)
+        self.timeline = timeline
+        if timeline is not None:
+            timeline.cluster = self.cluster
+        self.rejections = self.cluster.apply(objects)
         self.scheduler = Scheduler(
             self.effective,
             self.registry,
@@ -139,11 +162,22 @@ class Simulation:
 
     def _run(self, started: float) -> SimulationRun:
         self._connect()
+        if self.timeline is not None:
+            # Steps at the current time (``at: 0``) set the scene before any scheduling.
+            self.timeline.apply_due(self.clock.now())
         s = self.scheduler
         retried_at_mark: int | None = None
+        horizon = self.timeline.horizon() if self.timeline is not None else None
+        rounds_at, rounds = self.clock.now(), 0
         last_mark, last_progress_at = self._progress_mark, self.clock.now()
         stop_reason = STOP_SETTLED
         while True:
+            if self.clock.now() != rounds_at:
+                rounds_at, rounds = self.clock.now(), 0
+            rounds += 1
+            if rounds > MAX_ROUNDS_AT_ONE_TIME:
+                stop_reason = STOP_STALLED
+                break
             while s.schedule_one():
                 self.cycles += 1
                 if self.progress is not None and self.cycles % 256 == 0:
@@ -152,6 +186,15 @@ class Simulation:
             if self._progress_mark != last_mark:
                 last_mark, last_progress_at = self._progress_mark, self.clock.now()
             when = self._next_timer()
+            step_at = self.timeline.next_time() if self.timeline is not None else None
+            if horizon is not None and when is not None and when > horizon and step_at is None:
+                stop_reason = STOP_HORIZON
+                break
+            if step_at is not None and (when is None or step_at <= when):
+                # A step is next: time jumps to it whatever was (not) happening before.
+                self._advance(step_at)
+                last_progress_at = self.clock.now()
+                continue
             if when is None:
                 # Only the unschedulable pods' periodic retry is left: it can help only
                 # if something progressed since the last such retry.
@@ -165,6 +208,8 @@ class Simulation:
             self._advance(when)
         if self.progress is not None:
             self._report_progress()
+        if self.timeline is not None:
+            self.timeline.finish()
         return SimulationRun(
             cluster=self.cluster,
             scheduler=s,
@@ -176,6 +221,7 @@ class Simulation:
             seed=self.seed,
             metrics=self.metrics,
             stop_reason=stop_reason,
+            timeline=self.timeline,
         )
 
     def _connect(self) -> None:
@@ -223,6 +269,8 @@ class Simulation:
             self.clock.set(when)
         now = self.clock.now()
         self.cluster.advance(now)
+        if self.timeline is not None:
+            self.timeline.apply_due(now)
         s = self.scheduler
         s.expire_waiting_pods()
         s.drain_ready_bindings()

@@ -9,12 +9,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kubesched.backend.memory.kubelet import format_binary
 from kubesched.simulate.report import (
     ClaimReport,
+    EvictionReport,
     NodeReport,
     PodReport,
     PreemptionReport,
     SimulationReport,
+    TimelineReport,
 )
 
 MAX_NODE_ROWS = 100
@@ -27,6 +30,16 @@ MAX_SCORE_NODES = 20
 """Feasible nodes whose scores ``--explain`` shows (best first)."""
 MAX_NODES_PER_REASON = 12
 """Node names listed per filter reason before "(+N more)"."""
+MAX_EVICTION_ROWS = 30
+"""Evictions the summary lists one by one (the JSON output has them all)."""
+
+_EVICTORS = {
+    "taint-manager": "the taint manager",
+    "kubelet": "the kubelet (node-pressure eviction)",
+    "drain": "a drain (Eviction API)",
+    "pod-gc": "the pod garbage collector",
+    "preemption": "preemption",
+}
 
 _GIB = 1024**3
 
@@ -85,6 +98,14 @@ def render_summary(
                 style="bold yellow",
             )
         )
+    if report.stop_reason == "horizon":
+        console.print(
+            Text(
+                "Stopped at the timeline's horizon (spec.runFor, or an hour after its last "
+                "step) while pods were still being evicted or replaced.",
+                style="bold yellow",
+            )
+        )
     console.print()
     _profiles_table(report, console)
     console.print()
@@ -105,6 +126,12 @@ def render_summary(
             console.print(
                 Text.assemble("  ", (pod.key, "magenta"), f" on {pod.node}, by {pod.preempted_by}")
             )
+    if report.timeline is not None:
+        console.print()
+        _timeline_table(report.timeline, console)
+    if report.evictions:
+        console.print()
+        _evictions_list(report.evictions, console, max_pending_rows)
     if report.rejections:
         console.print()
         console.print(Text(f"Rejected by admission ({len(report.rejections)})", style="bold"))
@@ -150,19 +177,83 @@ def _claims_table(pods: list[PodReport], console: Console, max_rows: int) -> Non
 def _profiles_table(report: SimulationReport, console: Console) -> None:
     table = Table(title="Pods per profile", title_justify="left", title_style="bold")
     table.add_column("PROFILE")
-    for name in ("SCHEDULED", "PENDING", "REJECTED", "PREEMPTED", "ATTEMPTS"):
+    evicted = any(row.evicted for row in report.summary)
+    columns = ["SCHEDULED", "PENDING", "REJECTED", "PREEMPTED", "ATTEMPTS"]
+    if evicted:
+        columns.insert(4, "EVICTED")
+    for name in columns:
         table.add_column(name, justify="right")
     for row in report.summary:
         name = row.profile if row.served else f"{row.profile} (no such profile)"
-        table.add_row(
+        cells = [
             name,
             Text(str(row.scheduled), style="green" if row.scheduled else ""),
             Text(str(row.pending), style="yellow" if row.pending else ""),
             Text(str(row.rejected), style="red" if row.rejected else ""),
             Text(str(row.preempted), style="magenta" if row.preempted else ""),
             str(row.attempts),
+        ]
+        if evicted:
+            cells.insert(5, Text(str(row.evicted), style="magenta" if row.evicted else ""))
+        table.add_row(*cells)
+    console.print(table)
+
+
+def _timeline_table(timeline: TimelineReport, console: Console) -> None:
+    """One row per step: the window it opens and what happened in it."""
+    table = Table(
+        title=f"Timeline {timeline.name}: per step, until the next",
+        title_justify="left",
+        title_style="bold",
+    )
+    table.add_column("AT (s)", justify="right")
+    table.add_column("UNTIL (s)", justify="right")
+    table.add_column("STEP")
+    table.add_column("EVICTED", justify="right")
+    table.add_column("RESCHEDULED", justify="right")
+    table.add_column("SCHEDULED", justify="right")
+    table.add_column("PENDING", justify="right")
+    table.add_column("BLOCKED BY PDB")
+    for step in timeline.steps:
+        by = ", ".join(f"{n} {who}" for who, n in sorted(step.evicted_by.items()))
+        blocked = sorted({b.pdb for b in step.blocked_evictions})
+        description = Text(step.description)
+        for err in step.errors:
+            description.append(f"\n  {err}", style="red")
+        table.add_row(
+            f"{step.at:g}",
+            f"{step.until:g}",
+            description,
+            Text(
+                f"{len(step.evicted)}" + (f" ({by})" if by else ""),
+                style="magenta" if step.evicted else "",
+            ),
+            str(len(step.rescheduled)),
+            str(step.scheduled),
+            Text(str(len(step.pending)), style="yellow" if step.pending else ""),
+            ", ".join(
+                f"{pdb} ({sum(b.attempts for b in step.blocked_evictions if b.pdb == pdb)}x)"
+                for pdb in blocked
+            )
+            or "-",
         )
     console.print(table)
+
+
+def _evictions_list(evictions: list[EvictionReport], console: Console, max_rows: int) -> None:
+    console.print(Text(f"Evictions ({len(evictions)})", style="bold"))
+    for e in evictions[:max_rows]:
+        console.print(
+            Text.assemble(
+                f"  {e.time:g}s ",
+                (e.pod, "magenta"),
+                f" from {e.node} by {e.by}: {e.reason}",
+                (f" → {e.outcome}" if e.outcome else "", "dim"),
+            ),
+            soft_wrap=True,
+        )
+    if len(evictions) > max_rows:
+        console.print(f"  (+{len(evictions) - max_rows} more: see --output json)")
 
 
 def _usage_cells(used: int, total: int, fmt) -> tuple[Text, Text]:  # type: ignore[no-untyped-def]
@@ -407,6 +498,61 @@ def render_explain(report: SimulationReport, key: str, console: Console) -> None
             console.print(Text.assemble(("Chosen node: ", "bold"), (last.node, "bold green")))
         else:
             console.print(Text.assemble(("Chosen node: ", "bold"), ("none", "yellow")))
+    if pod.eviction is not None:
+        _explain_eviction(pod.eviction, console)
+    replaced = [e for e in report.evictions if e.replacement == pod.key]
+    if replaced:
+        e = replaced[-1]
+        console.print()
+        console.print(
+            f"Replaces {e.pod}, evicted from {e.node} at {e.time:g}s by {_EVICTORS[e.by]}.",
+            soft_wrap=True,
+        )
+
+
+def _explain_eviction(e: EvictionReport, console: Console) -> None:
+    """The eviction, in the order it happened: who, why (the evidence), the grace period,
+    then what became of the pod."""
+    console.print()
+    console.print(
+        Text.assemble(
+            ("Evicted ", "bold magenta"), f"at {e.time:g}s from node {e.node} by {_EVICTORS[e.by]}"
+        )
+    )
+    console.print(f"  why: {e.reason}", soft_wrap=True)
+    d = e.details
+    if e.by == "taint-manager" and d.get("scheduledAt") is not None:
+        console.print(f"  the taint applied to the pod from {d['scheduledAt']:g}s", soft_wrap=True)
+    if e.message and e.message != e.reason:
+        console.print(f"  message: {e.message}", soft_wrap=True)
+    if e.grace_period_seconds is not None:
+        console.print(f"  termination grace period: {e.grace_period_seconds:g}s")
+    ranking = d.get("ranking") or []
+    if ranking:
+        table = Table(
+            title="The kubelet's ranking (first is evicted first)",
+            title_justify="left",
+            title_style="bold",
+        )
+        for col in ("#", "POD", "USAGE > REQUEST", "PRIORITY", "USAGE", "REQUEST"):
+            table.add_column(
+                col, justify="right" if col in ("#", "PRIORITY", "USAGE", "REQUEST") else "left"
+            )
+        for i, r in enumerate(ranking, 1):
+            style = "bold magenta" if r["pod"] == e.pod else ""
+            name = r["pod"] + (" (critical: skipped)" if r.get("critical") else "")
+            amount = format_binary if d.get("resource") in ("memory", "ephemeral-storage") else str
+            table.add_row(
+                str(i),
+                Text(name, style=style),
+                "yes" if r["exceedsRequests"] else "no",
+                str(r["priority"]),
+                amount(r["usage"]),
+                amount(r["request"]),
+            )
+        console.print(table)
+    if e.outcome:
+        console.print(Text.assemble(("Then: ", "bold"), e.outcome), soft_wrap=True)
 
 
 def _print_candidates(console: Console, preemption: PreemptionReport) -> None:

@@ -25,6 +25,7 @@ from kubesched.backend.protocol import BackendError, EventType, RecordedEvent, W
 from kubesched.errors import UserInputError
 from kubesched.scheduler.records import AttemptRecord
 from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY
+from kubesched.simulate.whatif import build_evictions, build_timeline
 
 SCHEMA_VERSION = "kubesched.io/simulation/v1"
 """The ``schemaVersion`` of reports this module writes. A change that removes or renames a
@@ -35,7 +36,7 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 """The node label that names a node's zone."""
 
 
-PodResult = Literal["scheduled", "pending", "rejected", "preempted", "deleted"]
+PodResult = Literal["scheduled", "pending", "rejected", "preempted", "deleted", "evicted"]
 
 
 class _Model(BaseModel):
@@ -180,6 +181,43 @@ class PreemptionReport(_Model):
     message: str | None = Field(None, description="The PostFilter status message.")
 
 
+class EvictionReport(_Model):
+    """One eviction: who evicted which pod, when, why, and what became of it."""
+
+    time: float = Field(description="Virtual time, in seconds.")
+    pod: str = Field(description="namespace/name of the evicted pod.")
+    uid: str | None = None
+    node: str = Field(description="The node it was evicted from.")
+    by: Literal["taint-manager", "kubelet", "drain", "pod-gc", "preemption"] = Field(
+        description="taint-manager: a NoExecute taint (tolerationSeconds elapsed or not "
+        "tolerated); kubelet: node-pressure eviction; drain: the Eviction API during a "
+        "timeline's drain (PDBs honoured); pod-gc: the node was deleted; preemption: a "
+        "higher-priority pod needed the room."
+    )
+    reason: str = Field(description="Why, in one line: the taint, the threshold, the drain.")
+    message: str = Field("", description="The evictor's own message (the kubelet's status).")
+    grace_period_seconds: float | None = Field(
+        None, alias="gracePeriodSeconds", description="Termination grace period given."
+    )
+    details: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The evidence: taint and tolerationSeconds; signal, threshold, available "
+        "and the kubelet's ranking; the PDB that delayed a drain.",
+    )
+    outcome: str = Field(
+        "",
+        description="What became of the pod: its replacement and where it runs, or why "
+        "the replacement is pending, or that nothing replaces it.",
+    )
+    replacement: str | None = Field(
+        None, description="namespace/name of the pod its controller created in its place."
+    )
+    replacement_node: str | None = Field(None, alias="replacementNode")
+    replaced_at: float | None = Field(
+        None, alias="replacedAt", description="When the replacement was bound (virtual s)."
+    )
+
+
 class ClaimReport(_Model):
     """One PersistentVolumeClaim of a pod at the end of the run, and its volume."""
 
@@ -233,7 +271,8 @@ class PodReport(_Model):
     result: PodResult = Field(
         description="scheduled: bound to a node at the end; pending: not placed; rejected: "
         "refused by admission (see message); preempted: deleted as a preemption victim; "
-        "deleted: deleted for another reason (e.g. a controller scaled down)."
+        "evicted: evicted by the taint manager, the kubelet, a drain or pod GC (see "
+        "eviction); deleted: deleted for another reason (e.g. a controller scaled down)."
     )
     node: str | None = Field(
         description="The node the pod ends on (for preempted/deleted: the node it ran on); "
@@ -263,6 +302,9 @@ class PodReport(_Model):
         default_factory=list, description="Every attempt, oldest first (detail=full)."
     )
     preemption: PreemptionReport | None = None
+    eviction: EvictionReport | None = Field(
+        None, description="For an evicted pod: who, when, why, and what became of it."
+    )
     claims: list[ClaimReport] = Field(
         default_factory=list,
         description="The pod's PersistentVolumeClaims (persistentVolumeClaim and ephemeral "
@@ -307,6 +349,7 @@ class ProfileSummary(_Model):
     pending: int = 0
     rejected: int = Field(0, description="Pods admission refused.")
     preempted: int = Field(0, description="Pods of this profile evicted as preemption victims.")
+    evicted: int = Field(0, description="Pods evicted (taint manager, kubelet, drain, pod GC).")
     deleted: int = 0
     attempts: int = Field(0, description="Scheduling attempts, all pods together.")
 
@@ -327,6 +370,53 @@ class EventReport(_Model):
     object: str = Field(description="Kind namespace/name.")
     message: str
     related: str | None = None
+
+
+class BlockedEvictionReport(_Model):
+    """A pod a drain could not evict (yet): the PDB that refused it, and how often."""
+
+    pod: str
+    pdb: str
+    attempts: int = Field(description="Eviction requests refused (429), every 5 s.")
+    message: str
+    evicted: bool = Field(description="Whether it was evicted in the end, within the step.")
+
+
+class TimelineStepReport(_Model):
+    """One step of the timeline and what happened until the next one (the window)."""
+
+    index: int = Field(description="Position in the timeline file, from 0.")
+    at: float = Field(description="When the step ran (virtual s).")
+    until: float = Field(description="End of the window: the next step, or the end of the run.")
+    action: str
+    description: str
+    note: str | None = None
+    targets: list[str] = Field(default_factory=list, description="The objects it acted on.")
+    errors: list[str] = Field(default_factory=list, description="What it could not do.")
+    evicted: list[str] = Field(default_factory=list, description="Pods evicted in the window.")
+    evicted_by: dict[str, int] = Field(
+        default_factory=dict, alias="evictedBy", description="Evictions in the window per evictor."
+    )
+    rescheduled: list[str] = Field(
+        default_factory=list,
+        description="Replacements of evicted pods bound in the window.",
+    )
+    scheduled: int = Field(0, description="Pods bound in the window (all).")
+    pending: list[str] = Field(
+        default_factory=list, description="Pods pending at the end of the window."
+    )
+    blocked_evictions: list[BlockedEvictionReport] = Field(
+        default_factory=list,
+        alias="blockedEvictions",
+        description="Evictions of a drain that PodDisruptionBudgets refused.",
+    )
+
+
+class TimelineReport(_Model):
+    """The timeline played: its steps with their windows."""
+
+    name: str
+    steps: list[TimelineStepReport]
 
 
 class SimulationReport(_Model):
@@ -351,12 +441,14 @@ class SimulationReport(_Model):
         alias="wallTimeSeconds", description="Real time the run took (varies between runs)."
     )
     cycles: int = Field(0, description="Scheduling cycles run.")
-    stop_reason: Literal["settled", "stalled"] = Field(
+    stop_reason: Literal["settled", "stalled", "horizon"] = Field(
         "settled",
         alias="stopReason",
         description="settled: nothing more could happen. stalled: pods kept retrying "
         "with no pod created, bound or removed for 30 minutes of virtual time (e.g. a "
-        "gang that can never fit), so the run was stopped.",
+        "gang that can never fit), or kept being evicted and replaced without time "
+        "passing, so the run was stopped. horizon: the timeline's end (spec.runFor, or an "
+        "hour after its last step) came while things still happened.",
     )
     profiles: list[str] = Field(description="The configured profiles (schedulerName), in order.")
     summary: list[ProfileSummary]
@@ -365,6 +457,12 @@ class SimulationReport(_Model):
     rejections: list[RejectionReport] = Field(default_factory=list)
     events: list[EventReport] | None = Field(
         None, description="Every Event recorded, when requested."
+    )
+    evictions: list[EvictionReport] = Field(
+        default_factory=list, description="Every eviction of the run, in time order."
+    )
+    timeline: TimelineReport | None = Field(
+        None, description="The timeline played (simulate --timeline), step by step."
     )
 
     def pod(self, key: str) -> PodReport:
@@ -730,16 +828,27 @@ def _assemble(
         pods.append(report)
         return report
 
+    deleted = _deleted_pods(run)
+    evictions = [EvictionReport.model_validate(e) for e in build_evictions(run, deleted)]
+    eviction_of = {e.uid: e for e in evictions if e.uid}
     for pod in cluster.pods():
-        add_pod(pod, "scheduled" if pod.spec.node_name else "pending")
+        ev_report = eviction_of.get(pod.metadata.uid or "")
+        if ev_report is not None and pod.status.phase in ("Succeeded", "Failed"):
+            add_pod(pod, "evicted", ev_report.message or ev_report.reason).eviction = ev_report
+        else:
+            add_pod(pod, "scheduled" if pod.spec.node_name else "pending")
 
-    for uid, pod in _deleted_pods(run).items():
+    for uid, pod in deleted.items():
         if uid in seen_uids:
             continue
         ev = preempted_events.get(pod.key)
+        ev_report = eviction_of.get(uid)
         if ev is not None:
             r = add_pod(pod, "preempted", ev.message)
             r.preempted_by = ev.related
+            r.eviction = ev_report
+        elif ev_report is not None:
+            add_pod(pod, "evicted", ev_report.reason).eviction = ev_report
         else:
             add_pod(pod, "deleted", "deleted during the run")
 
@@ -832,6 +941,12 @@ def _assemble(
             RejectionReport(object=r.source_object_key, message=r.message) for r in run.rejections
         ],
         events=[_event(e) for e in cluster.events] if include_events else None,
+        evictions=evictions,
+        timeline=(
+            TimelineReport.model_validate(timeline)
+            if (timeline := build_timeline(run, evictions)) is not None
+            else None
+        ),
     )
     return report, [details.get(id(p), {}) for p in pods]
 

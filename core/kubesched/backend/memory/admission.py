@@ -23,6 +23,7 @@ __all__ = [
     "AdmissionError",
     "PodAdmission",
     "forbidden",
+    "is_best_effort",
     "validate_priority_class",
 ]
 
@@ -37,8 +38,22 @@ SYSTEM_PRIORITY_CLASSES: dict[str, int] = {
 }
 """The classes kube-apiserver creates at start-up; here they exist without being stored."""
 
+_MEMORY_PRESSURE = "node.kubernetes.io/memory-pressure"
 _NOT_READY = "node.kubernetes.io/not-ready"
 _UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+def is_best_effort(pod: Pod) -> bool:
+    """``GetPodQOS(pod) == BestEffort``: no container (nor the pod) requests or limits
+    CPU or memory."""
+    reqs = [c.resources for c in (*pod.spec.init_containers, *pod.spec.containers)]
+    if pod.spec.resources is not None:
+        reqs.append(pod.spec.resources)
+    for r in reqs:
+        for values in (r.requests, r.limits):
+            if any(name in ("cpu", "memory") for name in values or {}):
+                return False
+    return True
 
 
 class AdmissionError(BackendError):
@@ -112,6 +127,7 @@ class PodAdmission:
     runtime_class: Callable[[str], RuntimeClass | None]
     lenient: bool = False
     default_toleration_seconds: bool = True
+    memory_pressure_toleration: bool = True
 
     def admit(self, pod: Pod) -> Pod:
         """Return the admitted (mutated) copy of ``pod``; raise ``AdmissionError`` if refused."""
@@ -121,6 +137,8 @@ class PodAdmission:
         self._runtime_class(pod)
         if self.default_toleration_seconds:
             self._default_tolerations(pod)
+        if self.memory_pressure_toleration and not is_best_effort(pod):
+            self._memory_pressure_toleration(pod)
         return pod
 
     # -- the steps -------------------------------------------------------------------------
@@ -228,6 +246,21 @@ class PodAdmission:
             # MergeTolerations, simplified: add what the pod does not already have verbatim.
             if tol not in spec.tolerations:
                 spec.tolerations.append(tol.model_copy(deep=True))
+
+    def _memory_pressure_toleration(self, pod: Pod) -> None:
+        # Seed 002: "The control plane also adds the node.kubernetes.io/memory-pressure
+        # toleration on pods that have a QoS class other than BestEffort" (upstream's
+        # PodTolerationRestriction rule), so that only new BestEffort pods stay off a node
+        # under memory pressure. MergeTolerations: not added when one already covers it.
+        tol = Toleration(key=_MEMORY_PRESSURE, operator="Exists", effect="NoSchedule")
+        for t in pod.spec.tolerations:
+            if t == tol or (
+                (t.key == _MEMORY_PRESSURE or (not t.key and t.operator == "Exists"))
+                and t.operator == "Exists"
+                and (t.effect == "NoSchedule" or not t.effect)
+            ):
+                return
+        pod.spec.tolerations.append(tol)
 
     def _default_tolerations(self, pod: Pod) -> None:
         # DefaultTolerationSeconds: pods tolerate not-ready/unreachable NoExecute for 300s

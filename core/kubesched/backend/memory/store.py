@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -27,8 +28,12 @@ from kubesched.api import PodCondition as ApiPodCondition
 from kubesched.backend.memory.admission import AdmissionError, PodAdmission, validate_priority_class
 from kubesched.backend.memory.controllers import WorkloadControllers
 from kubesched.backend.memory.disruption import DisruptionController
+from kubesched.backend.memory.evictions import EvictionRecord
+from kubesched.backend.memory.kubelet import KubeletEvictionManager
 from kubesched.backend.memory.naming import deterministic_uid, random_suffix, timestamp
+from kubesched.backend.memory.nodelifecycle import NodeLifecycleController
 from kubesched.backend.memory.resourceclaims import ResourceClaimController
+from kubesched.backend.memory.tainteviction import TaintEvictionController
 from kubesched.backend.memory.volumes import VolumeControllers
 from kubesched.backend.protocol import (
     BackendError,
@@ -49,6 +54,7 @@ APPLY_ORDER: dict[str, int] = {
     "Namespace": 0,
     "PriorityClass": 1,
     "RuntimeClass": 1,
+    "KubeletConfiguration": 1,
     "StorageClass": 1,
     "CSIDriver": 1,
     "Node": 2,
@@ -191,9 +197,13 @@ class MemoryCluster:
         event_log_size: int = DEFAULT_EVENT_LOG_SIZE,
         lenient_admission: bool = False,
         default_toleration_seconds: bool = True,
+        node_pressure_eviction: bool = False,
     ) -> None:
         """``lenient_admission`` keeps explicit pod priorities/overheads that kube-apiserver
-        refuses; ``default_toleration_seconds`` enables the DefaultTolerationSeconds plugin."""
+        refuses; ``default_toleration_seconds`` enables the DefaultTolerationSeconds plugin;
+        ``node_pressure_eviction`` runs the kubelets' eviction managers (off by default: a
+        node whose pods use their full requests of an allocatable equal to its capacity
+        would be under memory pressure at once)."""
         self.clock = clock
         self._objects: dict[str, dict[str, KubeObject]] = {kind: {} for kind in KINDS}
         self._rv = 0
@@ -206,12 +216,21 @@ class MemoryCluster:
         self._dispatching = False
         self._watches: dict[str, list[_MemoryWatch]] = {kind: [] for kind in KINDS}
         self._deletions: list[tuple[float, str, str]] = []  # heap of (due, pod key, uid)
+        # node -> (pod key, uid) whose graceful deletion waits for the node's kubelet.
+        self._stuck: dict[str, list[tuple[str, str]]] = {}
+        # Controllers' timers: heap of (due, sequence, callback); the sequence keeps
+        # timers due at the same moment in the order they were set.
+        self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        self._timer_seq = itertools.count()
         self._dependents: dict[str, dict[tuple[str, str], None]] = {}
+        self._pods_by_node: dict[str, dict[str, None]] = {}  # node -> keys of its pods
         self._paused = 0
         self.events: list[RecordedEvent] = []
         """Every Kubernetes Event recorded, in order."""
         self.rejections: list[AdmissionRejection] = []
         """Every object admission refused, in order (also those of controllers)."""
+        self.evictions: list[EvictionRecord] = []
+        """Every eviction (taint manager, kubelet, drain, pod GC), in order."""
         self.admission = PodAdmission(
             priority_class=lambda name: self.try_get("PriorityClass", "", name),  # type: ignore[arg-type,return-value]
             priority_classes=lambda: self._objects["PriorityClass"].values(),  # type: ignore[arg-type,return-value]
@@ -222,6 +241,9 @@ class MemoryCluster:
         self.controllers = WorkloadControllers(self)
         self.volumes = VolumeControllers(self)
         self.disruption = DisruptionController(self)
+        self.taint_eviction = TaintEvictionController(self)
+        self.node_lifecycle = NodeLifecycleController(self)
+        self.kubelet = KubeletEvictionManager(self) if node_pressure_eviction else None
         self.resource_claims = ResourceClaimController(self)
 
     # -- reading -------------------------------------------------------------------------
@@ -402,6 +424,10 @@ class MemoryCluster:
                         self.controllers.on_event(kind, event)
                         self.volumes.on_event(kind, event)
                         self.resource_claims.on_event(kind, event)
+                    self.taint_eviction.on_event(kind, event)
+                    self.node_lifecycle.on_event(kind, event)
+                    if self.kubelet is not None:
+                        self.kubelet.on_event(kind, event)
                     # PDB bookkeeping runs even while controllers are held.
                     self.disruption.on_event(kind, event)
                 # PDB statuses are recomputed once per burst; their writes are new events.
@@ -448,6 +474,25 @@ class MemoryCluster:
                     if not deps:
                         del self._dependents[ref.uid]
 
+    def _index_node(self, old: Pod | None, new: Pod | None) -> None:
+        before = old.spec.node_name if old is not None else None
+        after = new.spec.node_name if new is not None else None
+        if before == after:
+            return
+        if before:
+            pods = self._pods_by_node.get(before)
+            if pods is not None:
+                pods.pop(old.key, None)  # type: ignore[union-attr]
+                if not pods:
+                    del self._pods_by_node[before]
+        if after:
+            self._pods_by_node.setdefault(after, {})[new.key] = None  # type: ignore[union-attr]
+
+    def pods_on_node(self, node: str) -> list[Pod]:
+        """The pods bound to ``node`` (any phase), sorted by key."""
+        store = self._objects["Pod"]
+        return [store[k] for k in sorted(self._pods_by_node.get(node, ()))]  # type: ignore[misc]
+
     def _store(self, obj: KubeObject, old: KubeObject | None) -> KubeObject:
         """Stamp the next resourceVersion on ``obj`` (a private copy), store it, emit."""
         self._rv += 1
@@ -455,6 +500,8 @@ class MemoryCluster:
         kind = obj.kind or ""
         if old is not None:
             self._index_owners(old, add=False)
+        if kind == "Pod":
+            self._index_node(old, obj)  # type: ignore[arg-type]
         self._objects[kind][obj.key] = obj
         self._index_owners(obj, add=True)
         etype = EventType.ADDED if old is None else EventType.MODIFIED
@@ -595,6 +642,8 @@ class MemoryCluster:
         if current is None:
             return
         self._index_owners(current, add=False)
+        if kind == "Pod":
+            self._index_node(current, None)  # type: ignore[arg-type]
         self._rv += 1
         gone = current.model_copy(deep=False, update={"metadata": current.metadata.model_copy()})
         gone.metadata.resource_version = str(self._rv)
@@ -708,8 +757,15 @@ class MemoryCluster:
         """Evict ``pod`` through the Eviction API, honouring PodDisruptionBudgets."""
         return self.disruption.evict(pod)
 
-    def next_event_time(self) -> float | None:
-        """The virtual time of the next scheduled change (a pod's removal), or None."""
+    def call_at(self, when: float, callback: Callable[[], None]) -> None:
+        """Run ``callback`` when :meth:`advance` reaches ``when`` (a controller's timer).
+
+        A callback that must not run any more checks that itself (timers are not
+        cancelled, as the stale deletions of :attr:`_deletions` are not).
+        """
+        heapq.heappush(self._timers, (when, next(self._timer_seq), callback))
+
+    def _next_deletion_time(self) -> float | None:
         while self._deletions:
             due, key, uid = self._deletions[0]
             cur = self._objects["Pod"].get(key)
@@ -719,8 +775,19 @@ class MemoryCluster:
             return due
         return None
 
+    def next_event_time(self) -> float | None:
+        """The virtual time of the next scheduled change (a pod's removal, a controller's
+        timer), or None."""
+        times = [
+            t
+            for t in (self._next_deletion_time(), self._timers[0][0] if self._timers else None)
+            if t is not None
+        ]
+        return min(times, default=None)
+
     def advance(self, now: float | None = None) -> int:
-        """Carry out every scheduled change due at ``now`` (default: the clock's time).
+        """Carry out every scheduled change due at ``now`` (default: the clock's time), in
+        time order: pods' removals and controllers' timers.
 
         Returns how many pods were removed. Call it after moving the clock.
         """
@@ -728,14 +795,31 @@ class MemoryCluster:
             now = self.clock.now()
         removed = 0
         while True:
-            due = self.next_event_time()
-            if due is None or due > now:
+            deletion = self._next_deletion_time()
+            timer = self._timers[0][0] if self._timers else None
+            if timer is not None and timer <= now and (deletion is None or timer < deletion):
+                heapq.heappop(self._timers)[2]()
+                continue
+            if deletion is None or deletion > now:
                 return removed
-            _, key, _ = heapq.heappop(self._deletions)
+            _, key, uid = heapq.heappop(self._deletions)
             cur = self._objects["Pod"].get(key)
-            if cur is not None:
-                self._remove(cur)
-                removed += 1
+            if cur is None:
+                continue
+            node = cur.spec.node_name  # type: ignore[attr-defined]
+            if node and self.node_lifecycle.is_silent(node):
+                # Nobody confirms the containers stopped: the pod stays Terminating until
+                # its kubelet is back (or the node is deleted and pod GC force-deletes it).
+                self._stuck.setdefault(node, []).append((key, uid))
+                continue
+            self._remove(cur)
+            removed += 1
+
+    def release_terminating(self, node: str) -> None:
+        """The kubelet of ``node`` is back: the deletions it could not confirm complete."""
+        now = self.clock.now()
+        for key, uid in self._stuck.pop(node, ()):
+            heapq.heappush(self._deletions, (now, key, uid))
 
     # -- apply -----------------------------------------------------------------------------
 
@@ -779,7 +863,11 @@ class MemoryCluster:
             )
         )
 
-    # -- events and leases -----------------------------------------------------------------
+    # -- events, evictions and leases -------------------------------------------------------
+
+    def record_eviction(self, record: EvictionRecord) -> None:
+        """Keep an eviction for the report (who, when, why, which pod)."""
+        self.evictions.append(record)
 
     def record_event(self, event: RecordedEvent) -> None:
         """Create a Kubernetes Event (kept in :attr:`events`)."""

@@ -1,0 +1,98 @@
+"""Eviction records: which pod was evicted, when, by whom and why (for reports and --explain)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kubesched.api import Pod, PodCondition
+from kubesched.backend.memory.naming import timestamp
+
+__all__ = [
+    "BY_DRAIN",
+    "BY_KUBELET",
+    "BY_POD_GC",
+    "BY_PREEMPTION",
+    "BY_TAINT_MANAGER",
+    "EvictedBy",
+    "EvictionRecord",
+    "with_disruption_target",
+]
+
+EvictedBy = Literal["taint-manager", "kubelet", "drain", "pod-gc", "preemption"]
+
+BY_TAINT_MANAGER: EvictedBy = "taint-manager"
+"""The taint eviction controller: a NoExecute taint the pod does not tolerate (long enough)."""
+BY_KUBELET: EvictedBy = "kubelet"
+"""The kubelet's eviction manager: node-pressure eviction."""
+BY_DRAIN: EvictedBy = "drain"
+"""A drain through the Eviction API (honours PodDisruptionBudgets)."""
+BY_POD_GC: EvictedBy = "pod-gc"
+"""The pod garbage collector: the pod's node was deleted."""
+BY_PREEMPTION: EvictedBy = "preemption"
+"""The scheduler's preemption (a higher-priority pod needed the room)."""
+
+
+@dataclass
+class EvictionRecord:
+    """One eviction: the pod (``namespace/name`` and uid), its node, the evictor, the
+    virtual time, a one-line ``reason`` and the evictor's own ``message`` (the kubelet's
+    status message, the taint manager's condition message), the termination grace
+    period it was given, and ``details`` (the taint and tolerations, the signal,
+    threshold and ranking, the PDB) as plain data."""
+
+    time: float
+    pod: str
+    uid: str
+    node: str
+    by: EvictedBy
+    reason: str
+    message: str = ""
+    grace_period_seconds: float | None = None
+    owner_uid: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        pod: Pod,
+        *,
+        time: float,
+        node: str,
+        by: EvictedBy,
+        reason: str,
+        message: str = "",
+        grace_period_seconds: float | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> EvictionRecord:
+        """The record of evicting ``pod`` (its key, uid and controller taken from it)."""
+        ref = pod.metadata.controller_ref
+        return cls(
+            time=time,
+            pod=pod.key,
+            uid=pod.metadata.uid or "",
+            node=node,
+            by=by,
+            reason=reason,
+            message=message,
+            grace_period_seconds=grace_period_seconds,
+            owner_uid=ref.uid if ref is not None else None,
+            details=details or {},
+        )
+
+
+def with_disruption_target(pod: Pod, reason: str, message: str, now: float) -> Pod:
+    """A copy of ``pod`` with the condition ``DisruptionTarget=True`` (``reason``,
+    ``message``) replacing any earlier one: how every evictor marks its pod."""
+    new = pod.model_copy(deep=True)
+    new.status.conditions = [c for c in new.status.conditions if c.type != "DisruptionTarget"]
+    new.status.conditions.append(
+        PodCondition(
+            type="DisruptionTarget",
+            status="True",
+            reason=reason,
+            message=message,
+            last_transition_time=timestamp(now),
+        )
+    )
+    return new
