@@ -52,18 +52,16 @@ def test_fit_max(capsys) -> None:
     assert "Stopped at --max" in out
 
 
-def test_nodes_text(capsys) -> None:
-    code, out, err = run_cli(
-        capsys,
-        "capacity",
-        "nodes",
-        EXAMPLE / "workload",
-        QUICKSTART,
-        "--node-template",
-        EXAMPLE / "templates" / "general.yaml",
-        "--node-template",
-        EXAMPLE / "templates" / "large.yaml",
+def run_nodes(capsys, *templates: str, output: str = "text") -> tuple[int, str, str]:
+    """``capacity nodes`` of the example's workload on the quickstart with ``templates``."""
+    flags = [a for t in templates for a in ("--node-template", EXAMPLE / "templates" / t)]
+    return run_cli(
+        capsys, "capacity", "nodes", EXAMPLE / "workload", QUICKSTART, *flags, "-o", output
     )
+
+
+def test_nodes_text(capsys) -> None:
+    code, out, err = run_nodes(capsys, "general.yaml", "large.yaml")
     assert code == 0, err
     assert "Workload: 30 pods; 18 pending on the cluster as it is." in out
     assert "Add 6 node(s): 6 × general (cost 6)." in out
@@ -72,17 +70,7 @@ def test_nodes_text(capsys) -> None:
 
 
 def test_nodes_json(capsys) -> None:
-    code, out, _ = run_cli(
-        capsys,
-        "capacity",
-        "nodes",
-        EXAMPLE / "workload",
-        QUICKSTART,
-        "--node-template",
-        EXAMPLE / "templates" / "large.yaml",
-        "-o",
-        "json",
-    )
+    code, out, _ = run_nodes(capsys, "large.yaml", output="json")
     assert code == 0
     report = CapacityNodesReport.model_validate(json.loads(out))
     assert report.plan is not None and report.plan.nodes == {"large": 2}
@@ -138,17 +126,7 @@ def test_outputs_validate_against_the_committed_schemas(capsys) -> None:
     jsonschema.validate(
         json.loads(out), json.loads((SCHEMAS / "capacity-fit.schema.json").read_text())
     )
-    code, out, _ = run_cli(
-        capsys,
-        "capacity",
-        "nodes",
-        EXAMPLE / "workload",
-        QUICKSTART,
-        "--node-template",
-        EXAMPLE / "templates" / "general.yaml",
-        "-o",
-        "json",
-    )
+    code, out, _ = run_nodes(capsys, "general.yaml", output="json")
     assert code == 0
     jsonschema.validate(
         json.loads(out), json.loads((SCHEMAS / "capacity-nodes.schema.json").read_text())

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
@@ -117,16 +119,35 @@ def _configuration(args: argparse.Namespace, registry: PluginRegistry) -> Effect
     return effective_configuration(config, registry, source=args.config or "<defaults>")
 
 
+def _answer(
+    args: argparse.Namespace,
+    what: tuple[str, str],
+    ask: Callable[[Callable[[int, int | None], None] | None], Any],
+    render: Callable[[Any, Any], None],
+) -> int:
+    """Compute ``ask(progress)`` under a progress bar on stderr (``what``: its label and
+    unit), then print the report as ``--output`` says."""
+    progress, stop = output.progress_bar(not args.no_progress and sys.stderr.isatty(), *what)
+    try:
+        report = ask(progress)
+    finally:
+        stop()
+    if args.output != "text":
+        output.write_data(report.to_dict(), args.output)
+    else:
+        render(report, output.console())
+    return 0
+
+
 def _fit(args: argparse.Namespace) -> int:
     registry = _registry()
     effective = _configuration(args, registry)
     template, extra = pod_template(load_manifests([args.template]), args.template)
     cluster = [*live_cluster.objects(args), *load_manifests(args.cluster), *extra]
-    progress, stop = output.progress_bar(
-        not args.no_progress and sys.stderr.isatty(), "placing copies", "placed"
-    )
-    try:
-        report = capacity_fit(
+    return _answer(
+        args,
+        ("placing copies", "placed"),
+        lambda progress: capacity_fit(
             cluster,
             template,
             config=effective,
@@ -136,14 +157,9 @@ def _fit(args: argparse.Namespace) -> int:
             seed=args.seed,
             progress=progress,
             source=args.template,
-        )
-    finally:
-        stop()
-    if args.output != "text":
-        output.write_data(report.to_dict(), args.output)
-    else:
-        render_fit(report, output.console())
-    return 0
+        ),
+        render_fit,
+    )
 
 
 def _nodes(args: argparse.Namespace) -> int:
@@ -153,12 +169,12 @@ def _nodes(args: argparse.Namespace) -> int:
     workload = load_manifests([args.workload])
     if not workload:
         raise UserInputError("no Kubernetes objects found", source=args.workload)
-    progress, stop = output.progress_bar(
-        not args.no_progress and sys.stderr.isatty(), "simulating plans", "simulations"
-    )
-    try:
-        report = capacity_nodes(
-            [*live_cluster.objects(args), *load_manifests(args.cluster)],
+    cluster = [*live_cluster.objects(args), *load_manifests(args.cluster)]
+    return _answer(
+        args,
+        ("simulating plans", "simulations"),
+        lambda progress: capacity_nodes(
+            cluster,
             workload,
             shapes,
             config=effective,
@@ -167,14 +183,9 @@ def _nodes(args: argparse.Namespace) -> int:
             max_nodes=args.max_nodes,
             seed=args.seed,
             progress=None if progress is None else (lambda n: progress(n, None)),
-        )
-    finally:
-        stop()
-    if args.output != "text":
-        output.write_data(report.to_dict(), args.output)
-    else:
-        render_nodes(report, output.console())
-    return 0
+        ),
+        render_nodes,
+    )
 
 
 def render_fit(report: CapacityFitReport, console: object) -> None:
