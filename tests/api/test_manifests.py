@@ -23,6 +23,9 @@ from kubesched.errors import UserInputError
 
 SEED = Path(__file__).resolve().parent.parent / "fixtures" / "seed002"
 
+C = {"name": "c", "image": "busybox"}
+"""A valid container, for pods that must pass validation."""
+
 
 def test_kinds_cover_the_objects_we_read() -> None:
     assert set(KINDS) == {
@@ -108,7 +111,7 @@ metadata: {name: n1}
 ---
 kind: Pod
 metadata: {name: p1, namespace: ns}
-spec: {containers: [{name: c}]}
+spec: {containers: [{name: c, image: busybox}]}
 """
     objs = parse_manifests(text)
     assert [o.key for o in objs] == ["n1", "ns/p1"]
@@ -121,7 +124,7 @@ def test_list_documents_expand(list_kind: str) -> None:
         "apiVersion": "v1",
         "kind": list_kind,
         "items": [
-            {"kind": "Pod", "metadata": {"name": "a"}},
+            {"kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": [C]}},
             {"kind": "Node", "metadata": {"name": "b"}},
         ],
     }
@@ -138,7 +141,7 @@ def test_list_item_errors_name_the_item() -> None:
     doc = {
         "kind": "List",
         "items": [
-            {"kind": "Pod", "metadata": {"name": "ok"}},
+            {"kind": "Pod", "metadata": {"name": "ok"}, "spec": {"containers": [C]}},
             {"kind": "Pod", "spec": {"priority": "high"}},
         ],
     }
@@ -168,9 +171,9 @@ def test_bad_quantity_names_file_object_and_field_path() -> None:
 
 def test_nameless_object_is_named_by_document_number() -> None:
     with pytest.raises(UserInputError) as exc:
-        parse_object({"kind": "Node", "spec": {"taints": [{"key": "k"}]}}, source="f", index=2)
+        parse_object({"kind": "Node", "spec": {"taints": [{"key": 1}]}}, source="f", index=2)
     assert exc.value.obj == "document 3"
-    assert exc.value.problems[0].path == "spec.taints[0].effect"
+    assert exc.value.problems[0].path == "spec.taints[0].key"
 
 
 def test_several_problems_are_all_reported() -> None:

@@ -24,14 +24,16 @@ SUFFIX = re.compile(r"[bcdfghjklmnpqrstvwxz2456789]{5}")
 def deployment(name: str = "web", replicas: int = 3, image: str = "nginx"):
     t = template({"app": name})
     t["spec"]["containers"][0]["image"] = image
-    return obj("Deployment", name, spec={
-        "replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": t})
+    return obj(
+        "Deployment",
+        name,
+        spec={"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": t},
+    )
 
 
 def names(cluster: MemoryCluster, active_only: bool = True) -> list[str]:
     return [
-        p.name for p in cluster.pods()
-        if not active_only or p.metadata.deletion_timestamp is None
+        p.name for p in cluster.pods() if not active_only or p.metadata.deletion_timestamp is None
     ]
 
 
@@ -54,7 +56,11 @@ def test_deployment_creates_replica_set_and_pods(cluster: MemoryCluster):
         assert p.metadata.labels == {"app": "web", "pod-template-hash": pth}
         ref = p.metadata.controller_ref
         assert (ref.kind, ref.name, ref.uid, ref.api_version) == (
-            "ReplicaSet", rs.name, rs.metadata.uid, "apps/v1")
+            "ReplicaSet",
+            rs.name,
+            rs.metadata.uid,
+            "apps/v1",
+        )
         assert p.status.phase == "Pending"
 
 
@@ -71,8 +77,11 @@ def test_pod_template_hash_is_stable_and_follows_the_template():
 def test_same_manifests_give_the_same_pod_names():
     def run() -> list[str]:
         c = MemoryCluster(FakeClock())
-        c.apply(load_manifests([SEED / "deployment-redis-cache.yaml",
-                                SEED / "deployment-web-server.yaml"]))
+        c.apply(
+            load_manifests(
+                [SEED / "deployment-redis-cache.yaml", SEED / "deployment-web-server.yaml"]
+            )
+        )
         return names(c)
 
     first = run()
@@ -113,8 +122,17 @@ def test_replica_set_replaces_a_deleted_pod_at_once(cluster: MemoryCluster):
 
 
 def test_replica_set_scale_down_deletes_unbound_pods_first(cluster: MemoryCluster):
-    rs = cluster.create(obj("ReplicaSet", "rs", spec={
-        "replicas": 3, "selector": {"matchLabels": {"a": "b"}}, "template": template({"a": "b"})}))
+    rs = cluster.create(
+        obj(
+            "ReplicaSet",
+            "rs",
+            spec={
+                "replicas": 3,
+                "selector": {"matchLabels": {"a": "b"}},
+                "template": template({"a": "b"}),
+            },
+        )
+    )
     pods = cluster.pods()
     cluster.bind(pods[0], "n1")
     cluster.bind(pods[2], "n1")
@@ -125,8 +143,13 @@ def test_replica_set_scale_down_deletes_unbound_pods_first(cluster: MemoryCluste
 
 
 def test_replication_controller(cluster: MemoryCluster):
-    rc = cluster.create(obj("ReplicationController", "rc", spec={
-        "replicas": 2, "selector": {"a": "b"}, "template": template({"a": "b"})}))
+    rc = cluster.create(
+        obj(
+            "ReplicationController",
+            "rc",
+            spec={"replicas": 2, "selector": {"a": "b"}, "template": template({"a": "b"})},
+        )
+    )
     pods = cluster.pods()
     assert len(pods) == 2
     assert all(p.metadata.controller_ref.uid == rc.metadata.uid for p in pods)
@@ -142,11 +165,17 @@ def test_owner_deletion_collects_dependents(cluster: MemoryCluster):
 
 def test_controller_refused_pods_are_reported(cluster: MemoryCluster):
     t = template({"app": "x"}, priorityClassName="later")
-    rejected = cluster.apply([obj("ReplicaSet", "rs", spec={
-        "replicas": 2, "selector": {"matchLabels": {"app": "x"}}, "template": t})])
+    rejected = cluster.apply(
+        [
+            obj(
+                "ReplicaSet",
+                "rs",
+                spec={"replicas": 2, "selector": {"matchLabels": {"app": "x"}}, "template": t},
+            )
+        ]
+    )
     assert [str(r) for r in rejected] == [
-        'ReplicaSet default/rs: pods "rs-" is forbidden: no PriorityClass with name later '
-        "was found"
+        'ReplicaSet default/rs: pods "rs-" is forbidden: no PriorityClass with name later was found'
     ]
     (event,) = cluster.events
     assert (event.reason, event.involved_name) == ("FailedCreate", "rs")
@@ -169,9 +198,17 @@ def test_apply_adopts_captured_replica_sets_and_pods(cluster: MemoryCluster):
 
 
 def statefulset(policy: str = "OrderedReady", replicas: int = 3):
-    return obj("StatefulSet", "db", spec={
-        "replicas": replicas, "serviceName": "db", "podManagementPolicy": policy,
-        "selector": {"matchLabels": {"app": "db"}}, "template": template({"app": "db"})})
+    return obj(
+        "StatefulSet",
+        "db",
+        spec={
+            "replicas": replicas,
+            "serviceName": "db",
+            "podManagementPolicy": policy,
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": template({"app": "db"}),
+        },
+    )
 
 
 def test_stateful_set_ordered_ready_creates_one_at_a_time(cluster: MemoryCluster):
@@ -230,12 +267,18 @@ def test_stateful_set_scale_down_from_the_highest_ordinal(cluster: MemoryCluster
         ({"parallelism": 2, "completions": 10}, 2),
         ({"parallelism": 3, "suspend": True}, 0),
     ],
-    ids=["defaults", "parallelism", "min-with-completions", "parallelism-below-completions",
-         "suspended"],
+    ids=[
+        "defaults",
+        "parallelism",
+        "min-with-completions",
+        "parallelism-below-completions",
+        "suspended",
+    ],
 )
 def test_job_parallelism(cluster: MemoryCluster, spec: dict, count: int):
-    job = cluster.create(obj("Job", "batch", spec={**spec, "template": template(
-        {"x": "y"}, restartPolicy="Never")}))
+    job = cluster.create(
+        obj("Job", "batch", spec={**spec, "template": template({"x": "y"}, restartPolicy="Never")})
+    )
     pods = cluster.pods()
     assert len(pods) == count
     uid = job.metadata.uid
@@ -250,16 +293,28 @@ def test_job_parallelism(cluster: MemoryCluster, spec: dict, count: int):
             "batch.kubernetes.io/controller-uid": uid,
         }
         assert (p.metadata.controller_ref.kind, p.metadata.controller_ref.api_version) == (
-            "Job", "batch/v1")
+            "Job",
+            "batch/v1",
+        )
 
 
 def test_indexed_job(cluster: MemoryCluster):
-    cluster.create(obj("Job", "idx", spec={
-        "parallelism": 2, "completions": 3, "completionMode": "Indexed",
-        "template": template({}, restartPolicy="Never")}))
+    cluster.create(
+        obj(
+            "Job",
+            "idx",
+            spec={
+                "parallelism": 2,
+                "completions": 3,
+                "completionMode": "Indexed",
+                "template": template({}, restartPolicy="Never"),
+            },
+        )
+    )
     pods = cluster.pods()
-    indexes = sorted(p.metadata.annotations["batch.kubernetes.io/job-completion-index"]
-                     for p in pods)
+    indexes = sorted(
+        p.metadata.annotations["batch.kubernetes.io/job-completion-index"] for p in pods
+    )
     assert indexes == ["0", "1"]
     for p in pods:
         i = p.metadata.labels["batch.kubernetes.io/job-completion-index"]
@@ -267,7 +322,9 @@ def test_indexed_job(cluster: MemoryCluster):
 
 
 def test_job_replaces_deleted_pods_up_to_the_backoff_limit(cluster: MemoryCluster):
-    cluster.create(obj("Job", "j", spec={"backoffLimit": 1, "template": template({})}))
+    cluster.create(
+        obj("Job", "j", spec={"backoffLimit": 1, "template": template({}, restartPolicy="Never")})
+    )
     for _ in range(2):
         (p,) = [x for x in cluster.pods() if x.metadata.deletion_timestamp is None]
         cluster.delete("Pod", "default", p.name)
@@ -279,38 +336,121 @@ def test_job_replaces_deleted_pods_up_to_the_backoff_limit(cluster: MemoryCluste
 
 
 def daemonset(**spec):
-    return obj("DaemonSet", "agent", spec={
-        "selector": {"matchLabels": {"app": "agent"}},
-        "template": template({"app": "agent"}, **spec)})
+    return obj(
+        "DaemonSet",
+        "agent",
+        spec={
+            "selector": {"matchLabels": {"app": "agent"}},
+            "template": template({"app": "agent"}, **spec),
+        },
+    )
 
 
 @pytest.mark.parametrize(
     ("nodes", "spec", "want"),
     [
         ([obj("Node", "a"), obj("Node", "b")], {}, ["a", "b"]),
-        ([obj("Node", "a", metadata={"labels": {"disk": "ssd"}}), obj("Node", "b")],
-         {"nodeSelector": {"disk": "ssd"}}, ["a"]),
-        ([obj("Node", "a", spec={"taints": [{"key": "gpu", "effect": "NoSchedule"}]}),
-          obj("Node", "b")], {}, ["b"]),
-        ([obj("Node", "a", spec={"taints": [{"key": "gpu", "effect": "NoSchedule"}]})],
-         {"tolerations": [{"key": "gpu", "operator": "Exists"}]}, ["a"]),
-        ([obj("Node", "a", spec={"unschedulable": True, "taints": [
-            {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"},
-            {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]})], {}, ["a"]),
-        ([obj("Node", "a", spec={"taints": [
-            {"key": "node.kubernetes.io/network-unavailable", "effect": "NoSchedule"}]})],
-         {}, []),
-        ([obj("Node", "a", spec={"taints": [
-            {"key": "node.kubernetes.io/network-unavailable", "effect": "NoSchedule"}]})],
-         {"hostNetwork": True}, ["a"]),
-        ([obj("Node", "a", metadata={"labels": {"zone": "z1"}}), obj("Node", "b")],
-         {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-             "nodeSelectorTerms": [{"matchExpressions": [
-                 {"key": "zone", "operator": "In", "values": ["z1"]}]}]}}}}, ["a"]),
+        (
+            [obj("Node", "a", metadata={"labels": {"disk": "ssd"}}), obj("Node", "b")],
+            {"nodeSelector": {"disk": "ssd"}},
+            ["a"],
+        ),
+        (
+            [
+                obj("Node", "a", spec={"taints": [{"key": "gpu", "effect": "NoSchedule"}]}),
+                obj("Node", "b"),
+            ],
+            {},
+            ["b"],
+        ),
+        (
+            [obj("Node", "a", spec={"taints": [{"key": "gpu", "effect": "NoSchedule"}]})],
+            {"tolerations": [{"key": "gpu", "operator": "Exists"}]},
+            ["a"],
+        ),
+        (
+            [
+                obj(
+                    "Node",
+                    "a",
+                    spec={
+                        "unschedulable": True,
+                        "taints": [
+                            {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"},
+                            {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"},
+                        ],
+                    },
+                )
+            ],
+            {},
+            ["a"],
+        ),
+        (
+            [
+                obj(
+                    "Node",
+                    "a",
+                    spec={
+                        "taints": [
+                            {
+                                "key": "node.kubernetes.io/network-unavailable",
+                                "effect": "NoSchedule",
+                            }
+                        ]
+                    },
+                )
+            ],
+            {},
+            [],
+        ),
+        (
+            [
+                obj(
+                    "Node",
+                    "a",
+                    spec={
+                        "taints": [
+                            {
+                                "key": "node.kubernetes.io/network-unavailable",
+                                "effect": "NoSchedule",
+                            }
+                        ]
+                    },
+                )
+            ],
+            {"hostNetwork": True},
+            ["a"],
+        ),
+        (
+            [obj("Node", "a", metadata={"labels": {"zone": "z1"}}), obj("Node", "b")],
+            {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": "zone", "operator": "In", "values": ["z1"]}
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                }
+            },
+            ["a"],
+        ),
     ],
-    ids=["every-node", "node-selector", "untolerated-taint", "tolerated-taint",
-         "default-daemon-tolerations", "network-unavailable-needs-host-network",
-         "host-network-tolerates-network-unavailable", "required-node-affinity"],
+    ids=[
+        "every-node",
+        "node-selector",
+        "untolerated-taint",
+        "tolerated-taint",
+        "default-daemon-tolerations",
+        "network-unavailable-needs-host-network",
+        "host-network-tolerates-network-unavailable",
+        "required-node-affinity",
+    ],
 )
 def test_daemon_set_nodes(cluster: MemoryCluster, nodes: list, spec: dict, want: list[str]):
     cluster.apply([*nodes, daemonset(**spec)])
@@ -356,19 +496,41 @@ def test_daemon_set_pod_tolerations():
 def test_replace_node_affinity_keeps_preferred_terms():
     from kubesched.api import Affinity
 
-    aff = Affinity.model_validate({"nodeAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "a", "operator": "Exists"}]},
-            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["x"]}]}]},
-        "preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": 1, "preference": {"matchExpressions": [{"key": "b", "operator": "Exists"}]}}
-        ]}})
+    aff = Affinity.model_validate(
+        {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "a", "operator": "Exists"}]},
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["x"]}
+                            ]
+                        },
+                    ]
+                },
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 1,
+                        "preference": {"matchExpressions": [{"key": "b", "operator": "Exists"}]},
+                    }
+                ],
+            }
+        }
+    )
     out = replace_daemon_set_pod_node_name_node_affinity(aff, "n1")
     req = out.node_affinity.required_during_scheduling_ignored_during_execution
     assert [t.to_dict() for t in req.node_selector_terms] == [
-        {"matchExpressions": [], "matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]
+        {
+            "matchExpressions": [],
+            "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}],
+        }
+    ]
     assert len(out.node_affinity.preferred_during_scheduling_ignored_during_execution) == 1
     assert aff.node_affinity.required_during_scheduling_ignored_during_execution is not None
-    assert len(aff.node_affinity.required_during_scheduling_ignored_during_execution
-               .node_selector_terms) == 2  # the input is not changed
+    assert (
+        len(
+            aff.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms
+        )
+        == 2
+    )  # the input is not changed

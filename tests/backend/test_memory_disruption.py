@@ -24,9 +24,17 @@ def pdb(name: str = "budget", selector: dict | None = None, **spec: Any):
 
 def web_rs(replicas: int, bound: int, cluster: MemoryCluster) -> None:
     """A ReplicaSet ``web`` with ``replicas`` pods, the first ``bound`` of them bound."""
-    cluster.create(obj("ReplicaSet", "web", spec={
-        "replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
-        "template": template({"app": "web"})}))
+    cluster.create(
+        obj(
+            "ReplicaSet",
+            "web",
+            spec={
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": template({"app": "web"}),
+            },
+        )
+    )
     for p in cluster.pods()[:bound]:
         cluster.bind(p, "n1")
 
@@ -38,8 +46,14 @@ def status(cluster: MemoryCluster, name: str = "budget") -> tuple[int, int, int,
 
 @pytest.mark.parametrize(
     ("value", "total", "up", "want"),
-    [(2, 10, True, 2), ("50%", 5, True, 3), ("50%", 5, False, 2), ("10%", 3, True, 1),
-     ("0%", 3, True, 0), ("100%", 3, True, 3)],
+    [
+        (2, 10, True, 2),
+        ("50%", 5, True, 3),
+        ("50%", 5, False, 2),
+        ("10%", 3, True, 1),
+        ("0%", 3, True, 0),
+        ("100%", 3, True, 3),
+    ],
     ids=["int", "half-up", "half-down", "small-up", "zero", "all"],
 )
 def test_scaled_value(value, total: int, up: bool, want: int):
@@ -101,9 +115,17 @@ def test_pdb_status_follows_pods(cluster: MemoryCluster):
 
 def test_expected_pods_come_from_the_deployment_scale(cluster: MemoryCluster):
     cluster.create(pdb(maxUnavailable="50%"))
-    cluster.create(obj("Deployment", "web", spec={
-        "replicas": 4, "selector": {"matchLabels": {"app": "web"}},
-        "template": template({"app": "web"})}))
+    cluster.create(
+        obj(
+            "Deployment",
+            "web",
+            spec={
+                "replicas": 4,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": template({"app": "web"}),
+            },
+        )
+    )
     for p in cluster.pods():
         cluster.bind(p, "n1")
     assert status(cluster) == (4, 2, 4, 2)
@@ -120,11 +142,14 @@ def test_expected_pods_come_from_the_deployment_scale(cluster: MemoryCluster):
     [("none", 3), ("job", 0)],
     ids=["unmanaged-pods-left-out", "job-pods-fail-safe"],
 )
-def test_percent_budgets_and_pods_without_scale(cluster: MemoryCluster, owner: str,
-                                                want_allowed: int):
+def test_percent_budgets_and_pods_without_scale(
+    cluster: MemoryCluster, owner: str, want_allowed: int
+):
     web_rs(4, 4, cluster)
     if owner == "job":
-        cluster.create(obj("Job", "j", spec={"template": template({"app": "web"})}))
+        cluster.create(
+            obj("Job", "j", spec={"template": template({"app": "web"}, restartPolicy="Never")})
+        )
         job_pod = next(p for p in cluster.pods() if p.metadata.controller_ref.kind == "Job")
         cluster.bind(job_pod, "n1")
     else:
@@ -149,7 +174,10 @@ def test_eviction_decrements_and_then_refuses(cluster: MemoryCluster):
     assert status(cluster)[3] == 0
     second = cluster.evict_pod(victims[1])
     assert (second.code, second.message, tuple(second.blocking_pdbs)) == (
-        429, MSG_VIOLATES_PDB, ("budget",))
+        429,
+        MSG_VIOLATES_PDB,
+        ("budget",),
+    )
     assert cluster.get("Pod", "default", victims[1].name).metadata.deletion_timestamp is None
 
 
@@ -175,16 +203,25 @@ def test_eviction_with_two_budgets_is_an_internal_error(cluster: MemoryCluster):
 def test_eviction_of_a_missing_pod(cluster: MemoryCluster):
     p = cluster.create(pod("p"))
     cluster.delete("Pod", "default", "p")
-    assert (cluster.evict_pod(p).code, cluster.evict_pod(p).message) == (
-        404, 'pods "p" not found')
+    assert (cluster.evict_pod(p).code, cluster.evict_pod(p).message) == (404, 'pods "p" not found')
 
 
 @pytest.mark.parametrize(
     ("prepare", "code"),
-    [("pending", 200), ("terminating", 200), ("unready-budget-met", 200),
-     ("unready-budget-short", 429), ("unready-always-allow", 200)],
-    ids=["pending-ignores-pdb", "terminating-ignores-pdb", "unready-when-budget-met",
-         "unready-when-budget-short", "unready-always-allow"],
+    [
+        ("pending", 200),
+        ("terminating", 200),
+        ("unready-budget-met", 200),
+        ("unready-budget-short", 429),
+        ("unready-always-allow", 200),
+    ],
+    ids=[
+        "pending-ignores-pdb",
+        "terminating-ignores-pdb",
+        "unready-when-budget-met",
+        "unready-when-budget-short",
+        "unready-always-allow",
+    ],
 )
 def test_eviction_special_cases(cluster: MemoryCluster, prepare: str, code: int):
     web_rs(3, 3, cluster)

@@ -19,7 +19,7 @@ from kubesched.backend import (
 from kubesched.backend.memory import MemoryCluster
 from kubesched.clock import FakeClock
 
-from .helpers import obj, pod
+from .helpers import obj, pod, template
 
 # --- CRUD and metadata ----------------------------------------------------------------------
 
@@ -41,8 +41,14 @@ def test_same_inputs_give_same_uids_and_names():
     def build() -> list[tuple[str, str]]:
         c = MemoryCluster(FakeClock())
         c.create(obj("Node", "n1"))
-        c.create(obj("Pod", "", metadata={"generateName": "web-"},
-                     spec={"containers": [{"name": "c"}]}))
+        c.create(
+            obj(
+                "Pod",
+                "",
+                metadata={"generateName": "web-"},
+                spec={"containers": [{"name": "c", "image": "busybox"}]},
+            )
+        )
         return [(o.name, o.metadata.uid or "") for k in ("Node", "Pod") for o in c.objects(k)]
 
     assert build() == build()
@@ -85,8 +91,15 @@ def test_update_checks_resource_version(cluster: MemoryCluster, stale: bool, err
 def test_update_bumps_generation_on_spec_change_only(cluster: MemoryCluster):
     pdb = cluster.create(obj("PodDisruptionBudget", "b", spec={"minAvailable": 1}))
     assert pdb.metadata.generation == 1
-    same = cluster.update(pdb.model_copy(update={"metadata": pdb.metadata.model_copy(
-        update={"labels": {"a": "b"}, "resource_version": None})}))
+    same = cluster.update(
+        pdb.model_copy(
+            update={
+                "metadata": pdb.metadata.model_copy(
+                    update={"labels": {"a": "b"}, "resource_version": None}
+                )
+            }
+        )
+    )
     assert same.metadata.generation == 1
     changed = same.model_copy(deep=True)
     changed.spec.min_available = 2
@@ -121,7 +134,18 @@ def test_object_lister(cluster: MemoryCluster):
     cluster.create(obj("Namespace", "prod", metadata={"labels": {"team": "a"}}))
     cluster.create(obj("Service", "s1", "prod", spec={"selector": {"app": "x"}}))
     cluster.create(obj("Service", "s2", "other"))
-    cluster.create(obj("StatefulSet", "db", "prod", spec={"replicas": 0}))
+    cluster.create(
+        obj(
+            "StatefulSet",
+            "db",
+            "prod",
+            spec={
+                "replicas": 0,
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": template({"app": "db"}),
+            },
+        )
+    )
     assert cluster.get_namespace("prod").metadata.labels == {"team": "a"}
     assert [s.name for s in cluster.list_services("prod")] == ["s1"]
     assert [s.name for s in cluster.list_stateful_sets("prod")] == ["db"]
@@ -383,9 +407,7 @@ def test_apply_orders_kinds_and_reports_rejections(cluster: MemoryCluster):
 
 def test_apply_replaces_existing_objects_but_not_pods(cluster: MemoryCluster):
     cluster.apply([obj("Node", "n1"), pod("p")])
-    rejected = cluster.apply(
-        [obj("Node", "n1", metadata={"labels": {"a": "b"}}), pod("p")]
-    )
+    rejected = cluster.apply([obj("Node", "n1", metadata={"labels": {"a": "b"}}), pod("p")])
     assert cluster.get("Node", None, "n1").metadata.labels == {"a": "b"}
     assert [r.message for r in rejected] == ['pods "p" already exists']
 
@@ -402,8 +424,10 @@ def test_record_event_timestamps_with_the_clock(cluster: MemoryCluster, clock: F
 def test_leases_with_resource_version_conflicts(cluster: MemoryCluster):
     assert cluster.get_lease("kube-system", "kube-scheduler") is None
     lease = Lease.model_validate(
-        {"metadata": {"name": "kube-scheduler", "namespace": "kube-system"},
-         "spec": {"holderIdentity": "a"}}
+        {
+            "metadata": {"name": "kube-scheduler", "namespace": "kube-system"},
+            "spec": {"holderIdentity": "a"},
+        }
     )
     created = cluster.create_lease(lease)
     with pytest.raises(ConflictError):

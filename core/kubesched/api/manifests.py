@@ -13,10 +13,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ..errors import UserInputError, problems_from_validation_error
+from ..errors import FieldProblem, UserInputError, problems_from_validation_error
 from .cluster import Lease, PodDisruptionBudget, PriorityClass, RuntimeClass
 from .core import Namespace, Node, Pod, Service
 from .meta import KubeObject
+from .validation import validate_object
 from .workloads import DaemonSet, Deployment, Job, ReplicaSet, ReplicationController, StatefulSet
 
 __all__ = [
@@ -175,7 +176,7 @@ def _parse_one(doc: Any, source: str | None, label: str | None) -> KubeObject:
             obj=obj,
         )
     try:
-        return cls.model_validate(doc)
+        parsed = cls.model_validate(doc)
     except ValidationError as err:
         raise UserInputError(
             "invalid object",
@@ -183,12 +184,25 @@ def _parse_one(doc: Any, source: str | None, label: str | None) -> KubeObject:
             obj=obj,
             problems=problems_from_validation_error(err),
         ) from None
+    errs = validate_object(parsed)
+    if errs:
+        # Name the document too: several documents may carry the same object name.
+        where = obj if label is None or obj == label else f"{label} ({obj})"
+        name = parsed.metadata.name or parsed.metadata.generate_name or ""
+        raise UserInputError(
+            f'{kind} "{name}" is invalid',
+            source=source,
+            obj=where,
+            problems=[FieldProblem(e.field, e.body()) for e in errs],
+        )
+    return parsed
 
 
 def parse_object(
     doc: dict[str, Any], *, source: str | None = None, index: int | None = None
 ) -> KubeObject:
-    """Validate one manifest document into its model class (chosen by ``kind``).
+    """Validate one manifest document into its model class (chosen by ``kind``), then
+    validate it as kube-apiserver would (:mod:`kubesched.api.validation`).
 
     ``source`` (a file name) and ``index`` (0-based position of the document in it,
     shown 1-based as ``document 3``) only serve the error message. Raises
