@@ -98,9 +98,7 @@ def test_cli_generates_a_project(tmp_path, capsys) -> None:
     assert f"created {project}" in capsys.readouterr().out
     pyproject = (project / "pyproject.toml").read_text()
     assert 'name = "kubesched-node-label-gate"' in pyproject
-    assert (
-        '"NodeLabelGate" = "kubesched_node_label_gate.plugin:NodeLabelGate"' in pyproject
-    )
+    assert '"NodeLabelGate" = "kubesched_node_label_gate.plugin:NodeLabelGate"' in pyproject
     assert 'dependencies = ["kubesched"]' in pyproject
     code = (project / "src" / "kubesched_node_label_gate" / "plugin.py").read_text()
     assert "def filter(" in code and "def score(" in code and "def normalize_score(" in code

@@ -105,8 +105,17 @@ def test_kubesched_is_the_checkouts_own(venv) -> None:
 @pytest.mark.parametrize(("name", "points", "with_args"), COMBOS, ids=[c[0] for c in COMBOS])
 def test_generated_project_passes_its_own_tests_and_lint(venv, name, points, with_args) -> None:
     project = venv[f"kubesched-{_kebab(name)}"]
-    out = _run(venv["python"], "-m", "pytest", "-q", "-p", "no:cacheprovider", project,
-               cwd=project, env=_clean_env(venv))
+    out = _run(
+        venv["python"],
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        project,
+        cwd=project,
+        env=_clean_env(venv),
+    )
     assert " passed" in out and "failed" not in out and "error" not in out, out
     # The kubesched pytest plugin came from the entry point, not a conftest.
     assert not (project / "conftest.py").exists()

@@ -18,6 +18,7 @@ from kubesched.config import effective_configuration, load_config
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY, Simulation
+from kubesched.simulate.invariants import InvariantViolation
 from kubesched.simulate.render import render_explain, render_summary
 from kubesched.simulate.report import (
     SimulationReport,
@@ -85,6 +86,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--events", action="store_true", help="include every Kubernetes Event in json/yaml"
     )
     parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    parser.add_argument(
+        "--check-invariants",
+        action="store_true",
+        help="check, at every binding and at the end, that no node is over-committed, no pod "
+        "is bound twice or lost, every hard constraint holds and the cache is consistent; "
+        "a summary goes to stderr, and any violation makes the exit status 1",
+    )
     parser.set_defaults(func=_simulate)
 
 
@@ -160,6 +168,7 @@ def _simulate(args: argparse.Namespace) -> int:
             seed=args.seed,
             detail=args.detail,
             progress=progress,
+            check_invariants=args.check_invariants,
         ).run()
     finally:
         stop_progress()
@@ -206,4 +215,8 @@ def _simulate(args: argparse.Namespace) -> int:
                 render_explain(report, key, console)
         else:
             render_summary(report, console)
+    if run.invariants is not None:
+        print(run.invariants.summary(), file=sys.stderr)
+        if run.invariants.violations:
+            raise InvariantViolation(run.invariants.violations)
     return 0

@@ -17,6 +17,7 @@ from kubesched.simulate.driver import (
     SimulationRun,
     simulate,
 )
+from kubesched.simulate.invariants import InvariantChecker, InvariantViolation, Violation
 from kubesched.simulate.report import (
     SCHEMA_VERSION,
     NodeReport,
@@ -31,11 +32,14 @@ __all__ = [
     "DETAIL_FULL",
     "DETAIL_SUMMARY",
     "SCHEMA_VERSION",
+    "InvariantChecker",
+    "InvariantViolation",
     "NodeReport",
     "PodReport",
     "Simulation",
     "SimulationReport",
     "SimulationRun",
+    "Violation",
     "build_report",
     "build_report_data",
     "json_schema",

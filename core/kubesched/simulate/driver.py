@@ -20,6 +20,7 @@ from kubesched.config import (
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.metrics import Metrics
 from kubesched.scheduler import AttemptRecord, EventHandlers, Scheduler
+from kubesched.simulate.invariants import InvariantChecker
 
 DETAIL_FULL = "full"
 """Keep every attempt's per-node filter statuses and scores (explanations)."""
@@ -50,6 +51,8 @@ class SimulationRun:
     metrics: Metrics = field(repr=False, default_factory=Metrics)
     stop_reason: str = STOP_SETTLED
     """``settled`` (nothing more could happen) or ``stalled`` (pods kept retrying)."""
+    invariants: InvariantChecker | None = None
+    """With ``check_invariants``: the checker, its ``violations`` and ``checks`` made."""
 
 
 class Simulation:
@@ -59,7 +62,9 @@ class Simulation:
     Nothing waits on the wall clock: backoffs, graceful deletions and Permit waits pass
     in virtual time. With the same objects, configuration and ``seed`` the result is the
     same. ``progress(done, total)`` is called now and then with the number of pods
-    settled (bound or rejected) so far. ``run`` may be called again after changing the
+    settled (bound or rejected) so far. With ``check_invariants`` an
+    :class:`~kubesched.simulate.invariants.InvariantChecker` watches the run (its
+    result is ``SimulationRun.invariants``). ``run`` may be called again after changing the
     cluster (``simulation.cluster.create(...)``): it goes on from where it stopped.
     """
 
@@ -72,6 +77,7 @@ class Simulation:
         seed: int = 0,
         detail: str = DETAIL_FULL,
         progress: Callable[[int, int], None] | None = None,
+        check_invariants: bool = False,
     ) -> None:
         self.registry = registry or default_registry()
         if isinstance(config, EffectiveConfiguration):
@@ -102,6 +108,9 @@ class Simulation:
         self.cycles = 0
         self._progress_mark = 0
         self._watches: list[Any] = []
+        self.invariants = (
+            InvariantChecker(self.cluster, self.scheduler) if check_invariants else None
+        )
 
     def _observe(self, record: AttemptRecord) -> None:
         if self.detail != DETAIL_FULL:
@@ -121,6 +130,8 @@ class Simulation:
         """
         started = time.perf_counter()
         self._connect()
+        if self.invariants is not None and not self.invariants.attached:
+            self.invariants.attach()
         s = self.scheduler
         retried_at_mark: int | None = None
         last_mark, last_progress_at = self._progress_mark, self.clock.now()
@@ -147,6 +158,8 @@ class Simulation:
             self._advance(when)
         if self.progress is not None:
             self._report_progress()
+        if self.invariants is not None:
+            self.invariants.finish()
         return SimulationRun(
             cluster=self.cluster,
             scheduler=s,
@@ -158,6 +171,7 @@ class Simulation:
             seed=self.seed,
             metrics=self.metrics,
             stop_reason=stop_reason,
+            invariants=self.invariants,
         )
 
     def _connect(self) -> None:
@@ -177,6 +191,8 @@ class Simulation:
     def close(self) -> None:
         """Unsubscribe from the cluster (the simulation can no longer run)."""
         self.handlers.disconnect()
+        if self.invariants is not None:
+            self.invariants.detach()
         for w in self._watches:
             w.stop()
         self._watches.clear()
@@ -225,9 +241,17 @@ def simulate(
     registry: PluginRegistry | None = None,
     seed: int = 0,
     detail: str = DETAIL_FULL,
+    check_invariants: bool = False,
 ) -> SimulationRun:
     """Schedule ``objects`` on an embedded cluster and return the run (Python API)."""
-    sim = Simulation(objects, config=config, registry=registry, seed=seed, detail=detail)
+    sim = Simulation(
+        objects,
+        config=config,
+        registry=registry,
+        seed=seed,
+        detail=detail,
+        check_invariants=check_invariants,
+    )
     try:
         return sim.run()
     finally:

@@ -4,7 +4,8 @@
 * a framework around plugins: ``make_framework``, ``framework_for``,
   ``profile_framework``, ``snapshot_of``, ``node_batch``;
 * one extension point through the real runtime: ``run_filter``, ``run_score``;
-* a whole simulation: ``simulate_small``, ``placements``;
+* a whole simulation: ``simulate_small``, ``placements``; its guarantees:
+  ``InvariantChecker`` (``simulate(..., check_invariants=True)`` does the wiring);
 * assertions with readable diffs: ``assert_statuses``, ``assert_scores``,
   ``assert_batch_matches_per_node``.
 
@@ -13,6 +14,7 @@ The same helpers are pytest fixtures (``embedded_cluster``, ``make_framework``,
 plugin that kubesched registers (``kubesched.testing.pytest_plugin``).
 """
 
+from kubesched.simulate.invariants import InvariantChecker, InvariantViolation
 from kubesched.testing.assertions import (
     assert_batch_matches_per_node,
     assert_scores,
@@ -35,6 +37,8 @@ from kubesched.testing.run import (
 __all__ = [
     "ExtensionPointError",
     "FifoSort",
+    "InvariantChecker",
+    "InvariantViolation",
     "NodeBuilder",
     "PodBuilder",
     "RecordingBinder",
