@@ -87,6 +87,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     parser.add_argument(
+        "--reproducible",
+        action="store_true",
+        help="leave the wall time out of json/yaml (null), so that the same inputs and --seed "
+        "give byte-identical output",
+    )
+    parser.add_argument(
         "--check-invariants",
         action="store_true",
         help="check, at every binding and at the end, that no node is over-committed, no pod "
@@ -184,6 +190,8 @@ def _simulate(args: argparse.Namespace) -> int:
         objects=objects,
         include_events=args.events,
     )
+    if args.reproducible and isinstance(report, dict):
+        report["wallTimeSeconds"] = None
     if args.metrics:
         try:
             Path(args.metrics).write_bytes(run.metrics.expose())
