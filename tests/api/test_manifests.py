@@ -272,3 +272,70 @@ def test_stdin_errors_name_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
         load_manifests(["-"])
     assert exc.value.source == "<stdin>"
     assert exc.value.obj == "document 1"
+
+
+# --- hostile input: bombs, depth, size -------------------------------------------------------
+
+BILLION_LAUGHS = (
+    "kind: Pod\nmetadata: {name: x}\nspec:\n  containers: [{name: c, image: i}]\n"
+    "  volumes:\n  - name: v\n    ephemeral:\n"
+    '      a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    + "".join(
+        f"      {chr(98 + i)}: &{chr(98 + i)} [" + ",".join(["*" + chr(97 + i)] * 9) + "]\n"
+        for i in range(8)
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (BILLION_LAUGHS, "YAML aliases expand a document beyond 1000000 nodes"),
+        ("kind: Pod\nspec: " + "[" * 5000 + "]" * 5000 + "\n", "exceeded maximum nesting depth"),
+        (
+            "kind: Pod\nspec:\n" + "".join("  " * (i + 1) + "k:\n" for i in range(2000)),
+            "exceeded maximum nesting depth",
+        ),
+    ],
+    ids=["alias-bomb", "deep-flow", "deep-block"],
+)
+def test_hostile_yaml_is_refused_quickly(text: str, message: str) -> None:
+    import time
+    import tracemalloc
+
+    tracemalloc.start()
+    started = time.perf_counter()
+    with pytest.raises(UserInputError, match=message) as exc:
+        parse_manifests(text, source="evil.yaml")
+    took = time.perf_counter() - started
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert exc.value.source == "evil.yaml"
+    assert took < 5 and peak < 64 * 1024 * 1024
+
+
+def test_deep_json_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"kind": "Pod", "spec": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    with pytest.raises(UserInputError, match="nested too deeply") as exc:
+        load_manifests([path])
+    assert exc.value.source == str(path)
+
+
+def test_huge_file_is_refused_unread(tmp_path: Path) -> None:
+    from kubesched.api.manifests import MAX_MANIFEST_BYTES
+
+    path = tmp_path / "huge.yaml"
+    with path.open("wb") as f:  # sparse: no disk, nothing to read
+        f.truncate(MAX_MANIFEST_BYTES + 1)
+    with pytest.raises(UserInputError, match="larger than 256 MiB"):
+        load_manifests([path])
+
+
+def test_aliases_that_do_not_explode_are_fine() -> None:
+    text = (
+        "kind: Node\nmetadata: {name: n, labels: &l {a: b}}\n"
+        "status: {capacity: &c {cpu: '1'}, allocatable: *c}\n"
+    )
+    (node,) = parse_manifests(text)
+    assert node.status.allocatable == node.status.capacity

@@ -76,13 +76,21 @@ def _interrupt(args: list[str], after: float) -> tuple[int, str, float]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # A test run started in the background inherits an ignored SIGINT; a terminal's
+        # foreground process has the default one.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    time.sleep(after)
-    assert proc.poll() is None, "finished before it could be interrupted"
-    sent = time.perf_counter()
-    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole process group
-    _, err = proc.communicate(timeout=60)
-    return proc.returncode, err, time.perf_counter() - sent
+    try:
+        time.sleep(after)
+        assert proc.poll() is None, "finished before it could be interrupted"
+        sent = time.perf_counter()
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does: the whole process group
+        _, err = proc.communicate(timeout=60)
+        return proc.returncode, err, time.perf_counter() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 @pytest.mark.parametrize(
