@@ -1,13 +1,16 @@
 """Invariants at scale: a large mixed cluster, misbehaving plugins injected, every guarantee held.
 
-2,000 nodes in three zones (some tainted), 20,000 pods mixing plain pods, zone spread
+Nodes in three zones (some tainted) and ten times as many pods, mixing plain pods, zone spread
 (DoNotSchedule), required anti-affinity and affinity, tolerations with node affinity,
 gangs (Coscheduling), PDB-protected low-priority pods and high-priority pods that must
 preempt. Five plugins misbehave on the pods labelled for them: a Filter that raises, a
 Score that returns a string, a Score out of range, a Permit that waits past its timeout
 and a Bind that fails at random. The scheduler must go on, those pods must carry a clear
-error, and the invariant checker must find nothing. ``SCALE_NODES`` / ``SCALE_PODS``
-size it (the figures of docs/guarantees.md come from the defaults).
+error, and the invariant checker must find nothing.
+
+The suite runs it at 500 nodes × 5,000 pods (about 1.5 minutes), the same mix scaled;
+``SCALE_NODES=2000 SCALE_PODS=20000`` runs the full size (figures in
+docs/guarantees.md).
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from kubesched.framework.registry import default_registry
 from kubesched.simulate import Simulation
 from kubesched.simulate.driver import DETAIL_SUMMARY
 
-NODES = int(os.environ.get("SCALE_NODES", "2000"))
-PODS = int(os.environ.get("SCALE_PODS", "20000"))
+NODES = int(os.environ.get("SCALE_NODES", "500"))
+PODS = int(os.environ.get("SCALE_PODS", "5000"))
 CHAOS = "chaos.kubesched.io/mode"
 ZONES = ("a", "b", "c")
 
@@ -344,10 +347,13 @@ def test_invariants_hold_at_scale_with_misbehaving_plugins() -> None:
     }
     for mode, want in expected.items():
         assert by_mode.get(mode), mode
+        hit = 0
         for p in by_mode[mode]:
             seen = messages.get(p.metadata.uid or "", set())
-            assert any(want in m for m in seen), (mode, p.name, seen)
+            hit += any(want in m for m in seen)
             # Once the plugin behaves, the pod is placed: the scheduler went on.
             assert p.spec.node_name, (mode, p.name, seen)
+        # The flaky binder fails at random (a pod may bind at once); the others always.
+        assert hit == len(by_mode[mode]) if mode != "bind" else hit > 0, (mode, hit)
     # Preemption happened for the high-priority pods, respecting the checker.
     assert sum(1 for p in pods if p.name.startswith("high-") and p.spec.node_name) > 0
