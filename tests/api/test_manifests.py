@@ -23,6 +23,9 @@ from kubesched.errors import UserInputError
 
 SEED = Path(__file__).resolve().parent.parent / "fixtures" / "seed002"
 
+C = {"name": "c", "image": "busybox"}
+"""A valid container, for pods that must pass validation."""
+
 
 def test_kinds_cover_the_objects_we_read() -> None:
     assert set(KINDS) == {
@@ -119,7 +122,7 @@ metadata: {name: n1}
 ---
 kind: Pod
 metadata: {name: p1, namespace: ns}
-spec: {containers: [{name: c}]}
+spec: {containers: [{name: c, image: busybox}]}
 """
     objs = parse_manifests(text)
     assert [o.key for o in objs] == ["n1", "ns/p1"]
@@ -132,7 +135,7 @@ def test_list_documents_expand(list_kind: str) -> None:
         "apiVersion": "v1",
         "kind": list_kind,
         "items": [
-            {"kind": "Pod", "metadata": {"name": "a"}},
+            {"kind": "Pod", "metadata": {"name": "a"}, "spec": {"containers": [C]}},
             {"kind": "Node", "metadata": {"name": "b"}},
         ],
     }
@@ -149,7 +152,7 @@ def test_list_item_errors_name_the_item() -> None:
     doc = {
         "kind": "List",
         "items": [
-            {"kind": "Pod", "metadata": {"name": "ok"}},
+            {"kind": "Pod", "metadata": {"name": "ok"}, "spec": {"containers": [C]}},
             {"kind": "Pod", "spec": {"priority": "high"}},
         ],
     }
@@ -179,9 +182,9 @@ def test_bad_quantity_names_file_object_and_field_path() -> None:
 
 def test_nameless_object_is_named_by_document_number() -> None:
     with pytest.raises(UserInputError) as exc:
-        parse_object({"kind": "Node", "spec": {"taints": [{"key": "k"}]}}, source="f", index=2)
+        parse_object({"kind": "Node", "spec": {"taints": [{"key": 1}]}}, source="f", index=2)
     assert exc.value.obj == "document 3"
-    assert exc.value.problems[0].path == "spec.taints[0].effect"
+    assert exc.value.problems[0].path == "spec.taints[0].key"
 
 
 def test_several_problems_are_all_reported() -> None:
@@ -312,3 +315,70 @@ def test_storage_objects_report_field_paths(doc: str, problems: list[str]) -> No
         parse_manifests("apiVersion: v1\n" + doc, source="s.yaml")
     assert [p.path for p in excinfo.value.problems] == problems
     assert excinfo.value.source == "s.yaml"
+
+
+# --- hostile input: bombs, depth, size -------------------------------------------------------
+
+BILLION_LAUGHS = (
+    "kind: Pod\nmetadata: {name: x}\nspec:\n  containers: [{name: c, image: i}]\n"
+    "  volumes:\n  - name: v\n    ephemeral:\n"
+    '      a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    + "".join(
+        f"      {chr(98 + i)}: &{chr(98 + i)} [" + ",".join(["*" + chr(97 + i)] * 9) + "]\n"
+        for i in range(8)
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (BILLION_LAUGHS, "YAML aliases expand a document beyond 1000000 nodes"),
+        ("kind: Pod\nspec: " + "[" * 5000 + "]" * 5000 + "\n", "exceeded maximum nesting depth"),
+        (
+            "kind: Pod\nspec:\n" + "".join("  " * (i + 1) + "k:\n" for i in range(2000)),
+            "exceeded maximum nesting depth",
+        ),
+    ],
+    ids=["alias-bomb", "deep-flow", "deep-block"],
+)
+def test_hostile_yaml_is_refused_quickly(text: str, message: str) -> None:
+    import time
+    import tracemalloc
+
+    tracemalloc.start()
+    started = time.perf_counter()
+    with pytest.raises(UserInputError, match=message) as exc:
+        parse_manifests(text, source="evil.yaml")
+    took = time.perf_counter() - started
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert exc.value.source == "evil.yaml"
+    assert took < 5 and peak < 64 * 1024 * 1024
+
+
+def test_deep_json_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"kind": "Pod", "spec": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    with pytest.raises(UserInputError, match="nested too deeply") as exc:
+        load_manifests([path])
+    assert exc.value.source == str(path)
+
+
+def test_huge_file_is_refused_unread(tmp_path: Path) -> None:
+    from kubesched.api.manifests import MAX_MANIFEST_BYTES
+
+    path = tmp_path / "huge.yaml"
+    with path.open("wb") as f:  # sparse: no disk, nothing to read
+        f.truncate(MAX_MANIFEST_BYTES + 1)
+    with pytest.raises(UserInputError, match="larger than 256 MiB"):
+        load_manifests([path])
+
+
+def test_aliases_that_do_not_explode_are_fine() -> None:
+    text = (
+        "kind: Node\nmetadata: {name: n, labels: &l {a: b}}\n"
+        "status: {capacity: &c {cpu: '1'}, allocatable: *c}\n"
+    )
+    (node,) = parse_manifests(text)
+    assert node.status.allocatable == node.status.capacity

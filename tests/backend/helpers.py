@@ -4,19 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.api import KubeObject, parse_object
+from kubesched.api import KINDS, KubeObject, parse_object
 
 
-def obj(kind: str, name: str, namespace: str | None = None, **fields: Any) -> KubeObject:
-    """A manifest-built object: ``obj("Pod", "p", spec={...})``."""
+def obj(
+    kind: str, name: str, namespace: str | None = None, *, validate: bool = True, **fields: Any
+) -> KubeObject:
+    """A manifest-built object: ``obj("Pod", "p", spec={...})``; ``validate=False`` skips
+    the API server's validation (for objects only admission code must cope with)."""
     meta: dict[str, Any] = {"name": name}
     if namespace:
         meta["namespace"] = namespace
     meta.update(fields.pop("metadata", {}))
-    return parse_object({"kind": kind, "metadata": meta, **fields})
+    doc = {"kind": kind, "metadata": meta, **fields}
+    return parse_object(doc) if validate else KINDS[kind].model_validate(doc)
 
 
-def pod(name: str, namespace: str | None = None, **spec: Any) -> Any:
+def pod(name: str, namespace: str | None = None, *, validate: bool = True, **spec: Any) -> Any:
     """A Pod with one container and ``spec`` fields (camelCase)."""
     labels = spec.pop("labels", None)
     meta = {"labels": labels} if labels else {}
@@ -24,6 +28,7 @@ def pod(name: str, namespace: str | None = None, **spec: Any) -> Any:
         "Pod",
         name,
         namespace,
+        validate=validate,
         metadata=meta,
         spec={"containers": [{"name": "c", "image": "busybox"}], **spec},
     )

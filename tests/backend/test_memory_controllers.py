@@ -322,7 +322,9 @@ def test_indexed_job(cluster: MemoryCluster):
 
 
 def test_job_replaces_deleted_pods_up_to_the_backoff_limit(cluster: MemoryCluster):
-    cluster.create(obj("Job", "j", spec={"backoffLimit": 1, "template": template({})}))
+    cluster.create(
+        obj("Job", "j", spec={"backoffLimit": 1, "template": template({}, restartPolicy="Never")})
+    )
     for _ in range(2):
         (p,) = [x for x in cluster.pods() if x.metadata.deletion_timestamp is None]
         cluster.delete("Pod", "default", p.name)

@@ -147,7 +147,9 @@ def test_percent_budgets_and_pods_without_scale(
 ):
     web_rs(4, 4, cluster)
     if owner == "job":
-        cluster.create(obj("Job", "j", spec={"template": template({"app": "web"})}))
+        cluster.create(
+            obj("Job", "j", spec={"template": template({"app": "web"}, restartPolicy="Never")})
+        )
         job_pod = next(p for p in cluster.pods() if p.metadata.controller_ref.kind == "Job")
         cluster.bind(job_pod, "n1")
     else:

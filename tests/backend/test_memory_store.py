@@ -19,7 +19,7 @@ from kubesched.backend import (
 from kubesched.backend.memory import MemoryCluster
 from kubesched.clock import FakeClock
 
-from .helpers import obj, pod
+from .helpers import obj, pod, template
 
 # --- CRUD and metadata ----------------------------------------------------------------------
 
@@ -42,7 +42,12 @@ def test_same_inputs_give_same_uids_and_names():
         c = MemoryCluster(FakeClock())
         c.create(obj("Node", "n1"))
         c.create(
-            obj("Pod", "", metadata={"generateName": "web-"}, spec={"containers": [{"name": "c"}]})
+            obj(
+                "Pod",
+                "",
+                metadata={"generateName": "web-"},
+                spec={"containers": [{"name": "c", "image": "busybox"}]},
+            )
         )
         return [(o.name, o.metadata.uid or "") for k in ("Node", "Pod") for o in c.objects(k)]
 
@@ -129,7 +134,18 @@ def test_object_lister(cluster: MemoryCluster):
     cluster.create(obj("Namespace", "prod", metadata={"labels": {"team": "a"}}))
     cluster.create(obj("Service", "s1", "prod", spec={"selector": {"app": "x"}}))
     cluster.create(obj("Service", "s2", "other"))
-    cluster.create(obj("StatefulSet", "db", "prod", spec={"replicas": 0}))
+    cluster.create(
+        obj(
+            "StatefulSet",
+            "db",
+            "prod",
+            spec={
+                "replicas": 0,
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": template({"app": "db"}),
+            },
+        )
+    )
     assert cluster.get_namespace("prod").metadata.labels == {"team": "a"}
     assert [s.name for s in cluster.list_services("prod")] == ["s1"]
     assert [s.name for s in cluster.list_stateful_sets("prod")] == ["db"]

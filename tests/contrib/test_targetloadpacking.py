@@ -27,7 +27,7 @@ def node(
 
 
 POD_REQ_1 = make_pod("req1").req(cpu="1").obj()  # predicted 1500m (1.5 × request)
-POD_LIMIT = make_pod("lim").container({"cpu": "1"}, {"cpu": "500m"}).obj()  # limit: 500m
+POD_LIMIT = make_pod("lim").container({"cpu": "250m"}, {"cpu": "500m"}).obj()  # limit: 500m
 POD_NONE = make_pod("none").obj()  # no request: default 1000m
 POD_OVERHEAD = make_pod("ovh").req(cpu="1").overhead(cpu="100m").obj()  # 1600m
 

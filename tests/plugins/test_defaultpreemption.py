@@ -372,7 +372,9 @@ def test_filter_pods_with_pdb_violation(pods, pdbs, want_violating):
 
 
 def victim(prio: int, start: str = T0) -> PodInfo:
-    return PodInfo(pod(f"v{prio}-{start}", prio, node_name="x", start=start).obj())
+    return PodInfo(
+        pod(f"v{prio}-" + start.lower().replace(":", "-"), prio, node_name="x", start=start).obj()
+    )
 
 
 def cand(name: str, *victims: PodInfo, pdb_violations: int = 0) -> Candidate:

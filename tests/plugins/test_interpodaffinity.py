@@ -44,10 +44,10 @@ UNSCH = Code.UNSCHEDULABLE
 NAMESPACES = [
     Namespace.model_validate({"metadata": {"name": n, "labels": {"team": t}}})
     for n, t in (
-        ("subteam1.team1", "team1"),
-        ("subteam2.team1", "team1"),
-        ("subteam1.team2", "team2"),
-        ("subteam2.team2", "team2"),
+        ("subteam1-team1", "team1"),
+        ("subteam2-team1", "team1"),
+        ("subteam1-team2", "team2"),
+        ("subteam2-team2", "team2"),
     )
 ]
 
@@ -319,7 +319,7 @@ FILTER_CASES = [
     ),
     (
         "existing-anti-affinity-namespace-selector-matches-pod-namespace",
-        pod("p", SEC_S1, ns="subteam2.team1"),
+        pod("p", SEC_S1, ns="subteam2-team1"),
         [pod("e", SEC_S2, on="n1", terms=[anti("zone", S1, namespace_selector=TEAM1)])],
         [node("n1", zone="z1"), node("n2", zone="z2")],
         {"n1": (UNSCH, (EXISTING,)), "n2": None},
@@ -327,7 +327,7 @@ FILTER_CASES = [
     ),
     (
         "existing-anti-affinity-namespace-selector-other-team",
-        pod("p", SEC_S1, ns="subteam1.team2"),
+        pod("p", SEC_S1, ns="subteam1-team2"),
         [pod("e", SEC_S2, on="n1", terms=[anti("zone", S1, namespace_selector=TEAM1)])],
         [node("n1", zone="z1")],
         {"n1": None},
@@ -343,10 +343,10 @@ FILTER_CASES = [
     ),
     (
         "affinity-namespace-selector",
-        pod("p", ns="subteam1.team1", terms=[req("region", S1, namespace_selector=TEAM1)]),
+        pod("p", ns="subteam1-team1", terms=[req("region", S1, namespace_selector=TEAM1)]),
         [
-            pod("e1", SEC_S1, on="n1", ns="subteam2.team1"),
-            pod("e2", SEC_S1, on="n2", ns="subteam1.team2"),
+            pod("e1", SEC_S1, on="n1", ns="subteam2-team1"),
+            pod("e2", SEC_S1, on="n2", ns="subteam1-team2"),
         ],
         [node("n1", region="r1"), node("n2", region="r2")],
         {"n1": None, "n2": (UNRES, (AFF,))},
@@ -362,8 +362,8 @@ FILTER_CASES = [
     ),
     (
         "affinity-null-namespace-selector-with-namespaces",
-        pod("p", terms=[req("region", S1, namespaces=["subteam1.team2"])]),
-        [pod("e1", SEC_S1, on="n1", ns="subteam1.team2"), pod("e2", SEC_S1, on="n2")],
+        pod("p", terms=[req("region", S1, namespaces=["subteam1-team2"])]),
+        [pod("e1", SEC_S1, on="n1", ns="subteam1-team2"), pod("e2", SEC_S1, on="n2")],
         [node("n1", region="r1"), node("n2", region="r2")],
         {"n1": None, "n2": (UNRES, (AFF,))},
         False,
@@ -604,8 +604,8 @@ HARD_AFFINITY = [
 AWAY_S1_AZ = [pref_anti(5, "az", S1)]
 AWAY_S2_AZ = [pref_anti(5, "az", S2)]
 STAY_S1_AWAY_S2 = [pref(8, "region", S1), pref_anti(5, "az", S2)]
-AFF_NS_SEL = [pref(5, "region", S1, namespaces=["subteam2.team2"], namespace_selector=TEAM1)]
-ANTI_NS_SEL = [pref_anti(5, "region", S1, namespaces=["subteam2.team2"], namespace_selector=TEAM1)]
+AFF_NS_SEL = [pref(5, "region", S1, namespaces=["subteam2-team2"], namespace_selector=TEAM1)]
+ANTI_NS_SEL = [pref_anti(5, "region", S1, namespaces=["subteam2-team2"], namespace_selector=TEAM1)]
 CHINA, INDIA = {"region": "China"}, {"region": "India"}
 AZ1, AZ2 = {"az": "az1"}, {"az": "az2"}
 CHINA_AZ1 = {"region": "China", "az": "az1"}
@@ -666,7 +666,7 @@ SCORE_CASES = [
     ),
     (
         "symmetry-namespace-selector",
-        pod("p", SEC_S1, ns="subteam1.team1"),
+        pod("p", SEC_S1, ns="subteam1-team1"),
         [
             pod("a", SEC_S1, on="node1", terms=AFF_NS_SEL),
             pod("b", SEC_S2, on="node2", terms=STAY_S2_REGION),
@@ -677,7 +677,7 @@ SCORE_CASES = [
     ),
     (
         "anti-symmetry-namespace-selector-negative-scores",
-        pod("p", SEC_S1, ns="subteam1.team1"),
+        pod("p", SEC_S1, ns="subteam1-team1"),
         [
             pod("a", SEC_S1, on="node1", terms=ANTI_NS_SEL),
             pod("b", SEC_S2, on="node2", terms=STAY_S2_REGION),
@@ -758,12 +758,12 @@ SCORE_CASES = [
     ),
     (
         "affinity-namespace-selector-incoming",
-        pod("p", SEC_S1, ns="subteam1.team1", terms=AFF_NS_SEL),
+        pod("p", SEC_S1, ns="subteam1-team1", terms=AFF_NS_SEL),
         [
-            pod("a", SEC_S1, on="node1", ns="subteam1.team1"),
-            pod("b", SEC_S1, on="node1", ns="subteam1.team1"),
-            pod("c", SEC_S1, on="node1", ns="subteam1.team2"),
-            pod("d", SEC_S1, on="node2", ns="subteam2.team1"),
+            pod("a", SEC_S1, on="node1", ns="subteam1-team1"),
+            pod("b", SEC_S1, on="node1", ns="subteam1-team1"),
+            pod("c", SEC_S1, on="node1", ns="subteam1-team2"),
+            pod("d", SEC_S1, on="node2", ns="subteam2-team1"),
         ],
         nodes_(CHINA, INDIA),
         [100, 0],
@@ -771,12 +771,12 @@ SCORE_CASES = [
     ),
     (
         "affinity-namespace-selector-and-namespaces",
-        pod("p", SEC_S1, ns="subteam1.team1", terms=AFF_NS_SEL),
+        pod("p", SEC_S1, ns="subteam1-team1", terms=AFF_NS_SEL),
         [
-            pod("a", SEC_S1, on="node1", ns="subteam1.team1"),
-            pod("b", SEC_S1, on="node1", ns="subteam1.team1"),
-            pod("c", SEC_S1, on="node1", ns="subteam2.team2"),
-            pod("d", SEC_S1, on="node2", ns="subteam2.team1"),
+            pod("a", SEC_S1, on="node1", ns="subteam1-team1"),
+            pod("b", SEC_S1, on="node1", ns="subteam1-team1"),
+            pod("c", SEC_S1, on="node1", ns="subteam2-team2"),
+            pod("d", SEC_S1, on="node2", ns="subteam2-team1"),
         ],
         nodes_(CHINA, INDIA),
         [100, 0],
@@ -784,12 +784,12 @@ SCORE_CASES = [
     ),
     (
         "anti-affinity-namespace-selector-incoming",
-        pod("p", SEC_S1, ns="subteam1.team1", terms=ANTI_NS_SEL),
+        pod("p", SEC_S1, ns="subteam1-team1", terms=ANTI_NS_SEL),
         [
-            pod("a", SEC_S1, on="node1", ns="subteam1.team1"),
-            pod("b", SEC_S1, on="node1", ns="subteam1.team1"),
-            pod("c", SEC_S1, on="node1", ns="subteam1.team2"),
-            pod("d", SEC_S1, on="node2", ns="subteam2.team1"),
+            pod("a", SEC_S1, on="node1", ns="subteam1-team1"),
+            pod("b", SEC_S1, on="node1", ns="subteam1-team1"),
+            pod("c", SEC_S1, on="node1", ns="subteam1-team2"),
+            pod("d", SEC_S1, on="node2", ns="subteam2-team1"),
         ],
         nodes_(CHINA, INDIA),
         [0, 100],
@@ -888,7 +888,7 @@ HARD_POD_AFFINITY = [
     req(
         "region",
         expr("service", "In", "S1"),
-        namespaces=["default", "subteam2.team2"],
+        namespaces=["default", "subteam2-team2"],
         namespace_selector=TEAM1,
     )
 ]
@@ -900,9 +900,9 @@ SVC_S1 = {"service": "S1"}
     [
         (None, 1, [100, 100, 0]),
         (None, 0, None),
-        ("subteam1.team2", 1, None),
-        ("subteam1.team1", 1, [100, 100, 0]),
-        ("subteam2.team2", 1, [100, 100, 0]),
+        ("subteam1-team2", 1, None),
+        ("subteam1-team1", 1, [100, 100, 0]),
+        ("subteam2-team2", 1, [100, 100, 0]),
         (None, 100, [100, 100, 0]),
     ],
     ids=[

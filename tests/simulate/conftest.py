@@ -117,21 +117,21 @@ kind: Pod
 metadata: {name: low-1, namespace: default}
 spec:
   nodeName: solo
-  containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+  containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
 ---
 apiVersion: v1
 kind: Pod
 metadata: {name: low-2, namespace: default}
 spec:
   nodeName: solo
-  containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+  containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
 ---
 apiVersion: v1
 kind: Pod
 metadata: {name: urgent, namespace: default}
 spec:
   priorityClassName: high
-  containers: [{name: c, resources: {requests: {cpu: "2"}}}]
+  containers: [{name: c, image: busybox, resources: {requests: {cpu: "2"}}}]
 """
 
 

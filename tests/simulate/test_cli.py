@@ -121,6 +121,18 @@ BAD_INPUT = {
         ["{tmp}/p.yaml"],
         "p.yaml: Pod default/x: invalid object: spec.containers[0].resources.requests.cpu",
     ),
+    "invalid-per-api-server": (
+        {
+            "p.yaml": "apiVersion: v1\nkind: Node\nmetadata: {name: n}\n---\n"
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: bad name!}\nspec:\n  containers:\n"
+            "  - {name: c, image: i, resources: {requests: {cpu: '-1'}}}\n"
+            "  affinity:\n    podAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+            "      - {topologyKey: zone, labelSelector: {matchLabels: {app: '{{bad}}'}}}\n"
+        },
+        ["{tmp}/p.yaml"],
+        'p.yaml: document 2 (Pod default/bad name!): Pod "bad name!" is invalid:\n'
+        '  - metadata.name: Invalid value: "bad name!": a lowercase RFC 1123 subdomain',
+    ),
     "missing-path": ({}, ["{ex}", "{tmp}/nope.yaml"], "nope.yaml: no such file or directory"),
     "bad-config": (
         {
@@ -180,3 +192,30 @@ def test_bad_input(
     assert out == ""
     assert err.startswith("error: ") and message in err, err
     assert "Traceback" not in err
+
+
+def test_every_error_of_an_invalid_object_is_listed(tmp_path: Path, capsys) -> None:
+    (tmp_path / "p.yaml").write_text(
+        "kind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n"
+        "  - {name: c, image: i, resources: {requests: {cpu: '-1', memory: 2Gi}, "
+        "limits: {memory: 1Gi}}}\n  tolerations: [{key: k, operator: Exists, value: v}]\n"
+    )
+    code, out, err = run_cli(capsys, "simulate", str(tmp_path / "p.yaml"))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        f'error: {tmp_path / "p.yaml"}: document 1 (Pod default/x): Pod "x" is invalid:',
+        '  - spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater '
+        "than or equal to 0",
+        '  - spec.containers[0].resources.requests: Invalid value: "2Gi": must be less than or '
+        "equal to memory limit of 1Gi",
+        '  - spec.tolerations[0].operator: Invalid value: "v": value must be empty when '
+        "`operator` is 'Exists'",
+    ]
+
+
+def test_check_invariants_summary(example_dir: Path, capsys) -> None:
+    code, out, err = run_cli(
+        capsys, "simulate", str(example_dir), "-o", "json", "--check-invariants"
+    )
+    assert code == 0 and json.loads(out)
+    assert err.startswith("invariants: ") and err.rstrip().endswith("no violation")

@@ -103,8 +103,9 @@ class Container(KubeModel):
 class NodeSelectorRequirement(KubeModel):
     """``v1.NodeSelectorRequirement``: operators In, NotIn, Exists, DoesNotExist, Gt, Lt."""
 
-    key: str
-    operator: str
+    # Missing fields read as Go's zero values; validation words the refusal.
+    key: str = ""
+    operator: str = ""
     values: NullableList[str] = Field(default_factory=list)
 
 
@@ -124,8 +125,8 @@ class NodeSelector(KubeModel):
 class PreferredSchedulingTerm(KubeModel):
     """``v1.PreferredSchedulingTerm``: a weight (1-100) for nodes matching ``preference``."""
 
-    weight: int
-    preference: NodeSelectorTerm
+    weight: int = 0
+    preference: NodeSelectorTerm = Field(default_factory=NodeSelectorTerm)
 
 
 class NodeAffinity(KubeModel):
@@ -151,8 +152,8 @@ class PodAffinityTerm(KubeModel):
 class WeightedPodAffinityTerm(KubeModel):
     """``v1.WeightedPodAffinityTerm``."""
 
-    weight: int
-    pod_affinity_term: PodAffinityTerm
+    weight: int = 0
+    pod_affinity_term: PodAffinityTerm = Field(default_factory=PodAffinityTerm)
 
 
 class PodAffinity(KubeModel):
@@ -191,18 +192,18 @@ class Toleration(KubeModel):
 class Taint(KubeModel):
     """``v1.Taint``: effect NoSchedule, PreferNoSchedule or NoExecute."""
 
-    key: str
+    key: str = ""
     value: str | None = None
-    effect: str
+    effect: str = ""
     time_added: datetime | None = None
 
 
 class TopologySpreadConstraint(KubeModel):
     """``v1.TopologySpreadConstraint``; None policies mean upstream's defaults (Honor / Ignore)."""
 
-    max_skew: int
-    topology_key: str
-    when_unsatisfiable: str
+    max_skew: int = 0
+    topology_key: str = ""
+    when_unsatisfiable: str = ""
     label_selector: LabelSelector | None = None
     min_domains: int | None = None
     node_affinity_policy: str | None = None
@@ -213,7 +214,7 @@ class TopologySpreadConstraint(KubeModel):
 class PodSchedulingGate(KubeModel):
     """``v1.PodSchedulingGate``: while any gate remains, the pod is not scheduled."""
 
-    name: str
+    name: str = ""
 
 
 # --- volumes ----------------------------------------------------------------------------
@@ -232,7 +233,7 @@ class Volume(InTreeVolumeSources):
 
     model_config = ConfigDict(extra="allow")
 
-    name: str
+    name: str = ""
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
     ephemeral: EphemeralVolumeSource | None = None
     csi: CSIVolumeSource | None = None

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ..errors import UserInputError, problems_from_validation_error
+from ..errors import FieldProblem, UserInputError, problems_from_validation_error
 from .cluster import Lease, PodDisruptionBudget, PriorityClass, RuntimeClass
 from .core import Namespace, Node, Pod, Service
 from .kubelet import KubeletConfiguration
@@ -27,6 +27,7 @@ from .storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
+from .validation import validate_object
 from .workloads import DaemonSet, Deployment, Job, ReplicaSet, ReplicationController, StatefulSet
 
 __all__ = [
@@ -196,7 +197,7 @@ def _parse_one(doc: Any, source: str | None, label: str | None) -> KubeObject:
             obj=obj,
         )
     try:
-        return cls.model_validate(doc)
+        parsed = cls.model_validate(doc)
     except ValidationError as err:
         raise UserInputError(
             "invalid object",
@@ -204,12 +205,25 @@ def _parse_one(doc: Any, source: str | None, label: str | None) -> KubeObject:
             obj=obj,
             problems=problems_from_validation_error(err),
         ) from None
+    errs = validate_object(parsed)
+    if errs:
+        # Name the document too: several documents may carry the same object name.
+        where = obj if label is None or obj == label else f"{label} ({obj})"
+        name = parsed.metadata.name or parsed.metadata.generate_name or ""
+        raise UserInputError(
+            f'{kind} "{name}" is invalid',
+            source=source,
+            obj=where,
+            problems=[FieldProblem(e.field, e.body()) for e in errs],
+        )
+    return parsed
 
 
 def parse_object(
     doc: dict[str, Any], *, source: str | None = None, index: int | None = None
 ) -> KubeObject:
-    """Validate one manifest document into its model class (chosen by ``kind``).
+    """Validate one manifest document into its model class (chosen by ``kind``), then
+    validate it as kube-apiserver would (:mod:`kubesched.api.validation`).
 
     ``source`` (a file name) and ``index`` (0-based position of the document in it,
     shown 1-based as ``document 3``) only serve the error message. Raises
@@ -235,8 +249,61 @@ def parse_objects(
     return [_parse_one(item, source, f"{prefix}items[{i}]") for i, item in enumerate(items)]
 
 
+MAX_MANIFEST_BYTES = 256 * 1024 * 1024
+"""Largest manifest file (or standard input) read: a bigger one is refused unread."""
+
+MAX_ALIAS_EXPANSION = 1_000_000
+"""Most YAML nodes a document may expand to through aliases (``*a``) beyond ten times
+its written nodes: more is a "billion laughs" bomb, refused before anything walks it."""
+
+
+def _check_aliases(text: str, source: str) -> None:
+    """Refuse a document whose aliases expand it explosively, in one linear pass over
+    the YAML events (the loader itself shares aliased nodes, but everything after it
+    would walk the expansion)."""
+    sizes: dict[str, int] = {}  # anchor -> expanded size of its node
+    stack: list[list[Any]] = []  # open collections: [anchor, expanded size]
+    written = expanded = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.DocumentStartEvent):
+            sizes.clear()
+            written = expanded = 0
+            continue
+        if isinstance(event, yaml.AliasEvent):
+            size = sizes.get(event.anchor or "", 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            written += 1
+            size = 1
+            if event.anchor:
+                sizes[event.anchor] = 1
+        elif isinstance(event, yaml.CollectionStartEvent):
+            written += 1
+            stack.append([event.anchor, 1])
+            continue
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, size = stack.pop()
+            if anchor:
+                sizes[anchor] = size
+            if stack:
+                stack[-1][1] += size
+            continue
+        else:
+            continue
+        expanded += size
+        if stack:
+            stack[-1][1] += size
+        if expanded > MAX_ALIAS_EXPANSION + 10 * written:
+            raise UserInputError(
+                f"YAML aliases expand a document beyond {MAX_ALIAS_EXPANSION} nodes "
+                "(an alias bomb?); refused",
+                source=source,
+            )
+
+
 def _yaml_documents(text: str, source: str) -> Iterator[Any]:
     try:
+        if "&" in text and "*" in text:  # anchors and aliases: a bomb is possible
+            _check_aliases(text, source)
         yield from yaml.load_all(text, Loader=_Loader)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
@@ -265,6 +332,8 @@ def _parse_json(text: str, source: str) -> list[KubeObject]:
         raise UserInputError(
             f"invalid JSON: {err.msg} (line {err.lineno}, column {err.colno})", source=source
         ) from None
+    except RecursionError:
+        raise UserInputError("invalid JSON: nested too deeply", source=source) from None
     if doc is None:
         return []
     return parse_objects(doc, source=source)
@@ -273,6 +342,11 @@ def _parse_json(text: str, source: str) -> list[KubeObject]:
 def _read_file(path: Path) -> list[KubeObject]:
     source = str(path)
     try:
+        if path.stat().st_size > MAX_MANIFEST_BYTES:
+            raise UserInputError(
+                f"file larger than {MAX_MANIFEST_BYTES // (1024 * 1024)} MiB; refused",
+                source=source,
+            )
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise UserInputError(f"cannot read file: {err}", source=source) from None
@@ -292,7 +366,13 @@ def load_manifests(paths: Iterable[str | Path]) -> list[KubeObject]:
     out: list[KubeObject] = []
     for p in paths:
         if str(p) == "-":
-            out.extend(parse_manifests(sys.stdin.read(), source="<stdin>"))
+            text = sys.stdin.read(MAX_MANIFEST_BYTES + 1)
+            if len(text) > MAX_MANIFEST_BYTES:
+                raise UserInputError(
+                    f"more than {MAX_MANIFEST_BYTES // (1024 * 1024)} MiB; refused",
+                    source="<stdin>",
+                )
+            out.extend(parse_manifests(text, source="<stdin>"))
             continue
         path = Path(p)
         if path.is_dir():

@@ -102,8 +102,8 @@ class ObjectMeta(KubeModel):
 class LabelSelectorRequirement(KubeModel):
     """``metav1.LabelSelectorRequirement``: key, operator (In/NotIn/Exists/DoesNotExist), values."""
 
-    key: str
-    operator: str
+    key: str = ""
+    operator: str = ""
     values: NullableList[str] = Field(default_factory=list)
 
 

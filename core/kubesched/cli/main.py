@@ -54,6 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:
+        # Ctrl-C: one line, no traceback, the shell's 128 + SIGINT.
+        print("interrupted", file=sys.stderr)
         return 130
 
 

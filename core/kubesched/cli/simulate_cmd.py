@@ -14,6 +14,7 @@ from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY, Simulation
 from kubesched.simulate.html import StoryCollector, write_html_report
+from kubesched.simulate.invariants import InvariantViolation
 from kubesched.simulate.render import render_explain, render_summary
 from kubesched.simulate.report import (
     SimulationReport,
@@ -82,6 +83,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--events", action="store_true", help="include every Kubernetes Event in json/yaml"
     )
     parser.add_argument(
+        "--reproducible",
+        action="store_true",
+        help="leave the wall time out of json/yaml (null), so that the same inputs and --seed "
+        "give byte-identical output",
+    )
+    parser.add_argument(
+        "--check-invariants",
+        action="store_true",
+        help="check, at every binding and at the end, that no node is over-committed, no pod "
+        "is bound twice or lost, every hard constraint holds and the cache is consistent; "
+        "a summary goes to stderr, and any violation makes the exit status 1",
+    )
+    parser.add_argument(
         "--timeline",
         metavar="FILE",
         help="play a Timeline (kubesched.io/v1alpha1) of timed steps: node failures, taints, "
@@ -128,6 +142,7 @@ def _simulate(args: argparse.Namespace) -> int:
             detail=args.detail,
             progress=progress,
             timeline=timeline,
+            check_invariants=args.check_invariants,
         )
         # With --detail summary the records keep no verdicts or scores: the page's
         # stories are condensed as the attempts finish instead.
@@ -147,6 +162,8 @@ def _simulate(args: argparse.Namespace) -> int:
         objects=objects,
         include_events=args.events,
     )
+    if args.reproducible and isinstance(report, dict):
+        report["wallTimeSeconds"] = None
     if args.metrics:
         try:
             Path(args.metrics).write_bytes(run.metrics.expose())
@@ -179,4 +196,8 @@ def _simulate(args: argparse.Namespace) -> int:
                 render_explain(report, key, console)
         else:
             render_summary(report, console)
+    if run.invariants is not None:
+        print(run.invariants.summary(), file=sys.stderr)
+        if run.invariants.violations:
+            raise InvariantViolation(run.invariants.violations)
     return 0

@@ -27,6 +27,7 @@ from kubesched.simulate.driver import (
     simulate,
 )
 from kubesched.simulate.html import StoryCollector, write_html_report
+from kubesched.simulate.invariants import InvariantChecker, InvariantViolation, Violation
 from kubesched.simulate.report import (
     SCHEMA_VERSION,
     NodeReport,
@@ -42,6 +43,8 @@ __all__ = [
     "DETAIL_FULL",
     "DETAIL_SUMMARY",
     "SCHEMA_VERSION",
+    "InvariantChecker",
+    "InvariantViolation",
     "NodeReport",
     "PodReport",
     "Simulation",
@@ -50,6 +53,7 @@ __all__ = [
     "StoryCollector",
     "Timeline",
     "TimelineRunner",
+    "Violation",
     "build_report",
     "build_report_data",
     "json_schema",

@@ -21,6 +21,7 @@ from kubesched.config import (
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.metrics import Metrics
 from kubesched.scheduler import AttemptRecord, EventHandlers, Scheduler
+from kubesched.simulate.invariants import InvariantChecker
 
 DETAIL_FULL = "full"
 """Keep every attempt's per-node filter statuses and scores (explanations)."""
@@ -59,6 +60,8 @@ class SimulationRun:
     """``settled`` (nothing more could happen) or ``stalled`` (pods kept retrying)."""
     timeline: Any = None
     """The :class:`~kubesched.simulate.timeline.TimelineRunner` played, if any."""
+    invariants: InvariantChecker | None = None
+    """With ``check_invariants``: the checker, its ``violations`` and ``checks`` made."""
 
 
 class Simulation:
@@ -68,7 +71,9 @@ class Simulation:
     Nothing waits on the wall clock: backoffs, graceful deletions and Permit waits pass
     in virtual time. With the same objects, configuration and ``seed`` the result is the
     same. ``progress(done, total)`` is called now and then with the number of pods
-    settled (bound or rejected) so far. ``run`` may be called again after changing the
+    settled (bound or rejected) so far. With ``check_invariants`` an
+    :class:`~kubesched.simulate.invariants.InvariantChecker` watches the run (its
+    result is ``SimulationRun.invariants``). ``run`` may be called again after changing the
     cluster (``simulation.cluster.create(...)``): it goes on from where it stopped.
 
     ``timeline`` (a :class:`~kubesched.simulate.timeline.TimelineRunner`) plays its steps
@@ -88,6 +93,7 @@ class Simulation:
         progress: Callable[[int, int], None] | None = None,
         timeline: Any = None,
         node_pressure_eviction: bool | None = None,
+        check_invariants: bool = False,
     ) -> None:
         self.registry = registry or default_registry()
         if isinstance(config, EffectiveConfiguration):
@@ -125,6 +131,9 @@ class Simulation:
         self.cycles = 0
         self._progress_mark = 0
         self._watches: list[Any] = []
+        self.invariants = (
+            InvariantChecker(self.cluster, self.scheduler) if check_invariants else None
+        )
 
     def set_detail(self, detail: str) -> None:
         """How much of each later attempt to keep: ``DETAIL_FULL`` or ``DETAIL_SUMMARY``
@@ -165,6 +174,8 @@ class Simulation:
         if self.timeline is not None:
             # Steps at the current time (``at: 0``) set the scene before any scheduling.
             self.timeline.apply_due(self.clock.now())
+        if self.invariants is not None and not self.invariants.attached:
+            self.invariants.attach()
         s = self.scheduler
         retried_at_mark: int | None = None
         horizon = self.timeline.horizon() if self.timeline is not None else None
@@ -210,6 +221,8 @@ class Simulation:
             self._report_progress()
         if self.timeline is not None:
             self.timeline.finish()
+        if self.invariants is not None:
+            self.invariants.finish()
         return SimulationRun(
             cluster=self.cluster,
             scheduler=s,
@@ -222,6 +235,7 @@ class Simulation:
             metrics=self.metrics,
             stop_reason=stop_reason,
             timeline=self.timeline,
+            invariants=self.invariants,
         )
 
     def _connect(self) -> None:
@@ -241,6 +255,8 @@ class Simulation:
     def close(self) -> None:
         """Unsubscribe from the cluster (the simulation can no longer run)."""
         self.handlers.disconnect()
+        if self.invariants is not None:
+            self.invariants.detach()
         for w in self._watches:
             w.stop()
         self._watches.clear()
@@ -291,9 +307,17 @@ def simulate(
     registry: PluginRegistry | None = None,
     seed: int = 0,
     detail: str = DETAIL_FULL,
+    check_invariants: bool = False,
 ) -> SimulationRun:
     """Schedule ``objects`` on an embedded cluster and return the run (Python API)."""
-    sim = Simulation(objects, config=config, registry=registry, seed=seed, detail=detail)
+    sim = Simulation(
+        objects,
+        config=config,
+        registry=registry,
+        seed=seed,
+        detail=detail,
+        check_invariants=check_invariants,
+    )
     try:
         return sim.run()
     finally:

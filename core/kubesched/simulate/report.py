@@ -437,8 +437,9 @@ class SimulationReport(_Model):
     virtual_time_seconds: float = Field(
         alias="virtualTimeSeconds", description="Simulated time at the end of the run."
     )
-    wall_time_seconds: float = Field(
-        alias="wallTimeSeconds", description="Real time the run took (varies between runs)."
+    wall_time_seconds: float | None = Field(
+        alias="wallTimeSeconds",
+        description="Real time the run took (varies between runs); null with --reproducible.",
     )
     cycles: int = Field(0, description="Scheduling cycles run.")
     stop_reason: Literal["settled", "stalled", "horizon"] = Field(

@@ -9,7 +9,8 @@
   ``static_lister`` / ``StaticLister``, ``Nominator``;
 * one extension point through the real runtime: ``run_filter`` (a ``FilterRun``),
   ``run_score`` (a ``ScoreRun``), and preemption's ``dry_run_preemption``;
-* a whole simulation: ``simulate_small``, ``placements``;
+* a whole simulation: ``simulate_small``, ``placements``; its guarantees:
+  ``InvariantChecker`` (``simulate(..., check_invariants=True)`` does the wiring);
 * assertions with readable diffs: ``assert_statuses``, ``assert_scores``,
   ``assert_batch_matches_per_node``.
 
@@ -18,6 +19,7 @@ The same helpers are pytest fixtures (``embedded_cluster``, ``make_framework``,
 plugin that kubesched registers (``kubesched.testing.pytest_plugin``).
 """
 
+from kubesched.simulate.invariants import InvariantChecker, InvariantViolation
 from kubesched.testing.assertions import (
     assert_batch_matches_per_node,
     assert_scores,
@@ -64,6 +66,8 @@ __all__ = [
     "ExtensionPointError",
     "FifoSort",
     "FilterRun",
+    "InvariantChecker",
+    "InvariantViolation",
     "NodeBuilder",
     "Nominator",
     "PodBuilder",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.api import KubeObject, Node, Pod
+from kubesched.api.validation import check_object
 
 _uids = itertools.count(1)
 
@@ -28,8 +29,9 @@ class PodBuilder:
     """Builds a ``Pod``: ``make_pod("web").namespace("prod").req(cpu="500m").obj()``.
 
     Each method sets part of the manifest and returns the builder; ``obj()`` validates
-    the manifest into a ``Pod`` (so a builder can also produce invalid-input tests
-    through ``manifest()``). Every pod gets a unique uid unless ``uid`` is called.
+    the manifest into a ``Pod`` and fails loudly if kube-apiserver would refuse it (a
+    builder still produces invalid-input tests through ``manifest()``). Every pod gets a
+    unique uid unless ``uid`` is called.
     """
 
     def __init__(self, name: str = "pod") -> None:
@@ -103,14 +105,24 @@ class PodBuilder:
         image: str | None = None,
         ports: Sequence[Mapping[str, Any]] = (),
     ) -> PodBuilder:
-        """Add a container with the given requests (``{"cpu": "100m"}``)."""
+        """Add a container with the given requests (``{"cpu": "100m"}``) and limits;
+        an extended resource or hugepages request without a limit gets it as its limit
+        (the only form kube-apiserver accepts)."""
         containers = self._spec["containers"]
         c: dict[str, Any] = {"name": name or f"c{len(containers)}", "image": image or "busybox"}
         resources: dict[str, Any] = {}
         if requests:
             resources["requests"] = _quantities(requests)
+        limits = _quantities(limits or {})
+        for res, amount in resources.get("requests", {}).items():
+            # Extended resources and hugepages cannot be overcommitted: kube-apiserver
+            # wants their limit, equal to the request; a user writes both.
+            if res not in limits and (
+                ("/" in res and "kubernetes.io/" not in res) or res.startswith("hugepages-")
+            ):
+                limits[res] = amount
         if limits:
-            resources["limits"] = _quantities(limits)
+            resources["limits"] = limits
         if resources:
             c["resources"] = resources
         if ports:
@@ -348,11 +360,14 @@ class PodBuilder:
         return copy.deepcopy(self._m)
 
     def obj(self) -> Pod:
-        """The Pod (validated). Adds one empty container if none was added."""
+        """The Pod, validated as kube-apiserver would (``InvalidObjectError`` listing every
+        error otherwise). Adds one empty container if none was added."""
         m = self.manifest()
         if not m["spec"]["containers"]:
             m["spec"]["containers"] = [{"name": "c0", "image": "busybox"}]
-        return Pod.model_validate(m)
+        pod = Pod.model_validate(m)
+        check_object(pod)
+        return pod
 
 
 def _selector(selector: Mapping[str, Any]) -> dict[str, Any]:
@@ -438,7 +453,9 @@ class NodeBuilder:
 
     def obj(self) -> Node:
         """The Node (validated)."""
-        return Node.model_validate(self.manifest())
+        node = Node.model_validate(self.manifest())
+        check_object(node)
+        return node
 
 
 def make_pod(name: str = "pod") -> PodBuilder:

@@ -1,6 +1,13 @@
 """Object validation as kube-apiserver does it: syntax checks, field errors, per-kind rules."""
 
 from .field import FieldError
+from .objects import (
+    VALIDATORS,
+    InvalidObjectError,
+    check_object,
+    register_validator,
+    validate_object,
+)
 from .syntax import (
     is_dns1035_label,
     is_dns1123_label,
@@ -12,12 +19,17 @@ from .syntax import (
 )
 
 __all__ = [
+    "VALIDATORS",
     "FieldError",
+    "InvalidObjectError",
+    "check_object",
     "is_dns1035_label",
     "is_dns1123_label",
     "is_dns1123_subdomain",
     "is_qualified_name",
     "is_valid_label_value",
+    "register_validator",
     "validate_annotations",
     "validate_labels",
+    "validate_object",
 ]

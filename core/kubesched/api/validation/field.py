@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +77,9 @@ def _render_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, str):
         return go_quote(value)
+    if isinstance(value, dict | list):
+        # v1.36 renders structs and maps as compact JSON (callers give keys in Go's order).
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     return str(value)
 
 

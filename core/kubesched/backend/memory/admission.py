@@ -149,6 +149,9 @@ class PodAdmission:
             spec.scheduler_name = DEFAULT_SCHEDULER_NAME
         if spec.termination_grace_period_seconds is None:
             spec.termination_grace_period_seconds = 30
+        elif spec.termination_grace_period_seconds < 0:
+            # The pod strategy turns a negative grace period into 1 (kube-apiserver v1.36).
+            spec.termination_grace_period_seconds = 1
         aff = spec.affinity
         if aff is None:
             return

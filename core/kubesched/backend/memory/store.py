@@ -25,6 +25,7 @@ from kubesched.api import (
     resolve_kind,
 )
 from kubesched.api import PodCondition as ApiPodCondition
+from kubesched.api.validation import InvalidObjectError, validate_object
 from kubesched.backend.memory.admission import AdmissionError, PodAdmission, validate_priority_class
 from kubesched.backend.memory.controllers import WorkloadControllers
 from kubesched.backend.memory.disruption import DisruptionController
@@ -198,13 +199,17 @@ class MemoryCluster:
         lenient_admission: bool = False,
         default_toleration_seconds: bool = True,
         node_pressure_eviction: bool = False,
+        validate: bool = True,
     ) -> None:
         """``lenient_admission`` keeps explicit pod priorities/overheads that kube-apiserver
         refuses; ``default_toleration_seconds`` enables the DefaultTolerationSeconds plugin;
         ``node_pressure_eviction`` runs the kubelets' eviction managers (off by default: a
         node whose pods use their full requests of an allocatable equal to its capacity
-        would be under memory pressure at once)."""
+        would be under memory pressure at once); ``validate`` refuses, as kube-apiserver
+        does (422 Invalid), objects that fail
+        :func:`kubesched.api.validation.validate_object`."""
         self.clock = clock
+        self.validate = validate
         self._objects: dict[str, dict[str, KubeObject]] = {kind: {} for kind in KINDS}
         self._rv = 0
         self._uids = 0
@@ -517,13 +522,20 @@ class MemoryCluster:
     def create(self, obj: KubeObject) -> KubeObject:
         """Create ``obj`` (a copy of it) and return the stored object.
 
-        Pods go through admission (``AdmissionError``, 403, when refused); an existing
-        object gives ``ConflictError`` (409, AlreadyExists). ``metadata.generateName``
-        is honoured, ``uid`` and ``creationTimestamp`` are set when missing.
+        The object is validated first (``BackendError`` 422 with kube-apiserver's
+        message when invalid). Pods go through admission (``AdmissionError``, 403, when
+        refused); an existing object gives ``ConflictError`` (409, AlreadyExists).
+        ``metadata.generateName`` is honoured, ``uid`` and ``creationTimestamp`` are set
+        when missing.
         """
         kind = obj.kind or ""
         if not self._known(kind):
             raise BackendError(f"unsupported kind {kind!r}", 400)
+        if self.validate:
+            errs = validate_object(obj)
+            if errs:
+                name = obj.name or obj.metadata.generate_name or ""
+                raise BackendError(str(InvalidObjectError(kind, name, errs)), 422)
         if type(obj).namespaced:
             self._ensure_namespace(obj.metadata.namespace or "default")
         # Admission works on (and returns) a copy; other kinds are copied here.
