@@ -291,7 +291,7 @@ def test_admission_does_not_touch_the_callers_pod(cluster: MemoryCluster):
         ({}, [], False),
         ({"requests": {"cpu": "100m"}}, [], True),
         ({"limits": {"memory": "1Gi"}}, [], True),
-        ({"requests": {"nvidia.com/gpu": "1"}}, [], False),
+        ({"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}, [], False),
         (
             {"requests": {"cpu": "1"}},
             [{"key": "node.kubernetes.io/memory-pressure", "operator": "Exists"}],
@@ -320,7 +320,7 @@ def test_memory_pressure_toleration_for_non_best_effort(
                 "metadata": {"name": "p"},
                 "spec": {
                     "tolerations": tolerations,
-                    "containers": [{"name": "c", "resources": resources}],
+                    "containers": [{"name": "c", "image": "busybox", "resources": resources}],
                 },
             }
         )

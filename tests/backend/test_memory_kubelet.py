@@ -45,7 +45,7 @@ def mpod(name: str, request: str | None, usage: str | None, priority: int = 0, *
             "spec": {
                 "nodeName": "n1",
                 "priority": priority,
-                "containers": [{"name": "app", "resources": resources}],
+                "containers": [{"name": "app", "image": "busybox", "resources": resources}],
                 **spec,
             },
         }

@@ -214,7 +214,7 @@ def test_daemon_set_pods_tolerate_not_ready_forever(cluster: MemoryCluster, cloc
             "selector": {"matchLabels": {"app": "agent"}},
             "template": {
                 "metadata": {"labels": {"app": "agent"}},
-                "spec": {"containers": [{"name": "c"}]},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
             },
         },
     )

@@ -155,7 +155,7 @@ def _stateful_set(when_deleted: str, when_scaled: str = "Retain") -> StatefulSet
                 "template": {
                     "metadata": {"labels": {"app": "db"}},
                     "spec": {
-                        "containers": [{"name": "c"}],
+                        "containers": [{"name": "c", "image": "busybox"}],
                         "volumes": [{"name": "data", "emptyDir": {}}],
                     },
                 },

@@ -214,7 +214,10 @@ def test_a_daemon_set_is_refused() -> None:
             "metadata": {"name": "agent"},
             "spec": {
                 "selector": {"matchLabels": {"a": "b"}},
-                "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}},
+                "template": {
+                    "metadata": {"labels": {"a": "b"}},
+                    "spec": {"containers": [{"name": "a", "image": "a"}]},
+                },
             },
         }
     )

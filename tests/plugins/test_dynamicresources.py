@@ -495,7 +495,7 @@ kind: Pod
 metadata: {{name: {name}}}
 spec:
   resourceClaims: [{{name: gpu, {claim}}}]
-  containers: [{{name: c, resources: {{claims: [{{name: gpu}}]}}}}]
+  containers: [{{name: c, image: busybox, resources: {{claims: [{{name: gpu}}]}}}}]
 """
 
 
@@ -596,7 +596,7 @@ def test_pods_without_claims_skip_the_plugin() -> None:
     doc = (
         CLUSTER
         + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: plain}\n"
-        + "spec: {containers: [{name: c}]}\n"
+        + "spec: {containers: [{name: c, image: busybox}]}\n"
     )
     run = simulate(parse_manifests(doc), seed=0)
     assert run.cluster.get("Pod", "default", "plain").spec.node_name in {"n1", "n2"}

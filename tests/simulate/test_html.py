@@ -144,7 +144,7 @@ def test_scores_keep_the_best_and_the_chosen_node(tmp_path: Path) -> None:
     )
     (tmp_path / "c.yaml").write_text(
         nodes + "\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
-        "spec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}\n"
+        "spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: '1'}}}]}\n"
     )
     from kubesched.api import load_manifests
 

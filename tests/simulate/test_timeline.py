@@ -121,7 +121,11 @@ WEB = {
         "selector": {"matchLabels": {"app": "web"}},
         "template": {
             "metadata": {"labels": {"app": "web"}},
-            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]},
+            "spec": {
+                "containers": [
+                    {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m"}}}
+                ]
+            },
         },
     },
 }

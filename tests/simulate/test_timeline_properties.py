@@ -44,7 +44,11 @@ def _deployment(replicas: int, grace: int, usage: str | None = None) -> dict[str
                 "spec": {
                     "terminationGracePeriodSeconds": grace,
                     "containers": [
-                        {"name": "app", "resources": {"requests": {"cpu": "100m", "memory": "1Gi"}}}
+                        {
+                            "name": "app",
+                            "image": "busybox",
+                            "resources": {"requests": {"cpu": "100m", "memory": "1Gi"}},
+                        }
                     ],
                 },
             },

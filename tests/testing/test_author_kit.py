@@ -265,7 +265,12 @@ def test_objects_from_manifests_of_every_shape(tmp_path: Path) -> None:
     path.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: prod}\n")
     objs = objects_from(
         NODE_YAML,
-        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}},
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        },
         path,
         [make_node("built")],
     )
@@ -279,7 +284,12 @@ def test_objects_from_manifests_of_every_shape(tmp_path: Path) -> None:
 
 
 def test_run_filter_takes_manifests() -> None:
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+    }
     run = run_filter(make_framework(Picky), pod, NODE_YAML)
     assert_statuses(run, {"from-yaml": None, "second": "not ok"})
 

@@ -356,16 +356,17 @@ class PodBuilder:
 
     # -- output -----------------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
-        """A deep copy of the manifest built so far."""
-        return copy.deepcopy(self._m)
+        """A deep copy of the manifest built so far, with one container (no requests) if
+        none was added: kube-apiserver refuses a pod without one."""
+        m = copy.deepcopy(self._m)
+        if not m["spec"]["containers"]:
+            m["spec"]["containers"] = [{"name": "c0", "image": "busybox"}]
+        return m
 
     def obj(self) -> Pod:
         """The Pod, validated as kube-apiserver would (``InvalidObjectError`` listing every
-        error otherwise). Adds one empty container if none was added."""
-        m = self.manifest()
-        if not m["spec"]["containers"]:
-            m["spec"]["containers"] = [{"name": "c0", "image": "busybox"}]
-        pod = Pod.model_validate(m)
+        error otherwise)."""
+        pod = Pod.model_validate(self.manifest())
         check_object(pod)
         return pod
 
