@@ -27,8 +27,7 @@ from kubesched.config.types import DEFAULT_SCHEDULER_NAME
 from kubesched.errors import UserInputError
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.registry import PluginRegistry
-
-ZONE_LABEL = "topology.kubernetes.io/zone"
+from kubesched.simulate.report import ZONE_LABEL
 
 WORKLOAD_KINDS = (Deployment, ReplicaSet, StatefulSet, Job, ReplicationController)
 """The workload kinds whose pod template ``capacity fit`` copies (besides a bare Pod)."""
