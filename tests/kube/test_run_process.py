@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kubesched.backend.protocol import ConflictError
 from kubesched.testing.envtest import ControlPlane, free_port
 
 from .conftest import Api, all_bound, bound, kubesched_process, pod_manifest, wait_for, write_config
@@ -47,6 +48,24 @@ def _lease(api: Api) -> dict:
     return api.client.request(
         "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubesched-test"
     )
+
+
+def _steal_lease(api: Api, holder: str) -> None:
+    """Write ``holder`` into the lease, re-reading it whenever the leader's own renewal
+    got in between (a 409 Conflict on the stale resourceVersion)."""
+    for _ in range(20):
+        lease = _lease(api)
+        lease["spec"]["holderIdentity"] = holder
+        try:
+            api.client.request(
+                "PUT",
+                "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubesched-test",
+                body=lease,
+            )
+            return
+        except ConflictError:
+            continue
+    raise AssertionError("the leader renewed before every one of 20 writes of the lease")
 
 
 def _micro_time(text: str) -> datetime:
@@ -221,13 +240,7 @@ def test_leader_that_loses_its_lease_exits_1(
     proc, _ = kubesched_process(control_plane.kubeconfig, config, "--identity", "victim")
     try:
         wait_for(lambda: _lease(api)["spec"].get("holderIdentity") == "victim", 60, "leading")
-        lease = _lease(api)
-        lease["spec"]["holderIdentity"] = "thief"
-        api.client.request(
-            "PUT",
-            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubesched-test",
-            body=lease,
-        )
+        _steal_lease(api, "thief")
         stolen = time.monotonic()
         proc.wait(30)
         gave_up = time.monotonic() - stolen
