@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -69,9 +72,21 @@ def _big_cluster(path: Path) -> Path:
     return path
 
 
-def _interrupt(args: list[str], after: float) -> tuple[int, str, float]:
+def _unread(pipe: int) -> int:
+    """How many bytes written into ``pipe`` its reader has not read yet."""
+    return struct.unpack("i", fcntl.ioctl(pipe, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+def _interrupt(args: list[str], stdin: str | None, after: float) -> tuple[int, str, float]:
+    """Run the CLI, wait until it is at work, let it work ``after`` seconds, then press
+    Ctrl-C; the exit status, stderr and how long it took to stop. At work means past
+    Python's start-up and the imports, where the default SIGINT handling would print a
+    traceback: having read all of ``stdin`` when given, else with its forked benchmark
+    run started."""
+    reader, writer = os.pipe()
     proc = subprocess.Popen(
         [*KUBESCHED, *args],
+        stdin=reader,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -81,6 +96,21 @@ def _interrupt(args: list[str], after: float) -> tuple[int, str, float]:
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
+        os.close(reader)
+        deadline = time.monotonic() + 60
+        if stdin is not None:
+            with os.fdopen(writer, "w") as pipe:
+                pipe.write(stdin)
+                pipe.flush()
+                while proc.poll() is None and _unread(pipe.fileno()):
+                    assert time.monotonic() < deadline, "never read its input"
+                    time.sleep(0.05)
+        else:
+            os.close(writer)
+            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+            while proc.poll() is None and not children.read_text().split():
+                assert time.monotonic() < deadline, "never forked its run"
+                time.sleep(0.05)
         time.sleep(after)
         assert proc.poll() is None, "finished before it could be interrupted"
         sent = time.perf_counter()
@@ -100,9 +130,11 @@ def _interrupt(args: list[str], after: float) -> tuple[int, str, float]:
 )
 def test_ctrl_c_stops_at_once_with_one_line(command: list[str], tmp_path: Path) -> None:
     args = list(command)
+    stdin = None
     if command[0] == "simulate":
-        args.append(str(_big_cluster(tmp_path / "big.yaml")))
-    code, err, took = _interrupt(args, after=4.0)
+        stdin = _big_cluster(tmp_path / "big.yaml").read_text()
+        args.append("-")
+    code, err, took = _interrupt(args, stdin, after=1.0)
     assert code == 130
     assert err.splitlines()[-1] == "interrupted"
     assert "Traceback" not in err
