@@ -25,6 +25,7 @@ from typing import Any
 import cel
 
 from kubesched.api import Device, Quantity, parse_quantity
+from kubesched.api.validation.dra import SEMVER_RE, compile_cel
 
 __all__ = ["CELCache", "CELError", "CompiledExpression", "DeviceEnv"]
 
@@ -35,11 +36,6 @@ logging.getLogger("cel").setLevel(logging.CRITICAL)
 _QUANTITY_KEY = "__k8s_quantity_nanos__"
 _SEMVER_KEY = "__k8s_semver__"
 
-_SEMVER_RE = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
-)
 
 # The domains an expression indexes with a literal (device.attributes["gpu.example.com"]):
 # upstream's attribute map yields an empty map for an unknown domain, so the error names
@@ -117,7 +113,7 @@ def _parse_version(text: str, normalize: bool = False) -> _Version:
             parts.append("0")
         parts = [p.lstrip("0") or "0" for p in parts]
         text = ".".join(parts) + (plus + build) + (sep + rest)
-    m = _SEMVER_RE.match(text)
+    m = SEMVER_RE.match(text)
     if m is None:
         raise ValueError(f"could not parse {text!r} as semver")
     pre = tuple(m.group(4).split(".")) if m.group(4) else ()
@@ -249,13 +245,9 @@ class CompiledExpression:
 
 def _compile(expression: str) -> CompiledExpression:
     domains = tuple(sorted(set(_DOMAIN_RE.findall(expression))))
-    try:
-        program = cel.compile(expression)
-    except Exception as err:
-        text = str(err)
-        # "Failed to parse expression '<expr>': ERROR: <input>:1:17: ..." -> cel-go's text.
-        detail = text.split("': ", 1)[1] if text.startswith("Failed to parse expression") else text
-        return CompiledExpression(expression, error=f"compilation failed: {detail}")
+    program, error = compile_cel(expression)
+    if error is not None:
+        return CompiledExpression(expression, error=error)
     return CompiledExpression(expression, program=program, domains=domains)
 
 

@@ -145,6 +145,25 @@ class ControlPlane:
         """The bearer token of ``user``."""
         return ADMIN_TOKEN if user == "admin" else f"token-{user}"
 
+    def dry_run_create(self, manifest: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """POST ``manifest`` with ``dryRun=All`` as the admin: the HTTP status and the
+        answer (the object as it would be stored, or the ``Status`` of a refusal, whose
+        ``details.causes`` list every field error). Nothing is stored."""
+        request = urllib.request.Request(
+            f"{self.url}{collection_path(manifest)}?dryRun=All",
+            data=json.dumps(manifest).encode(),
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {ADMIN_TOKEN}",
+                "Content-Type": "application/json",
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, context=_insecure_context(), timeout=30) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
     def kube_scheduler_command(self, workdir: Path) -> list[str]:
         """The command line of the real kube-scheduler of ``KUBEBUILDER_ASSETS`` for this
         control plane: default profile, QPS/burst 5000, no leader election, its
@@ -291,9 +310,7 @@ class ControlPlane:
             log.close()
 
     def _wait_ready(self) -> None:
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
+        ctx = _insecure_context()
         request = urllib.request.Request(
             f"{self.url}/readyz", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
         )
@@ -314,6 +331,14 @@ class ControlPlane:
         raise EnvtestError(f"kube-apiserver not ready after {self.startup_timeout:.0f}s")
 
 
+def _insecure_context() -> ssl.SSLContext:
+    # The serving certificate is self-signed in a temporary directory, on 127.0.0.1.
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
 _COLLECTIONS = {
     "Pod": "/api/v1/namespaces/{ns}/pods",
     "Node": "/api/v1/nodes",
@@ -330,6 +355,21 @@ _COLLECTIONS = {
     "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
     "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
     "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
+    "DaemonSet": "/apis/apps/v1/namespaces/{ns}/daemonsets",
+    "Job": "/apis/batch/v1/namespaces/{ns}/jobs",
+    "ReplicationController": "/api/v1/namespaces/{ns}/replicationcontrollers",
+    "RuntimeClass": "/apis/node.k8s.io/v1/runtimeclasses",
+    "Lease": "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
+    "PersistentVolume": "/api/v1/persistentvolumes",
+    "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
+    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+    "CSINode": "/apis/storage.k8s.io/v1/csinodes",
+    "CSIDriver": "/apis/storage.k8s.io/v1/csidrivers",
+    "CSIStorageCapacity": "/apis/storage.k8s.io/v1/namespaces/{ns}/csistoragecapacities",
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+    "ResourceClaim": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",
+    "ResourceClaimTemplate": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
 }
 
 

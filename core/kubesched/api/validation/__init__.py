@@ -18,6 +18,9 @@ from .syntax import (
     validate_labels,
 )
 
+# The storage and DRA kinds register their validators on import.
+from . import dra, storage  # noqa: F401  isort: skip
+
 __all__ = [
     "VALIDATORS",
     "FieldError",

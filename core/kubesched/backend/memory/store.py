@@ -534,8 +534,7 @@ class MemoryCluster:
         if self.validate:
             errs = validate_object(obj)
             if errs:
-                name = obj.name or obj.metadata.generate_name or ""
-                raise BackendError(str(InvalidObjectError(kind, name, errs)), 422)
+                raise BackendError(str(InvalidObjectError.of(obj, errs)), 422)
         if type(obj).namespaced:
             self._ensure_namespace(obj.metadata.namespace or "default")
         # Admission works on (and returns) a copy; other kinds are copied here.
