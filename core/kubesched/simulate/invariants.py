@@ -5,7 +5,11 @@ scheduler running on it). At every binding it checks, against the pods bound at 
 moment, that the node is not over-committed, that the pod is bound once, and that every
 hard constraint of the pod holds: node selector and required node affinity, taints
 (and ``spec.unschedulable``), host ports, required pod affinity and anti-affinity in
-both directions, and DoNotSchedule topology spread (maxSkew as upstream computes it).
+both directions, DoNotSchedule topology spread (maxSkew as upstream computes it), and
+the volume restrictions: a ReadWriteOncePod claim used by one pod only, no in-tree disk
+mounted read-write twice on a node (GCE PD, AWS EBS, iSCSI, RBD), no node over its
+CSINode attach limit, and the node in the node affinity of every PV the pod's claims
+are bound to.
 :meth:`InvariantChecker.finish` then checks the final state: no pod lost (each
 unbound pod of the scheduler is queued, waiting or assumed), no node over its
 allocatable, and the scheduler cache's aggregates equal to a recomputation from pods.
@@ -23,11 +27,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kubesched.api import (
+    CSINode,
     LabelSelectorMatcher,
     Node,
+    NodeSelectorTermsMatcher,
+    PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
     PodAffinityTerm,
     RequiredNodeAffinity,
+    StorageClass,
     compile_label_selector,
     find_untolerated_taint,
     node_allocatable,
@@ -35,6 +44,7 @@ from kubesched.api import (
     tolerations_tolerate_taint,
 )
 from kubesched.api.core import Taint
+from kubesched.api.volumeutil import pod_claim_names
 from kubesched.backend.protocol import EventType, WatchEvent
 from kubesched.errors import KubeschedError
 
@@ -52,7 +62,8 @@ _UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoS
 class Violation:
     """One broken guarantee: which (``resources``, ``double-binding``, ``lost-pod``,
     ``node-affinity``, ``taints``, ``host-ports``, ``pod-affinity``,
-    ``pod-anti-affinity``, ``topology-spread``, ``cache``), about what, and why."""
+    ``pod-anti-affinity``, ``topology-spread``, ``volumes``, ``cache``), about what, and
+    why."""
 
     invariant: str
     subject: str
@@ -149,6 +160,7 @@ class InvariantChecker:
         self._by_node: dict[str, dict[str, Pod]] = defaultdict(dict)
         self._requested: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self._anti_holders: dict[str, Pod] = {}
+        self._claim_users: dict[str, set[str]] = defaultdict(set)
         self._nodes_by_name: dict[str, Node] = {}
         self._scheduled_nodes: set[str] = set()
         self._watches: list[Any] = []
@@ -198,6 +210,8 @@ class InvariantChecker:
         self._by_node[node][uid] = pod
         if _has_required_anti(pod):
             self._anti_holders[uid] = pod
+        for claim in _claim_keys(pod):
+            self._claim_users[claim].add(uid)
         acc = self._requested[node]
         for name, amount in pod_requests(pod).items():
             acc[name] += amount
@@ -210,6 +224,8 @@ class InvariantChecker:
         node = old.spec.node_name or ""
         self._by_node[node].pop(uid, None)
         self._anti_holders.pop(uid, None)
+        for claim in _claim_keys(old):
+            self._claim_users[claim].discard(uid)
         acc = self._requested[node]
         for name, amount in pod_requests(old).items():
             acc[name] -= amount
@@ -286,6 +302,8 @@ class InvariantChecker:
                             )
         self._check_pod_affinity(pod, node)
         self._check_spread(pod, node)
+        if pod.spec.volumes:
+            self._check_volumes(pod, node)
 
     def _check_resources(self, key: str, node: Node, pod: Pod) -> None:
         self.checks += 1
@@ -451,6 +469,94 @@ class InvariantChecker:
                     f"{c.topology_key}={domain}: skew {skew} > maxSkew {c.max_skew}",
                 )
 
+    def _check_volumes(self, pod: Pod, node: Node) -> None:
+        self.checks += 1
+        key = _key(pod)
+        ns = pod.metadata.namespace or "default"
+        claims: list[PersistentVolumeClaim] = []
+        for name, _ephemeral in pod_claim_names(pod):
+            claim = self.cluster.try_get("PersistentVolumeClaim", ns, name)
+            if isinstance(claim, PersistentVolumeClaim):
+                claims.append(claim)
+        uid = pod.metadata.uid or key
+        for claim in claims:
+            ckey = f"{ns}/{claim.name}"
+            if "ReadWriteOncePod" in claim.spec.access_modes:
+                others = self._claim_users.get(ckey, set()) - {uid}
+                if others:
+                    other = self._bound[min(others)]
+                    self._violate(
+                        "volumes",
+                        key,
+                        f"ReadWriteOncePod claim {ckey} is already used by {_key(other)}",
+                    )
+            pv = self._volume_of(claim)
+            affinity = pv.spec.node_affinity if pv is not None else None
+            if affinity is not None and affinity.required is not None:
+                matcher = NodeSelectorTermsMatcher(affinity.required.node_selector_terms)
+                if not matcher.matches_node(node):
+                    self._violate(
+                        "volumes",
+                        key,
+                        f"{node.name} is outside the node affinity of PV {pv.name} "  # type: ignore[union-attr]
+                        f"(claim {ckey})",
+                    )
+        for other in self._by_node.get(node.name, {}).values():
+            conflict = _disk_conflict(pod, other)
+            if conflict:
+                self._violate(
+                    "volumes", key, f"{conflict} is already mounted on {node.name} by {_key(other)}"
+                )
+        self._check_attach_limits(key, pod, node)
+
+    def _volume_of(self, claim: PersistentVolumeClaim) -> PersistentVolume | None:
+        name = claim.spec.volume_name
+        pv = self.cluster.try_get("PersistentVolume", None, name) if name else None
+        return pv if isinstance(pv, PersistentVolume) else None
+
+    def _csi_volumes(self, pod: Pod) -> set[tuple[str, str]]:
+        """The pod's attachable CSI volumes as ``(driver, handle)``: its claims' CSI PVs,
+        and a claim not bound yet counted once under its class's provisioner."""
+        ns = pod.metadata.namespace or "default"
+        out: set[tuple[str, str]] = set()
+        for name, _ephemeral in pod_claim_names(pod):
+            claim = self.cluster.try_get("PersistentVolumeClaim", ns, name)
+            if not isinstance(claim, PersistentVolumeClaim):
+                continue
+            pv = self._volume_of(claim)
+            if pv is not None:
+                if pv.spec.csi is not None:
+                    out.add((pv.spec.csi.driver, pv.spec.csi.volume_handle))
+                continue
+            cls = self.cluster.try_get("StorageClass", None, claim.class_name)
+            if isinstance(cls, StorageClass) and cls.provisioner:
+                out.add((cls.provisioner, f"{ns}/{name}"))
+        return out
+
+    def _check_attach_limits(self, key: str, pod: Pod, node: Node) -> None:
+        csi_node = self.cluster.try_get("CSINode", None, node.name)
+        if not isinstance(csi_node, CSINode):
+            return
+        new = self._csi_volumes(pod)
+        if not new:
+            return
+        attached: set[tuple[str, str]] = set()
+        for other in self._by_node.get(node.name, {}).values():
+            if other.spec.volumes:
+                attached |= self._csi_volumes(other)
+        for driver in sorted({d for d, _ in new - attached}):
+            entry = csi_node.driver(driver)
+            limit = entry.allocatable.count if entry and entry.allocatable else None
+            if limit is None:
+                continue
+            total = len({v for v in attached | new if v[0] == driver})
+            if total > limit:
+                self._violate(
+                    "volumes",
+                    key,
+                    f"{node.name}: {total} {driver} volumes attached > CSINode limit {limit}",
+                )
+
     # -- at the end ------------------------------------------------------------------------
 
     def finish(self) -> list[Violation]:
@@ -555,6 +661,48 @@ class InvariantChecker:
                     name,
                     f"pod count {info.requested.allowed_pod_number} != {len(info.pods)} pods",
                 )
+
+
+def _claim_keys(pod: Pod) -> list[str]:
+    ns = pod.metadata.namespace or "default"
+    return [f"{ns}/{name}" for name, _ephemeral in pod_claim_names(pod)] if pod.spec.volumes else []
+
+
+def _disk_conflict(pod: Pod, other: Pod) -> str | None:
+    """The in-tree disk both pods mount where one of them writes (upstream's rule: an
+    EBS volume conflicts even read-only; RBD images are the same when they share a
+    monitor, the pool and the image), or None."""
+    for v in pod.spec.volumes:
+        for o in other.spec.volumes:
+            gce, ogce = v.gce_persistent_disk, o.gce_persistent_disk
+            if (
+                gce
+                and ogce
+                and gce.pd_name == ogce.pd_name
+                and not (gce.read_only and ogce.read_only)
+            ):
+                return f"GCE PD {gce.pd_name}"
+            ebs, oebs = v.aws_elastic_block_store, o.aws_elastic_block_store
+            if ebs and oebs and ebs.volume_id == oebs.volume_id:
+                return f"AWS EBS {ebs.volume_id}"
+            iscsi, oiscsi = v.iscsi, o.iscsi
+            if (
+                iscsi
+                and oiscsi
+                and iscsi.iqn == oiscsi.iqn
+                and not (iscsi.read_only and oiscsi.read_only)
+            ):
+                return f"iSCSI {iscsi.iqn}"
+            rbd, orbd = v.rbd, o.rbd
+            if (
+                rbd
+                and orbd
+                and set(rbd.monitors) & set(orbd.monitors)
+                and (rbd.pool, rbd.image) == (orbd.pool, orbd.image)
+                and not (rbd.read_only and orbd.read_only)
+            ):
+                return f"RBD {rbd.pool}/{rbd.image}"
+    return None
 
 
 def _has_required_anti(pod: Pod) -> bool:

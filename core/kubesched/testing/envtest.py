@@ -164,6 +164,22 @@ class ControlPlane:
         except urllib.error.HTTPError as err:
             return err.code, json.loads(err.read())
 
+    def verdict(self, manifest: dict[str, Any]) -> tuple[str | None, list[str]]:
+        """What the API server says of creating ``manifest`` (a dry run): its refusal's
+        message (None when it would accept the object) and the causes as
+        ``field: message``, one per field error. Raises ``EnvtestError`` on an answer
+        other than acceptance or 422 Invalid."""
+        code, answer = self.dry_run_create(manifest)
+        if code < 300:
+            return None, []
+        if code != 422:
+            raise EnvtestError(f"HTTP {code} for a {manifest.get('kind')}: {answer.get('message')}")
+        causes = [
+            f"{c['field']}: {c['message']}" if c.get("field") else c["message"]
+            for c in answer.get("details", {}).get("causes", [])
+        ]
+        return answer["message"], causes
+
     def kube_scheduler_command(self, workdir: Path) -> list[str]:
         """The command line of the real kube-scheduler of ``KUBEBUILDER_ASSETS`` for this
         control plane: default profile, QPS/burst 5000, no leader election, its
