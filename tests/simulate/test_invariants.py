@@ -12,8 +12,8 @@ from kubesched.simulate import InvariantChecker, InvariantViolation, Simulation,
 from kubesched.testing import make_node, make_pod
 
 
-def _config(filters_off: list[str]) -> Any:
-    registry = default_registry()
+def _config(off: list[str], extension_point: str = "filter") -> Any:
+    """The default profile with the plugins ``off`` disabled at ``extension_point``."""
     return config_from_dict(
         {
             "apiVersion": API_VERSION,
@@ -21,11 +21,11 @@ def _config(filters_off: list[str]) -> Any:
             "profiles": [
                 {
                     "schedulerName": "default-scheduler",
-                    "plugins": {"filter": {"disabled": [{"name": n} for n in filters_off]}},
+                    "plugins": {extension_point: {"disabled": [{"name": n} for n in off]}},
                 }
             ],
         },
-        registry,
+        default_registry(),
     )
 
 
@@ -185,22 +185,6 @@ def test_checker_alone_on_a_cluster() -> None:
 # --- volume restrictions ---------------------------------------------------------------------
 
 
-def _volume_config(off: list[str]) -> Any:
-    return config_from_dict(
-        {
-            "apiVersion": API_VERSION,
-            "kind": KIND,
-            "profiles": [
-                {
-                    "schedulerName": "default-scheduler",
-                    "plugins": {"multiPoint": {"disabled": [{"name": n} for n in off]}},
-                }
-            ],
-        },
-        default_registry(),
-    )
-
-
 def _volume_case(case: str) -> list[Any]:
     from tests.plugins.volume_objects import (
         claim_volume,
@@ -280,7 +264,7 @@ def test_volume_restrictions_hold_and_a_disabled_plugin_is_caught(
 ) -> None:
     healthy = simulate(_volume_case(case), check_invariants=True)
     assert healthy.invariants is not None and healthy.invariants.violations == []
-    broken = simulate(_volume_case(case), config=_volume_config(off), check_invariants=True)
+    broken = simulate(_volume_case(case), config=_config(off, "multiPoint"), check_invariants=True)
     assert broken.invariants is not None
     found = [str(v) for v in broken.invariants.violations]
     assert any(v.startswith("volumes: ") and message in v for v in found), found

@@ -174,6 +174,15 @@ def _domain_and_identifier(domain: str | None, ident: str, path: str) -> list[Fi
     return errs + [invalid(path, ident, msg) for msg in is_c_identifier(ident)]
 
 
+def _unknown_references(refs: Sequence[str], known: set[str], path: str) -> list[FieldError]:
+    """The request names (``request`` or ``request/subrequest``) the claim does not have."""
+    return [
+        invalid(f"{path}[{j}]", ref, _REFERENCE_DETAIL)
+        for j, ref in enumerate(refs)
+        if ref not in known
+    ]
+
+
 def _device_claim(claim: DeviceClaim, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     known: set[str] = set()
@@ -213,11 +222,7 @@ def _device_claim(claim: DeviceClaim, path: str) -> list[FieldError]:
     known |= names
     for i, constraint in enumerate(claim.constraints):
         cpath = f"{path}.constraints[{i}]"
-        errs.extend(
-            invalid(f"{cpath}.requests[{j}]", ref, _REFERENCE_DETAIL)
-            for j, ref in enumerate(constraint.requests)
-            if ref not in known
-        )
+        errs.extend(_unknown_references(constraint.requests, known, f"{cpath}.requests"))
         if constraint.match_attribute is None:
             errs.append(
                 required(
@@ -230,11 +235,7 @@ def _device_claim(claim: DeviceClaim, path: str) -> list[FieldError]:
             errs.extend(_fully_qualified(constraint.match_attribute, f"{cpath}.matchAttribute"))
     for i, config in enumerate(claim.config):
         cpath = f"{path}.config[{i}]"
-        errs.extend(
-            invalid(f"{cpath}.requests[{j}]", ref, _REFERENCE_DETAIL)
-            for j, ref in enumerate(config.requests)
-            if ref not in known
-        )
+        errs.extend(_unknown_references(config.requests, known, f"{cpath}.requests"))
         errs.extend(_opaque(config.opaque, f"{cpath}.opaque"))
     return errs
 

@@ -596,9 +596,9 @@ class MemoryCluster:
         The update is validated as kube-apiserver validates one (``BackendError`` 422):
         the new object must be valid and the kind's update rules hold (a Pod's spec is
         immutable but for images, added tolerations, removed scheduling gates...; see
-        :mod:`kubesched.api.validation.update`). A set ``metadata.resourceVersion`` must be the current one (``ConflictError``
-        otherwise); ``uid`` and ``creationTimestamp`` are kept; a spec change bumps
-        ``metadata.generation``.
+        :mod:`kubesched.api.validation.update`). A set ``metadata.resourceVersion`` must
+        be the current one (``ConflictError`` otherwise); ``uid`` and ``creationTimestamp``
+        are kept; a spec change bumps ``metadata.generation``.
         """
         kind = obj.kind or ""
         if not self._known(kind):
