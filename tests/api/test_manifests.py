@@ -291,16 +291,21 @@ def test_stdin_errors_name_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
         (
             "kind: PersistentVolume\nmetadata: {name: v}\nspec:\n  capacity: {storage: lots}\n"
             "  accessModes: [ReadWriteOncePod, Sometimes]\n",
-            ["spec.capacity.storage", "spec.accessModes[1]"],
+            ["spec.capacity.storage"],
+        ),
+        (
+            "kind: PersistentVolume\nmetadata: {name: v}\nspec:\n  capacity: {storage: 1Gi}\n"
+            "  accessModes: [ReadWriteOncePod, Sometimes]\n  csi: {driver: d, volumeHandle: h}\n",
+            ["spec.accessModes", "spec.accessModes"],
         ),
         (
             "kind: StorageClass\nmetadata: {name: s}\nvolumeBindingMode: Later\n",
-            ["volumeBindingMode"],
+            ["provisioner", "volumeBindingMode"],
         ),
         (
             "kind: CSINode\nmetadata: {name: n}\nspec:\n  drivers:\n"
             "  - {name: d, allocatable: {count: -1}}\n",
-            ["spec.drivers[0].allocatable.count"],
+            ["spec.drivers[0].nodeID", "spec.drivers[0].allocatable.count"],
         ),
         (
             "kind: Pod\nmetadata: {name: p}\nspec:\n  volumes:\n"
@@ -308,7 +313,7 @@ def test_stdin_errors_name_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
             ["spec.volumes[0].gcePersistentDisk.readOnly"],
         ),
     ],
-    ids=["pv", "storageclass", "csinode", "pod-volume"],
+    ids=["pv-quantity", "pv-access-modes", "storageclass", "csinode", "pod-volume"],
 )
 def test_storage_objects_report_field_paths(doc: str, problems: list[str]) -> None:
     with pytest.raises(UserInputError) as excinfo:

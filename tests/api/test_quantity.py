@@ -176,3 +176,40 @@ def test_pydantic_field_reports_upstream_message() -> None:
     (err,) = exc.value.errors()
     assert err["loc"] == ("q",)
     assert ERR_FORMAT_WRONG in err["msg"]
+
+
+CANONICAL = [
+    ("2000m", "2"),
+    ("1500m", "1500m"),
+    ("0.5", "500m"),
+    ("1.5", "1500m"),
+    ("1000", "1k"),
+    ("1500", "1500"),
+    ("100M", "100M"),
+    ("1e3", "1e3"),
+    ("1.5e3", "1500"),
+    ("12e6", "12e6"),
+    ("5e-1", "500e-3"),
+    ("1024Mi", "1Gi"),
+    ("2048Mi", "2Gi"),
+    ("1536Mi", "1536Mi"),
+    ("1.5Gi", "1536Mi"),
+    ("1.5Ki", "1536"),
+    ("0.5Ki", "512"),
+    ("1023Ki", "1023Ki"),
+    ("0Gi", "0"),
+    ("-0.5", "-500m"),
+    ("-2048Mi", "-2Gi"),
+    ("1n", "1n"),
+    ("0.000001", "1u"),
+]
+
+
+@pytest.mark.parametrize(("text", "canonical"), CANONICAL, ids=[c[0] for c in CANONICAL])
+def test_canonical_text_is_upstreams_string(text: str, canonical: str) -> None:
+    # Quantity.String(): what the API server prints in messages and serves back; the
+    # Pod cases of tests/fixtures/apiserver/invalid-objects.json check it on the real one.
+    q = parse_quantity(text)
+    assert q.canonical() == canonical
+    assert str(q) == text  # the text as written is kept for serialisation
+    assert parse_quantity(canonical) == q

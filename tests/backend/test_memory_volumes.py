@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.api import ANN_SELECTED_NODE, StatefulSet, parse_object
+from kubesched.api import ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER, StatefulSet, parse_object
 from kubesched.backend.memory import MemoryCluster
 from kubesched.clock import FakeClock
 from tests.plugins.volume_objects import (
@@ -127,7 +127,9 @@ def test_default_class_is_assigned_even_later() -> None:
 def test_deleting_a_claim_reclaims_its_volume(policy, after) -> None:
     static = pv("vol", cls="fast")
     static.spec.persistent_volume_reclaim_policy = policy
-    c = cluster(storage_class("fast", mode="Immediate", provisioner=""), static)
+    c = cluster(
+        storage_class("fast", mode="Immediate", provisioner=NOT_SUPPORTED_PROVISIONER), static
+    )
     c.create(pvc("data", cls="fast"))
     assert claim(c, "data").spec.volume_name == "vol"
     c.delete("PersistentVolumeClaim", "default", "data")
@@ -136,7 +138,10 @@ def test_deleting_a_claim_reclaims_its_volume(policy, after) -> None:
 
 
 def test_deleting_the_volume_loses_the_claim() -> None:
-    c = cluster(storage_class("fast", mode="Immediate", provisioner=""), pv("vol", cls="fast"))
+    c = cluster(
+        storage_class("fast", mode="Immediate", provisioner=NOT_SUPPORTED_PROVISIONER),
+        pv("vol", cls="fast"),
+    )
     c.create(pvc("data", cls="fast"))
     c.delete("PersistentVolume", None, "vol")
     assert claim(c, "data").status.phase == "Lost"
@@ -164,6 +169,7 @@ def _stateful_set(when_deleted: str, when_scaled: str = "Retain") -> StatefulSet
                         "metadata": {"name": "data"},
                         "spec": {
                             "storageClassName": "w",
+                            "accessModes": ["ReadWriteOnce"],
                             "resources": {"requests": {"storage": "1Gi"}},
                         },
                     }
@@ -209,7 +215,13 @@ def test_stateful_set_scale_down_follows_when_scaled(when_scaled, left) -> None:
 
 
 def test_ephemeral_volume_gets_a_claim_owned_by_the_pod() -> None:
-    template = {"spec": {"storageClassName": "w", "resources": {"requests": {"storage": "1Gi"}}}}
+    template = {
+        "spec": {
+            "storageClassName": "w",
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        }
+    }
     c = cluster(
         storage_class("w"),
         pod_with({"name": "scratch", "ephemeral": {"volumeClaimTemplate": template}}),

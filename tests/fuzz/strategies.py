@@ -279,7 +279,303 @@ cluster_objects = st.one_of(
         {"apiVersion": st.just("v1"), "kind": st.just("Namespace"), "metadata": metadata}
     ),
 )
-objects = st.one_of(pods, pods, nodes, workloads, cluster_objects)
+access_modes = st.lists(
+    st.sampled_from(["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod", "X"]),
+    max_size=3,
+)
+node_selector = st.fixed_dictionaries(
+    {
+        "nodeSelectorTerms": st.lists(
+            st.fixed_dictionaries(
+                {}, optional={"matchExpressions": st.lists(requirement, max_size=2)}
+            ),
+            max_size=2,
+        )
+    }
+)
+volume_source = st.one_of(
+    st.fixed_dictionaries({"hostPath": st.fixed_dictionaries({}, optional={"path": names})}),
+    st.fixed_dictionaries({"local": st.fixed_dictionaries({}, optional={"path": names})}),
+    st.fixed_dictionaries(
+        {"csi": st.fixed_dictionaries({}, optional={"driver": names, "volumeHandle": names})}
+    ),
+    st.fixed_dictionaries(
+        {
+            "gcePersistentDisk": st.fixed_dictionaries(
+                {}, optional={"pdName": names, "partition": maybe_wrong(st.integers(-2, 300))}
+            )
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "iscsi": st.fixed_dictionaries(
+                {},
+                optional={
+                    "targetPortal": names,
+                    "iqn": st.sampled_from(
+                        ["iqn.2001-04.com.example:d", "eui.0123456789ABCDEF", "x"]
+                    ),
+                    "lun": st.integers(-1, 300),
+                },
+            )
+        }
+    ),
+    st.fixed_dictionaries(
+        {"nfs": st.fixed_dictionaries({}, optional={"server": names, "path": names})}
+    ),
+    st.just({}),
+)
+storage_objects = st.one_of(
+    st.builds(
+        lambda meta, spec, source: {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": meta,
+            "spec": {**spec, **source},
+        },
+        metadata,
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "capacity": resource_map,
+                "accessModes": maybe_wrong(access_modes),
+                "persistentVolumeReclaimPolicy": st.sampled_from(["Retain", "Delete", "Throw"]),
+                "volumeMode": st.sampled_from(["Filesystem", "Block", "Weird"]),
+                "storageClassName": names,
+                "nodeAffinity": st.fixed_dictionaries({}, optional={"required": node_selector}),
+            },
+        ),
+        volume_source,
+    ),
+    st.fixed_dictionaries(
+        {
+            "apiVersion": st.just("v1"),
+            "kind": st.just("PersistentVolumeClaim"),
+            "metadata": metadata,
+            "spec": st.fixed_dictionaries(
+                {},
+                optional={
+                    "accessModes": access_modes,
+                    "resources": st.fixed_dictionaries(
+                        {}, optional={"requests": resource_map, "limits": resource_map}
+                    ),
+                    "storageClassName": names,
+                    "volumeMode": st.sampled_from(["Filesystem", "Block", "Weird"]),
+                    "selector": label_selector,
+                },
+            ),
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "apiVersion": st.just("storage.k8s.io/v1"),
+            "kind": st.just("StorageClass"),
+            "metadata": metadata,
+        },
+        optional={
+            "provisioner": names,
+            "parameters": st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2),
+            "reclaimPolicy": st.sampled_from(["Delete", "Retain", "Recycle", ""]),
+            "volumeBindingMode": st.sampled_from(["Immediate", "WaitForFirstConsumer", "Later"]),
+            "allowedTopologies": st.lists(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "matchLabelExpressions": st.lists(
+                            st.fixed_dictionaries(
+                                {"key": keys}, optional={"values": st.lists(values, max_size=2)}
+                            ),
+                            max_size=2,
+                        )
+                    },
+                ),
+                max_size=2,
+            ),
+        },
+    ),
+    st.fixed_dictionaries(
+        {
+            "apiVersion": st.just("storage.k8s.io/v1"),
+            "kind": st.just("CSINode"),
+            "metadata": metadata,
+            "spec": st.fixed_dictionaries(
+                {
+                    "drivers": st.lists(
+                        st.fixed_dictionaries(
+                            {},
+                            optional={
+                                "name": names,
+                                "nodeID": names,
+                                "topologyKeys": st.lists(keys, max_size=2),
+                                "allocatable": st.fixed_dictionaries(
+                                    {}, optional={"count": maybe_wrong(st.integers(-2, 40))}
+                                ),
+                            },
+                        ),
+                        max_size=2,
+                    )
+                }
+            ),
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "apiVersion": st.just("storage.k8s.io/v1"),
+            "kind": st.just("CSIDriver"),
+            "metadata": metadata,
+            "spec": st.fixed_dictionaries(
+                {},
+                optional={
+                    "attachRequired": maybe_wrong(st.booleans()),
+                    "volumeLifecycleModes": st.lists(
+                        st.sampled_from(["Persistent", "Ephemeral", "X"]), max_size=2
+                    ),
+                    "fsGroupPolicy": st.sampled_from(["File", "None", "X"]),
+                },
+            ),
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "apiVersion": st.just("storage.k8s.io/v1"),
+            "kind": st.just("CSIStorageCapacity"),
+            "metadata": metadata,
+        },
+        optional={
+            "storageClassName": names,
+            "capacity": quantities,
+            "maximumVolumeSize": quantities,
+            "nodeTopology": label_selector,
+        },
+    ),
+)
+"""The storage kinds, valid or not."""
+
+cel_expressions = st.sampled_from(
+    ['device.driver == "gpu.example.com"', "", "device.attributes[", "1 +", "true"]
+)
+selectors = st.lists(
+    st.one_of(
+        st.just({}),
+        st.fixed_dictionaries({"cel": st.fixed_dictionaries({"expression": cel_expressions})}),
+    ),
+    max_size=2,
+)
+request_body = st.fixed_dictionaries(
+    {},
+    optional={
+        "deviceClassName": names,
+        "allocationMode": st.sampled_from(["ExactCount", "All", "Some", ""]),
+        "count": maybe_wrong(st.integers(-2, 4)),
+        "selectors": selectors,
+    },
+)
+device_claim = st.fixed_dictionaries(
+    {},
+    optional={
+        "requests": st.lists(
+            st.fixed_dictionaries(
+                {"name": names},
+                optional={
+                    "exactly": request_body,
+                    "firstAvailable": st.lists(
+                        st.builds(lambda n, b: {"name": n, **b}, names, request_body), max_size=2
+                    ),
+                },
+            ),
+            max_size=3,
+        ),
+        "constraints": st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "requests": st.lists(names, max_size=2),
+                    "matchAttribute": st.sampled_from(["example.com/model", "model", "a/b-c"]),
+                },
+            ),
+            max_size=2,
+        ),
+    },
+)
+attribute = st.one_of(
+    st.fixed_dictionaries({}, optional={"int": st.integers(), "string": values}),
+    st.fixed_dictionaries({"version": st.sampled_from(["1.2.3", "x"])}),
+    st.fixed_dictionaries({"bool": maybe_wrong(st.booleans())}),
+)
+dra_objects = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "apiVersion": st.just("resource.k8s.io/v1"),
+            "kind": st.just("DeviceClass"),
+            "metadata": metadata,
+            "spec": st.fixed_dictionaries(
+                {},
+                optional={
+                    "selectors": selectors,
+                    "extendedResourceName": st.sampled_from(["example.com/gpu", "gpu", "bad name"]),
+                },
+            ),
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "apiVersion": st.just("resource.k8s.io/v1"),
+            "kind": st.just("ResourceClaim"),
+            "metadata": metadata,
+            "spec": st.fixed_dictionaries({"devices": device_claim}),
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "apiVersion": st.just("resource.k8s.io/v1"),
+            "kind": st.just("ResourceClaimTemplate"),
+            "metadata": metadata,
+            "spec": st.fixed_dictionaries(
+                {"spec": st.fixed_dictionaries({"devices": device_claim})},
+                optional={"metadata": st.fixed_dictionaries({}, optional={"labels": labels})},
+            ),
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "apiVersion": st.just("resource.k8s.io/v1"),
+            "kind": st.just("ResourceSlice"),
+            "metadata": metadata,
+            "spec": st.fixed_dictionaries(
+                {},
+                optional={
+                    "driver": names,
+                    "pool": st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "name": names,
+                            "generation": st.integers(-1, 3),
+                            "resourceSliceCount": maybe_wrong(st.integers(-1, 3)),
+                        },
+                    ),
+                    "nodeName": names,
+                    "allNodes": st.booleans(),
+                    "nodeSelector": node_selector,
+                    "devices": st.lists(
+                        st.fixed_dictionaries(
+                            {"name": names},
+                            optional={
+                                "attributes": st.dictionaries(keys, attribute, max_size=2),
+                                "capacity": st.dictionaries(
+                                    keys, st.fixed_dictionaries({"value": quantities}), max_size=2
+                                ),
+                            },
+                        ),
+                        max_size=3,
+                    ),
+                },
+            ),
+        }
+    ),
+)
+"""The Dynamic Resource Allocation kinds, valid or not."""
+
+objects = st.one_of(pods, pods, nodes, workloads, cluster_objects, storage_objects, dra_objects)
 """Any manifest document kubesched reads, valid or not."""
 
 plugin_names = st.sampled_from(

@@ -126,7 +126,8 @@ def _allocate(
     [
         (
             "kind: ResourceClaim\nmetadata: {name: x}\nspec: {devices: {requests: [{name: a}]}}",
-            "spec.devices.requests[0]: exactly one of `exactly` or `firstAvailable` is required",
+            "spec.devices.requests[0]: Required value: exactly one of `exactly` or "
+            "`firstAvailable` is required",
         ),
         (
             "kind: ResourceClaim\nmetadata: {name: x}\nspec: {devices: {requests: "
@@ -135,24 +136,28 @@ def _allocate(
         ),
         (
             "kind: ResourceClaim\nmetadata: {name: x}\nspec: {devices: {requests: "
-            "[{name: a, exactly: {deviceClassName: g, count: 0}}]}}",
-            "count: Invalid value: 0: must be greater than zero",
+            "[{name: a, exactly: {deviceClassName: g, count: -1}}]}}",
+            "spec.devices.requests[0].exactly.count: Invalid value: -1: must be greater than zero",
         ),
         (
             "kind: ResourceClaim\nmetadata: {name: x}\nspec: {devices: {requests: "
             "[{name: a, exactly: {deviceClassName: g}}], constraints: "
             "[{requests: [b], matchAttribute: d.io/x}]}}",
-            "constraints[0].requests: Invalid value: 'b'",
+            'spec.devices.constraints[0].requests[0]: Invalid value: "b"',
         ),
         (
-            "kind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d, pool: {name: p}, "
+            "kind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d, "
+            "pool: {name: p, resourceSliceCount: 1}, "
             "nodeName: n, allNodes: true}",
-            "spec: exactly one of `nodeName`, `nodeSelector`, `allNodes`",
+            'spec: Invalid value: "{`nodeName`, `allNodes`}": exactly one of `nodeName`, '
+            "`nodeSelector`, `allNodes`",
         ),
         (
-            "kind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d, pool: {name: p}, "
+            "kind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d, "
+            "pool: {name: p, resourceSliceCount: 1}, "
             "nodeName: n, devices: [{name: g, attributes: {a: {int: 1, string: x}}}]}",
-            "spec.devices[0].attributes.a: exactly one value must be specified",
+            'spec.devices[0].attributes[a]: Invalid value: {"IntValue":1,"BoolValue":null,'
+            '"StringValue":"x"',
         ),
         (
             "kind: Pod\nmetadata: {name: p}\nspec: {resourceClaims: [{name: c}]}",
@@ -160,15 +165,16 @@ def _allocate(
             "`resourceClaimTemplateName`",
         ),
         (
-            "kind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d, pool: {name: p}, "
+            "kind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d, "
+            "pool: {name: p, resourceSliceCount: 1}, "
             "nodeName: n, devices: [{name: g}], sharedCounters: [{name: c}]}",
-            "spec: only one of `sharedCounters` or `devices` is allowed",
+            'spec: Invalid value: "": only one of `sharedCounters` or `devices` is allowed',
         ),
     ],
     ids=[
         "request-without-exactly-or-firstAvailable",
         "unknown-allocation-mode",
-        "zero-count",
+        "negative-count",
         "constraint-names-unknown-request",
         "slice-two-node-fields",
         "attribute-two-values",
@@ -469,7 +475,7 @@ metadata: {name: n1-gpus}
 spec:
   driver: gpu.example.com
   nodeName: n1
-  pool: {name: n1}
+  pool: {name: n1, resourceSliceCount: 1}
   devices: [{name: g0}, {name: g1}]
 ---
 apiVersion: resource.k8s.io/v1
@@ -666,7 +672,7 @@ metadata: {name: n2-gpus}
 spec:
   driver: gpu.example.com
   nodeName: n2
-  pool: {name: n2}
+  pool: {name: n2, resourceSliceCount: 1}
   devices: [{name: g0}]
 ---
 apiVersion: resource.k8s.io/v1

@@ -152,7 +152,7 @@ def test_pod_deleted_hint(deleted, expected) -> None:
 def test_scheduler_preempts_the_holder_of_a_read_write_once_pod_claim() -> None:
     """End to end: the claim is in use by a low-priority pod; a high-priority pod wanting
     it preempts that pod (the only way to free the claim) and then runs."""
-    from kubesched.api import PriorityClass
+    from kubesched.api import NOT_SUPPORTED_PROVISIONER, PriorityClass
     from kubesched.testing import placements, simulate_small
 
     from .volume_objects import pv, storage_class
@@ -162,7 +162,7 @@ def test_scheduler_preempts_the_holder_of_a_read_write_once_pod_claim() -> None:
     wanting = pod_with(claim_volume("data"), name="wanting", uid="w")
     wanting.spec.priority_class_name = "high"
     run = simulate_small(
-        storage_class("fast", mode="Immediate", provisioner=""),
+        storage_class("fast", mode="Immediate", provisioner=NOT_SUPPORTED_PROVISIONER),
         pv("vol", cls="fast", modes=RWOP),
         pvc("data", cls="fast", modes=RWOP),
         high,

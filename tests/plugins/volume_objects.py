@@ -48,11 +48,12 @@ def pv(
     phase: str | None = None,
     **source: Any,
 ) -> PersistentVolume:
+    # A PV needs a volume source; a hostPath one unless the test gives its own.
     spec: dict[str, Any] = {
         "capacity": {"storage": size},
         "accessModes": list(modes),
         "storageClassName": cls,
-        **source,
+        **(source or {"hostPath": {"path": f"/mnt/{name}"}}),
     }
     if zone is not None:
         spec["nodeAffinity"] = {

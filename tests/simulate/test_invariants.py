@@ -12,8 +12,8 @@ from kubesched.simulate import InvariantChecker, InvariantViolation, Simulation,
 from kubesched.testing import make_node, make_pod
 
 
-def _config(filters_off: list[str]) -> Any:
-    registry = default_registry()
+def _config(off: list[str], extension_point: str = "filter") -> Any:
+    """The default profile with the plugins ``off`` disabled at ``extension_point``."""
     return config_from_dict(
         {
             "apiVersion": API_VERSION,
@@ -21,11 +21,11 @@ def _config(filters_off: list[str]) -> Any:
             "profiles": [
                 {
                     "schedulerName": "default-scheduler",
-                    "plugins": {"filter": {"disabled": [{"name": n} for n in filters_off]}},
+                    "plugins": {extension_point: {"disabled": [{"name": n} for n in off]}},
                 }
             ],
         },
-        registry,
+        default_registry(),
     )
 
 
@@ -159,6 +159,9 @@ def test_a_second_binding_is_caught() -> None:
     run = sim.run()
     pod = run.cluster.get("Pod", "default", "p").model_copy(deep=True)
     pod.spec.node_name = "b" if pod.spec.node_name == "a" else "a"
+    # The API server refuses this update (nodeName is set by a binding only): a buggy
+    # binder writing past it is what the checker must catch.
+    run.cluster.validate = False
     run.cluster.update(pod)
     assert run.invariants is not None
     assert [v.invariant for v in run.invariants.violations] == ["double-binding"]
@@ -177,3 +180,91 @@ def test_checker_alone_on_a_cluster() -> None:
         cluster.bind(p, "n")
     checker.detach()
     assert [v.invariant for v in checker.finish()] == ["resources", "resources"]
+
+
+# --- volume restrictions ---------------------------------------------------------------------
+
+
+def _volume_case(case: str) -> list[Any]:
+    from tests.plugins.volume_objects import (
+        claim_volume,
+        csi_node,
+        pod_with,
+        pv,
+        pvc,
+        storage_class,
+    )
+
+    nodes = [make_node(n).capacity(cpu="8", memory="8Gi").obj() for n in ("a", "b")]
+    static = storage_class("static", mode="Immediate", provisioner="kubernetes.io/no-provisioner")
+    if case == "read-write-once-pod":
+        rwop = ("ReadWriteOncePod",)
+        return [
+            *nodes,
+            static,
+            pv("vol", cls="static", modes=rwop),
+            pvc("data", cls="static", modes=rwop),
+            pod_with(claim_volume("data"), name="one", uid="u1"),
+            pod_with(claim_volume("data"), name="two", uid="u2"),
+        ]
+    if case == "disk-conflict":
+        disk = {"name": "d", "gcePersistentDisk": {"pdName": "disk-1"}}
+        pods = [pod_with(disk, name=f"p{i}", uid=f"u{i}") for i in range(2)]
+        for pod in pods:
+            pod.spec.node_selector = {"kubernetes.io/hostname": "a"}
+        return [*nodes, *pods]
+    if case == "attach-limit":
+        objects: list[Any] = [*nodes, csi_node("a", count=1), static]
+        for i in range(2):
+            objects.append(
+                pv(
+                    f"v{i}",
+                    cls="static",
+                    csi={"driver": "disk.csi.example.com", "volumeHandle": f"h{i}"},
+                )
+            )
+            objects.append(pvc(f"c{i}", cls="static"))
+            pod = pod_with(claim_volume(f"c{i}"), name=f"p{i}", uid=f"u{i}")
+            pod.spec.node_selector = {"kubernetes.io/hostname": "a"}
+            objects.append(pod)
+        return objects
+    # pv-node-affinity: the only PV may be reached from node a; the pod asks for b.
+    near_a = {
+        "nodeSelectorTerms": [
+            {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": ["a"]}
+                ]
+            }
+        ]
+    }
+    volume = pv(
+        "vol", cls="static", hostPath={"path": "/mnt/vol"}, nodeAffinity={"required": near_a}
+    )
+    pod = pod_with(claim_volume("data"), name="p", uid="u")
+    pod.spec.node_selector = {"kubernetes.io/hostname": "b"}
+    return [*nodes, static, volume, pvc("data", cls="static"), pod]
+
+
+VOLUME_CASES = [
+    ("read-write-once-pod", ["VolumeRestrictions"], "ReadWriteOncePod claim default/data"),
+    ("disk-conflict", ["VolumeRestrictions"], "GCE PD disk-1 is already mounted on a"),
+    (
+        "attach-limit",
+        ["NodeVolumeLimits"],
+        "a: 2 disk.csi.example.com volumes attached > CSINode limit 1",
+    ),
+    ("pv-node-affinity", ["VolumeBinding"], "b is outside the node affinity of PV vol"),
+]
+
+
+@pytest.mark.parametrize(("case", "off", "message"), VOLUME_CASES, ids=[c[0] for c in VOLUME_CASES])
+def test_volume_restrictions_hold_and_a_disabled_plugin_is_caught(
+    case: str, off: list[str], message: str
+) -> None:
+    healthy = simulate(_volume_case(case), check_invariants=True)
+    assert healthy.invariants is not None and healthy.invariants.violations == []
+    broken = simulate(_volume_case(case), config=_config(off, "multiPoint"), check_invariants=True)
+    assert broken.invariants is not None
+    found = [str(v) for v in broken.invariants.violations]
+    assert any(v.startswith("volumes: ") and message in v for v in found), found

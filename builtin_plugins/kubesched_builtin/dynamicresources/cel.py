@@ -23,6 +23,7 @@ from functools import total_ordering
 from typing import Any
 
 from kubesched.api import Device, Quantity, parse_quantity
+from kubesched.api.validation.dra import SEMVER_RE, cel_library, compile_cel
 
 __all__ = ["CELCache", "CELError", "CompiledExpression", "DeviceEnv"]
 
@@ -33,11 +34,6 @@ logging.getLogger("cel").setLevel(logging.CRITICAL)
 _QUANTITY_KEY = "__k8s_quantity_nanos__"
 _SEMVER_KEY = "__k8s_semver__"
 
-_SEMVER_RE = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
-)
 
 # The domains an expression indexes with a literal (device.attributes["gpu.example.com"]):
 # upstream's attribute map yields an empty map for an unknown domain, so the error names
@@ -115,7 +111,7 @@ def _parse_version(text: str, normalize: bool = False) -> _Version:
             parts.append("0")
         parts = [p.lstrip("0") or "0" for p in parts]
         text = ".".join(parts) + (plus + build) + (sep + rest)
-    m = _SEMVER_RE.match(text)
+    m = SEMVER_RE.match(text)
     if m is None:
         raise ValueError(f"could not parse {text!r} as semver")
     pre = tuple(m.group(4).split(".")) if m.group(4) else ()
@@ -245,24 +241,11 @@ class CompiledExpression:
         return result
 
 
-def _cel() -> Any:
-    """The ``cel`` library, imported on first use: its package imports its command-line
-    interface (typer, prompt_toolkit), half a second that every kubesched command would
-    pay at start-up although few clusters have a CEL selector."""
-    import cel
-
-    return cel
-
-
 def _compile(expression: str) -> CompiledExpression:
     domains = tuple(sorted(set(_DOMAIN_RE.findall(expression))))
-    try:
-        program = _cel().compile(expression)
-    except Exception as err:
-        text = str(err)
-        # "Failed to parse expression '<expr>': ERROR: <input>:1:17: ..." -> cel-go's text.
-        detail = text.split("': ", 1)[1] if text.startswith("Failed to parse expression") else text
-        return CompiledExpression(expression, error=f"compilation failed: {detail}")
+    program, error = compile_cel(expression)
+    if error is not None:
+        return CompiledExpression(expression, error=error)
     return CompiledExpression(expression, program=program, domains=domains)
 
 
@@ -334,7 +317,7 @@ class DeviceEnv:
                     "attributes": {**value["attributes"], **{d: {} for d in missing}},
                     "capacity": {**value["capacity"], **{d: {} for d in missing_cap}},
                 }
-            ctx = self._contexts[domains] = _cel().Context(
+            ctx = self._contexts[domains] = cel_library().Context(
                 variables={"device": value}, functions=_FUNCTIONS
             )
         return ctx

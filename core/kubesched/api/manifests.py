@@ -27,7 +27,7 @@ from .storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
-from .validation import validate_object
+from .validation import InvalidObjectError, validate_object
 from .workloads import DaemonSet, Deployment, Job, ReplicaSet, ReplicationController, StatefulSet
 
 __all__ = [
@@ -209,9 +209,9 @@ def _parse_one(doc: Any, source: str | None, label: str | None) -> KubeObject:
     if errs:
         # Name the document too: several documents may carry the same object name.
         where = obj if label is None or obj == label else f"{label} ({obj})"
-        name = parsed.metadata.name or parsed.metadata.generate_name or ""
+        refusal = InvalidObjectError.of(parsed, errs)
         raise UserInputError(
-            f'{kind} "{name}" is invalid',
+            f'{refusal.kind} "{refusal.name}" is invalid',
             source=source,
             obj=where,
             problems=[FieldProblem(e.field, e.body()) for e in errs],

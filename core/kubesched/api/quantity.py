@@ -37,6 +37,8 @@ _DECIMAL_SUFFIXES = {
     "E": 18,
 }
 _BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL_BY_POWER = {power: letter for letter, power in _DECIMAL_SUFFIXES.items()}
+_BINARY_BY_POWER = {0: "", **{power: letter for letter, power in _BINARY_SUFFIXES.items()}}
 
 _NANO = 10**9
 # BinarySI quantities are capped at the int64 maximum (apimachinery's maxAllowed).
@@ -51,6 +53,15 @@ def _ceil_div(n: int, d: int) -> int:
     if r:
         q += 1
     return q if n >= 0 else -q
+
+
+def _remove_factors(value: int, base: int) -> tuple[int, int]:
+    """``value`` without its factors of ``base``, and how many were removed."""
+    times = 0
+    while value and value % base == 0:
+        value //= base
+        times += 1
+    return value, times
 
 
 class Quantity:
@@ -129,6 +140,30 @@ class Quantity:
     def value(self) -> int:
         """The value in units, rounded up (away from zero), like ``Value()``."""
         return self._value
+
+    def canonical(self) -> str:
+        """The text upstream's ``Quantity.String()`` prints (what the API server shows in
+        messages and serves back): the parsed format kept (decimal suffix, binary suffix
+        or exponent), the value with the largest suffix that keeps it whole: ``2000m`` is
+        ``2``, ``0.5`` is ``500m``, ``1536Mi`` stays, ``1024Mi`` is ``1Gi``, ``1000`` is
+        ``1k``. A binary quantity below 1024 or not whole is printed as a decimal one."""
+        if self.nanos == 0:
+            return "0"
+        suffix = _QUANTITY_RE.fullmatch(self._text).group(4)  # type: ignore[union-attr]
+        binary = suffix in _BINARY_SUFFIXES
+        if binary and abs(self.nanos) >= 1024 * _NANO and self.nanos % _NANO == 0:
+            amount, times = _remove_factors(self.nanos // _NANO, 1024)
+            return f"{amount}{_BINARY_BY_POWER[times * 10]}"
+        exponent_form = suffix not in _DECIMAL_SUFFIXES and suffix not in _BINARY_SUFFIXES
+        amount, times = _remove_factors(self.nanos, 10)
+        exponent = times - 9
+        # Down to a multiple of 3, as AsCanonicalBytes does.
+        shift = exponent % 3
+        amount, exponent = amount * 10**shift, exponent - shift
+        if exponent_form:
+            return f"{amount}e{exponent}" if exponent else str(amount)
+        letter = _DECIMAL_BY_POWER.get(exponent)
+        return f"{amount}{letter}" if letter is not None else f"{amount}e{exponent}"
 
     def is_zero(self) -> bool:
         """Whether the value is exactly zero."""

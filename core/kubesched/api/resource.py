@@ -1,21 +1,21 @@
 """resource.k8s.io/v1 models (Dynamic Resource Allocation) and the claim helpers plugins share.
 
 DeviceClass, ResourceClaim, ResourceClaimTemplate and ResourceSlice as v1.36 serves
-them, with the checks of upstream's validation that a scheduler depends on (a request
-has exactly one of ``exactly`` / ``firstAvailable``, known allocation modes, positive
-counts, request names that constraints and containers can refer to). The helpers at the
-end are ``k8s.io/dynamic-resource-allocation/resourceclaim``'s: which claim a pod's
-``spec.resourceClaims`` entry names, whether a claim belongs to the pod, whether it can
-be reserved.
+them, with the API server's defaults (allocation mode ExactCount, count 1). Missing
+fields read as Go's zero values; the API server's checks (a request has exactly one of
+``exactly`` / ``firstAvailable``, known allocation modes, positive counts, request
+names that constraints refer to...) are made by ``kubesched.api.validation``, in its
+words. The helpers at the end are ``k8s.io/dynamic-resource-allocation/resourceclaim``'s:
+which claim a pod's ``spec.resourceClaims`` entry names, whether a claim belongs to the
+pod, whether it can be reserved.
 """
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from .core import NodeSelector, Pod
 from .meta import KubeModel, KubeObject, NullableDict, NullableList, ObjectMeta
@@ -78,35 +78,13 @@ ALLOCATION_MODE_EXACT_COUNT = "ExactCount"
 ALLOCATION_MODE_ALL = "All"
 _ALLOCATION_MODES = (ALLOCATION_MODE_EXACT_COUNT, ALLOCATION_MODE_ALL)
 
-# A request name is a DNS label (IsDNS1123Label), as upstream validates it.
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-def _dns_label(value: str) -> str:
-    if not value or len(value) > 63 or not _DNS_LABEL.match(value):
-        raise ValueError(
-            f"Invalid value: {value!r}: a lowercase RFC 1123 label must consist of lower case "
-            "alphanumeric characters or '-', and must start and end with an alphanumeric "
-            "character"
-        )
-    return value
-
-
-def _required(value: str) -> str:
-    if not value.strip():
-        raise ValueError("Required value")
-    return value
-
-
 # --- selectors and configuration ---------------------------------------------------------
 
 
 class CELDeviceSelector(KubeModel):
     """``CELDeviceSelector``: a CEL expression over ``device`` that must be true."""
 
-    expression: str
-
-    _expression = field_validator("expression")(lambda cls, v: _required(v))
+    expression: str = ""
 
 
 class DeviceSelector(KubeModel):
@@ -118,7 +96,7 @@ class DeviceSelector(KubeModel):
 class OpaqueDeviceConfiguration(KubeModel):
     """``OpaqueDeviceConfiguration``: driver parameters the scheduler passes through."""
 
-    driver: str
+    driver: str = ""
     parameters: Any = None
 
 
@@ -162,28 +140,21 @@ class DeviceToleration(KubeModel):
 class _RequestBody(KubeModel):
     """What ``exactly`` and a ``firstAvailable`` alternative have in common."""
 
-    device_class_name: str
+    device_class_name: str = ""
     selectors: NullableList[DeviceSelector] = Field(default_factory=list)
-    allocation_mode: Literal["ExactCount", "All"] = ALLOCATION_MODE_EXACT_COUNT
+    allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
     count: int | None = None
     tolerations: NullableList[DeviceToleration] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _default_count(self) -> _RequestBody:
-        # SetDefaults: ExactCount without a count means one device; All takes no count.
-        if self.allocation_mode == ALLOCATION_MODE_EXACT_COUNT:
-            if self.count is None:
-                self.count = 1
-            elif self.count <= 0:
-                raise ValueError(f"count: Invalid value: {self.count}: must be greater than zero")
-        elif self.count is not None and self.count != 0:
-            raise ValueError(
-                f"count: Invalid value: {self.count}: must not be specified when "
-                "allocationMode is 'All'"
-            )
+    def _defaults(self) -> _RequestBody:
+        # SetDefaults: no mode is ExactCount; ExactCount without a count (Go's zero, 0,
+        # is "not set": the field is omitempty) means one device.
+        if not self.allocation_mode:
+            self.allocation_mode = ALLOCATION_MODE_EXACT_COUNT
+        if self.allocation_mode == ALLOCATION_MODE_EXACT_COUNT and not self.count:
+            self.count = 1
         return self
-
-    _class_name = field_validator("device_class_name")(lambda cls, v: _required(v))
 
 
 class ExactDeviceRequest(_RequestBody):
@@ -195,33 +166,15 @@ class ExactDeviceRequest(_RequestBody):
 class DeviceSubRequest(_RequestBody):
     """``DeviceSubRequest``: one alternative of ``firstAvailable``, tried in order."""
 
-    name: str
-
-    _name = field_validator("name")(lambda cls, v: _dns_label(v))
+    name: str = ""
 
 
 class DeviceRequest(KubeModel):
     """``DeviceRequest``: a named request with ``exactly`` one or ``firstAvailable`` ones."""
 
-    name: str
+    name: str = ""
     exactly: ExactDeviceRequest | None = None
     first_available: NullableList[DeviceSubRequest] = Field(default_factory=list)
-
-    _name = field_validator("name")(lambda cls, v: _dns_label(v))
-
-    @model_validator(mode="after")
-    def _one_of(self) -> DeviceRequest:
-        if (self.exactly is None) == (not self.first_available):
-            raise ValueError("exactly one of `exactly` or `firstAvailable` is required")
-        if len(self.first_available) > 8:
-            raise ValueError(
-                f"firstAvailable: Too many: {len(self.first_available)}: must have at most 8 items"
-            )
-        names = [s.name for s in self.first_available]
-        for n in names:
-            if names.count(n) > 1:
-                raise ValueError(f"firstAvailable: Duplicate value: {n!r}")
-        return self
 
 
 class DeviceConstraint(KubeModel):
@@ -230,17 +183,6 @@ class DeviceConstraint(KubeModel):
     requests: NullableList[str] = Field(default_factory=list)
     match_attribute: str | None = None
     distinct_attribute: str | None = None
-
-    @model_validator(mode="after")
-    def _one_of(self) -> DeviceConstraint:
-        if (self.match_attribute is None) == (self.distinct_attribute is None):
-            raise ValueError("exactly one of `matchAttribute` or `distinctAttribute` is required")
-        attr = self.match_attribute or self.distinct_attribute or ""
-        if "/" not in attr:
-            raise ValueError(
-                f"Invalid value: {attr!r}: must include a domain (a fully qualified name)"
-            )
-        return self
 
 
 class DeviceClaimConfiguration(KubeModel):
@@ -256,25 +198,6 @@ class DeviceClaim(KubeModel):
     requests: NullableList[DeviceRequest] = Field(default_factory=list)
     constraints: NullableList[DeviceConstraint] = Field(default_factory=list)
     config: NullableList[DeviceClaimConfiguration] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _references(self) -> DeviceClaim:
-        names = [r.name for r in self.requests]
-        for n in names:
-            if names.count(n) > 1:
-                raise ValueError(f"requests: Duplicate value: {n!r}")
-        known = set(names)
-        for r in self.requests:
-            known.update(f"{r.name}/{s.name}" for s in r.first_available)
-        for i, c in enumerate(self.constraints):
-            for ref in c.requests:
-                if ref not in known:
-                    raise ValueError(
-                        f"constraints[{i}].requests: Invalid value: {ref!r}: "
-                        "must be the name of a request in the claim or the name of a request "
-                        "and the subrequest separated with '/'"
-                    )
-        return self
 
 
 class ResourceClaimSpec(KubeModel):
@@ -372,20 +295,13 @@ class DeviceAttribute(KubeModel):
     string: str | None = None
     version: str | None = None
 
-    @model_validator(mode="after")
-    def _exactly_one(self) -> DeviceAttribute:
-        set_ = [v for v in (self.int_, self.bool_, self.string, self.version) if v is not None]
-        if len(set_) != 1:
-            raise ValueError("exactly one value must be specified")
-        return self
-
     @property
     def value(self) -> int | bool | str:
         """The attribute's value (a version is its string)."""
         for v in (self.int_, self.bool_, self.string, self.version):
             if v is not None:
                 return v
-        raise AssertionError("validated: one value is set")
+        raise ValueError("exactly one value must be specified")
 
 
 class DeviceCapacity(KubeModel):
@@ -403,21 +319,21 @@ class Counter(KubeModel):
 class CounterSet(KubeModel):
     """``CounterSet``: named counters that partitions of a device draw from."""
 
-    name: str
+    name: str = ""
     counters: NullableDict[str, Counter] = Field(default_factory=dict)
 
 
 class DeviceCounterConsumption(KubeModel):
     """``DeviceCounterConsumption``: what allocating a device takes from a counter set."""
 
-    counter_set: str
+    counter_set: str = ""
     counters: NullableDict[str, Counter] = Field(default_factory=dict)
 
 
 class Device(KubeModel):
     """``Device``: a name, attributes and capacities (keys are qualified names)."""
 
-    name: str
+    name: str = ""
     attributes: NullableDict[str, DeviceAttribute] = Field(default_factory=dict)
     capacity: NullableDict[str, DeviceCapacity] = Field(default_factory=dict)
     consumes_counters: NullableList[DeviceCounterConsumption] = Field(default_factory=list)
@@ -425,57 +341,26 @@ class Device(KubeModel):
     node_selector: NodeSelector | None = None
     all_nodes: bool | None = None
 
-    _name = field_validator("name")(lambda cls, v: _dns_label(v))
-
 
 class ResourcePool(KubeModel):
     """``ResourcePool``: the slices of one pool; only the newest generation counts."""
 
-    name: str
+    name: str = ""
     generation: int = 0
-    resource_slice_count: int = 1
-
-    @field_validator("resource_slice_count")
-    @classmethod
-    def _positive(cls, v: int) -> int:
-        if v <= 0:
-            raise ValueError(f"Invalid value: {v}: must be greater than zero")
-        return v
+    resource_slice_count: int = 0
 
 
 class ResourceSliceSpec(KubeModel):
     """``ResourceSliceSpec``: one driver's devices, for one node, some nodes or all."""
 
-    driver: str
-    pool: ResourcePool
+    driver: str = ""
+    pool: ResourcePool = Field(default_factory=ResourcePool)
     node_name: str | None = None
     node_selector: NodeSelector | None = None
     all_nodes: bool | None = None
     per_device_node_selection: bool | None = None
     devices: NullableList[Device] = Field(default_factory=list)
     shared_counters: NullableList[CounterSet] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _one_node_field(self) -> ResourceSliceSpec:
-        chosen = [
-            f
-            for f, v in (
-                ("nodeName", self.node_name),
-                ("nodeSelector", self.node_selector),
-                ("allNodes", self.all_nodes),
-                ("perDeviceNodeSelection", self.per_device_node_selection),
-            )
-            if v
-        ]
-        if len(chosen) != 1:
-            raise ValueError(
-                "exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
-                "`perDeviceNodeSelection` is required"
-            )
-        if self.devices and self.shared_counters:
-            # v1.36 keeps counter sets and the devices drawing from them in separate slices.
-            raise ValueError("only one of `sharedCounters` or `devices` is allowed")
-        return self
 
 
 class ResourceSlice(KubeObject):
@@ -485,7 +370,7 @@ class ResourceSlice(KubeObject):
 
     api_version: str | None = API_VERSION
     kind: str | None = "ResourceSlice"
-    spec: ResourceSliceSpec
+    spec: ResourceSliceSpec = Field(default_factory=ResourceSliceSpec)
 
 
 # --- the pod side ------------------------------------------------------------------------

@@ -115,8 +115,8 @@ class PersistentVolumeSpec(InTreeVolumeSources):
     storage_class_name: str = ""
     node_affinity: VolumeNodeAffinity | None = None
     claim_ref: ObjectReference | None = None
-    persistent_volume_reclaim_policy: Literal["Retain", "Delete", "Recycle"] = "Retain"
-    volume_mode: Literal["Filesystem", "Block"] = "Filesystem"
+    persistent_volume_reclaim_policy: str = "Retain"
+    volume_mode: str = "Filesystem"
     mount_options: NullableList[str] = Field(default_factory=list)
     csi: CSIPersistentVolumeSource | None = None
     local: dict[str, Any] | None = None
@@ -155,7 +155,7 @@ class PersistentVolume(KubeObject):
 class TopologySelectorLabelRequirement(KubeModel):
     """``v1.TopologySelectorLabelRequirement``: the label ``key`` has one of ``values``."""
 
-    key: str
+    key: str = ""
     values: NullableList[str] = Field(default_factory=list)
 
 
@@ -176,8 +176,8 @@ class StorageClass(KubeObject):
     kind: str | None = "StorageClass"
     provisioner: str = ""
     parameters: NullableDict[str, str] = Field(default_factory=dict)
-    reclaim_policy: Literal["Retain", "Delete", "Recycle"] = "Delete"
-    volume_binding_mode: Literal["Immediate", "WaitForFirstConsumer"] = "Immediate"
+    reclaim_policy: str = "Delete"
+    volume_binding_mode: str = "Immediate"
     allowed_topologies: NullableList[TopologySelectorTerm] = Field(default_factory=list)
     allow_volume_expansion: bool | None = None
     mount_options: NullableList[str] = Field(default_factory=list)
@@ -192,13 +192,13 @@ class VolumeNodeResources(KubeModel):
     """``storage.k8s.io/v1.VolumeNodeResources``: how many volumes of the driver may be
     attached to the node (None: unlimited)."""
 
-    count: int | None = Field(default=None, ge=0)
+    count: int | None = None
 
 
 class CSINodeDriver(KubeModel):
     """``storage.k8s.io/v1.CSINodeDriver``: a driver installed on the node."""
 
-    name: str
+    name: str = ""
     node_id: str = Field(default="", alias="nodeID")
     topology_keys: NullableList[str] = Field(default_factory=list)
     allocatable: VolumeNodeResources | None = None

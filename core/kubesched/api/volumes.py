@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from .meta import KubeModel, LabelSelector, NullableDict, NullableList, ObjectMeta
@@ -27,8 +25,15 @@ __all__ = [
     "VolumeResourceRequirements",
 ]
 
-AccessMode = Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]
-ACCESS_MODES: tuple[str, ...] = AccessMode.__args__  # type: ignore[attr-defined]
+ACCESS_MODES: tuple[str, ...] = (
+    "ReadWriteOnce",
+    "ReadOnlyMany",
+    "ReadWriteMany",
+    "ReadWriteOncePod",
+)
+AccessMode = str
+"""An access mode: one of ``ACCESS_MODES`` once validated (the model keeps any string so
+that validation, not parsing, words the refusal as the API server does)."""
 
 
 # --- volume sources (shared by Pod volumes and PersistentVolumes) -------------------------
@@ -76,6 +81,7 @@ class AzureDiskVolumeSource(KubeModel):
 
     disk_name: str = ""
     disk_uri: str = Field(default="", alias="diskURI")
+    kind: str | None = None
     read_only: bool = False
 
 
@@ -89,7 +95,7 @@ class CinderVolumeSource(KubeModel):
 class CSIVolumeSource(KubeModel):
     """``v1.CSIVolumeSource``: an inline (ephemeral) CSI volume of a pod."""
 
-    driver: str
+    driver: str = ""
     read_only: bool = False
     fs_type: str | None = None
     volume_attributes: NullableDict[str, str] = Field(default_factory=dict)
@@ -98,8 +104,8 @@ class CSIVolumeSource(KubeModel):
 class CSIPersistentVolumeSource(KubeModel):
     """``v1.CSIPersistentVolumeSource``: the driver and the volume's handle in it."""
 
-    driver: str
-    volume_handle: str
+    driver: str = ""
+    volume_handle: str = ""
     read_only: bool = False
     fs_type: str | None = None
     volume_attributes: NullableDict[str, str] = Field(default_factory=dict)
@@ -139,7 +145,7 @@ class PersistentVolumeClaimSpec(KubeModel):
     resources: VolumeResourceRequirements = Field(default_factory=VolumeResourceRequirements)
     volume_name: str = ""
     storage_class_name: str | None = None
-    volume_mode: Literal["Filesystem", "Block"] = "Filesystem"
+    volume_mode: str = "Filesystem"
 
     def storage_request(self) -> int:
         """``resources.requests.storage`` in bytes (0 when not requested)."""

@@ -145,6 +145,41 @@ class ControlPlane:
         """The bearer token of ``user``."""
         return ADMIN_TOKEN if user == "admin" else f"token-{user}"
 
+    def dry_run_create(self, manifest: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """POST ``manifest`` with ``dryRun=All`` as the admin: the HTTP status and the
+        answer (the object as it would be stored, or the ``Status`` of a refusal, whose
+        ``details.causes`` list every field error). Nothing is stored."""
+        request = urllib.request.Request(
+            f"{self.url}{collection_path(manifest)}?dryRun=All",
+            data=json.dumps(manifest).encode(),
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {ADMIN_TOKEN}",
+                "Content-Type": "application/json",
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, context=_insecure_context(), timeout=30) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    def verdict(self, manifest: dict[str, Any]) -> tuple[str | None, list[str]]:
+        """What the API server says of creating ``manifest`` (a dry run): its refusal's
+        message (None when it would accept the object) and the causes as
+        ``field: message``, one per field error. Raises ``EnvtestError`` on an answer
+        other than acceptance or 422 Invalid."""
+        code, answer = self.dry_run_create(manifest)
+        if code < 300:
+            return None, []
+        if code != 422:
+            raise EnvtestError(f"HTTP {code} for a {manifest.get('kind')}: {answer.get('message')}")
+        causes = [
+            f"{c['field']}: {c['message']}" if c.get("field") else c["message"]
+            for c in answer.get("details", {}).get("causes", [])
+        ]
+        return answer["message"], causes
+
     def kube_scheduler_command(
         self, workdir: Path, settings: dict[str, Any] | None = None
     ) -> list[str]:
@@ -295,9 +330,7 @@ class ControlPlane:
             log.close()
 
     def _wait_ready(self) -> None:
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
+        ctx = _insecure_context()
         request = urllib.request.Request(
             f"{self.url}/readyz", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
         )
@@ -318,6 +351,14 @@ class ControlPlane:
         raise EnvtestError(f"kube-apiserver not ready after {self.startup_timeout:.0f}s")
 
 
+def _insecure_context() -> ssl.SSLContext:
+    # The serving certificate is self-signed in a temporary directory, on 127.0.0.1.
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
 _COLLECTIONS = {
     "Pod": "/api/v1/namespaces/{ns}/pods",
     "Node": "/api/v1/nodes",
@@ -334,6 +375,21 @@ _COLLECTIONS = {
     "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
     "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
     "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
+    "DaemonSet": "/apis/apps/v1/namespaces/{ns}/daemonsets",
+    "Job": "/apis/batch/v1/namespaces/{ns}/jobs",
+    "ReplicationController": "/api/v1/namespaces/{ns}/replicationcontrollers",
+    "RuntimeClass": "/apis/node.k8s.io/v1/runtimeclasses",
+    "Lease": "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
+    "PersistentVolume": "/api/v1/persistentvolumes",
+    "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
+    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+    "CSINode": "/apis/storage.k8s.io/v1/csinodes",
+    "CSIDriver": "/apis/storage.k8s.io/v1/csidrivers",
+    "CSIStorageCapacity": "/apis/storage.k8s.io/v1/namespaces/{ns}/csistoragecapacities",
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+    "ResourceClaim": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",
+    "ResourceClaimTemplate": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
 }
 
 

@@ -18,7 +18,12 @@ from .syntax import (
     validate_labels,
 )
 
+# The storage and DRA kinds register their validators on import.
+from . import dra, storage  # noqa: F401  isort: skip
+from .update import UPDATE_VALIDATORS, register_update_validator, validate_update  # isort: skip
+
 __all__ = [
+    "UPDATE_VALIDATORS",
     "VALIDATORS",
     "FieldError",
     "InvalidObjectError",
@@ -28,8 +33,10 @@ __all__ = [
     "is_dns1123_subdomain",
     "is_qualified_name",
     "is_valid_label_value",
+    "register_update_validator",
     "register_validator",
     "validate_annotations",
     "validate_labels",
     "validate_object",
+    "validate_update",
 ]

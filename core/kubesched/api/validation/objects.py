@@ -65,7 +65,11 @@ HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 
 
 class InvalidObjectError(ValueError):
-    """An object kube-apiserver would refuse (HTTP 422), with every field error."""
+    """An object kube-apiserver would refuse (HTTP 422), with every field error.
+
+    ``kind`` is the qualified kind the API server names (``Pod``, ``Deployment.apps``,
+    ``StorageClass.storage.k8s.io``).
+    """
 
     def __init__(self, kind: str, name: str, errors: list[FieldError]) -> None:
         self.kind = kind
@@ -73,9 +77,20 @@ class InvalidObjectError(ValueError):
         self.errors = errors
         super().__init__(str(self))
 
+    @classmethod
+    def of(cls, obj: KubeObject, errors: list[FieldError]) -> InvalidObjectError:
+        """The error for ``obj``: its qualified kind (the group of its model, whatever
+        apiVersion the document gave) and its name (or generateName)."""
+        kind = obj.kind or type(obj).__name__
+        api_version = type(obj).model_fields["api_version"].default or ""
+        group = api_version.rpartition("/")[0]
+        name = obj.metadata.name or obj.metadata.generate_name or ""
+        return cls(f"{kind}.{group}" if group else kind, name, errors)
+
     def __str__(self) -> str:
-        # errors.NewInvalid: one error bare, several in brackets.
-        body = [str(e) for e in self.errors]
+        # errors.NewInvalid: one error bare, several in brackets, each text once
+        # (ToAggregate drops repeats; the Status causes keep them).
+        body = list(dict.fromkeys(str(e) for e in self.errors))
         detail = body[0] if len(body) == 1 else "[" + ", ".join(body) + "]"
         return f'{self.kind} "{self.name}" is invalid: {detail}'
 
@@ -102,8 +117,7 @@ def check_object(obj: KubeObject) -> None:
     """Raise :class:`InvalidObjectError` if ``obj`` is invalid."""
     errs = validate_object(obj)
     if errs:
-        name = obj.metadata.name or obj.metadata.generate_name or ""
-        raise InvalidObjectError(obj.kind or type(obj).__name__, name, errs)
+        raise InvalidObjectError.of(obj, errs)
 
 
 def _meta(obj: KubeObject, rule: NameValidator = is_dns1123_subdomain) -> list[FieldError]:

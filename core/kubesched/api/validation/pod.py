@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from ..core import (
     Affinity,
     Container,
+    NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PodAffinity,
@@ -50,6 +51,7 @@ from .syntax import (
 
 __all__ = [
     "TAINT_EFFECTS",
+    "validate_node_selector",
     "validate_node_selector_term",
     "validate_pod_spec",
     "validate_quantity",
@@ -78,9 +80,9 @@ def validate_quantity(name: str, q: Quantity, path: str) -> list[FieldError]:
     """``ValidateResourceQuantityValue``: non-negative, and whole for extended resources."""
     errs = []
     if q.nanos < 0:
-        errs.append(invalid(path, str(q), min_error(0)))
+        errs.append(invalid(path, q.canonical(), min_error(0)))
     if is_extended_resource_name(name) and q.milli_value() % 1000:
-        errs.append(invalid(path, str(q), "must be an integer"))
+        errs.append(invalid(path, q.canonical(), "must be an integer"))
     return errs
 
 
@@ -101,7 +103,11 @@ def _hugepage_errors(name: str, q: Quantity, path: str) -> list[FieldError]:
     except ValueError:
         return []
     if page.nanos <= 0 or q.nanos < 0 or q.nanos % page.nanos:
-        return [invalid(path, str(q), f"{q} is not positive integer multiple of {name}")]
+        return [
+            invalid(
+                path, q.canonical(), f"{q.canonical()} is not positive integer multiple of {name}"
+            )
+        ]
     return []
 
 
@@ -130,14 +136,18 @@ def validate_resource_requirements(res: ResourceRequirements, path: str) -> list
         if limit is not None:
             if q != limit and not _overcommit_allowed(name):
                 errs.append(
-                    invalid(f"{path}.requests", str(q), f"must be equal to {name} limit of {limit}")
+                    invalid(
+                        f"{path}.requests",
+                        q.canonical(),
+                        f"must be equal to {name} limit of {limit.canonical()}",
+                    )
                 )
             elif q > limit:
                 errs.append(
                     invalid(
                         f"{path}.requests",
-                        str(q),
-                        f"must be less than or equal to {name} limit of {limit}",
+                        q.canonical(),
+                        f"must be less than or equal to {name} limit of {limit.canonical()}",
                     )
                 )
         elif not _overcommit_allowed(name):
@@ -267,6 +277,17 @@ def validate_node_selector_term(term: NodeSelectorTerm, path: str) -> list[Field
     return errs
 
 
+def validate_node_selector(selector: NodeSelector, path: str) -> list[FieldError]:
+    """``ValidateNodeSelector``: at least one term, each valid."""
+    terms_path = f"{path}.nodeSelectorTerms"
+    errs: list[FieldError] = []
+    if not selector.node_selector_terms:
+        errs.append(required(terms_path, "must have at least one node selector term"))
+    for i, term in enumerate(selector.node_selector_terms):
+        errs.extend(validate_node_selector_term(term, f"{terms_path}[{i}]"))
+    return errs
+
+
 def _weight(weight: int, path: str) -> list[FieldError]:
     if 1 <= weight <= 100:
         return []
@@ -372,11 +393,8 @@ def _affinity(aff: Affinity, path: str, pod_labels: Mapping[str, str]) -> list[F
         npath = f"{path}.nodeAffinity"
         req = na.required_during_scheduling_ignored_during_execution
         if req is not None:
-            rpath = f"{npath}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
-            if not req.node_selector_terms:
-                errs.append(required(rpath, "must have at least one node selector term"))
-            for i, term in enumerate(req.node_selector_terms):
-                errs.extend(validate_node_selector_term(term, f"{rpath}[{i}]"))
+            rpath = f"{npath}.requiredDuringSchedulingIgnoredDuringExecution"
+            errs.extend(validate_node_selector(req, rpath))
         ppath = f"{npath}.preferredDuringSchedulingIgnoredDuringExecution"
         for i, pterm in enumerate(na.preferred_during_scheduling_ignored_during_execution):
             errs.extend(_weight(pterm.weight, f"{ppath}[{i}].weight"))

@@ -25,7 +25,7 @@ from kubesched.api import (
     resolve_kind,
 )
 from kubesched.api import PodCondition as ApiPodCondition
-from kubesched.api.validation import InvalidObjectError, validate_object
+from kubesched.api.validation import InvalidObjectError, validate_object, validate_update
 from kubesched.backend.memory.admission import AdmissionError, PodAdmission, validate_priority_class
 from kubesched.backend.memory.controllers import WorkloadControllers
 from kubesched.backend.memory.disruption import DisruptionController
@@ -534,8 +534,7 @@ class MemoryCluster:
         if self.validate:
             errs = validate_object(obj)
             if errs:
-                name = obj.name or obj.metadata.generate_name or ""
-                raise BackendError(str(InvalidObjectError(kind, name, errs)), 422)
+                raise BackendError(str(InvalidObjectError.of(obj, errs)), 422)
         if type(obj).namespaced:
             self._ensure_namespace(obj.metadata.namespace or "default")
         # Admission works on (and returns) a copy; other kinds are copied here.
@@ -594,9 +593,12 @@ class MemoryCluster:
     def update(self, obj: KubeObject) -> KubeObject:
         """Replace the stored object with ``obj`` (a copy of it).
 
-        A set ``metadata.resourceVersion`` must be the current one (``ConflictError``
-        otherwise); ``uid`` and ``creationTimestamp`` are kept; a spec change bumps
-        ``metadata.generation``.
+        The update is validated as kube-apiserver validates one (``BackendError`` 422):
+        the new object must be valid and the kind's update rules hold (a Pod's spec is
+        immutable but for images, added tolerations, removed scheduling gates...; see
+        :mod:`kubesched.api.validation.update`). A set ``metadata.resourceVersion`` must
+        be the current one (``ConflictError`` otherwise); ``uid`` and ``creationTimestamp``
+        are kept; a spec change bumps ``metadata.generation``.
         """
         kind = obj.kind or ""
         if not self._known(kind):
@@ -611,6 +613,10 @@ class MemoryCluster:
                 "object has been modified; please apply your changes to the latest version "
                 "and try again"
             )
+        if self.validate:
+            errs = validate_update(obj, old)
+            if errs:
+                raise BackendError(str(InvalidObjectError.of(obj, errs)), 422)
         new = obj.model_copy(deep=True)
         if isinstance(new, PriorityClass):
             validate_priority_class(new, self._objects["PriorityClass"].values())  # type: ignore[arg-type]
