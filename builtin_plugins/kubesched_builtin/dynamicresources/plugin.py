@@ -143,6 +143,8 @@ class DynamicResources:
 
     name = NAME
     Args = DynamicResourcesArgs
+    reads = ("ResourceClaim", "ResourceSlice", "DeviceClass")
+    writes = ("ResourceClaim/status",)
 
     def __init__(self, args: DynamicResourcesArgs | None, handle: Any) -> None:
         args = args or DynamicResourcesArgs()

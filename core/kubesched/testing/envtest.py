@@ -88,6 +88,7 @@ class ControlPlane:
         self.port = 0
         self._etcd: subprocess.Popen | None = None
         self._apiserver: subprocess.Popen | None = None
+        self._controller_manager: subprocess.Popen | None = None
         self._users: dict[str, tuple[str, ...]] = {"admin": ("system:masters",)}
 
     # -- life cycle ---------------------------------------------------------------------
@@ -108,10 +109,11 @@ class ControlPlane:
         return self
 
     def stop(self) -> None:
-        """Stop kube-apiserver and etcd (by PID) and remove the temporary directory."""
-        for proc in (self._apiserver, self._etcd):
+        """Stop kube-controller-manager (if started), kube-apiserver and etcd (by PID) and
+        remove the temporary directory."""
+        for proc in (self._controller_manager, self._apiserver, self._etcd):
             _terminate(proc)
-        self._apiserver = self._etcd = None
+        self._controller_manager = self._apiserver = self._etcd = None
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
@@ -175,6 +177,31 @@ class ControlPlane:
             "--bind-address=127.0.0.1",
             f"--cert-dir={workdir / 'kube-scheduler-certs'}",
         ]
+
+    def start_controller_manager(self, controllers: tuple[str, ...]) -> None:
+        """Start the assets' kube-controller-manager running only ``controllers`` (such as
+        ``persistentvolume-binder-controller``) as the admin, without leader election;
+        it stops with the control plane. Raises ``EnvtestError`` when the assets have
+        no kube-controller-manager or it is started already."""
+        binary = self.assets / "kube-controller-manager"
+        if not binary.is_file():
+            raise EnvtestError(f"no kube-controller-manager in {self.assets}")
+        if self._controller_manager is not None:
+            raise EnvtestError("kube-controller-manager is started already")
+        d = self._require_dir()
+        self._controller_manager = self._spawn(
+            "kube-controller-manager",
+            [
+                str(binary),
+                f"--kubeconfig={self.kubeconfig}",
+                "--leader-elect=false",
+                f"--controllers={','.join(controllers)}",
+                f"--service-account-private-key-file={d / 'sa.key'}",
+                "--use-service-account-credentials=false",
+                "--bind-address=127.0.0.1",
+                "--secure-port=0",
+            ],
+        )
 
     def add_user(self, user: str, groups: tuple[str, ...] = ()) -> Path:
         """Add a token user (kube-apiserver reads the token file at start: this restarts
@@ -330,6 +357,16 @@ _COLLECTIONS = {
     "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
     "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
     "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
+    "PersistentVolume": "/api/v1/persistentvolumes",
+    "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
+    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+    "CSINode": "/apis/storage.k8s.io/v1/csinodes",
+    "CSIDriver": "/apis/storage.k8s.io/v1/csidrivers",
+    "CSIStorageCapacity": "/apis/storage.k8s.io/v1/namespaces/{ns}/csistoragecapacities",
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+    "ResourceClaim": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",
+    "ResourceClaimTemplate": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
 }
 
 

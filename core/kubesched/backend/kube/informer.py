@@ -37,6 +37,25 @@ class Resource:
     model: type[KubeObject]
     field_selector: str = ""
     """Only objects matching it; one that stops matching arrives as a deletion."""
+    namespaced: bool = True
+
+    @property
+    def group(self) -> str:
+        """The API group ("" for the core group), as RBAC names it."""
+        parts = self.path.split("/")
+        return "" if parts[1] == "api" else parts[2]
+
+    @property
+    def plural(self) -> str:
+        """The resource name (``persistentvolumeclaims``), as RBAC names it."""
+        return self.path.rsplit("/", 1)[1]
+
+    def object_path(self, namespace: str | None, name: str, subresource: str = "") -> str:
+        """The REST path of one object (and of its ``subresource`` if given)."""
+        prefix, plural = self.path.rsplit("/", 1)
+        scope = f"/namespaces/{namespace or 'default'}" if self.namespaced else ""
+        path = f"{prefix}{scope}/{plural}/{name}"
+        return f"{path}/{subresource}" if subresource else path
 
 
 class Informer:
