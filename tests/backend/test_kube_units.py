@@ -13,6 +13,7 @@ from kubesched.backend.kube.client import (
     TokenBucket,
     status_error,
 )
+from kubesched.backend.kube.cluster import RESOURCES, merge_patch
 from kubesched.backend.kube.events import MAX_QUEUED_EVENTS, EventBroadcaster
 from kubesched.backend.protocol import BackendError, ConflictError, NotFoundError, RecordedEvent
 
@@ -119,3 +120,61 @@ def test_a_full_queue_drops_instead_of_blocking() -> None:
     finally:
         api.gate.set()
         events.close(timeout=1)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "patch"),
+    [
+        ({"a": 1}, {"a": 1}, {}),
+        ({"a": 1}, {"a": 2}, {"a": 2}),
+        ({"a": 1}, {}, {"a": None}),
+        ({}, {"m": {"k": "v"}}, {"m": {"k": "v"}}),
+        ({"m": {"k": "v", "x": "y"}}, {"m": {"k": "w", "x": "y"}}, {"m": {"k": "w"}}),
+        ({"m": {"k": "v"}}, {"m": {}}, {"m": {"k": None}}),
+        ({"l": [1, 2]}, {"l": [1]}, {"l": [1]}),
+        ({"s": {"a": 1}}, {"s": 3}, {"s": 3}),
+    ],
+    ids=[
+        "equal",
+        "changed",
+        "removed",
+        "added-map",
+        "nested",
+        "nested-removed",
+        "list-whole",
+        "type",
+    ],
+)
+def test_merge_patch(old: dict, new: dict, patch: dict) -> None:
+    assert merge_patch(old, new) == patch
+
+
+@pytest.mark.parametrize(
+    ("kind", "group", "plural", "path"),
+    [
+        (
+            "PersistentVolumeClaim",
+            "",
+            "persistentvolumeclaims",
+            "/api/v1/namespaces/ns/persistentvolumeclaims/x/status",
+        ),
+        ("PersistentVolume", "", "persistentvolumes", "/api/v1/persistentvolumes/x/status"),
+        (
+            "StorageClass",
+            "storage.k8s.io",
+            "storageclasses",
+            "/apis/storage.k8s.io/v1/storageclasses/x/status",
+        ),
+        (
+            "ResourceClaim",
+            "resource.k8s.io",
+            "resourceclaims",
+            "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/x/status",
+        ),
+    ],
+    ids=["namespaced-core", "cluster-core", "cluster-group", "namespaced-group"],
+)
+def test_resource_paths(kind: str, group: str, plural: str, path: str) -> None:
+    resource = RESOURCES[kind]
+    assert (resource.group, resource.plural) == (group, plural)
+    assert resource.object_path("ns", "x", "status") == path

@@ -548,6 +548,9 @@ class VolumeBinder:
         if node is None:
             raise VolumeBindingError(f'failed to get node "{node_name}": not found')
         labels: Mapping[str, str] = node.metadata.labels
+        # A pod deleted meanwhile: no need to wait for its claims any more.
+        if self._get("Pod", pod.name, pod.namespace) is None:
+            raise VolumeBindingError(f'pod does not exist any more: pods "{pod.name}" not found')
         for pvc, pv in volumes.static_bindings:
             api_pv: PersistentVolume | None = self._get("PersistentVolume", pv.name)
             if api_pv is None:
