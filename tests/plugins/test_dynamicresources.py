@@ -778,6 +778,8 @@ spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}
         claim = run.cluster.get("ResourceClaim", "default", "shared")
         assert sorted(r.name for r in claim.status.reserved_for) == ["a", "b"]
         assert len(claim.status.allocation.devices.results) == 1
+        # Allocating protects the claim from deletion; deallocating lifts it (upstream).
+        assert claim.metadata.finalizers == ["resource.kubernetes.io/delete-protection"]
         assert {run.cluster.get("Pod", "default", n).spec.node_name for n in "ab"} == {"n1"}
         run.cluster.delete("Pod", "default", "a", grace_period_seconds=0)
         claim = run.cluster.get("ResourceClaim", "default", "shared")
@@ -786,6 +788,7 @@ spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}
         run.cluster.delete("Pod", "default", "b", grace_period_seconds=0)
         claim = run.cluster.get("ResourceClaim", "default", "shared")
         assert (claim.status.reserved_for, claim.status.allocation) == ([], None)
+        assert claim.metadata.finalizers is None
     finally:
         sim.close()
 

@@ -84,6 +84,8 @@ class ObjectMeta(KubeModel):
     labels: NullableDict[str, str] = Field(default_factory=dict)
     annotations: NullableDict[str, str] = Field(default_factory=dict)
     owner_references: NullableList[OwnerReference] = Field(default_factory=list)
+    finalizers: list[str] | None = None
+    """None when the object has none (left out of its manifest)."""
     creation_timestamp: datetime | None = None
     deletion_timestamp: datetime | None = None
     deletion_grace_period_seconds: int | None = None

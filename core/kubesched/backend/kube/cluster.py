@@ -440,6 +440,16 @@ class KubeCluster:
         if self.may_write is not None and not self.may_write():
             raise BackendError(f"not the leader any more: {what} not sent", 503)
 
+    def get(self, kind: str, namespace: str | None, name: str) -> KubeObject:
+        """The object as the API server has it now (a GET, not the informer's copy);
+        ``NotFoundError`` if it does not exist."""
+        resource = RESOURCES.get(kind)
+        if resource is None:
+            raise BackendError(f"kubesched does not read {kind} on a cluster", 400)
+        data = self.client.request("GET", resource.object_path(namespace, name))
+        data.setdefault("kind", kind)
+        return resource.model.model_validate(data)
+
     def update(self, obj: KubeObject) -> KubeObject:
         """Write what changed in ``obj`` since the version it was read at (its
         ``resourceVersion``): metadata and spec through the object, ``status`` through its
@@ -490,9 +500,7 @@ class KubeCluster:
         rv = obj.metadata.resource_version
         if current is not None and (not rv or current.metadata.resource_version == rv):
             return current
-        data = self.client.request("GET", resource.object_path(obj.namespace, obj.name))
-        data.setdefault("kind", resource.kind)
-        return resource.model.model_validate(data)
+        return self.get(resource.kind, obj.namespace, obj.name)
 
     def bind(self, pod: Pod, node_name: str) -> None:
         """POST the pod's ``binding`` (409 ``ConflictError`` if bound, 404 if gone)."""
