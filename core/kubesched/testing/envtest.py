@@ -9,6 +9,7 @@ temporary directory; ``stop()`` ends the processes it started, by PID.
         kubeconfig = cp.kubeconfig            # admin (system:masters), static token
         cp.add_user("limited")                # a token user without RBAC rights
         cp.restart_apiserver()                # drop every watch, keep etcd's data
+        cp.start_controller_manager(("persistentvolume-binder-controller",))
 
 ``create_objects(client, manifests)`` fills it quickly (nodes and pods for a test).
 """
