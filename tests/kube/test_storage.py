@@ -163,6 +163,7 @@ def test_the_storage_kinds_are_watched_only_for_profiles_that_need_them(
     assert default.cluster.writes == {
         "PersistentVolume",
         "PersistentVolumeClaim",
+        "ResourceClaim",
         "ResourceClaim/status",
     }
     without = in_process(
