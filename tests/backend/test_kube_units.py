@@ -13,7 +13,7 @@ from kubesched.backend.kube.client import (
     TokenBucket,
     status_error,
 )
-from kubesched.backend.kube.cluster import RESOURCES, merge_patch
+from kubesched.backend.kube.cluster import RESOURCES, KubeCluster, merge_patch
 from kubesched.backend.kube.events import MAX_QUEUED_EVENTS, EventBroadcaster
 from kubesched.backend.protocol import BackendError, ConflictError, NotFoundError, RecordedEvent
 
@@ -178,3 +178,48 @@ def test_resource_paths(kind: str, group: str, plural: str, path: str) -> None:
     resource = RESOURCES[kind]
     assert (resource.group, resource.plural) == (group, plural)
     assert resource.object_path("ns", "x", "status") == path
+
+
+@pytest.mark.parametrize(
+    ("kinds", "writes", "wanted", "unwanted"),
+    [
+        ((), (), [("list", "", "nodes", "", "")], [("list", "", "persistentvolumes", "", "")]),
+        (
+            ("PersistentVolume",),
+            ("PersistentVolume",),
+            [
+                ("watch", "", "persistentvolumes", "", ""),
+                ("get", "", "persistentvolumes", "", ""),
+                ("patch", "", "persistentvolumes", "", ""),
+            ],
+            [("list", "resource.k8s.io", "resourceclaims", "", "")],
+        ),
+        (
+            ("ResourceClaim",),
+            ("ResourceClaim", "ResourceClaim/status"),
+            [
+                ("list", "resource.k8s.io", "resourceclaims", "", ""),
+                ("get", "resource.k8s.io", "resourceclaims", "", ""),
+                ("patch", "resource.k8s.io", "resourceclaims", "", ""),
+                ("patch", "resource.k8s.io", "resourceclaims", "status", ""),
+            ],
+            [("get", "resource.k8s.io", "resourceclaims", "status", "")],
+        ),
+    ],
+    ids=["base-only", "volumes", "claims-and-status"],
+)
+def test_required_access_follows_the_kinds_and_writes(kinds, writes, wanted, unwanted) -> None:
+    cluster = KubeCluster(object(), kinds=kinds)  # type: ignore[arg-type]
+    cluster.events.close()  # no API server: only the permissions are looked at
+    cluster.writes.update(writes)
+    access = cluster.required_access()
+    assert all(a in access for a in wanted)
+    assert not any(a in access for a in unwanted)
+    assert len(access) == len(set(access))
+
+
+def test_kinds_it_cannot_watch_are_reported() -> None:
+    cluster = KubeCluster(object())  # type: ignore[arg-type]
+    cluster.events.close()
+    assert cluster.watch_kinds(["PodGroup", "StorageClass"]) == ["PodGroup"]
+    assert "StorageClass" in cluster.watchable_kinds and "PodGroup" not in cluster.watchable_kinds

@@ -283,7 +283,13 @@ class KubeCluster:
         for what in sorted(self.writes):
             kind, _, sub = what.partition("/")
             resource = RESOURCES[kind]
-            out += [(verb, resource.group, resource.plural, sub, "") for verb in ("get", "patch")]
+            # update() reads the object itself, and patches the object or its subresource.
+            for access in (
+                ("get", resource.group, resource.plural, "", ""),
+                ("patch", resource.group, resource.plural, sub, ""),
+            ):
+                if access not in out:
+                    out.append(access)
         if leases is not None:
             # A Role may grant get/update on this Lease alone; create cannot be by name.
             out += [
