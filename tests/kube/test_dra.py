@@ -11,7 +11,7 @@ import pytest
 from kubesched.testing import make_pod
 
 from .conftest import Api, InProcess, wait_for
-from .test_storage import nodes, scheduled_condition
+from .test_storage import nodes
 
 pytestmark = pytest.mark.envtest
 
@@ -25,15 +25,7 @@ def dra_api(api: Api) -> Iterator[Api]:
     finalizers dropped: no resourceclaim controller runs to lift them)."""
     yield api
     api.delete("/api/v1/namespaces/default/pods", gracePeriodSeconds=0)
-    for item in api.client.request("GET", CLAIMS)["items"]:
-        path = f"{CLAIMS}/{item['metadata']['name']}"
-        api.client.request(
-            "PATCH",
-            path,
-            body={"metadata": {"finalizers": None}},
-            content_type="application/merge-patch+json",
-        )
-        api.delete(path)
+    api.delete_all(CLAIMS)
     api.delete("/apis/resource.k8s.io/v1/resourceslices")
     api.delete("/apis/resource.k8s.io/v1/deviceclasses")
 
@@ -90,7 +82,7 @@ def test_claims_are_allocated_from_the_slice_and_written_through_the_api(
     api.create(resource_claim("claim-b"))
     in_process()
     api.create(pod_with_claim("a", "claim-a"))
-    placed = wait_for(lambda: (api.pod("a") or {}).get("spec", {}).get("nodeName"), 30, "a bound")
+    placed = wait_for(lambda: api.node_of("a"), 30, "a bound")
     assert placed == "n1"
     claim = api.client.request("GET", f"{CLAIMS}/claim-a")
     pod = api.pod("a")
@@ -106,10 +98,6 @@ def test_claims_are_allocated_from_the_slice_and_written_through_the_api(
     assert claim["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
     # The only device is taken: the second claim cannot be allocated anywhere.
     api.create(pod_with_claim("b", "claim-b"))
-    condition = wait_for(
-        lambda: (c := scheduled_condition(api, "b")) and c["status"] == "False" and c,
-        30,
-        "b found unschedulable",
-    )
+    condition = api.unschedulable("b")
     assert "cannot allocate all claims" in condition["message"]
     assert "allocation" not in api.client.request("GET", f"{CLAIMS}/claim-b").get("status", {})

@@ -3,15 +3,18 @@ claims through the API (VolumeBinding PreBind) beside the real PV controller."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from kubesched.backend.protocol import NotFoundError
 from kubesched.testing import make_node, make_pod
 from kubesched.testing.envtest import ControlPlane, EnvtestError
+from kubesched_builtin.dynamicresources.plugin import DynamicResources
+from kubesched_builtin.nodevolumelimits import NodeVolumeLimits
+from kubesched_builtin.volumebinding import VolumeBinding
+from kubesched_builtin.volumerestrictions import VolumeRestrictions
+from kubesched_builtin.volumezone import VolumeZone
 
 from .conftest import Api, InProcess, wait_for
 
@@ -36,21 +39,8 @@ def storage_api(api: Api, pv_controller: ControlPlane) -> Iterator[Api]:
     (the pods first, so that the claims are not held)."""
     yield api
     api.delete("/api/v1/namespaces/default/pods", gracePeriodSeconds=0)
-    # No protection controller runs to lift the pvc/pv-protection finalizers: drop them.
-    for collection in (
-        "/api/v1/namespaces/default/persistentvolumeclaims",
-        "/api/v1/persistentvolumes",
-    ):
-        for item in api.client.request("GET", collection)["items"]:
-            path = f"{collection}/{item['metadata']['name']}"
-            with contextlib.suppress(NotFoundError):
-                api.client.request(
-                    "PATCH",
-                    path,
-                    body={"metadata": {"finalizers": None}},
-                    content_type="application/merge-patch+json",
-                )
-            api.delete(path)
+    api.delete_all("/api/v1/namespaces/default/persistentvolumeclaims")
+    api.delete_all("/api/v1/persistentvolumes")
     api.delete("/apis/storage.k8s.io/v1/storageclasses")
 
 
@@ -135,61 +125,32 @@ def pvc_path(name: str) -> str:
     return f"/api/v1/namespaces/default/persistentvolumeclaims/{name}"
 
 
-def node_of(api: Api, pod: str) -> str | None:
-    found = api.pod(pod)
-    return found["spec"].get("nodeName") if found else None
-
-
-def scheduled_condition(api: Api, pod: str) -> dict[str, Any] | None:
-    found = api.pod(pod) or {}
-    conditions = (found.get("status") or {}).get("conditions") or ()
-    return next((c for c in conditions if c["type"] == "PodScheduled"), None)
-
-
 def test_the_storage_kinds_are_watched_only_for_profiles_that_need_them(
     storage_api: Api, in_process: Callable[..., InProcess]
 ) -> None:
-    volumes = (
-        "PersistentVolume",
-        "PersistentVolumeClaim",
-        "StorageClass",
-        "CSINode",
-        "CSIDriver",
-        "CSIStorageCapacity",
-    )
-    dra = ("ResourceClaim", "ResourceSlice", "DeviceClass")
+    plugins = (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits, DynamicResources)
+    kinds = {kind for plugin in plugins for kind in plugin.reads}
+    assert len(kinds) == 9  # the six storage kinds and three of resource.k8s.io
     default = in_process()
-    assert set(volumes + dra) <= default.cluster.watchable_kinds
+    assert kinds <= default.cluster.watchable_kinds
     assert default.cluster.writes == {
         "PersistentVolume",
         "PersistentVolumeClaim",
         "ResourceClaim",
         "ResourceClaim/status",
     }
+    disabled = [{"name": plugin.name} for plugin in plugins]
     without = in_process(
         {
             "profiles": [
                 {
                     "schedulerName": "default-scheduler",
-                    "plugins": {
-                        "multiPoint": {
-                            "disabled": [
-                                {"name": n}
-                                for n in (
-                                    "VolumeBinding",
-                                    "VolumeZone",
-                                    "VolumeRestrictions",
-                                    "NodeVolumeLimits",
-                                    "DynamicResources",
-                                )
-                            ]
-                        }
-                    },
+                    "plugins": {"multiPoint": {"disabled": disabled}},
                 }
             ]
         }
     )
-    assert not set(volumes + dra) & without.cluster.watchable_kinds
+    assert not kinds & without.cluster.watchable_kinds
     assert not without.cluster.writes
 
 
@@ -205,7 +166,7 @@ def test_immediate_claim_lands_on_the_node_of_its_volume(
     # the claim's update requeues the pod.
     api.create(pod_with_claim("app", "data"))
     api.create(claim("data", "immediate"))
-    assert wait_for(lambda: node_of(api, "app"), 30, "the pod to be bound") == "n2"
+    assert wait_for(lambda: api.node_of("app"), 30, "the pod to be bound") == "n2"
     assert get(api, pvc_path("data"))["spec"]["volumeName"] == "pv-n2"
 
 
@@ -220,7 +181,7 @@ def test_wait_for_first_consumer_binds_the_matching_volume_through_the_api(
     api.create(claim("data", "local"))
     in_process()
     api.create(pod_with_claim("app", "data"))
-    assert wait_for(lambda: node_of(api, "app"), 30, "the pod to be bound") == "n1"
+    assert wait_for(lambda: api.node_of("app"), 30, "the pod to be bound") == "n1"
     pv = get(api, "/api/v1/persistentvolumes/pv-n1")
     pvc = get(api, pvc_path("data"))
     # PreBind set the PV's claimRef; the PV controller completed the binding.
@@ -258,13 +219,9 @@ def test_wait_for_first_consumer_provisioning_times_out_without_a_provisioner(
         "the selected-node annotation",
     )
     assert selected in ("n0", "n1")
-    condition = wait_for(
-        lambda: (c := scheduled_condition(api, "app")) and c["status"] == "False" and c,
-        30,
-        "the PreBind timeout to be reported",
-    )
+    condition = api.unschedulable("app")
     assert "binding volumes: context deadline exceeded" in condition["message"]
-    assert node_of(api, "app") is None
+    assert api.node_of("app") is None
 
 
 def test_read_write_once_pod_claim_is_not_shared(
@@ -280,15 +237,11 @@ def test_read_write_once_pod_claim_is_not_shared(
     wait_for(lambda: get(api, pvc_path("solo"))["spec"].get("volumeName"), 30, "the claim bound")
     in_process()
     api.create(pod_with_claim("first", "solo"))
-    assert wait_for(lambda: node_of(api, "first"), 30, "the first pod to be bound") == "n0"
+    assert wait_for(lambda: api.node_of("first"), 30, "the first pod to be bound") == "n0"
     api.create(pod_with_claim("second", "solo"))
-    condition = wait_for(
-        lambda: (c := scheduled_condition(api, "second")) and c["status"] == "False" and c,
-        30,
-        "the second pod to be found unschedulable",
-    )
+    condition = api.unschedulable("second")
     assert (
         "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod "
         "access mode" in condition["message"]
     )
-    assert node_of(api, "second") is None
+    assert api.node_of("second") is None
