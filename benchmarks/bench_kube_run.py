@@ -8,6 +8,8 @@ QPS/burst 5000 and no leader election. One JSON line per run.
 
     KUBEBUILDER_ASSETS="$(../shared/k8s/assets.sh)" \\
         .venv/bin/python benchmarks/bench_kube_run.py --nodes 500 --pods 1000 --workloads basic
+    KUBEBUILDER_ASSETS=... .venv/bin/python benchmarks/bench_kube_run.py --nodes 100 \\
+        --pods 400 --workloads dra --controllers resourceclaim-controller
 """
 
 from __future__ import annotations
@@ -30,8 +32,16 @@ def main() -> None:
         "--workloads", default="basic", help=f"comma-separated: {', '.join(WORKLOADS)}"
     )
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument(
+        "--controllers",
+        default="",
+        help="comma-separated kube-controller-manager controllers to run beside them "
+        "(resourceclaim-controller for dra: it makes the pods' claims from the templates)",
+    )
     args = parser.parse_args()
     with ControlPlane() as cp, tempfile.TemporaryDirectory() as tmp:
+        if args.controllers:
+            cp.start_controller_manager(tuple(args.controllers.split(",")))
         kube_scheduler = cp.kube_scheduler_command(Path(tmp))
         for name in args.workloads.split(","):
             for scheduler, command in (("kubesched", None), ("external", kube_scheduler)):

@@ -493,6 +493,41 @@ def test_gated_pod_released_by_event_of_gating_plugin(make_queue) -> None:
     assert where(q, "p") == "active"
 
 
+@pytest.mark.parametrize(
+    ("action", "moves"),
+    [(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM, True), (ActionType.UPDATE_OTHER, False)],
+    ids=["generated-claim", "other-status-change"],
+)
+def test_status_update_of_a_gated_pod_asks_the_hints(make_queue, action, moves) -> None:
+    """The resourceclaim controller names a pod's claim in its status: the gating
+    plugin's hint for that pod update lets it in (upstream, queueing hints on); other
+    status-only changes (the scheduler's own conditions) move nothing."""
+    claims = {"ready": False}
+
+    def dra(pod_info):
+        if claims["ready"]:
+            return None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "no claim", plugin="DRA")
+
+    registered = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
+    hint_calls = []
+
+    def hint(pod, old, new):
+        hint_calls.append(pod.name)
+        return QueueingHint.QUEUE
+
+    q = make_queue([("DRA", registered, hint)], pre_enqueue=dra)
+    pod = make_pod("p")
+    q.add(pod)
+    assert where(q, "p") == "gated"
+    claims["ready"] = True
+    updated = pod.model_copy(deep=True)
+    updated.status.phase = "Pending"  # a status change only
+    q.update(pod, updated, ClusterEvent(EventResource.UNSCHEDULED_POD, action))
+    assert where(q, "p") == ("active" if moves else "gated")
+    assert hint_calls == (["p"] if moves else [])
+
+
 def test_pre_enqueue_runs_again_when_leaving_backoff(make_queue, clock) -> None:
     closed = {"value": False}
 

@@ -75,7 +75,19 @@ def _refuse_a_used_cluster(client: KubeClient) -> None:
 
 
 def _manifests(objects: list[Any]) -> list[dict[str, Any]]:
-    return [o.to_dict() for o in objects]
+    return [_without_empty(o.to_dict()) for o in objects]
+
+
+def _without_empty(value: Any) -> Any:
+    """``value`` without its empty lists, at any depth: the models write their defaults
+    (``ownerReferences: []``), which the API server treats as absent but refuses in places
+    (a ResourceClaimTemplate's ``spec.metadata``). Empty maps stay (``emptyDir: {}``)."""
+    if isinstance(value, dict):
+        out = {k: _without_empty(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v != []}
+    if isinstance(value, list):
+        return [_without_empty(v) for v in value]
+    return value
 
 
 def _namespaces(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:

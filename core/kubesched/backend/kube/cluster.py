@@ -472,16 +472,10 @@ class KubeCluster:
         new, old = obj.to_dict(), base.to_dict()
         rv = obj.metadata.resource_version
         written = base
-        parts = (("", {k: v for k, v in new.items() if k != "status"}, old),)
+        parts: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (("", new, old),)
         if kind in STATUS_SUBRESOURCE:
-            parts = (
-                (
-                    "",
-                    {k: v for k, v in new.items() if k != "status"},
-                    {k: v for k, v in old.items() if k != "status"},
-                ),
-                ("status", {"status": new.get("status")}, {"status": old.get("status")}),
-            )
+            status_new, status_old = new.pop("status", None), old.pop("status", None)
+            parts = (("", new, old), ("status", {"status": status_new}, {"status": status_old}))
         for sub, after, before in parts:
             patch = merge_patch(before, after)
             if not patch:
