@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from functools import total_ordering
 from typing import Any
 
-import cel
-
 from kubesched.api import Device, Quantity, parse_quantity
 
 __all__ = ["CELCache", "CELError", "CompiledExpression", "DeviceEnv"]
@@ -247,10 +245,19 @@ class CompiledExpression:
         return result
 
 
+def _cel() -> Any:
+    """The ``cel`` library, imported on first use: its package imports its command-line
+    interface (typer, prompt_toolkit), half a second that every kubesched command would
+    pay at start-up although few clusters have a CEL selector."""
+    import cel
+
+    return cel
+
+
 def _compile(expression: str) -> CompiledExpression:
     domains = tuple(sorted(set(_DOMAIN_RE.findall(expression))))
     try:
-        program = cel.compile(expression)
+        program = _cel().compile(expression)
     except Exception as err:
         text = str(err)
         # "Failed to parse expression '<expr>': ERROR: <input>:1:17: ..." -> cel-go's text.
@@ -327,7 +334,7 @@ class DeviceEnv:
                     "attributes": {**value["attributes"], **{d: {} for d in missing}},
                     "capacity": {**value["capacity"], **{d: {} for d in missing_cap}},
                 }
-            ctx = self._contexts[domains] = cel.Context(
+            ctx = self._contexts[domains] = _cel().Context(
                 variables={"device": value}, functions=_FUNCTIONS
             )
         return ctx

@@ -6,7 +6,6 @@ import argparse
 import sys
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -20,7 +19,8 @@ from kubesched.capacity import (
 )
 from kubesched.capacity.nodes import COST_ANNOTATION, DEFAULT_MAX_NODES, capacity_nodes, node_shapes
 from kubesched.cli import live_cluster, output
-from kubesched.config import EffectiveConfiguration, effective_configuration, load_config
+from kubesched.cli.config_option import add_config_argument, load_config_argument
+from kubesched.config import EffectiveConfiguration
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 
@@ -92,9 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config", metavar="FILE", help="a KubeSchedulerConfiguration (default: upstream's)"
-    )
+    add_config_argument(parser)
     parser.add_argument(
         "--allow-preemption",
         action="store_true",
@@ -113,10 +111,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _configuration(args: argparse.Namespace, registry: PluginRegistry) -> EffectiveConfiguration:
-    if args.config is not None and not Path(args.config).is_file():
-        raise UserInputError("no such file", source=args.config, obj="--config")
-    config = load_config(args.config, registry)
-    return effective_configuration(config, registry, source=args.config or "<defaults>")
+    return load_config_argument(args.config, registry)[1]
 
 
 def _answer(

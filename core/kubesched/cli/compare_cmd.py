@@ -7,9 +7,9 @@ from pathlib import Path
 
 from kubesched.api import load_manifests
 from kubesched.cli import output
+from kubesched.cli.config_option import load_config_argument
 from kubesched.cli.simulate_cmd import _registry
 from kubesched.compare import DEFAULT_PREFIX, ComparisonReport, compare
-from kubesched.config import effective_configuration, load_config
 from kubesched.errors import UserInputError
 
 _STYLES = {"agree": "green", "tie": "cyan", "differ": "bold red", "undecided": "yellow"}
@@ -63,12 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _compare(args: argparse.Namespace) -> int:
     registry = _registry()
-    for flag, path in (("--config", args.config), ("--kubeconfig", args.kubeconfig)):
-        if path is not None and not Path(path).is_file():
-            raise UserInputError("no such file", source=path, obj=flag)
-    config = effective_configuration(
-        load_config(args.config, registry), registry, source=args.config or "<defaults>"
-    )
+    if args.kubeconfig is not None and not Path(args.kubeconfig).is_file():
+        raise UserInputError("no such file", source=args.kubeconfig, obj="--kubeconfig")
+    config = load_config_argument(args.config, registry)[1]
     objects = load_manifests(args.paths)
     if not objects:
         raise UserInputError("no Kubernetes objects found", source=" ".join(args.paths))

@@ -9,7 +9,7 @@ import signal
 
 from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
 from kubesched.backend.protocol import BackendError
-from kubesched.config import effective_configuration, load_config
+from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.errors import KubeschedError, UserInputError
 from kubesched.framework.registry import default_registry
 from kubesched.metrics import Metrics
@@ -28,9 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the API. With leaderElection.leaderElect (the default) only the replica holding "
         "the Lease schedules. Stops cleanly on SIGTERM or SIGINT.",
     )
-    parser.add_argument(
-        "--config", metavar="FILE", help="a KubeSchedulerConfiguration (default: upstream's)"
-    )
+    add_config_argument(parser)
     parser.add_argument(
         "--kubeconfig",
         metavar="FILE",
@@ -63,8 +61,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _check_args(args: argparse.Namespace) -> None:
-    if args.config and not os.path.isfile(args.config):
-        raise UserInputError("no such file", source=args.config, obj="--config")
     if args.kubeconfig and not os.path.isfile(args.kubeconfig):
         raise UserInputError("no such file", source=args.kubeconfig, obj="--kubeconfig")
     if not -1 <= args.port <= 65535:
@@ -83,8 +79,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     _check_args(args)
     registry = default_registry()
-    config = load_config(args.config, registry)
-    effective = effective_configuration(config, registry, source=args.config or "<defaults>")
+    config, effective = load_config_argument(args.config, registry)
     connection = config.client_connection
     metrics = Metrics()
     kubeconfig = args.kubeconfig or connection.kubeconfig or None

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from kubesched.api import load_manifests
 from kubesched.cli import live_cluster, output
+from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.cli.output import progress_bar, write_data
-from kubesched.config import effective_configuration, load_config
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY, Simulation
@@ -46,9 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs="*",
         help="manifest file or directory (at least one, unless --from-cluster)",
     )
-    parser.add_argument(
-        "--config", metavar="FILE", help="a KubeSchedulerConfiguration (default: upstream's)"
-    )
+    add_config_argument(parser)
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the tie-breaking random choices (default: 0)"
     )
@@ -116,10 +114,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _simulate(args: argparse.Namespace) -> int:
     explain = [parse_pod_key(k) for k in args.explain]
     registry = _registry()
-    if args.config is not None and not Path(args.config).is_file():
-        raise UserInputError("no such file", source=args.config, obj="--config")
-    config = load_config(args.config, registry)
-    effective = effective_configuration(config, registry, source=args.config or "<defaults>")
+    effective = load_config_argument(args.config, registry)[1]
     if not args.paths and not args.from_cluster:
         raise UserInputError("give manifests (PATH...), --from-cluster, or both")
     objects = [*live_cluster.objects(args), *load_manifests(args.paths)]

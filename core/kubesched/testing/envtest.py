@@ -148,11 +148,14 @@ class ControlPlane:
         """The bearer token of ``user``."""
         return ADMIN_TOKEN if user == "admin" else f"token-{user}"
 
-    def kube_scheduler_command(self, workdir: Path) -> list[str]:
+    def kube_scheduler_command(
+        self, workdir: Path, settings: dict[str, Any] | None = None
+    ) -> list[str]:
         """The command line of the real kube-scheduler of ``KUBEBUILDER_ASSETS`` for this
         control plane: default profile, QPS/burst 5000, no leader election, its
-        configuration and serving certificate written under ``workdir``. Raises
-        ``EnvtestError`` when the assets have no kube-scheduler."""
+        configuration and serving certificate written under ``workdir``. ``settings``
+        adds top-level KubeSchedulerConfiguration fields (e.g. ``percentageOfNodesToScore``).
+        Raises ``EnvtestError`` when the assets have no kube-scheduler."""
         binary = self.assets / "kube-scheduler"
         if not binary.is_file():
             raise EnvtestError(f"no kube-scheduler in {self.assets}")
@@ -168,6 +171,7 @@ class ControlPlane:
                         "burst": 5000,
                     },
                     "leaderElection": {"leaderElect": False},
+                    **(settings or {}),
                 }
             )
         )
