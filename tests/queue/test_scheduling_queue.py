@@ -22,6 +22,7 @@ from kubesched.queue import (
     ProfileQueueing,
     calculate_backoff_duration,
 )
+from kubesched.queue.scheduling_queue import is_pod_updated
 
 NODE_ADD = ClusterEvent(EventResource.NODE, ActionType.ADD)
 NODE_TAINT = ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT)
@@ -727,3 +728,26 @@ def test_run_starts_loops_that_stop(make_queue) -> None:
     for t in threads:
         t.join(timeout=5)
     assert not any(t.is_alive() for t in threads)
+
+
+def _changed(pod, change: str):
+    new = pod.model_copy(deep=True)
+    if change == "status":
+        new.status.phase = "Pending"
+    elif change == "resourceVersion":
+        new.metadata.resource_version = "99"
+    elif change == "finalizers":
+        new.metadata.finalizers = ["example.com/keep"]
+    elif change == "labels":
+        new.metadata.labels = {"app": "web"}
+    return new
+
+
+@pytest.mark.parametrize(
+    ("change", "updated"),
+    [("status", False), ("resourceVersion", False), ("finalizers", False), ("labels", True)],
+    ids=["status", "resource-version", "finalizers", "labels"],
+)
+def test_is_pod_updated_ignores_what_upstream_strips(change: str, updated: bool) -> None:
+    pod = make_pod("p", resource_version="1")
+    assert is_pod_updated(pod, _changed(pod, change)) is updated

@@ -161,12 +161,12 @@ def _is_wildcard(event: ClusterEvent) -> bool:
 def is_pod_updated(old_pod: Pod | None, new_pod: Pod) -> bool:
     """Whether an update may change the pod's scheduling result (upstream ``isPodUpdated``).
 
-    The status, ``resourceVersion`` and ``generation`` are ignored (our models keep
-    no ``managedFields`` or finalizers, which upstream ignores as well).
+    The status, ``resourceVersion``, ``generation`` and finalizers are ignored (our
+    models keep no ``managedFields``, which upstream ignores as well).
     """
     if old_pod is None:
         return True
-    exclude: Any = {"status": True, "metadata": {"resource_version", "generation"}}
+    exclude: Any = {"status": True, "metadata": {"resource_version", "generation", "finalizers"}}
     return old_pod.model_dump(exclude=exclude) != new_pod.model_dump(exclude=exclude)
 
 
