@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from kubesched.api import PersistentVolumeClaim
 from kubesched.backend.kube.client import (
     ForbiddenError,
     GoneError,
@@ -223,3 +224,23 @@ def test_kinds_it_cannot_watch_are_reported() -> None:
     cluster.events.close()
     assert cluster.watch_kinds(["PodGroup", "StorageClass"]) == ["PodGroup"]
     assert "StorageClass" in cluster.watchable_kinds and "PodGroup" not in cluster.watchable_kinds
+
+
+@pytest.mark.parametrize(
+    ("mine", "other", "newer"),
+    [
+        ("12", "9", True),
+        ("9", "12", False),
+        ("5", "5", False),
+        ("5", None, True),
+        ("x", "1", False),
+    ],
+    ids=["numerically-newer", "older", "same", "other-unset", "not-a-number"],
+)
+def test_newer_than_compares_resource_versions_as_numbers(mine, other, newer) -> None:
+    def claim(rv):
+        return PersistentVolumeClaim.model_validate(
+            {"metadata": {"name": "c", "resourceVersion": rv}}
+        )
+
+    assert claim(mine).newer_than(claim(other)) is newer

@@ -72,7 +72,7 @@ class DRAManager:
             stored = self._objects[kind].get(obj.key)
             if ev.type == "DELETED":
                 self._apply(kind, stored, None, key=obj.key)
-            elif stored is None or not _newer(stored, obj):
+            elif stored is None or not stored.newer_than(obj):
                 # (A claim PreBind wrote is kept until the watch brings that version.)
                 self._apply(kind, stored, obj)
 
@@ -85,7 +85,7 @@ class DRAManager:
             return
         with self._lock:
             stored = self._objects[CLAIM].get(claim.key)
-            if stored is None or _newer(claim, stored):
+            if stored is None or claim.newer_than(stored):
                 self._apply(CLAIM, stored, claim)
 
     def _apply(self, kind: str, old: Any, new: Any, key: str | None = None) -> None:
@@ -179,12 +179,3 @@ class DRAManager:
     def _bump_pools(self, claim: ResourceClaim) -> None:
         for dev, _ in claim_devices(claim):
             self.pool_versions[dev[:2]] += 1
-
-
-def _newer(a: Any, b: Any) -> bool:
-    """Whether ``a`` is a later version of the object than ``b`` (resourceVersions are
-    numbers on a real API server and on the embedded cluster)."""
-    try:
-        return int(a.metadata.resource_version or 0) > int(b.metadata.resource_version or 0)
-    except ValueError:
-        return False

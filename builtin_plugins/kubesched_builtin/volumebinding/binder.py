@@ -562,7 +562,7 @@ class VolumeBinder:
                 raise VolumeBindingError(
                     f'failed to check binding: PersistentVolumeClaim "{pvc.key}" not found'
                 )
-            if _newer(pv, api_pv):
+            if pv.newer_than(api_pv):
                 return False  # the informer has not seen our write yet
             if not check_volume_node_affinity(api_pv, labels):
                 raise VolumeBindingError(
@@ -582,7 +582,7 @@ class VolumeBinder:
                     f'failed to check provisioning pvc: PersistentVolumeClaim "{claim.key}" '
                     "not found"
                 )
-            if _newer(claim, api_pvc):
+            if claim.newer_than(api_pvc):
                 return False
             if api_pvc.metadata.annotations.get(ANN_SELECTED_NODE) != node_name:
                 # The provisioner drops the annotation when it cannot provision.
@@ -599,14 +599,3 @@ class VolumeBinder:
             if not is_claim_fully_bound(api_pvc):
                 return False
         return True
-
-
-def _newer(written: KubeObject, seen: KubeObject) -> bool:
-    """Whether ``written`` is a later version than ``seen`` (resourceVersions compared as
-    numbers, as upstream's ``versioner.CompareResourceVersion``)."""
-    try:
-        return int(written.metadata.resource_version or 0) > int(
-            seen.metadata.resource_version or 0
-        )
-    except ValueError:
-        return False

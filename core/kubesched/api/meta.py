@@ -135,6 +135,17 @@ class KubeObject(KubeModel):
             self.metadata.namespace = "default"
         return self
 
+    def newer_than(self, other: KubeObject) -> bool:
+        """Whether this is a later version of the object than ``other``: resourceVersions
+        compared as numbers (upstream's ``CompareResourceVersion``; the API server's and
+        the embedded cluster's are); False when one is not a number."""
+        try:
+            return int(self.metadata.resource_version or 0) > int(
+                other.metadata.resource_version or 0
+            )
+        except ValueError:
+            return False
+
     @property
     def name(self) -> str:
         """``metadata.name`` ("" when unset)."""

@@ -58,49 +58,31 @@ log = logging.getLogger(__name__)
 RESOURCES: dict[str, Resource] = {
     r.kind: r
     for r in (
-        Resource("Node", "/api/v1/nodes", Node, namespaced=False),
+        Resource("Node", "/api/v1/nodes", Node),
         # As upstream's scheduler pod informer: finished pods hold no resources.
         Resource("Pod", "/api/v1/pods", Pod, "status.phase!=Succeeded,status.phase!=Failed"),
-        Resource("Namespace", "/api/v1/namespaces", Namespace, namespaced=False),
+        Resource("Namespace", "/api/v1/namespaces", Namespace),
         Resource("Service", "/api/v1/services", Service),
         Resource("ReplicationController", "/api/v1/replicationcontrollers", ReplicationController),
-        Resource(
-            "PriorityClass",
-            "/apis/scheduling.k8s.io/v1/priorityclasses",
-            PriorityClass,
-            namespaced=False,
-        ),
+        Resource("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses", PriorityClass),
         Resource(
             "PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", PodDisruptionBudget
         ),
         Resource("ReplicaSet", "/apis/apps/v1/replicasets", ReplicaSet),
         Resource("StatefulSet", "/apis/apps/v1/statefulsets", StatefulSet),
         # Watched only when a profile's plugin reads them or registers events on them.
-        Resource(
-            "PersistentVolume", "/api/v1/persistentvolumes", PersistentVolume, namespaced=False
-        ),
+        Resource("PersistentVolume", "/api/v1/persistentvolumes", PersistentVolume),
         Resource("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims", PersistentVolumeClaim),
+        Resource("StorageClass", "/apis/storage.k8s.io/v1/storageclasses", StorageClass),
+        Resource("CSINode", "/apis/storage.k8s.io/v1/csinodes", CSINode),
+        Resource("CSIDriver", "/apis/storage.k8s.io/v1/csidrivers", CSIDriver),
         Resource(
-            "StorageClass", "/apis/storage.k8s.io/v1/storageclasses", StorageClass, namespaced=False
-        ),
-        Resource("CSINode", "/apis/storage.k8s.io/v1/csinodes", CSINode, namespaced=False),
-        Resource("CSIDriver", "/apis/storage.k8s.io/v1/csidrivers", CSIDriver, namespaced=False),
-        Resource(
-            "CSIStorageCapacity",
-            "/apis/storage.k8s.io/v1/csistoragecapacities",
-            CSIStorageCapacity,
+            "CSIStorageCapacity", "/apis/storage.k8s.io/v1/csistoragecapacities", CSIStorageCapacity
         ),
         # resource.k8s.io/v1: GA since v1.34, the only version a v1.36 API server serves.
-        Resource(
-            "DeviceClass", "/apis/resource.k8s.io/v1/deviceclasses", DeviceClass, namespaced=False
-        ),
+        Resource("DeviceClass", "/apis/resource.k8s.io/v1/deviceclasses", DeviceClass),
         Resource("ResourceClaim", "/apis/resource.k8s.io/v1/resourceclaims", ResourceClaim),
-        Resource(
-            "ResourceSlice",
-            "/apis/resource.k8s.io/v1/resourceslices",
-            ResourceSlice,
-            namespaced=False,
-        ),
+        Resource("ResourceSlice", "/apis/resource.k8s.io/v1/resourceslices", ResourceSlice),
     )
 }
 """Every kind ``kubesched run`` can watch on a cluster, with its REST collection."""

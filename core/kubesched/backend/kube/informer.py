@@ -37,7 +37,11 @@ class Resource:
     model: type[KubeObject]
     field_selector: str = ""
     """Only objects matching it; one that stops matching arrives as a deletion."""
-    namespaced: bool = True
+
+    @property
+    def namespaced(self) -> bool:
+        """Whether its objects live in namespaces (the model says)."""
+        return self.model.namespaced
 
     @property
     def group(self) -> str:
