@@ -17,6 +17,9 @@ in every scheduler's profile. One JSON line per run, then a table of the ratios.
     KUBEBUILDER_ASSETS="$(../shared/k8s/assets.sh)" .venv/bin/python \\
         benchmarks/bench_side_by_side.py --nodes 500 --pods 1000 --workloads basic \\
         --schedulers embedded,external
+    KUBEBUILDER_ASSETS=... .venv/bin/python benchmarks/bench_side_by_side.py --nodes 100 \\
+        --pods 400 --workloads dra --schedulers kubesched,external \\
+        --controllers resourceclaim-controller
 """
 
 from __future__ import annotations
@@ -101,6 +104,12 @@ def main() -> None:
     )
     parser.add_argument("--percentage-of-nodes-to-score", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument(
+        "--controllers",
+        default="",
+        help="comma-separated kube-controller-manager controllers to run beside the API "
+        "server (resourceclaim-controller for dra: it makes the pods' claims)",
+    )
     args = parser.parse_args()
     schedulers = args.schedulers.split(",")
     unknown = [s for s in schedulers if s not in SCHEDULERS]
@@ -108,6 +117,8 @@ def main() -> None:
         parser.error(f"unknown scheduler {unknown[0]!r} (known: {', '.join(SCHEDULERS)})")
     rows = []
     with ControlPlane() as cp, tempfile.TemporaryDirectory() as tmp:
+        if args.controllers:
+            cp.start_controller_manager(tuple(args.controllers.split(",")))
         for name in args.workloads.split(","):
             figures = {s: _measure(s, name, args, cp, Path(tmp)) for s in schedulers}
             rows.append((name, figures))

@@ -101,6 +101,7 @@ class NodeVolumeLimits:
     once; a node or driver without a limit does not restrict."""
 
     name = NAME
+    reads = ("CSINode", "PersistentVolume", "PersistentVolumeClaim", "StorageClass")
 
     def __init__(self, args: Any, handle: Any) -> None:
         self._handle = handle

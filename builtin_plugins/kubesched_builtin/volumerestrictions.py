@@ -119,6 +119,7 @@ class VolumeRestrictions:
     what-if removes it through ``pre_filter_remove_pod``)."""
 
     name = NAME
+    reads = ("PersistentVolumeClaim",)
 
     def __init__(self, args: Any, handle: Any) -> None:
         self._handle = handle

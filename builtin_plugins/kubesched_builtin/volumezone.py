@@ -80,6 +80,7 @@ class VolumeZone:
     """
 
     name = NAME
+    reads = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass")
 
     def __init__(self, args: Any, handle: Any) -> None:
         self._handle = handle

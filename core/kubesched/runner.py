@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from kubesched.backend.kube.cluster import KubeCluster
 from kubesched.config import EffectiveConfiguration
+from kubesched.framework.events import EventResource
 from kubesched.framework.registry import PluginRegistry
 from kubesched.leaderelection import LeaderElectionMetrics, LeaderElector
 from kubesched.metrics import Metrics
@@ -30,6 +31,28 @@ EXIT_LOST_LEASE = 1
 def default_identity() -> str:
     """A replica's leader-election identity: ``hostname_uuid``, as kube-scheduler's."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+_NOT_KINDS = (EventResource.ASSIGNED_POD, EventResource.UNSCHEDULED_POD, EventResource.WILDCARD)
+"""Event resources that are no kind to watch (pods split by state; any kind)."""
+
+
+def cluster_needs(scheduler: Scheduler) -> tuple[set[str], set[str]]:
+    """The kinds the profiles' plugins read (their ``reads``) or registered events on, and
+    the kinds they write (``writes``): a real cluster's backend watches those kinds and
+    checks those permissions, as upstream starts the informers its plugins use."""
+    kinds: set[str] = set()
+    writes: set[str] = set()
+    for fwk in scheduler.frameworks.values():
+        for runner in fwk.runners.values():
+            kinds.update(getattr(runner.plugin, "reads", ()))
+            writes.update(getattr(runner.plugin, "writes", ()))
+        kinds.update(
+            event.resource.value
+            for _, event, _ in fwk.events_to_register()
+            if event.resource not in _NOT_KINDS
+        )
+    return kinds, writes
 
 
 @dataclass
@@ -77,6 +100,11 @@ class SchedulerRunner:
             concurrent_binding=True,
         )
         self.scheduler.record_details = False
+        kinds, writes = cluster_needs(self.scheduler)
+        unknown = cluster.watch_kinds(sorted(kinds))
+        if unknown:
+            log.warning("kubesched does not watch %s on a cluster", ", ".join(unknown))
+        cluster.writes.update(writes)
         self.handlers = EventHandlers(self.scheduler)
         le = config.config.leader_election
         self.elector: LeaderElector | None = None

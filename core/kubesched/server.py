@@ -69,8 +69,9 @@ class HealthServer:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self.httpd.shutdown()
+        """Stop serving (if started) and close the socket."""
+        if self._thread is not None:
+            self.httpd.shutdown()
         self.httpd.server_close()
 
     def _handle(self, req: BaseHTTPRequestHandler) -> None:

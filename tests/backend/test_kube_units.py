@@ -7,12 +7,14 @@ import time
 
 import pytest
 
+from kubesched.api import PersistentVolumeClaim
 from kubesched.backend.kube.client import (
     ForbiddenError,
     GoneError,
     TokenBucket,
     status_error,
 )
+from kubesched.backend.kube.cluster import RESOURCES, KubeCluster, merge_patch
 from kubesched.backend.kube.events import MAX_QUEUED_EVENTS, EventBroadcaster
 from kubesched.backend.protocol import BackendError, ConflictError, NotFoundError, RecordedEvent
 
@@ -119,3 +121,126 @@ def test_a_full_queue_drops_instead_of_blocking() -> None:
     finally:
         api.gate.set()
         events.close(timeout=1)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "patch"),
+    [
+        ({"a": 1}, {"a": 1}, {}),
+        ({"a": 1}, {"a": 2}, {"a": 2}),
+        ({"a": 1}, {}, {"a": None}),
+        ({}, {"m": {"k": "v"}}, {"m": {"k": "v"}}),
+        ({"m": {"k": "v", "x": "y"}}, {"m": {"k": "w", "x": "y"}}, {"m": {"k": "w"}}),
+        ({"m": {"k": "v"}}, {"m": {}}, {"m": {"k": None}}),
+        ({"l": [1, 2]}, {"l": [1]}, {"l": [1]}),
+        ({"s": {"a": 1}}, {"s": 3}, {"s": 3}),
+    ],
+    ids=[
+        "equal",
+        "changed",
+        "removed",
+        "added-map",
+        "nested",
+        "nested-removed",
+        "list-whole",
+        "type",
+    ],
+)
+def test_merge_patch(old: dict, new: dict, patch: dict) -> None:
+    assert merge_patch(old, new) == patch
+
+
+@pytest.mark.parametrize(
+    ("kind", "group", "plural", "path"),
+    [
+        (
+            "PersistentVolumeClaim",
+            "",
+            "persistentvolumeclaims",
+            "/api/v1/namespaces/ns/persistentvolumeclaims/x/status",
+        ),
+        ("PersistentVolume", "", "persistentvolumes", "/api/v1/persistentvolumes/x/status"),
+        (
+            "StorageClass",
+            "storage.k8s.io",
+            "storageclasses",
+            "/apis/storage.k8s.io/v1/storageclasses/x/status",
+        ),
+        (
+            "ResourceClaim",
+            "resource.k8s.io",
+            "resourceclaims",
+            "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/x/status",
+        ),
+    ],
+    ids=["namespaced-core", "cluster-core", "cluster-group", "namespaced-group"],
+)
+def test_resource_paths(kind: str, group: str, plural: str, path: str) -> None:
+    resource = RESOURCES[kind]
+    assert (resource.group, resource.plural) == (group, plural)
+    assert resource.object_path("ns", "x", "status") == path
+
+
+@pytest.mark.parametrize(
+    ("kinds", "writes", "wanted", "unwanted"),
+    [
+        ((), (), [("list", "", "nodes", "", "")], [("list", "", "persistentvolumes", "", "")]),
+        (
+            ("PersistentVolume",),
+            ("PersistentVolume",),
+            [
+                ("watch", "", "persistentvolumes", "", ""),
+                ("get", "", "persistentvolumes", "", ""),
+                ("patch", "", "persistentvolumes", "", ""),
+            ],
+            [("list", "resource.k8s.io", "resourceclaims", "", "")],
+        ),
+        (
+            ("ResourceClaim",),
+            ("ResourceClaim", "ResourceClaim/status"),
+            [
+                ("list", "resource.k8s.io", "resourceclaims", "", ""),
+                ("get", "resource.k8s.io", "resourceclaims", "", ""),
+                ("patch", "resource.k8s.io", "resourceclaims", "", ""),
+                ("patch", "resource.k8s.io", "resourceclaims", "status", ""),
+            ],
+            [("get", "resource.k8s.io", "resourceclaims", "status", "")],
+        ),
+    ],
+    ids=["base-only", "volumes", "claims-and-status"],
+)
+def test_required_access_follows_the_kinds_and_writes(kinds, writes, wanted, unwanted) -> None:
+    cluster = KubeCluster(object(), kinds=kinds)  # type: ignore[arg-type]
+    cluster.events.close()  # no API server: only the permissions are looked at
+    cluster.writes.update(writes)
+    access = cluster.required_access()
+    assert all(a in access for a in wanted)
+    assert not any(a in access for a in unwanted)
+    assert len(access) == len(set(access))
+
+
+def test_kinds_it_cannot_watch_are_reported() -> None:
+    cluster = KubeCluster(object())  # type: ignore[arg-type]
+    cluster.events.close()
+    assert cluster.watch_kinds(["PodGroup", "StorageClass"]) == ["PodGroup"]
+    assert "StorageClass" in cluster.watchable_kinds and "PodGroup" not in cluster.watchable_kinds
+
+
+@pytest.mark.parametrize(
+    ("mine", "other", "newer"),
+    [
+        ("12", "9", True),
+        ("9", "12", False),
+        ("5", "5", False),
+        ("5", None, True),
+        ("x", "1", False),
+    ],
+    ids=["numerically-newer", "older", "same", "other-unset", "not-a-number"],
+)
+def test_newer_than_compares_resource_versions_as_numbers(mine, other, newer) -> None:
+    def claim(rv):
+        return PersistentVolumeClaim.model_validate(
+            {"metadata": {"name": "c", "resourceVersion": rv}}
+        )
+
+    assert claim(mine).newer_than(claim(other)) is newer

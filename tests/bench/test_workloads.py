@@ -8,6 +8,7 @@ import pytest
 
 from kubesched.api import Node, Pod, PriorityClass
 from kubesched.bench import WORKLOADS, bench_configuration, build_workload, expected_unschedulable
+from kubesched.bench.kube import _manifests
 from kubesched.bench.workloads import (
     CHURN_PRIORITIES,
     CHURN_ROUNDS,
@@ -181,3 +182,27 @@ def test_gang_groups_and_profile() -> None:
     (profile,) = config.profiles
     assert profile.plugin_names("QueueSort") == ["Coscheduling"]
     assert "Coscheduling" in profile.plugin_names("Permit")
+
+
+def test_manifests_for_the_api_server_leave_out_empty_lists() -> None:
+    """What ``bench --kubeconfig`` POSTs: no empty list (the API server refuses a
+    template's ``spec.metadata.ownerReferences: []``), empty maps kept."""
+    workload = build_workload("dra", 2, 4, 0)
+    manifests = _manifests([*workload.setup, *workload.pods])
+
+    def lists(value: object) -> list[list]:
+        if isinstance(value, dict):
+            return [x for v in value.values() for x in lists(v)]
+        if isinstance(value, list):
+            return [value, *(x for v in value for x in lists(v))]
+        return []
+
+    assert all(lst for m in manifests for lst in lists(m))
+    templates = [m for m in manifests if m["kind"] == "ResourceClaimTemplate"]
+    assert templates and all("ownerReferences" not in t["spec"]["metadata"] for t in templates)
+    assert (
+        _manifests([Pod.model_validate({"metadata": {"name": "p", "labels": {}}})])[0]["metadata"][
+            "labels"
+        ]
+        == {}
+    )

@@ -95,6 +95,38 @@ class Api:
         with contextlib.suppress(NotFoundError):
             self.client.request("DELETE", path, query=query or None)
 
+    def delete_all(self, collection: str) -> None:
+        """Delete every object of ``collection``, their finalizers dropped first: no
+        controller of the test cluster lifts them (pv/pvc protection, claims' delete
+        protection)."""
+        for item in self.client.request("GET", collection)["items"]:
+            path = f"{collection}/{item['metadata']['name']}"
+            with contextlib.suppress(NotFoundError):
+                self.client.request(
+                    "PATCH",
+                    path,
+                    body={"metadata": {"finalizers": None}},
+                    content_type="application/merge-patch+json",
+                )
+            self.delete(path)
+
+    def node_of(self, pod: str) -> str | None:
+        """The node ``pod`` (of ``default``) is bound to, if any."""
+        found = self.pod(pod)
+        return found["spec"].get("nodeName") if found else None
+
+    def unschedulable(self, pod: str, timeout: float = 30) -> dict[str, Any]:
+        """Wait until ``pod`` has ``PodScheduled=False`` and return that condition."""
+
+        def condition() -> dict[str, Any] | None:
+            status = (self.pod(pod) or {}).get("status") or {}
+            found = next(
+                (c for c in status.get("conditions") or () if c["type"] == "PodScheduled"), None
+            )
+            return found if found is not None and found["status"] == "False" else None
+
+        return wait_for(condition, timeout, f"{pod} to be found unschedulable")
+
     def clean(self) -> None:
         """Remove what a test made: pods, nodes, PDBs, events, priority classes, leases."""
         self.delete("/api/v1/namespaces/default/pods", gracePeriodSeconds=0)

@@ -52,6 +52,53 @@ def test_no_wildcards_and_a_hardened_deployment() -> None:
     assert container["resources"]["requests"] and container["resources"]["limits"]
 
 
+VOLUME_AND_DRA_RESOURCES = {
+    ("", "persistentvolumes"),
+    ("", "persistentvolumeclaims"),
+    ("storage.k8s.io", "storageclasses"),
+    ("storage.k8s.io", "csinodes"),
+    ("storage.k8s.io", "csidrivers"),
+    ("storage.k8s.io", "csistoragecapacities"),
+    ("resource.k8s.io", "deviceclasses"),
+    ("resource.k8s.io", "resourceslices"),
+    ("resource.k8s.io", "resourceclaims"),
+    ("resource.k8s.io", "resourceclaims/status"),
+}
+LEFT_OUT = {("resource.k8s.io", "resourceclaims"): {"create", "delete"}}
+"""Upstream's verbs for DRA features kubesched does not have (extended resources backed
+by DRA create and delete claims)."""
+
+
+def _verbs(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
+    out: dict[tuple[str, str], set[str]] = {}
+    for rule in rules:
+        if rule.get("resourceNames"):
+            continue
+        for group in rule.get("apiGroups", ()):
+            for resource in rule.get("resources", ()):
+                out.setdefault((group, resource), set()).update(rule["verbs"])
+    return out
+
+
+def test_volume_and_dra_verbs_are_upstreams(control_plane: ControlPlane) -> None:
+    """On volumes, claims, storage and resource.k8s.io objects, deploy/ and docs/ grant
+    the verbs of the API server's own system:kube-scheduler and system:volume-scheduler."""
+    api = Api(control_plane)
+    upstream: dict[tuple[str, str], set[str]] = {}
+    for role in ("system:kube-scheduler", "system:volume-scheduler"):
+        rules = api.client.request(
+            "GET", f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}"
+        )["rules"]
+        for key, verbs in _verbs(rules).items():
+            upstream.setdefault(key, set()).update(verbs)
+    (deploy_role,) = [d for d in kustomization_documents() if d["kind"] == "ClusterRole"]
+    docs_role = next(yaml.safe_load_all((DEPLOY.parent / "docs" / "run-rbac.yaml").read_text()))
+    for role in (deploy_role, docs_role):
+        ours = _verbs(role["rules"])
+        for key in VOLUME_AND_DRA_RESOURCES:
+            assert ours.get(key) == upstream[key] - LEFT_OUT.get(key, set()), key
+
+
 @pytest.fixture(scope="module")
 def deployed(control_plane: ControlPlane) -> Api:
     """deploy/ applied: a server-side dry run of everything first (the namespace made for

@@ -6,10 +6,15 @@ from typing import Any
 
 import pytest
 
+from kubesched import ConflictError, CycleState
 from kubesched.api import (
+    RESOURCE_CLAIM_FINALIZER,
+    AllocationResult,
     DeviceClass,
     Node,
+    Pod,
     ResourceClaim,
+    ResourceClaimConsumerReference,
     ResourceSlice,
     load_manifests,
     parse_manifests,
@@ -17,12 +22,19 @@ from kubesched.api import (
 from kubesched.errors import UserInputError
 from kubesched.simulate.driver import Simulation, simulate
 from kubesched.simulate.report import build_report
+from kubesched.testing import make_pod
 from kubesched_builtin.dynamicresources.allocator import (
     AllocationError,
     Allocator,
     gather_pools,
 )
 from kubesched_builtin.dynamicresources.cel import CELCache, CELError, DeviceEnv
+from kubesched_builtin.dynamicresources.plugin import (
+    STATE_KEY,
+    DynamicResources,
+    _ClaimInfo,
+    _State,
+)
 
 DRIVER = "gpu.example.com"
 
@@ -784,6 +796,8 @@ spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}
         claim = run.cluster.get("ResourceClaim", "default", "shared")
         assert sorted(r.name for r in claim.status.reserved_for) == ["a", "b"]
         assert len(claim.status.allocation.devices.results) == 1
+        # Allocating protects the claim from deletion; deallocating lifts it (upstream).
+        assert claim.metadata.finalizers == ["resource.kubernetes.io/delete-protection"]
         assert {run.cluster.get("Pod", "default", n).spec.node_name for n in "ab"} == {"n1"}
         run.cluster.delete("Pod", "default", "a", grace_period_seconds=0)
         claim = run.cluster.get("ResourceClaim", "default", "shared")
@@ -792,6 +806,7 @@ spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}
         run.cluster.delete("Pod", "default", "b", grace_period_seconds=0)
         claim = run.cluster.get("ResourceClaim", "default", "shared")
         assert (claim.status.reserved_for, claim.status.allocation) == ([], None)
+        assert claim.metadata.finalizers is None
     finally:
         sim.close()
 
@@ -853,3 +868,87 @@ def test_allocator_honours_shared_counters(
 ) -> None:
     claim = _claim([_exactly("r", count=count)])
     assert _allocate([claim], _counter_slices(per_device), allocated) == expected
+
+
+class _RacingClient:
+    """A cluster client whose first write of the claim conflicts: someone else changed it
+    (added a reservation for ``rival``) just before; ``get`` then gives that version."""
+
+    def __init__(self, claim: ResourceClaim) -> None:
+        self.claim = claim
+        self.conflicts = 1
+        self.gets = 0
+
+    def list(self, kind: str) -> tuple[list[Any], str]:
+        return ([self.claim] if kind == "ResourceClaim" else []), "1"
+
+    def watch(self, kind: str, resource_version: str, handler: Any) -> None:
+        return None
+
+    def get(self, kind: str, namespace: str, name: str) -> ResourceClaim:
+        self.gets += 1
+        return self.claim
+
+    def update(self, obj: ResourceClaim) -> ResourceClaim:
+        if self.conflicts:
+            self.conflicts -= 1
+            changed = self.claim.model_copy(deep=True)
+            changed.status.reserved_for.append(
+                ResourceClaimConsumerReference(resource="pods", name="rival", uid="u-rival")
+            )
+            changed.metadata.resource_version = str(int(changed.metadata.resource_version) + 1)
+            self.claim = changed
+            raise ConflictError("the object has been modified")
+        written = obj.model_copy(deep=True)
+        written.metadata.resource_version = str(int(obj.metadata.resource_version) + 1)
+        self.claim = written
+        return written
+
+
+def _racing_plugin(claim: ResourceClaim) -> tuple[DynamicResources, _RacingClient]:
+    client = _RacingClient(claim)
+    handle = type("Handle", (), {"client": client, "lister": None})()
+    return DynamicResources(None, handle), client
+
+
+def _pod_obj(name: str) -> Pod:
+    return make_pod(name).uid(f"u-{name}").obj()
+
+
+def test_pre_bind_rereads_the_claim_after_a_conflict() -> None:
+    claim = _claim([_exactly("gpu")], name="c")
+    claim.metadata.resource_version = "5"
+    plugin, client = _racing_plugin(claim)
+    pod = _pod_obj("p")
+    allocation = AllocationResult.model_validate(
+        {
+            "devices": {
+                "results": [{"request": "gpu", "driver": DRIVER, "pool": "n1", "device": "d0"}]
+            }
+        }
+    )
+    state = CycleState()
+    state.write(STATE_KEY, _State(claims=[_ClaimInfo(claim, "gpu", allocation=allocation)]))
+    assert plugin.pre_bind(state, pod) is None
+    written = client.claim
+    assert client.gets == 1
+    assert [r.name for r in written.status.reserved_for] == ["rival", "p"]
+    assert written.status.allocation == allocation
+    assert written.metadata.finalizers == [RESOURCE_CLAIM_FINALIZER]
+    # The written claim's devices count as allocated before any watch event.
+    assert plugin.manager.allocated_devices() == {(DRIVER, "n1", "d0")}
+
+
+def test_unreserve_rereads_the_claim_after_a_conflict_and_keeps_the_others() -> None:
+    claim = _claim([_exactly("gpu")], name="c")
+    claim.metadata.resource_version = "5"
+    claim.status.reserved_for = [
+        ResourceClaimConsumerReference(resource="pods", name="p", uid="u-p"),
+        ResourceClaimConsumerReference(resource="pods", name="other", uid="u-other"),
+    ]
+    plugin, client = _racing_plugin(claim)
+    state = CycleState()
+    state.write(STATE_KEY, _State(claims=[_ClaimInfo(claim, "gpu")]))
+    plugin.unreserve(state, _pod_obj("p"))
+    assert client.gets == 1
+    assert [r.name for r in client.claim.status.reserved_for] == ["other", "rival"]

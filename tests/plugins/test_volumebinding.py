@@ -355,6 +355,7 @@ def test_pre_bind_binds_a_static_pv() -> None:
     cluster = _cluster(LOCAL, pvc("data", cls="local"), pv("local-a", cls="local", zone="a"))
     fw = framework_for(VolumeBinding, lister=cluster, client=cluster)
     pod = pod_with(claim_volume("data"))
+    cluster.create(pod)  # PreBind gives up on a pod that is gone
     state, _ = _cycle(fw, pod)
     assert fw.run_reserve_plugins_reserve(state, PodInfo(pod), "n-a").is_success()
     assert fw.run_pre_bind_plugins(state, PodInfo(pod), "n-a").is_success()
@@ -368,6 +369,7 @@ def test_pre_bind_provisions_in_the_nodes_zone() -> None:
     cluster = _cluster(WFFC, pvc("data", cls="wffc"), *(csi_node(n.name) for n in NODES))
     fw = framework_for(VolumeBinding, lister=cluster, client=cluster)
     pod = pod_with(claim_volume("data"))
+    cluster.create(pod)  # PreBind gives up on a pod that is gone
     state, _ = _cycle(fw, pod)
     assert fw.run_reserve_plugins_reserve(state, PodInfo(pod), "n-b").is_success()
     assert fw.run_pre_bind_plugins(state, PodInfo(pod), "n-b").is_success()
@@ -389,6 +391,7 @@ def test_pre_bind_fails_when_provisioning_fails_and_unreserve_rolls_back() -> No
     )
     fw = framework_for(VolumeBinding, lister=cluster, client=cluster)
     pod = pod_with(claim_volume("data"))
+    cluster.create(pod)  # PreBind gives up on a pod that is gone
     state, statuses = _cycle(fw, pod)
     assert statuses["n-a"].is_success()
     assert fw.run_reserve_plugins_reserve(state, PodInfo(pod), "n-a").is_success()
@@ -409,6 +412,46 @@ def test_pre_bind_fails_when_provisioning_fails_and_unreserve_rolls_back() -> No
     # Rolled back: the next cycle sees the claim as the API has it, and no room left.
     _, statuses = _cycle(fw, pod)
     assert_statuses(statuses, {n: (U, ERR_REASON_NOT_ENOUGH_SPACE) for n in ("n-a", "n-b", "n-c")})
+
+
+class _LaterCluster:
+    """The embedded cluster as a real cluster's client looks: its controllers act after
+    the write returns, so PreBind has to check again (every second)."""
+
+    reconciles_synchronously = False
+
+    def __init__(self, cluster: MemoryCluster) -> None:
+        self.update = cluster.update
+
+
+@pytest.mark.parametrize(
+    ("timeout", "create_pod", "error"),
+    [
+        (5, True, None),
+        (0, True, "binding volumes: context deadline exceeded"),
+        (5, False, 'binding volumes: pod does not exist any more: pods "p" not found'),
+    ],
+    ids=["bound-at-the-first-check", "timeout", "pod-gone"],
+)
+def test_pre_bind_on_a_cluster_that_binds_later(timeout, create_pod, error) -> None:
+    cluster = _cluster(LOCAL, pvc("data", cls="local"), pv("local-a", cls="local", zone="a"))
+    fw = framework_for(
+        VolumeBinding,
+        args={"bindTimeoutSeconds": timeout},
+        lister=cluster,
+        client=_LaterCluster(cluster),
+    )
+    pod = pod_with(claim_volume("data"))
+    if create_pod:
+        cluster.create(pod)
+    state, _ = _cycle(fw, pod)
+    assert fw.run_reserve_plugins_reserve(state, PodInfo(pod), "n-a").is_success()
+    status = fw.run_pre_bind_plugins(state, PodInfo(pod), "n-a")
+    if error is None:
+        assert status.is_success()
+        assert cluster.get("PersistentVolumeClaim", "default", "data").spec.volume_name
+    else:
+        assert status.code is Code.ERROR and status.message().endswith(error)
 
 
 BATCH_CASES = [

@@ -22,6 +22,7 @@ from kubesched.queue import (
     ProfileQueueing,
     calculate_backoff_duration,
 )
+from kubesched.queue.scheduling_queue import is_pod_updated
 
 NODE_ADD = ClusterEvent(EventResource.NODE, ActionType.ADD)
 NODE_TAINT = ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT)
@@ -493,6 +494,41 @@ def test_gated_pod_released_by_event_of_gating_plugin(make_queue) -> None:
     assert where(q, "p") == "active"
 
 
+@pytest.mark.parametrize(
+    ("action", "moves"),
+    [(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM, True), (ActionType.UPDATE_OTHER, False)],
+    ids=["generated-claim", "other-status-change"],
+)
+def test_status_update_of_a_gated_pod_asks_the_hints(make_queue, action, moves) -> None:
+    """The resourceclaim controller names a pod's claim in its status: the gating
+    plugin's hint for that pod update lets it in (upstream, queueing hints on); other
+    status-only changes (the scheduler's own conditions) move nothing."""
+    claims = {"ready": False}
+
+    def dra(pod_info):
+        if claims["ready"]:
+            return None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "no claim", plugin="DRA")
+
+    registered = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
+    hint_calls = []
+
+    def hint(pod, old, new):
+        hint_calls.append(pod.name)
+        return QueueingHint.QUEUE
+
+    q = make_queue([("DRA", registered, hint)], pre_enqueue=dra)
+    pod = make_pod("p")
+    q.add(pod)
+    assert where(q, "p") == "gated"
+    claims["ready"] = True
+    updated = pod.model_copy(deep=True)
+    updated.status.phase = "Pending"  # a status change only
+    q.update(pod, updated, ClusterEvent(EventResource.UNSCHEDULED_POD, action))
+    assert where(q, "p") == ("active" if moves else "gated")
+    assert hint_calls == (["p"] if moves else [])
+
+
 def test_pre_enqueue_runs_again_when_leaving_backoff(make_queue, clock) -> None:
     closed = {"value": False}
 
@@ -692,3 +728,26 @@ def test_run_starts_loops_that_stop(make_queue) -> None:
     for t in threads:
         t.join(timeout=5)
     assert not any(t.is_alive() for t in threads)
+
+
+def _changed(pod, change: str):
+    new = pod.model_copy(deep=True)
+    if change == "status":
+        new.status.phase = "Pending"
+    elif change == "resourceVersion":
+        new.metadata.resource_version = "99"
+    elif change == "finalizers":
+        new.metadata.finalizers = ["example.com/keep"]
+    elif change == "labels":
+        new.metadata.labels = {"app": "web"}
+    return new
+
+
+@pytest.mark.parametrize(
+    ("change", "updated"),
+    [("status", False), ("resourceVersion", False), ("finalizers", False), ("labels", True)],
+    ids=["status", "resource-version", "finalizers", "labels"],
+)
+def test_is_pod_updated_ignores_what_upstream_strips(change: str, updated: bool) -> None:
+    pod = make_pod("p", resource_version="1")
+    assert is_pod_updated(pod, _changed(pod, change)) is updated

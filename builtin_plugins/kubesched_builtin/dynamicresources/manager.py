@@ -10,6 +10,7 @@ client that can watch (a bare framework in tests), every read goes to the lister
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any
 
@@ -33,6 +34,9 @@ class DRAManager:
         self._objects: dict[str, dict[str, Any]] = {CLAIM: {}, SLICE: {}, CLASS: {}}
         self._allocated: Counter[DeviceID] = Counter()
         self._in_flight: dict[str, ResourceClaim] = {}
+        # Events arrive on the backend's watch thread (a real cluster) while the
+        # scheduling and binding threads read.
+        self._lock = threading.RLock()
         self.slices_version = 0
         """Bumped on every ResourceSlice change (cached pools are rebuilt)."""
         self.classes_version = 0
@@ -64,10 +68,25 @@ class DRAManager:
 
     def _on_event(self, kind: str, ev: Any) -> None:
         obj = ev.object
-        if ev.type == "DELETED":
-            self._apply(kind, self._objects[kind].get(obj.key), None, key=obj.key)
-        else:
-            self._apply(kind, self._objects[kind].get(obj.key), obj)
+        with self._lock:
+            stored = self._objects[kind].get(obj.key)
+            if ev.type == "DELETED":
+                self._apply(kind, stored, None, key=obj.key)
+            elif stored is None or not stored.newer_than(obj):
+                # (A claim PreBind wrote is kept until the watch brings that version.)
+                self._apply(kind, stored, obj)
+
+    def assume_written(self, claim: ResourceClaim) -> None:
+        """``AssumeClaimAfterAPICall``: hold ``claim`` as the API answered a write of it
+        until the watch brings that version, so that the devices it allocated count as
+        taken from now on, not only once the informer caught up."""
+        self._connect()
+        if not self._watching:
+            return
+        with self._lock:
+            stored = self._objects[CLAIM].get(claim.key)
+            if stored is None or claim.newer_than(stored):
+                self._apply(CLAIM, stored, claim)
 
     def _apply(self, kind: str, old: Any, new: Any, key: str | None = None) -> None:
         key = key if key is not None else new.key
@@ -97,7 +116,8 @@ class DRAManager:
     def _list(self, kind: str) -> list[Any]:
         self._connect()
         if self._watching:
-            return list(self._objects[kind].values())
+            with self._lock:
+                return list(self._objects[kind].values())
         lister = getattr(self._handle, "lister", None)
         return lister.list_objects(kind) if lister is not None else []
 
@@ -126,12 +146,15 @@ class DRAManager:
         flight: ``ListAllAllocatedDevices``."""
         self._connect()
         if self._watching:
-            devices = set(self._allocated)
+            with self._lock:
+                devices = set(self._allocated)
         else:
             devices = {
                 dev for c in self._list(CLAIM) for dev, admin in claim_devices(c) if not admin
             }
-        for claim in self._in_flight.values():
+        with self._lock:
+            in_flight = list(self._in_flight.values())
+        for claim in in_flight:
             devices.update(dev for dev, admin in claim_devices(claim) if not admin)
         return devices
 
@@ -142,14 +165,16 @@ class DRAManager:
     def set_in_flight(self, uid: str, claim: ResourceClaim) -> None:
         """``SignalClaimPendingAllocation``: ``claim`` (with the allocation Reserve chose)
         holds its devices until the allocation is written or dropped."""
-        self._in_flight[uid] = claim
-        self._bump_pools(claim)
+        with self._lock:
+            self._in_flight[uid] = claim
+            self._bump_pools(claim)
 
     def drop_in_flight(self, uid: str) -> None:
         """``RemoveClaimPendingAllocation`` (no-op when nothing is in flight)."""
-        claim = self._in_flight.pop(uid, None)
-        if claim is not None:
-            self._bump_pools(claim)
+        with self._lock:
+            claim = self._in_flight.pop(uid, None)
+            if claim is not None:
+                self._bump_pools(claim)
 
     def _bump_pools(self, claim: ResourceClaim) -> None:
         for dev, _ in claim_devices(claim):

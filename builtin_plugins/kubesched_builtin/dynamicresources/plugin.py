@@ -28,6 +28,7 @@ from kubesched import (
     ClusterEvent,
     ClusterEventWithHint,
     Code,
+    ConflictError,
     CycleState,
     EventResource,
     NodeInfo,
@@ -41,6 +42,7 @@ from kubesched import (
     raise_args_errors,
 )
 from kubesched.api import (
+    RESOURCE_CLAIM_FINALIZER,
     NodeSelectorTermsMatcher,
     Pod,
     PodClaimError,
@@ -133,6 +135,9 @@ class _State:
 
 STATE_KEY: StateKey[_State] = StateKey(NAME)
 
+_CONFLICT_RETRIES = 5
+"""Attempts of a claim write that conflicts (client-go's ``retry.DefaultRetry``: 5 steps)."""
+
 _MATCH_CACHE_LIMIT = 1_000_000
 _OUTCOME_CACHE_LIMIT = 200_000
 
@@ -143,6 +148,8 @@ class DynamicResources:
 
     name = NAME
     Args = DynamicResourcesArgs
+    reads = ("ResourceClaim", "ResourceSlice", "DeviceClass")
+    writes = ("ResourceClaim", "ResourceClaim/status")
 
     def __init__(self, args: DynamicResourcesArgs | None, handle: Any) -> None:
         args = args or DynamicResourcesArgs()
@@ -463,18 +470,29 @@ class DynamicResources:
         for info in s.claims:
             self.manager.drop_in_flight(info.claim.metadata.uid or "")
             claim = self.manager.claim(info.claim.namespace, info.claim.name)
-            if (
-                claim is not None
-                and claim.status.allocation is not None
-                and is_reserved_for_pod(pod, claim)
-            ):
-                fresh = claim.model_copy(deep=True)
-                fresh.status.reserved_for = [
-                    r for r in fresh.status.reserved_for if r.uid != pod.metadata.uid
-                ]
+            if claim is not None and is_reserved_for_pod(pod, claim):
                 # A failure is retried with the pod's next attempt, as upstream.
                 with contextlib.suppress(Exception):
-                    self.handle.client.update(fresh)
+                    self._unreserve_claim(claim, pod)
+
+    def _unreserve_claim(self, claim: ResourceClaim, pod: Pod) -> None:
+        """Take the pod out of the claim's ``reservedFor``. Upstream patches the entry away
+        (strategic merge, no resourceVersion); here the list is written with the version
+        it was read at, and re-read on a conflict, so no concurrent entry is lost."""
+        uid = pod.metadata.uid
+        for attempt in range(_CONFLICT_RETRIES):
+            if attempt:
+                claim = self.handle.client.get("ResourceClaim", claim.namespace, claim.name)
+                if not is_reserved_for_pod(pod, claim):
+                    return
+            fresh = claim.model_copy(deep=True)
+            fresh.status.reserved_for = [r for r in fresh.status.reserved_for if r.uid != uid]
+            try:
+                self.handle.client.update(fresh)
+                return
+            except ConflictError:
+                if attempt == _CONFLICT_RETRIES - 1:
+                    raise
 
     @hookimpl
     def pre_bind(self, state: CycleState, pod: Pod) -> Status | None:
@@ -494,22 +512,47 @@ class DynamicResources:
         return None
 
     def _bind_claim(self, info: _ClaimInfo, pod: Pod) -> ResourceClaim:
+        """``bindClaim``: store the allocation Reserve chose (with the claim's
+        delete-protection finalizer) and add the pod to ``reservedFor``, re-reading the
+        claim after a conflict (client-go's ``RetryOnConflict``)."""
         current = self.manager.claim(info.claim.namespace, info.claim.name)
         if current is None or current.metadata.uid != info.claim.metadata.uid:
             raise RuntimeError(f"claim {info.claim.key} got deleted in the meantime")
-        if current.metadata.deletion_timestamp is not None:
-            raise RuntimeError(f"claim {current.key} got deleted in the meantime")
-        fresh = current.model_copy(deep=True)
-        if info.allocation is not None:
-            if current.status.allocation is not None:
-                raise RuntimeError(f"claim {current.key} got allocated elsewhere in the meantime")
-            fresh.status.allocation = info.allocation
-        fresh.status.reserved_for.append(
-            ResourceClaimConsumerReference(
-                resource="pods", name=pod.name, uid=pod.metadata.uid or ""
+        for attempt in range(_CONFLICT_RETRIES):
+            if attempt:
+                current = self.handle.client.get("ResourceClaim", current.namespace, current.name)
+            if current.metadata.deletion_timestamp is not None:
+                raise RuntimeError(f"claim {current.key} got deleted in the meantime")
+            fresh = current.model_copy(deep=True)
+            if info.allocation is not None:
+                if current.status.allocation is not None:
+                    raise RuntimeError(
+                        f"claim {current.key} got allocated elsewhere in the meantime"
+                    )
+                finalizers = fresh.metadata.finalizers or []
+                if RESOURCE_CLAIM_FINALIZER not in finalizers:
+                    fresh.metadata.finalizers = [*finalizers, RESOURCE_CLAIM_FINALIZER]
+                fresh.status.allocation = info.allocation
+            fresh.status.reserved_for.append(
+                ResourceClaimConsumerReference(
+                    resource="pods", name=pod.name, uid=pod.metadata.uid or ""
+                )
             )
-        )
-        return self.handle.client.update(fresh)
+            try:
+                written = self.handle.client.update(fresh)
+            except ConflictError:
+                if attempt == _CONFLICT_RETRIES - 1:
+                    raise
+                continue
+            except Exception as err:
+                what = (
+                    "allocation and reservation" if info.allocation is not None else "reservation"
+                )
+                raise RuntimeError(f"add {what} to claim {current.key}: {err}") from err
+            if info.allocation is not None:
+                self.manager.assume_written(written)
+            return written
+        raise AssertionError("unreachable")  # the last conflict is raised above
 
 
 def _index_slices(slices: list[Any]) -> tuple[dict[str, list[Any]], list[Any]]:

@@ -42,6 +42,10 @@ ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
 """A bound claim's PV cannot be reached from the node."""
 ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 """No CSIStorageCapacity reaching the node has room for a volume to provision."""
+ERR_BIND_TIMEOUT = "context deadline exceeded"
+"""Why PreBind gave up waiting for the claims to be bound (``bindTimeoutSeconds`` passed)."""
+BIND_CHECK_PERIOD = 1.0
+"""Seconds between two checks of the bindings on a real cluster (upstream: 1 s)."""
 ERR_REASON_PV_NOT_EXIST = (
     "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 )
@@ -501,59 +505,96 @@ class VolumeBinder:
     # -- PreBind -------------------------------------------------------------------------
 
     def bind_pod_volumes(self, pod: Pod, node_name: str, volumes: PodVolumes) -> None:
-        """``BindPodVolumes``: write the reserved PVs and the claims to provision, then wait
-        until the PV controller bound every claim (``bindTimeoutSeconds``). Raises on a
+        """``BindPodVolumes``: write the reserved PVs (their claimRef) and the claims to
+        provision (their selected node), then check every second, for at most
+        ``bindTimeoutSeconds``, until the PV controller bound every claim. Raises on a
         failed write, a failed provisioning, or the timeout."""
         client = getattr(self._handle, "client", None)
         if client is None:
             raise VolumeBindingError("no cluster client to bind volumes with")
-        for _, pv in volumes.static_bindings:
-            client.update(pv)
-        for prov in volumes.dynamic_provisions:
-            client.update(prov.pvc)
+        # The objects as written: the checks wait until the informers have them.
+        volumes.static_bindings = [(pvc, client.update(pv)) for pvc, pv in volumes.static_bindings]
+        volumes.dynamic_provisions = [
+            DynamicProvision(client.update(prov.pvc), prov.capacity)
+            for prov in volumes.dynamic_provisions
+        ]
         # The embedded cluster's controllers act within the writes: one check is final.
-        synchronous = getattr(client, "reconciles_synchronously", False)
+        if getattr(client, "reconciles_synchronously", False):
+            if not self._check_bindings(pod, node_name, volumes):
+                raise VolumeBindingError(f"binding volumes: {ERR_BIND_TIMEOUT}")
+            return
+        # Upstream's wait.PollUntilContextTimeout(1s, bindTimeout, immediate=false).
         deadline = time.monotonic() + self.bind_timeout_seconds
-        while not self._check_bindings(pod, node_name, volumes):
-            if synchronous or time.monotonic() >= deadline:
-                raise VolumeBindingError(
-                    "binding volumes: timed out waiting for the PersistentVolumeClaims to be bound"
-                )
-            time.sleep(0.1)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise VolumeBindingError(f"binding volumes: {ERR_BIND_TIMEOUT}")
+            time.sleep(min(BIND_CHECK_PERIOD, left))
+            if time.monotonic() >= deadline:
+                raise VolumeBindingError(f"binding volumes: {ERR_BIND_TIMEOUT}")
+            if self._check_bindings(pod, node_name, volumes):
+                return
 
     def _check_bindings(self, pod: Pod, node_name: str, volumes: PodVolumes) -> bool:
+        """``checkBindings``: True once every claim is bound, False to check again, a
+        ``VolumeBindingError`` when binding cannot succeed any more."""
+        try:
+            return self._bindings_done(pod, node_name, volumes)
+        except VolumeBindingError as err:
+            raise VolumeBindingError(f"binding volumes: {err}") from None
+
+    def _bindings_done(self, pod: Pod, node_name: str, volumes: PodVolumes) -> bool:
+        node = self._get("Node", node_name)
+        if node is None:
+            raise VolumeBindingError(f'failed to get node "{node_name}": not found')
+        labels: Mapping[str, str] = node.metadata.labels
+        # A pod deleted meanwhile: no need to wait for its claims any more.
+        if self._get("Pod", pod.name, pod.namespace) is None:
+            raise VolumeBindingError(f'pod does not exist any more: pods "{pod.name}" not found')
         for pvc, pv in volumes.static_bindings:
             api_pv: PersistentVolume | None = self._get("PersistentVolume", pv.name)
             if api_pv is None:
-                raise VolumeBindingError(f'failed to get pv "{pv.name}": not found')
-            ref = api_pv.spec.claim_ref
-            if ref is None or not ref.uid:
-                return False
-            if ref.uid != pvc.metadata.uid:
                 raise VolumeBindingError(
-                    f'claimRef UID mismatch of pv "{pv.name}": expected {pvc.metadata.uid}, '
-                    f"got {ref.uid}"
+                    f'failed to check binding: PersistentVolume "{pv.name}" not found'
                 )
             api_pvc = self._get("PersistentVolumeClaim", pvc.name, pvc.namespace)
-            if api_pvc is None or not is_claim_fully_bound(api_pvc):
+            if api_pvc is None:
+                raise VolumeBindingError(
+                    f'failed to check binding: PersistentVolumeClaim "{pvc.key}" not found'
+                )
+            if pv.newer_than(api_pv):
+                return False  # the informer has not seen our write yet
+            if not check_volume_node_affinity(api_pv, labels):
+                raise VolumeBindingError(
+                    f'pv "{api_pv.name}" node affinity doesn\'t match node "{node_name}": '
+                    "no matching NodeSelectorTerms"
+                )
+            ref = api_pv.spec.claim_ref
+            if ref is None or not ref.uid:
+                raise VolumeBindingError(f'ClaimRef got reset for pv "{api_pv.name}"')
+            if not is_claim_fully_bound(api_pvc):
                 return False
         for prov in volumes.dynamic_provisions:
-            name = prov.pvc.name
-            api_pvc = self._get("PersistentVolumeClaim", name, prov.pvc.namespace)
+            claim = prov.pvc
+            api_pvc = self._get("PersistentVolumeClaim", claim.name, claim.namespace)
             if api_pvc is None:
-                raise VolumeBindingError(f'failed to get pvc "{prov.pvc.key}": not found')
+                raise VolumeBindingError(
+                    f'failed to check provisioning pvc: PersistentVolumeClaim "{claim.key}" '
+                    "not found"
+                )
+            if claim.newer_than(api_pvc):
+                return False
             if api_pvc.metadata.annotations.get(ANN_SELECTED_NODE) != node_name:
                 # The provisioner drops the annotation when it cannot provision.
-                raise VolumeBindingError(f'provisioning failed for PVC "{name}"')
+                raise VolumeBindingError(f'provisioning failed for PVC "{api_pvc.name}"')
             if api_pvc.spec.volume_name:
                 api_pv = self._get("PersistentVolume", api_pvc.spec.volume_name)
                 if api_pv is None:
-                    return False
-                node = self._get("Node", node_name)
-                labels: Mapping[str, str] = node.metadata.labels if node is not None else {}
+                    return False  # not seen yet, or deleted: the claim gets unbound then
                 if not check_volume_node_affinity(api_pv, labels):
                     raise VolumeBindingError(
-                        f'pv "{api_pv.name}" node affinity doesn\'t match node "{node_name}"'
+                        f'pv "{api_pv.name}" node affinity doesn\'t match node "{node_name}": '
+                        "no matching NodeSelectorTerms"
                     )
             if not is_claim_fully_bound(api_pvc):
                 return False

@@ -125,6 +125,15 @@ class VolumeBinding:
 
     name = NAME
     Args = VolumeBindingArgs
+    reads = (
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "StorageClass",
+        "CSINode",
+        "CSIDriver",
+        "CSIStorageCapacity",
+    )
+    writes = ("PersistentVolume", "PersistentVolumeClaim")
 
     def __init__(self, args: VolumeBindingArgs | None, handle: Any) -> None:
         self.args = args if args is not None else VolumeBindingArgs()

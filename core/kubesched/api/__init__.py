@@ -79,6 +79,7 @@ from .nodeaffinity import (
 )
 from .quantity import Quantity, parse_quantity
 from .resource import (
+    RESOURCE_CLAIM_FINALIZER,
     AllocationResult,
     Device,
     DeviceClass,
@@ -203,6 +204,7 @@ __all__ = [
     "MEMORY",
     "NOT_SUPPORTED_PROVISIONER",
     "PODS",
+    "RESOURCE_CLAIM_FINALIZER",
     "AWSElasticBlockStoreVolumeSource",
     "Affinity",
     "AllocationResult",

@@ -84,6 +84,8 @@ class ObjectMeta(KubeModel):
     labels: NullableDict[str, str] = Field(default_factory=dict)
     annotations: NullableDict[str, str] = Field(default_factory=dict)
     owner_references: NullableList[OwnerReference] = Field(default_factory=list)
+    finalizers: list[str] | None = None
+    """None when the object has none (left out of its manifest)."""
     creation_timestamp: datetime | None = None
     deletion_timestamp: datetime | None = None
     deletion_grace_period_seconds: int | None = None
@@ -132,6 +134,17 @@ class KubeObject(KubeModel):
         if self.namespaced and not self.metadata.namespace:
             self.metadata.namespace = "default"
         return self
+
+    def newer_than(self, other: KubeObject) -> bool:
+        """Whether this is a later version of the object than ``other``: resourceVersions
+        compared as numbers (upstream's ``CompareResourceVersion``; the API server's and
+        the embedded cluster's are); False when one is not a number."""
+        try:
+            return int(self.metadata.resource_version or 0) > int(
+                other.metadata.resource_version or 0
+            )
+        except ValueError:
+            return False
 
     @property
     def name(self) -> str:

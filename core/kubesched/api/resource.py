@@ -25,6 +25,7 @@ __all__ = [
     "API_GROUP",
     "API_VERSION",
     "POD_CLAIM_NAME_ANNOTATION",
+    "RESOURCE_CLAIM_FINALIZER",
     "RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE",
     "AllocationResult",
     "CELDeviceSelector",
@@ -67,6 +68,10 @@ __all__ = [
 
 API_GROUP = "resource.k8s.io"
 API_VERSION = f"{API_GROUP}/v1"
+
+RESOURCE_CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"
+"""Put on a claim by the scheduler when it allocates it (the resourceclaim controller
+removes it once the claim is deallocated), so an allocated claim is not deleted in use."""
 
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 """Set by the resourceclaim controller on a claim it generated: the pod's claim entry."""

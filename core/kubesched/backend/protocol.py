@@ -117,6 +117,11 @@ class ClusterBackend(Protocol):
         """Deliver every change of ``kind`` after ``resource_version`` to ``handler``."""
         ...
 
+    def get(self, kind: str, namespace: str | None, name: str) -> KubeObject:
+        """The object as the cluster has it now; ``NotFoundError`` if it does not exist
+        (a plugin re-reads an object this way after a conflict)."""
+        ...
+
     def update(self, obj: KubeObject) -> KubeObject:
         """Replace an object (a PV's claimRef, a claim's annotations: volume binding);
         ``ConflictError`` when its resourceVersion is not the current one."""

@@ -26,11 +26,12 @@ from typing import Any
 import yaml
 
 from kubesched.backend.kube import KubeClient, load_configuration
+from kubesched.backend.kube.client import MERGE_PATCH
 from kubesched.backend.protocol import ConflictError, NotFoundError
 from kubesched.bench.runner import BenchError
 from kubesched.bench.workloads import build_workload
 from kubesched.config.types import ClientConnectionConfiguration
-from kubesched.testing.envtest import create_objects, free_port
+from kubesched.testing.envtest import collection_path, create_objects, free_port
 
 SCHEDULERS = ("kubesched", "external")
 """Who schedules: ``kubesched run`` started by the bench, or a scheduler already running."""
@@ -75,7 +76,19 @@ def _refuse_a_used_cluster(client: KubeClient) -> None:
 
 
 def _manifests(objects: list[Any]) -> list[dict[str, Any]]:
-    return [o.to_dict() for o in objects]
+    return [_without_empty(o.to_dict()) for o in objects]
+
+
+def _without_empty(value: Any) -> Any:
+    """``value`` without its empty lists, at any depth: the models write their defaults
+    (``ownerReferences: []``), which the API server treats as absent but refuses in places
+    (a ResourceClaimTemplate's ``spec.metadata``). Empty maps stay (``emptyDir: {}``)."""
+    if isinstance(value, dict):
+        out = {k: _without_empty(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v != []}
+    if isinstance(value, list):
+        return [_without_empty(v) for v in value]
+    return value
 
 
 def _namespaces(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -207,24 +220,40 @@ def _quantile(q: float, buckets: list[tuple[float, float]]) -> float:
 
 
 def _clean(client: KubeClient, created: list[dict[str, Any]]) -> None:
-    """Delete what the run created (pods at once, with no grace period)."""
-    for namespace in sorted(
+    """Delete what the run created (pods at once, with no grace period), and the claims
+    made for its pods, so that the next run finds the devices free."""
+    namespaces = sorted(
         {o["metadata"].get("namespace") or "default" for o in created if o["kind"] == "Pod"}
-    ):
+    )
+    for namespace in namespaces:
         client.request(
             "DELETE", f"/api/v1/namespaces/{namespace}/pods", query={"gracePeriodSeconds": 0}
         )
+    if any(o.get("apiVersion", "").startswith("resource.k8s.io/") for o in created):
+        for namespace in namespaces:
+            claims = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"
+            for claim in client.request("GET", claims)["items"]:
+                path = f"{claims}/{claim['metadata']['name']}"
+                with contextlib.suppress(NotFoundError):
+                    # The scheduler's delete protection: nothing deallocates them now.
+                    client.request(
+                        "PATCH",
+                        path,
+                        body={"metadata": {"finalizers": None}},
+                        content_type=MERGE_PATCH,
+                    )
+                    client.request("DELETE", path)
     for o in created:
-        name = o["metadata"]["name"]
         # Namespaces stay (empty): without a namespace controller, as on a scratch
         # control plane, a deleted namespace would stay Terminating for good.
-        path = {
-            "Node": f"/api/v1/nodes/{name}",
-            "PriorityClass": f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}",
-        }.get(o["kind"])
-        if path:
-            with contextlib.suppress(NotFoundError):
-                client.request("DELETE", path)
+        if o["kind"] in ("Pod", "Namespace"):
+            continue
+        try:
+            path = f"{collection_path(o)}/{o['metadata']['name']}"
+        except KeyError:
+            continue  # a kind envtest cannot create: its creation failed first
+        with contextlib.suppress(NotFoundError):
+            client.request("DELETE", path)
 
 
 def run_on_api_server(

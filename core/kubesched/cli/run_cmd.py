@@ -86,18 +86,15 @@ def _run(args: argparse.Namespace) -> int:
     client = KubeClient(load_configuration(kubeconfig), connection, metrics.registry)
     cluster = KubeCluster(client)
     le = config.leader_election
+    runner = None
     try:
-        # Fail at once, in one line, on an unreachable server or missing permissions,
-        # rather than retrying forever in the informers.
-        cluster.check_access(
-            leases=(le.resource_namespace, le.resource_name) if le.leader_elect else None
-        )
         server = None
         if args.port >= 0:
             server = ServerOptions(
                 args.bind_address, args.port, args.tls_cert_file, args.tls_private_key_file
             )
         try:
+            # Builds the profiles: the cluster learns which kinds their plugins need.
             runner = SchedulerRunner(
                 effective,
                 registry,
@@ -110,7 +107,14 @@ def _run(args: argparse.Namespace) -> int:
             raise KubeschedError(
                 f"cannot serve on {args.bind_address}:{args.port}: {err.strerror or err}"
             ) from err
+        # Fail at once, in one line, on an unreachable server or missing permissions,
+        # rather than retrying forever in the informers.
+        cluster.check_access(
+            leases=(le.resource_namespace, le.resource_name) if le.leader_elect else None
+        )
     except BaseException:
+        if runner is not None and runner.server is not None:
+            runner.server.stop()
         cluster.close()
         raise
     for sig in (signal.SIGTERM, signal.SIGINT):

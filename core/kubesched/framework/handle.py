@@ -11,7 +11,7 @@ import random
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kubesched.api import Pod
+from kubesched.api import KubeObject, Pod
 from kubesched.backend.protocol import PodCondition
 from kubesched.framework.listers import ObjectLister
 
@@ -66,6 +66,17 @@ class ClusterClient(Protocol):
 
     def delete_pod(self, pod: Pod, grace_period_seconds: float | None = None) -> None:
         """Delete ``pod`` (with its termination grace period unless overridden)."""
+        ...
+
+    def get(self, kind: str, namespace: str | None, name: str) -> KubeObject:
+        """The object as the cluster has it now (re-read after a conflict)."""
+        ...
+
+    def update(self, obj: KubeObject) -> KubeObject:
+        """Write ``obj`` (a changed copy of an object read at its ``resourceVersion``):
+        ``ConflictError`` when the object changed since. Name the kind in the plugin's
+        ``writes`` (``"Kind"``, or ``"Kind/status"`` for a status change) so that
+        ``kubesched run`` checks the permission at start."""
         ...
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import Protocol
 
 from kubesched.api import (
@@ -134,7 +135,7 @@ class StaticLister:
 
     def list_objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
         """The objects of ``kind`` (of ``namespace`` if given), sorted by key."""
-        store = self._generic.get(kind) or {}
-        return [
-            store[k] for k in sorted(store) if namespace is None or store[k].namespace == namespace
-        ]
+        # One copy of the items (atomic): a real cluster's informers change the store
+        # from their threads while plugins read.
+        items = sorted((self._generic.get(kind) or {}).items(), key=itemgetter(0))
+        return [o for _, o in items if namespace is None or o.namespace == namespace]

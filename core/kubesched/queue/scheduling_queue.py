@@ -161,12 +161,12 @@ def _is_wildcard(event: ClusterEvent) -> bool:
 def is_pod_updated(old_pod: Pod | None, new_pod: Pod) -> bool:
     """Whether an update may change the pod's scheduling result (upstream ``isPodUpdated``).
 
-    The status, ``resourceVersion`` and ``generation`` are ignored (our models keep
-    no ``managedFields`` or finalizers, which upstream ignores as well).
+    The status, ``resourceVersion``, ``generation`` and finalizers are ignored (our
+    models keep no ``managedFields``, which upstream ignores as well).
     """
     if old_pod is None:
         return True
-    exclude: Any = {"status": True, "metadata": {"resource_version", "generation"}}
+    exclude: Any = {"status": True, "metadata": {"resource_version", "generation", "finalizers"}}
     return old_pod.model_dump(exclude=exclude) != new_pod.model_dump(exclude=exclude)
 
 
@@ -267,14 +267,17 @@ class PriorityQueue:
                     self._cond.notify_all()
             self._update_gauges()
 
-    def update(self, old_pod: Pod | None, new_pod: Pod) -> None:
-        """A pod changed.
+    def update(self, old_pod: Pod | None, new_pod: Pod, event: ClusterEvent | None = None) -> None:
+        """A pod changed (``event``: how, as ``UnscheduledPod/<action>``, if known).
 
         In the activeQ or backoffQ it is updated in place. An unschedulable or gated
         pod moves on (to the backoffQ if still backing off, else through PreEnqueue
-        to the activeQ) if the change may matter for scheduling (``is_pod_updated``),
-        else it is updated in place. A pod being scheduled is remembered and requeued
-        after its attempt. An unknown pod is added. A pod that became bound leaves.
+        to the activeQ) if the change may matter for scheduling (``is_pod_updated``);
+        a change of its status only moves it when ``event`` is a specific one (the
+        claims the resourceclaim controller made for it) and the hint of a plugin that
+        rejected it says so, as upstream's queueing hints for pod updates; else it is
+        updated in place. A pod being scheduled is remembered and requeued after its
+        attempt. An unknown pod is added. A pod that became bound leaves.
         """
         if new_pod.spec.node_name:
             # The pod got bound (by us or another scheduler): it is no longer pending.
@@ -283,7 +286,7 @@ class PriorityQueue:
         if not self._accepts(new_pod):
             return
         with self._lock:
-            self._update_locked(old_pod, new_pod)
+            self._update_locked(old_pod, new_pod, event)
             self._update_gauges()
 
     def delete(self, pod: Pod) -> None:
@@ -648,7 +651,9 @@ class PriorityQueue:
         self._unschedulable.pop(uid, None)
         self._gated.pop(uid, None)
 
-    def _update_locked(self, old_pod: Pod | None, new_pod: Pod) -> None:
+    def _update_locked(
+        self, old_pod: Pod | None, new_pod: Pod, event: ClusterEvent | None = None
+    ) -> None:
         uid = pod_uid(new_pod)
         if uid in self._in_flight:
             # Being scheduled: upstream records the update and lets the attempt's
@@ -671,6 +676,15 @@ class PriorityQueue:
             qpi.pod_info = PodInfo(new_pod)
             self.nominator.update_nominated_pod(old_pod or old, qpi.pod_info)
             if not is_pod_updated(old_pod or old, new_pod):
+                # Only the status changed. Upstream asks the rejecting plugins' hints;
+                # here only for specific changes, not for UpdatePodOther (the
+                # scheduler's own condition writes), which would requeue every failure.
+                if event is not None and not event.action & ActionType.UPDATE_OTHER:
+                    strategy = self._worth_requeuing(qpi, event, old_pod or old, new_pod, {})
+                    if strategy is not _Strategy.SKIP and self._requeue(
+                        qpi, strategy, event.display()
+                    ):
+                        self._cond.notify_all()
                 return
             # The update may make it schedulable (or remove a gate). It may have
             # completed its backoff while unschedulable, hence the check.

@@ -180,7 +180,10 @@ class EventHandlers:
                 self._add_to_cache(pod)
             elif self._responsible(pod):
                 if self.scheduler.cache.assumed_pod_info(pod_uid(pod)) is None:
-                    self.scheduler.queue.update(old, pod)
+                    event = pod_update_event(
+                        PodInfo(old), PodInfo(pod), EventResource.UNSCHEDULED_POD
+                    )
+                    self.scheduler.queue.update(old, pod, event)
             elif self._responsible(old):
                 self._delete_from_queue(old)
         elif _assigned(pod):

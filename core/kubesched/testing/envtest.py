@@ -9,6 +9,7 @@ temporary directory; ``stop()`` ends the processes it started, by PID.
         kubeconfig = cp.kubeconfig            # admin (system:masters), static token
         cp.add_user("limited")                # a token user without RBAC rights
         cp.restart_apiserver()                # drop every watch, keep etcd's data
+        cp.start_controller_manager(("persistentvolume-binder-controller",))
 
 ``create_objects(client, manifests)`` fills it quickly (nodes and pods for a test).
 """
@@ -88,6 +89,7 @@ class ControlPlane:
         self.port = 0
         self._etcd: subprocess.Popen | None = None
         self._apiserver: subprocess.Popen | None = None
+        self._controller_manager: subprocess.Popen | None = None
         self._users: dict[str, tuple[str, ...]] = {"admin": ("system:masters",)}
 
     # -- life cycle ---------------------------------------------------------------------
@@ -108,10 +110,11 @@ class ControlPlane:
         return self
 
     def stop(self) -> None:
-        """Stop kube-apiserver and etcd (by PID) and remove the temporary directory."""
-        for proc in (self._apiserver, self._etcd):
+        """Stop kube-controller-manager (if started), kube-apiserver and etcd (by PID) and
+        remove the temporary directory."""
+        for proc in (self._controller_manager, self._apiserver, self._etcd):
             _terminate(proc)
-        self._apiserver = self._etcd = None
+        self._controller_manager = self._apiserver = self._etcd = None
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
@@ -214,6 +217,31 @@ class ControlPlane:
             "--bind-address=127.0.0.1",
             f"--cert-dir={workdir / 'kube-scheduler-certs'}",
         ]
+
+    def start_controller_manager(self, controllers: tuple[str, ...]) -> None:
+        """Start the assets' kube-controller-manager running only ``controllers`` (such as
+        ``persistentvolume-binder-controller``) as the admin, without leader election;
+        it stops with the control plane. Raises ``EnvtestError`` when the assets have
+        no kube-controller-manager or it is started already."""
+        binary = self.assets / "kube-controller-manager"
+        if not binary.is_file():
+            raise EnvtestError(f"no kube-controller-manager in {self.assets}")
+        if self._controller_manager is not None:
+            raise EnvtestError("kube-controller-manager is started already")
+        d = self._require_dir()
+        self._controller_manager = self._spawn(
+            "kube-controller-manager",
+            [
+                str(binary),
+                f"--kubeconfig={self.kubeconfig}",
+                "--leader-elect=false",
+                f"--controllers={','.join(controllers)}",
+                f"--service-account-private-key-file={d / 'sa.key'}",
+                "--use-service-account-credentials=false",
+                "--bind-address=127.0.0.1",
+                "--secure-port=0",
+            ],
+        )
 
     def add_user(self, user: str, groups: tuple[str, ...] = ()) -> Path:
         """Add a token user (kube-apiserver reads the token file at start: this restarts

@@ -6,24 +6,34 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from kubesched.api import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    DeviceClass,
     KubeObject,
     Lease,
     Namespace,
     Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
     PriorityClass,
     ReplicaSet,
     ReplicationController,
+    ResourceClaim,
+    ResourceSlice,
     Service,
     StatefulSet,
+    StorageClass,
 )
 from kubesched.backend.kube.client import (
+    MERGE_PATCH,
     STRATEGIC_MERGE_PATCH,
     ForbiddenError,
     KubeClient,
@@ -60,37 +70,50 @@ RESOURCES: dict[str, Resource] = {
         ),
         Resource("ReplicaSet", "/apis/apps/v1/replicasets", ReplicaSet),
         Resource("StatefulSet", "/apis/apps/v1/statefulsets", StatefulSet),
+        # Watched only when a profile's plugin reads them or registers events on them.
+        Resource("PersistentVolume", "/api/v1/persistentvolumes", PersistentVolume),
+        Resource("PersistentVolumeClaim", "/api/v1/persistentvolumeclaims", PersistentVolumeClaim),
+        Resource("StorageClass", "/apis/storage.k8s.io/v1/storageclasses", StorageClass),
+        Resource("CSINode", "/apis/storage.k8s.io/v1/csinodes", CSINode),
+        Resource("CSIDriver", "/apis/storage.k8s.io/v1/csidrivers", CSIDriver),
+        Resource(
+            "CSIStorageCapacity", "/apis/storage.k8s.io/v1/csistoragecapacities", CSIStorageCapacity
+        ),
+        # resource.k8s.io/v1: GA since v1.34, the only version a v1.36 API server serves.
+        Resource("DeviceClass", "/apis/resource.k8s.io/v1/deviceclasses", DeviceClass),
+        Resource("ResourceClaim", "/apis/resource.k8s.io/v1/resourceclaims", ResourceClaim),
+        Resource("ResourceSlice", "/apis/resource.k8s.io/v1/resourceslices", ResourceSlice),
     )
 }
-"""The kinds the scheduler and the built-in plugins (preemption included) read."""
+"""Every kind ``kubesched run`` can watch on a cluster, with its REST collection."""
+
+BASE_KINDS: tuple[str, ...] = (
+    "Node",
+    "Pod",
+    "Namespace",
+    "Service",
+    "ReplicationController",
+    "PriorityClass",
+    "PodDisruptionBudget",
+    "ReplicaSet",
+    "StatefulSet",
+)
+"""The kinds always watched: the scheduler's and the default plugins' (preemption included).
+The others of ``RESOURCES`` are watched only when a profile needs them (``watch_kinds``),
+as upstream starts an informer only for the listers its plugins asked for."""
+
+STATUS_SUBRESOURCE = frozenset({"PersistentVolume", "PersistentVolumeClaim", "ResourceClaim"})
+"""Kinds whose ``status`` is written through the ``/status`` subresource."""
 
 REQUIRED_ACCESS: tuple[tuple[str, str, str, str], ...] = (
-    *(
-        (verb, group, resource, "")
-        for group, resource in (
-            ("", "nodes"),
-            ("", "pods"),
-            ("", "namespaces"),
-            ("", "services"),
-            ("", "replicationcontrollers"),
-            ("scheduling.k8s.io", "priorityclasses"),
-            ("policy", "poddisruptionbudgets"),
-            ("apps", "replicasets"),
-            ("apps", "statefulsets"),
-        )
-        for verb in ("list", "watch")
-    ),
     ("create", "", "pods", "binding"),
     ("patch", "", "pods", "status"),
     ("delete", "", "pods", ""),
     ("create", "events.k8s.io", "events", ""),
     ("patch", "events.k8s.io", "events", ""),
 )
-"""What ``kubesched run`` needs (a subset of upstream's ``system:kube-scheduler`` role)."""
-
-LEASE_ACCESS: tuple[tuple[str, str, str, str], ...] = tuple(
-    (verb, "coordination.k8s.io", "leases", "") for verb in ("get", "create", "update")
-)
+"""The writes ``kubesched run`` always makes (a subset of upstream's ``system:kube-scheduler``
+role); ``list``/``watch`` of each watched kind and the plugins' writes come on top."""
 
 
 def _resource_path(kind: str, namespace: str, name: str, sub: str = "") -> str:
@@ -102,6 +125,57 @@ def _resource_path(kind: str, namespace: str, name: str, sub: str = "") -> str:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_FROM_INFORMERS = ("Pod", "Node")
+"""Kinds the lister reads from their informers' stores rather than keeping a copy."""
+
+
+class _InformerLister(StaticLister):
+    """The lister of a real cluster: the kinds plugins read, kept by the informers; Nodes
+    and Pods looked up in their informers (what upstream's node and pod listers do)."""
+
+    def __init__(self, informers: dict[str, Informer]) -> None:
+        super().__init__()
+        self._informers = informers
+
+    def get_object(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
+        """Any object by kind name, or None."""
+        if kind in _FROM_INFORMERS:
+            informer = self._informers.get(kind)
+            if informer is None:
+                return None
+            key = f"{namespace or 'default'}/{name}" if kind == "Pod" else name
+            return informer.store.get(key)
+        return super().get_object(kind, namespace, name)
+
+    def list_objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
+        """The objects of ``kind`` (of ``namespace`` if given), sorted by key."""
+        if kind in _FROM_INFORMERS:
+            informer = self._informers.get(kind)
+            if informer is None:
+                return []
+            with informer.lock:
+                items = sorted(informer.store.items())
+            return [o for _, o in items if namespace is None or o.namespace == namespace]
+        return super().list_objects(kind, namespace)
+
+
+def merge_patch(old: Any, new: Any) -> Any:
+    """The JSON merge patch (RFC 7386) that turns ``old`` into ``new``: changed and new
+    keys, ``None`` for removed ones, lists whole. ``{}`` when they are equal."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return new
+    patch: dict[str, Any] = {}
+    for key, value in new.items():
+        if key not in old:
+            patch[key] = value
+        elif old[key] != value:
+            patch[key] = merge_patch(old[key], value)
+    for key in old:
+        if key not in new:
+            patch[key] = None
+    return patch
 
 
 class _Subscription:
@@ -128,44 +202,97 @@ class KubeCluster:
     status, deletes, events, leases) go straight to the API server.
     """
 
-    def __init__(self, client: KubeClient, *, watch_timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        watch_timeout: float | None = None,
+        kinds: Iterable[str] = (),
+    ) -> None:
         self.client = client
+        self._watch_timeout = watch_timeout
         self._dispatch: queue.Queue[tuple[_Subscription, WatchEvent] | None] = queue.Queue()
         self._subs: dict[str, list[_Subscription]] = {k: [] for k in RESOURCES}
         self.informers: dict[str, Informer] = {}
-        for kind, resource in RESOURCES.items():
-            kwargs = {"watch_timeout": watch_timeout} if watch_timeout else {}
-            self.informers[kind] = Informer(
-                client, resource, lambda ev, k=kind: self._emit(k, ev), **kwargs
-            )
-        self.lister = StaticLister()
-        """What plugins read through ``handle.lister`` (Namespaces, Services, PDBs, ...),
-        kept current by the informers."""
-        self.watchable_kinds = frozenset(RESOURCES)
+        self.lister = _InformerLister(self.informers)
+        """What plugins read through ``handle.lister`` (Namespaces, Services, PDBs, PVCs,
+        ...; Nodes and Pods straight from their informers), kept current by the informers."""
+        self.watchable_kinds: frozenset[str] = frozenset()
         """The kinds ``list``/``watch`` serve (``EventHandlers`` skips the others)."""
+        self.writes: set[str] = set()
+        """Kinds plugins write through ``update`` (``Kind`` or ``Kind/status``): their
+        permissions are checked at start-up too."""
         self.events = EventBroadcaster(client)
         self.may_write: Callable[[], bool] | None = None
         """When set, binds, status writes and deletes are refused while it returns False
         (a replica that lost its lease never acts on it)."""
         self._dispatcher: threading.Thread | None = None
         self._started = False
+        self.watch_kinds((*BASE_KINDS, *kinds))
+
+    def watch_kinds(self, kinds: Iterable[str]) -> list[str]:
+        """Watch these kinds too (before ``start``); returns those kubesched cannot watch
+        on a cluster (not in ``RESOURCES``), which are left out."""
+        unknown = []
+        for kind in kinds:
+            resource = RESOURCES.get(kind)
+            if resource is None:
+                unknown.append(kind)
+                continue
+            if kind in self.informers:
+                continue
+            if self._started:
+                raise BackendError(f"cannot watch {kind}: the informers are started", 400)
+            kwargs = {"watch_timeout": self._watch_timeout} if self._watch_timeout else {}
+            self.informers[kind] = Informer(
+                self.client, resource, lambda ev, k=kind: self._emit(k, ev), **kwargs
+            )
+        self.watchable_kinds = frozenset(self.informers)
+        return unknown
+
+    def required_access(
+        self, leases: tuple[str, str] | None = None
+    ) -> list[tuple[str, str, str, str, str]]:
+        """``(verb, group, resource, subresource, name)`` of every permission this run
+        needs: list+watch of each watched kind, the scheduler's writes, the plugins'
+        writes (get+patch: ``update`` patches), the Lease when electing a leader."""
+        out = [
+            (verb, r.group, r.plural, "", "")
+            for r in (RESOURCES[k] for k in self.informers)
+            for verb in ("list", "watch")
+        ]
+        out += [(v, g, r, sub, "") for v, g, r, sub in REQUIRED_ACCESS]
+        for what in sorted(self.writes):
+            kind, _, sub = what.partition("/")
+            resource = RESOURCES[kind]
+            # update() reads the object itself, and patches the object or its subresource.
+            for access in (
+                ("get", resource.group, resource.plural, "", ""),
+                ("patch", resource.group, resource.plural, sub, ""),
+            ):
+                if access not in out:
+                    out.append(access)
+        if leases is not None:
+            # A Role may grant get/update on this Lease alone; create cannot be by name.
+            out += [
+                (verb, "coordination.k8s.io", "leases", "", "" if verb == "create" else leases[1])
+                for verb in ("get", "create", "update")
+            ]
+        return out
 
     # -- life cycle ---------------------------------------------------------------------
     def check_access(self, *, leases: tuple[str, str] | None = None) -> None:
         """Raise ``ForbiddenError`` naming the first permission the user lacks (a
-        SelfSubjectAccessReview per permission of ``REQUIRED_ACCESS``, plus the Lease
+        SelfSubjectAccessReview per permission of ``required_access``; the Lease
         ``leases=(namespace, name)`` when electing a leader)."""
-        checks = list(REQUIRED_ACCESS)
-        if leases is not None:
-            checks += [(v, g, r, s) for v, g, r, s in LEASE_ACCESS]
-        for verb, group, resource, sub in checks:
+        for verb, group, resource, sub, name in self.required_access(leases):
             attrs: dict[str, Any] = {"verb": verb, "group": group, "resource": resource}
             if sub:
                 attrs["subresource"] = sub
             if resource == "leases" and leases is not None:
                 attrs["namespace"] = leases[0]
-                if verb != "create":  # a Role may grant get/update on this Lease alone
-                    attrs["name"] = leases[1]
+            if name:
+                attrs["name"] = name
             review = self.client.request(
                 "POST",
                 "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
@@ -288,8 +415,8 @@ class KubeCluster:
 
     # -- what plugins read -------------------------------------------------------------
     def _keep_listed(self, kind: str, ev: WatchEvent) -> None:
-        # The kinds plugins read through handle.lister (not pods and nodes: the snapshot).
-        if kind in ("Pod", "Node"):
+        # The kinds plugins read through handle.lister (pods and nodes: their informers).
+        if kind in _FROM_INFORMERS:
             return
         if ev.type is EventType.DELETED:
             self.lister.remove(ev.object)
@@ -300,6 +427,62 @@ class KubeCluster:
     def _check_leading(self, what: str) -> None:
         if self.may_write is not None and not self.may_write():
             raise BackendError(f"not the leader any more: {what} not sent", 503)
+
+    def get(self, kind: str, namespace: str | None, name: str) -> KubeObject:
+        """The object as the API server has it now (a GET, not the informer's copy);
+        ``NotFoundError`` if it does not exist."""
+        resource = RESOURCES.get(kind)
+        if resource is None:
+            raise BackendError(f"kubesched does not read {kind} on a cluster", 400)
+        data = self.client.request("GET", resource.object_path(namespace, name))
+        data.setdefault("kind", kind)
+        return resource.model.model_validate(data)
+
+    def update(self, obj: KubeObject) -> KubeObject:
+        """Write what changed in ``obj`` since the version it was read at (its
+        ``resourceVersion``): metadata and spec through the object, ``status`` through its
+        ``/status`` subresource. JSON merge patches carrying that resourceVersion, so the
+        API server refuses them (409 ``ConflictError``) when the object moved on, as it
+        would an update; fields kubesched does not model are left as they are (a whole
+        object put back would drop them). Returns the object as written."""
+        kind = obj.kind or type(obj).__name__
+        resource = RESOURCES.get(kind)
+        if resource is None:
+            raise BackendError(f"kubesched does not write {kind} on a cluster", 400)
+        self._check_leading(f"update of {kind} {obj.key}")
+        base = self._base_version(resource, obj)
+        new, old = obj.to_dict(), base.to_dict()
+        rv = obj.metadata.resource_version
+        written = base
+        parts: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (("", new, old),)
+        if kind in STATUS_SUBRESOURCE:
+            status_new, status_old = new.pop("status", None), old.pop("status", None)
+            parts = (("", new, old), ("status", {"status": status_new}, {"status": status_old}))
+        for sub, after, before in parts:
+            patch = merge_patch(before, after)
+            if not patch:
+                continue
+            if rv:
+                patch.setdefault("metadata", {})["resourceVersion"] = rv
+            data = self.client.request(
+                "PATCH",
+                resource.object_path(obj.namespace, obj.name, sub),
+                body=patch,
+                content_type=MERGE_PATCH,
+            )
+            data.setdefault("kind", kind)
+            written = resource.model.model_validate(data)
+            rv = written.metadata.resource_version
+        return written
+
+    def _base_version(self, resource: Resource, obj: KubeObject) -> KubeObject:
+        # The version obj was made from: the informer's when it is that one, else the API's.
+        informer = self.informers.get(resource.kind)
+        current = informer.store.get(obj.key) if informer is not None else None
+        rv = obj.metadata.resource_version
+        if current is not None and (not rv or current.metadata.resource_version == rv):
+            return current
+        return self.get(resource.kind, obj.namespace, obj.name)
 
     def bind(self, pod: Pod, node_name: str) -> None:
         """POST the pod's ``binding`` (409 ``ConflictError`` if bound, 404 if gone)."""

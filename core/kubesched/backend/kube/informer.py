@@ -38,6 +38,29 @@ class Resource:
     field_selector: str = ""
     """Only objects matching it; one that stops matching arrives as a deletion."""
 
+    @property
+    def namespaced(self) -> bool:
+        """Whether its objects live in namespaces (the model says)."""
+        return self.model.namespaced
+
+    @property
+    def group(self) -> str:
+        """The API group ("" for the core group), as RBAC names it."""
+        parts = self.path.split("/")
+        return "" if parts[1] == "api" else parts[2]
+
+    @property
+    def plural(self) -> str:
+        """The resource name (``persistentvolumeclaims``), as RBAC names it."""
+        return self.path.rsplit("/", 1)[1]
+
+    def object_path(self, namespace: str | None, name: str, subresource: str = "") -> str:
+        """The REST path of one object (and of its ``subresource`` if given)."""
+        prefix, plural = self.path.rsplit("/", 1)
+        scope = f"/namespaces/{namespace or 'default'}" if self.namespaced else ""
+        path = f"{prefix}{scope}/{plural}/{name}"
+        return f"{path}/{subresource}" if subresource else path
+
 
 class Informer:
     """One kind's list+watch loop and its store (the objects as last seen, by key).

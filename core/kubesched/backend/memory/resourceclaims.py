@@ -20,7 +20,7 @@ from kubesched.api import (
     ResourceClaim,
     ResourceClaimTemplate,
 )
-from kubesched.api.resource import POD_CLAIM_NAME_ANNOTATION
+from kubesched.api.resource import POD_CLAIM_NAME_ANNOTATION, RESOURCE_CLAIM_FINALIZER
 from kubesched.backend.protocol import BackendError, EventType, RecordedEvent, WatchEvent
 
 if TYPE_CHECKING:
@@ -164,4 +164,9 @@ class ResourceClaimController:
             new.status.reserved_for = [r for r in new.status.reserved_for if r.uid != uid]
             if not new.status.reserved_for:
                 new.status.allocation = None
+                # As upstream's controller: a deallocated claim needs no delete protection.
+                finalizers = [
+                    f for f in new.metadata.finalizers or () if f != RESOURCE_CLAIM_FINALIZER
+                ]
+                new.metadata.finalizers = finalizers or None
             self.cluster.update(new)

@@ -1,0 +1,103 @@
+"""Devices on a real cluster: ``kubesched run`` watches resource.k8s.io/v1 classes, slices and
+claims, and DynamicResources writes the allocation and reservation through the API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from kubesched.testing import make_pod
+
+from .conftest import Api, InProcess, wait_for
+from .test_storage import nodes
+
+pytestmark = pytest.mark.envtest
+
+DRIVER = "gpu.example.com"
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+
+
+@pytest.fixture
+def dra_api(api: Api) -> Iterator[Api]:
+    """The admin client; the DRA objects a test made are deleted after it (the claims'
+    finalizers dropped: no resourceclaim controller runs to lift them)."""
+    yield api
+    api.delete("/api/v1/namespaces/default/pods", gracePeriodSeconds=0)
+    api.delete_all(CLAIMS)
+    api.delete("/apis/resource.k8s.io/v1/resourceslices")
+    api.delete("/apis/resource.k8s.io/v1/deviceclasses")
+
+
+def device_class() -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+    }
+
+
+def node_slice(node: str, devices: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-gpus"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": f"gpu-{i}"} for i in range(devices)],
+        },
+    }
+
+
+def resource_claim(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+    }
+
+
+def pod_with_claim(name: str, claim: str) -> dict[str, Any]:
+    manifest = make_pod(name).req(cpu="100m", memory="64Mi").manifest()
+    spec = manifest["spec"]
+    spec["terminationGracePeriodSeconds"] = 0
+    spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim}]
+    spec["containers"][0].setdefault("resources", {})["claims"] = [{"name": "gpu"}]
+    return manifest
+
+
+def test_claims_are_allocated_from_the_slice_and_written_through_the_api(
+    dra_api: Api, in_process: Callable[..., InProcess]
+) -> None:
+    api = dra_api
+    nodes(api, 3)
+    api.create(device_class())
+    api.create(node_slice("n1", 1))  # one device, on n1 only
+    api.create(resource_claim("claim-a"))
+    api.create(resource_claim("claim-b"))
+    in_process()
+    api.create(pod_with_claim("a", "claim-a"))
+    placed = wait_for(lambda: api.node_of("a"), 30, "a bound")
+    assert placed == "n1"
+    claim = api.client.request("GET", f"{CLAIMS}/claim-a")
+    pod = api.pod("a")
+    assert claim["status"]["reservedFor"] == [
+        {"resource": "pods", "name": "a", "uid": pod["metadata"]["uid"]}
+    ]
+    allocation = claim["status"]["allocation"]
+    assert allocation["devices"]["results"] == [
+        {"request": "gpu", "driver": DRIVER, "pool": "n1", "device": "gpu-0"}
+    ]
+    (term,) = allocation["nodeSelector"]["nodeSelectorTerms"]
+    assert term["matchFields"] == [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]
+    assert claim["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
+    # The only device is taken: the second claim cannot be allocated anywhere.
+    api.create(pod_with_claim("b", "claim-b"))
+    condition = api.unschedulable("b")
+    assert "cannot allocate all claims" in condition["message"]
+    assert "allocation" not in api.client.request("GET", f"{CLAIMS}/claim-b").get("status", {})
