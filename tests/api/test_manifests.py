@@ -28,7 +28,8 @@ C = {"name": "c", "image": "busybox"}
 
 
 def test_kinds_cover_the_objects_we_read() -> None:
-    assert set(KINDS) == {
+    # The built-in kinds; a plugin's (PodGroup) is added once an earlier test loads one.
+    assert {kind for kind, cls in KINDS.items() if cls.__module__.startswith("kubesched.")} == {
         "Pod",
         "Node",
         "Namespace",
