@@ -157,7 +157,9 @@ def main(argv: list[str]) -> int:
     if args.only in (None, "fit"):
         print(json.dumps(bench_fit(args.nodes, args.pods, args.pending)), flush=True)
     if args.only in (None, "nodes"):
-        print(json.dumps(bench_nodes(args.nodes, args.pods, args.pending, args.replicas)), flush=True)
+        print(
+            json.dumps(bench_nodes(args.nodes, args.pods, args.pending, args.replicas)), flush=True
+        )
     return 0
 
 

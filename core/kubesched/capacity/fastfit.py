@@ -163,7 +163,9 @@ class NodeLocalCount:
             verdicts, error = self.fwk.run_filter_batch(state, probe, NodeBatch(table, rows))
             if error is not None:
                 return False
-            open_nodes = [n for n, bad in zip(names, not_none_mask(verdicts)) if not bad]
+            open_nodes = [
+                n for n, bad in zip(names, not_none_mask(verdicts), strict=True) if not bad
+            ]
             for node in open_nodes:
                 info = self._copy_info(len(self.assumed), node)
                 s.cache.assume_pod(info)
