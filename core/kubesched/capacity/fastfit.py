@@ -121,6 +121,28 @@ def blocker(sim: Simulation, fwk: Framework, copy: Pod) -> str | None:
     return None
 
 
+def failed_attempt(
+    sim: Simulation, fwk: Framework, pod_info: PodInfo
+) -> tuple[str, Diagnosis] | None:
+    """What the scheduling algorithm says of ``pod_info`` on ``sim``'s cluster now, as a
+    scheduling cycle would (FailedScheduling message and diagnosis); None when it finds
+    a node, or a plugin fails with an error."""
+    s = sim.scheduler
+    s.cache.update_snapshot(s.snapshot)
+    try:
+        s.algorithm.schedule_pod(fwk, fwk.new_cycle_state(), pod_info, s.snapshot)
+    except FitError as fit:
+        return Status(Code.UNSCHEDULABLE, str(fit)).message(), fit.diagnosis
+    except SchedulingError:
+        return None
+    return None
+
+
+def only_harmless_plugins(fwk: Framework) -> bool:
+    """Whether every plugin of ``fwk``'s profile is one of :data:`HARMLESS_PLUGINS`."""
+    return all(n in HARMLESS_PLUGINS for point in _EXTENSION_POINTS for n in fwk.plugins_at(point))
+
+
 class NodeLocalCount:
     """The copies of one template counted node by node on a simulation's scheduler cache
     (see the module's docstring). The copies are assumed pods: :meth:`undo` forgets them."""
@@ -178,16 +200,7 @@ class NodeLocalCount:
     def explain(self, index: int) -> tuple[str, Diagnosis] | None:
         """The message and diagnosis of the next copy's attempt by the scheduling
         algorithm on the final state; None if, against the reasoning, it fits."""
-        s = self.sim.scheduler
-        s.cache.update_snapshot(s.snapshot)
-        probe = self._copy_info(index, None)
-        try:
-            s.algorithm.schedule_pod(self.fwk, self.fwk.new_cycle_state(), probe, s.snapshot)
-        except FitError as fit:
-            return Status(Code.UNSCHEDULABLE, str(fit)).message(), fit.diagnosis
-        except SchedulingError:
-            return None
-        return None
+        return failed_attempt(self.sim, self.fwk, self._copy_info(index, None))
 
     def undo(self) -> None:
         """Forget every assumed copy (the cache is as before :meth:`count`)."""

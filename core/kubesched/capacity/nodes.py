@@ -25,6 +25,7 @@ from kubesched.api.nodeaffinity import RequiredNodeAffinity
 from kubesched.api.resources import node_allocatable
 from kubesched.api.tolerations import find_untolerated_taint
 from kubesched.capacity.common import capacity_configuration
+from kubesched.capacity.fastfit import failed_attempt, only_harmless_plugins
 from kubesched.capacity.report import (
     CapacityNodesReport,
     NodeShapeReport,
@@ -34,7 +35,8 @@ from kubesched.capacity.report import (
 from kubesched.config import EffectiveConfiguration, KubeSchedulerConfiguration
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
-from kubesched.simulate.driver import DETAIL_SUMMARY, Simulation
+from kubesched.framework.types import PodInfo
+from kubesched.simulate.driver import DETAIL_SUMMARY, STOP_SETTLED, Simulation, SimulationRun
 
 COST_ANNOTATION = "kubesched.io/cost"
 """The annotation of a node template giving the cost of one such node (default 1)."""
@@ -137,6 +139,7 @@ class _Search:
     effective: EffectiveConfiguration
     registry: PluginRegistry
     seed: int
+    allow_preemption: bool
     progress: Callable[[int], None] | None = None
     cache: dict[tuple[int, ...], Outcome] = field(default_factory=dict)
 
@@ -155,14 +158,19 @@ class _Search:
             detail=DETAIL_SUMMARY,
         )
         try:
-            sim.run()
-            pods, others = [], []
-            for pod in sim.cluster.pods():
-                (pods if pod.metadata.uid in self.workload_uids else others).append(pod)
+            _settle(sim, self.allow_preemption)
+            outcome = self.outcome(key, sim.cluster.pods(), {n.name for n in new_nodes})
         finally:
             sim.close()
-        names = {n.name for n in new_nodes}
-        per_new = Counter(p.spec.node_name for p in pods if p.spec.node_name in names)
+        return outcome
+
+    def outcome(self, key: tuple[int, ...], pods: Iterable[Pod], names: set[str]) -> Outcome:
+        """Record (and return) what the plan ``key`` gave: ``pods`` are every pod of its
+        final state, ``names`` its new nodes."""
+        workload, others = [], []
+        for pod in pods:
+            (workload if pod.metadata.uid in self.workload_uids else others).append(pod)
+        per_new = Counter(p.spec.node_name for p in workload if p.spec.node_name in names)
         overhead: dict[str, Counter[str]] = {n: Counter() for n in names}
         for pod in others:
             if pod.spec.node_name in overhead:
@@ -170,8 +178,8 @@ class _Search:
                 overhead[pod.spec.node_name][PODS] += 1
         outcome = Outcome(
             counts={s.name: n for s, n in zip(self.shapes, key, strict=True)},
-            pending=[p for p in pods if not p.spec.node_name],
-            placements={p.key: p.spec.node_name for p in pods if p.spec.node_name},
+            pending=[p for p in workload if not p.spec.node_name],
+            placements={p.key: p.spec.node_name for p in workload if p.spec.node_name},
             per_new_node={n: per_new.get(n, 0) for n in sorted(names)},
             empty_new_node=any(per_new.get(n, 0) == 0 for n in names),
             overhead=overhead,
@@ -219,11 +227,18 @@ def capacity_nodes(
     registry = registry or default_registry()
     effective = capacity_configuration(config, registry, allow_preemption=allow_preemption)
     workload = list(workload)
-    frozen, workload_uids, pending, room = _freeze(
+    frozen, workload_uids, pending, room, settled = _freeze(
         list(cluster), workload, effective, registry, seed, allow_preemption
     )
-    search = _Search(frozen, workload_uids, shapes, effective, registry, seed, progress)
-    base = search.evaluate({})
+    search = _Search(
+        frozen, workload_uids, shapes, effective, registry, seed, allow_preemption, progress
+    )
+    # The workload was just scheduled on the cluster as it is: when that run settled, a
+    # simulation of the frozen state without new nodes would only fail the same pods again.
+    if settled is not None:
+        base = search.outcome(tuple(0 for _ in shapes), settled, set())
+    else:
+        base = search.evaluate({})
 
     alternatives: list[Outcome] = []
     best: Outcome | None = None
@@ -278,10 +293,11 @@ def _freeze(
     registry: PluginRegistry,
     seed: int,
     allow_preemption: bool,
-) -> tuple[list[KubeObject], set[str], list[Pod], dict[str, int]]:
+) -> tuple[list[KubeObject], set[str], list[Pod], dict[str, int], list[Pod] | None]:
     """Schedule the cluster's pods, then the workload's; return every object of the final
-    state, the uids of the workload's pods, those left pending, and what the cluster can
-    still give them (see :func:`_room_left`)."""
+    state, the uids of the workload's pods, those left pending, what the cluster can
+    still give them (see :func:`_room_left`), and the final state's pods when the run
+    settled (None when it stopped otherwise)."""
     sim = Simulation(cluster, config=effective, registry=registry, seed=seed, detail=DETAIL_SUMMARY)
     try:
         sim.run()
@@ -291,8 +307,9 @@ def _freeze(
             raise UserInputError(
                 "the cluster refused part of the workload: " + "; ".join(map(str, rejected))
             )
-        sim.run()
-        workload_pods = [p for p in sim.cluster.pods() if p.metadata.uid not in before]
+        run = _settle(sim, allow_preemption)
+        final = sim.cluster.pods()
+        workload_pods = [p for p in final if p.metadata.uid not in before]
         pending = [p for p in workload_pods if not p.spec.node_name]
         room = _room_left(sim, pending, allow_preemption)
         frozen = [
@@ -304,7 +321,41 @@ def _freeze(
         ]
     finally:
         sim.close()
-    return frozen, {p.metadata.uid or "" for p in workload_pods}, pending, room
+    live = [p for p in final if p.metadata.deletion_timestamp is None]
+    settled = live if run.stop_reason == STOP_SETTLED else None
+    return frozen, {p.metadata.uid or "" for p in workload_pods}, pending, room, settled
+
+
+def _settle(sim: Simulation, allow_preemption: bool) -> SimulationRun:
+    """Run ``sim`` until nothing can happen, as ``Simulation.run``, but without the last
+    periodic retry of the pending pods when it is sure to fail them all again.
+
+    That retry attempts every pending pod on a state that failing pods do not change:
+    with the built-in plugins (deterministic) and no preemption, one attempt per
+    distinct pod tells how all its copies would fare.
+    """
+    run = sim.run(periodic_retry=False)
+    if not allow_preemption and not len(sim.scheduler.queue.nominator):
+        tried: set[str] = set()
+        for pod in sim.cluster.pods():
+            if pod.spec.node_name or pod.metadata.deletion_timestamp is not None:
+                continue
+            if pod.status.phase in ("Succeeded", "Failed"):
+                continue
+            fwk = sim.scheduler.framework_for(pod)
+            if fwk is None:
+                continue  # another scheduler's pod: never attempted
+            if not only_harmless_plugins(fwk):
+                break
+            same = repr((pod.namespace, pod.metadata.labels, pod.spec))
+            if same in tried:
+                continue
+            tried.add(same)
+            if failed_attempt(sim, fwk, PodInfo(pod)) is None:
+                break
+        else:
+            return run
+    return sim.run()
 
 
 def _room_left(sim: Simulation, pending: list[Pod], allow_preemption: bool) -> dict[str, int]:
