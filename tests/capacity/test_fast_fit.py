@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from kubesched.capacity import capacity_fit, fastfit, pod_template
+from kubesched.capacity import capacity_fit, capacity_nodes, fastfit, node_shapes, pod_template
 from kubesched.testing import make_node, make_pod
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -140,3 +140,35 @@ def test_copies_that_are_scheduled_one_by_one(pod, waiting, reason, monkeypatch)
         assert seen == [None] and counted == [False]
     else:
         assert seen == [reason] and counted == []
+
+
+def _random_workload(rng: random.Random) -> list:
+    """Pods of one or two kinds, some only for a labelled pool, some spread or repelling
+    each other, so that part of them stays pending on the random cluster."""
+    pods = []
+    for k in range(rng.randint(1, 2)):
+        cpu = rng.choice(["500m", "1", "2"])
+        pool = rng.random() < 0.4
+        spread = rng.random() < 0.2
+        for i in range(rng.randint(1, 8)):
+            p = make_pod(f"w{k}-{i}").labels(app=f"w{k}").req(cpu=cpu, memory="512Mi")
+            if pool:
+                p = p.node_selector({"pool": "new"})
+            if spread:
+                p = p.spread_constraint(1, HOSTNAME, selector={"app": f"w{k}"})
+            pods.append(p.obj())
+    return pods
+
+
+@pytest.mark.parametrize("seed", range(12), ids=lambda s: f"seed-{s}")
+def test_nodes_same_answer_without_the_shortcuts(seed) -> None:
+    """``capacity nodes`` gives the same answer when it simulates the plan without new
+    nodes and every periodic retry, as when it takes them from the workload's own run."""
+    rng = random.Random(seed)
+    cluster = _random_cluster(rng)
+    workload = _random_workload(rng)
+    template = make_node("new").capacity(cpu="4", memory="16Gi").zone("zone-a")
+    shapes = node_shapes([template.labels(pool="new").obj()], "pool.yaml")
+    slow = capacity_nodes(cluster, workload, shapes, max_nodes=12, fast=False)
+    fast = capacity_nodes(cluster, workload, shapes, max_nodes=12)
+    assert _answer(fast) == _answer(slow)

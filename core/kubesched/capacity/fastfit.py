@@ -128,13 +128,20 @@ def failed_attempt(
     scheduling cycle would (FailedScheduling message and diagnosis); None when it finds
     a node, or a plugin fails with an error."""
     s = sim.scheduler
+    algorithm = s.algorithm
+    # A look, not a scheduling cycle: the round-robin start and the tie-breaking random
+    # numbers stay as they were for the cycles that follow.
+    start, rng_state = algorithm.next_start_node_index, algorithm.rng.getstate()
     s.cache.update_snapshot(s.snapshot)
     try:
-        s.algorithm.schedule_pod(fwk, fwk.new_cycle_state(), pod_info, s.snapshot)
+        algorithm.schedule_pod(fwk, fwk.new_cycle_state(), pod_info, s.snapshot)
     except FitError as fit:
         return Status(Code.UNSCHEDULABLE, str(fit)).message(), fit.diagnosis
     except SchedulingError:
         return None
+    finally:
+        algorithm.next_start_node_index = start
+        algorithm.rng.setstate(rng_state)
     return None
 
 

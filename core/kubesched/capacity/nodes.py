@@ -140,6 +140,7 @@ class _Search:
     registry: PluginRegistry
     seed: int
     allow_preemption: bool
+    fast: bool
     progress: Callable[[int], None] | None = None
     cache: dict[tuple[int, ...], Outcome] = field(default_factory=dict)
 
@@ -158,7 +159,7 @@ class _Search:
             detail=DETAIL_SUMMARY,
         )
         try:
-            _settle(sim, self.allow_preemption)
+            _settle(sim, self.allow_preemption, self.fast)
             outcome = self.outcome(key, sim.cluster.pods(), {n.name for n in new_nodes})
         finally:
             sim.close()
@@ -220,22 +221,25 @@ def capacity_nodes(
     max_nodes: int = DEFAULT_MAX_NODES,
     seed: int = 0,
     progress: Callable[[int], None] | None = None,
+    fast: bool = True,
 ) -> CapacityNodesReport:
     """The new nodes (of ``shapes``) the ``workload`` needs on ``cluster`` (Python API of
-    ``capacity nodes``). ``progress(simulations run)`` is called after each simulation."""
+    ``capacity nodes``). ``progress(simulations run)`` is called after each simulation.
+    ``fast=False`` simulates the plan without new nodes and every retry of pods that are
+    sure to fail again (to check that the shortcuts change nothing)."""
     started = time.perf_counter()
     registry = registry or default_registry()
     effective = capacity_configuration(config, registry, allow_preemption=allow_preemption)
     workload = list(workload)
     frozen, workload_uids, pending, room, settled = _freeze(
-        list(cluster), workload, effective, registry, seed, allow_preemption
+        list(cluster), workload, effective, registry, seed, allow_preemption, fast
     )
     search = _Search(
-        frozen, workload_uids, shapes, effective, registry, seed, allow_preemption, progress
+        frozen, workload_uids, shapes, effective, registry, seed, allow_preemption, fast, progress
     )
     # The workload was just scheduled on the cluster as it is: when that run settled, a
     # simulation of the frozen state without new nodes would only fail the same pods again.
-    if settled is not None:
+    if fast and settled is not None:
         base = search.outcome(tuple(0 for _ in shapes), settled, set())
     else:
         base = search.evaluate({})
@@ -293,6 +297,7 @@ def _freeze(
     registry: PluginRegistry,
     seed: int,
     allow_preemption: bool,
+    fast: bool,
 ) -> tuple[list[KubeObject], set[str], list[Pod], dict[str, int], list[Pod] | None]:
     """Schedule the cluster's pods, then the workload's; return every object of the final
     state, the uids of the workload's pods, those left pending, what the cluster can
@@ -307,7 +312,12 @@ def _freeze(
             raise UserInputError(
                 "the cluster refused part of the workload: " + "; ".join(map(str, rejected))
             )
-        run = _settle(sim, allow_preemption)
+        # Pods that would all fail leave the cluster as it is: no need to attempt them.
+        idle = fast and sim.cluster.next_event_time() is None
+        if idle and _all_pending_fail(sim, allow_preemption):
+            settled = True
+        else:
+            settled = _settle(sim, allow_preemption, fast).stop_reason == STOP_SETTLED
         final = sim.cluster.pods()
         workload_pods = [p for p in final if p.metadata.uid not in before]
         pending = [p for p in workload_pods if not p.spec.node_name]
@@ -322,40 +332,47 @@ def _freeze(
     finally:
         sim.close()
     live = [p for p in final if p.metadata.deletion_timestamp is None]
-    settled = live if run.stop_reason == STOP_SETTLED else None
-    return frozen, {p.metadata.uid or "" for p in workload_pods}, pending, room, settled
+    uids = {p.metadata.uid or "" for p in workload_pods}
+    return frozen, uids, pending, room, live if settled else None
 
 
-def _settle(sim: Simulation, allow_preemption: bool) -> SimulationRun:
+def _settle(sim: Simulation, allow_preemption: bool, fast: bool = True) -> SimulationRun:
     """Run ``sim`` until nothing can happen, as ``Simulation.run``, but without the last
-    periodic retry of the pending pods when it is sure to fail them all again.
-
-    That retry attempts every pending pod on a state that failing pods do not change:
-    with the built-in plugins (deterministic) and no preemption, one attempt per
-    distinct pod tells how all its copies would fare.
-    """
+    periodic retry of the pending pods when :func:`_all_pending_fail` shows that it
+    would fail them all again (``fast=False``: always, to check that it changes nothing)."""
+    if not fast:
+        return sim.run()
     run = sim.run(periodic_retry=False)
-    if not allow_preemption and not len(sim.scheduler.queue.nominator):
-        tried: set[str] = set()
-        for pod in sim.cluster.pods():
-            if pod.spec.node_name or pod.metadata.deletion_timestamp is not None:
-                continue
-            if pod.status.phase in ("Succeeded", "Failed"):
-                continue
-            fwk = sim.scheduler.framework_for(pod)
-            if fwk is None:
-                continue  # another scheduler's pod: never attempted
-            if not only_harmless_plugins(fwk):
-                break
-            same = repr((pod.namespace, pod.metadata.labels, pod.spec))
-            if same in tried:
-                continue
-            tried.add(same)
-            if failed_attempt(sim, fwk, PodInfo(pod)) is None:
-                break
-        else:
-            return run
-    return sim.run()
+    return run if _all_pending_fail(sim, allow_preemption) else sim.run()
+
+
+def _all_pending_fail(sim: Simulation, allow_preemption: bool) -> bool:
+    """Whether an attempt of every pending pod on ``sim``'s cluster as it is now would
+    fail (so that a run would leave it as it is).
+
+    Failing pods do not change the state: with the built-in plugins (deterministic) and
+    no preemption, one attempt per distinct pod tells how all its copies would fare.
+    """
+    if allow_preemption or len(sim.scheduler.queue.nominator):
+        return False
+    tried: set[str] = set()
+    for pod in sim.cluster.pods():
+        if pod.spec.node_name or pod.metadata.deletion_timestamp is not None:
+            continue
+        if pod.status.phase in ("Succeeded", "Failed"):
+            continue
+        fwk = sim.scheduler.framework_for(pod)
+        if fwk is None:
+            continue  # another scheduler's pod: never attempted
+        if not only_harmless_plugins(fwk):
+            return False
+        same = repr((pod.namespace, pod.metadata.labels, pod.spec))
+        if same in tried:
+            continue
+        tried.add(same)
+        if failed_attempt(sim, fwk, PodInfo(pod)) is None:
+            return False
+    return True
 
 
 def _room_left(sim: Simulation, pending: list[Pod], allow_preemption: bool) -> dict[str, int]:
