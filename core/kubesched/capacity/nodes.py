@@ -157,6 +157,8 @@ class _Search:
             registry=self.registry,
             seed=self.seed,
             detail=DETAIL_SUMMARY,
+            # The frozen objects come from a cluster that validated them.
+            validate=False,
         )
         try:
             _settle(sim, self.allow_preemption, self.fast)

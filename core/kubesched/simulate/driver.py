@@ -79,7 +79,8 @@ class Simulation:
     ``timeline`` (a :class:`~kubesched.simulate.timeline.TimelineRunner`) plays its steps
     when virtual time reaches them. ``node_pressure_eviction`` runs the kubelets'
     eviction managers; by default it does when there is a timeline or the objects
-    include a KubeletConfiguration.
+    include a KubeletConfiguration. ``validate=False`` spares objects known valid (taken
+    from another simulation's cluster) the API server's validation.
     """
 
     def __init__(
@@ -94,6 +95,7 @@ class Simulation:
         timeline: Any = None,
         node_pressure_eviction: bool | None = None,
         check_invariants: bool = False,
+        validate: bool = True,
     ) -> None:
         self.registry = registry or default_registry()
         if isinstance(config, EffectiveConfiguration):
@@ -111,7 +113,9 @@ class Simulation:
             node_pressure_eviction = timeline is not None or any(
                 o.kind == "KubeletConfiguration" for o in objects
             )
-        self.cluster = MemoryCluster(self.clock, node_pressure_eviction=node_pressure_eviction)
+        self.cluster = MemoryCluster(
+            self.clock, node_pressure_eviction=node_pressure_eviction, validate=validate
+        )
         self.timeline = timeline
         if timeline is not None:
             timeline.cluster = self.cluster
