@@ -6,7 +6,10 @@ import random
 
 import pytest
 
+from kubesched import Code, Status, hookimpl
 from kubesched.capacity import capacity_fit, capacity_nodes, fastfit, node_shapes, pod_template
+from kubesched.config import config_from_dict
+from kubesched.framework.registry import default_registry
 from kubesched.testing import make_node, make_pod
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -172,3 +175,40 @@ def test_nodes_same_answer_without_the_shortcuts(seed) -> None:
     slow = capacity_nodes(cluster, workload, shapes, max_nodes=12, fast=False)
     fast = capacity_nodes(cluster, workload, shapes, max_nodes=12)
     assert _answer(fast) == _answer(slow)
+
+
+class OnePerNode:
+    """A plugin of one's own: a node takes one pod labelled ``app`` at most."""
+
+    name = "OnePerNode"
+
+    def __init__(self, args, handle) -> None:
+        pass
+
+    @hookimpl
+    def filter(self, state, pod, node_info):
+        if any("app" in p.pod.metadata.labels for p in node_info.pods):
+            return Status(Code.UNSCHEDULABLE, "node(s) already run an app pod")
+        return None
+
+
+def test_a_plugin_of_ones_own_is_scheduled_copy_by_copy(monkeypatch) -> None:
+    registry = default_registry()
+    registry.add_class(OnePerNode)
+    config = config_from_dict(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"plugins": {"filter": {"enabled": [{"name": "OnePerNode"}]}}}],
+        },
+        registry,
+    )
+    counted = []
+    monkeypatch.setattr(fastfit.NodeLocalCount, "count", lambda *a: counted.append(1) or False)
+    nodes = [make_node(f"n{i}").capacity(cpu="4", memory="8Gi").obj() for i in range(2)]
+    template, _ = pod_template([make_pod("p").labels(app="p").req(cpu="1").obj()], "p.yaml")
+    report = capacity_fit(nodes, template, config=config, registry=registry)
+    # Four per node by resources; one per node by the plugin, which the answer follows.
+    assert report.count == 2
+    assert report.stop.reasons[0].plugin == "OnePerNode"
+    assert counted == []

@@ -27,6 +27,7 @@ import numpy as np
 
 from kubesched.api import Pod
 from kubesched.framework.diagnosis import Diagnosis, FitError
+from kubesched.framework.plugin import EXTENSION_POINTS
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status, not_none_mask
 from kubesched.framework.types import NodeBatch, PodInfo
@@ -70,29 +71,14 @@ HARMLESS_PLUGINS = frozenset(
 """Every built-in plugin the fast count accepts in the profile, at any extension point:
 scores only choose among feasible nodes, and the Reserve and PreBind of the volume and
 DRA plugins do nothing for a copy without claims."""
-_EXTENSION_POINTS = (
-    "PreEnqueue",
-    "QueueSort",
-    "PreFilter",
-    "Filter",
-    "PostFilter",
-    "PreScore",
-    "Score",
-    "Reserve",
-    "Permit",
-    "PreBind",
-    "Bind",
-    "PostBind",
-)
 
 
 def blocker(sim: Simulation, fwk: Framework, copy: Pod) -> str | None:
     """Why the copies of ``copy`` (as admitted) cannot be counted node by node on
     ``sim``'s cluster, or None when they can."""
-    for point in _EXTENSION_POINTS:
-        others = [n for n in fwk.plugins_at(point) if n not in HARMLESS_PLUGINS]
-        if others:
-            return f"plugin {others[0]} at {point}"
+    foreign = foreign_plugin(fwk)
+    if foreign is not None:
+        return foreign
     spec = copy.spec
     if spec.scheduling_gates:
         return "scheduling gates"
@@ -145,9 +131,14 @@ def failed_attempt(
     return None
 
 
-def only_harmless_plugins(fwk: Framework) -> bool:
-    """Whether every plugin of ``fwk``'s profile is one of :data:`HARMLESS_PLUGINS`."""
-    return all(n in HARMLESS_PLUGINS for point in _EXTENSION_POINTS for n in fwk.plugins_at(point))
+def foreign_plugin(fwk: Framework) -> str | None:
+    """The first plugin of ``fwk``'s profile that is not one of :data:`HARMLESS_PLUGINS`
+    (as ``plugin NAME at POINT``), or None."""
+    for point in EXTENSION_POINTS:
+        for name in fwk.plugins_at(point.name):
+            if name not in HARMLESS_PLUGINS:
+                return f"plugin {name} at {point.name}"
+    return None
 
 
 class NodeLocalCount:

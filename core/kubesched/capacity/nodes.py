@@ -25,7 +25,7 @@ from kubesched.api.nodeaffinity import RequiredNodeAffinity
 from kubesched.api.resources import node_allocatable
 from kubesched.api.tolerations import find_untolerated_taint
 from kubesched.capacity.common import capacity_configuration
-from kubesched.capacity.fastfit import failed_attempt, only_harmless_plugins
+from kubesched.capacity.fastfit import failed_attempt, foreign_plugin
 from kubesched.capacity.report import (
     CapacityNodesReport,
     NodeShapeReport,
@@ -366,7 +366,7 @@ def _all_pending_fail(sim: Simulation, allow_preemption: bool) -> bool:
         fwk = sim.scheduler.framework_for(pod)
         if fwk is None:
             continue  # another scheduler's pod: never attempted
-        if not only_harmless_plugins(fwk):
+        if foreign_plugin(fwk) is not None:
             return False
         same = repr((pod.namespace, pod.metadata.labels, pod.spec))
         if same in tried:
