@@ -15,8 +15,9 @@ on that final state, for its FailedScheduling message and diagnosis.
 This holds for the built-in filters given a copy without required pod (anti-)affinity,
 DoNotSchedule spread constraints, volumes bound through claims or resource claims, and
 a cluster whose pending pods cannot be helped by a copy (no pod affinity or spread of
-theirs, no nomination): :func:`blocker` says which of these fails, and ``capacity fit``
-then schedules the copies one by one.
+theirs, no nomination), without NoExecute taints or node-pressure eviction.
+:func:`blocker` says which of these fails, and ``capacity fit`` then schedules the
+copies one by one.
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ def blocker(sim: Simulation, fwk: Framework, copy: Pod) -> str | None:
         return "required pod (anti-)affinity"
     if fwk.nominator is not None and len(fwk.nominator):
         return "nominated pods"
+    if sim.cluster.kubelet is not None:
+        return "node-pressure eviction"  # the kubelets may evict copies as time passes
     for node in sim.cluster.objects("Node"):
         # A tolerated NoExecute taint may evict a copy later, in virtual time.
         if any(t.effect == "NoExecute" for t in node.spec.taints):  # type: ignore[attr-defined]
