@@ -12,6 +12,7 @@ The Python API of ``kubesched capacity``::
 
 from kubesched.capacity.common import PodTemplate, pod_template
 from kubesched.capacity.fit import capacity_fit
+from kubesched.capacity.nodes import NodeShape, capacity_nodes, node_shapes
 from kubesched.capacity.report import (
     SCHEMA_VERSION,
     CapacityFitReport,
@@ -23,8 +24,11 @@ __all__ = [
     "SCHEMA_VERSION",
     "CapacityFitReport",
     "CapacityNodesReport",
+    "NodeShape",
     "PodTemplate",
     "capacity_fit",
+    "capacity_nodes",
     "json_schemas",
+    "node_shapes",
     "pod_template",
 ]

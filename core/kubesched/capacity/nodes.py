@@ -25,6 +25,7 @@ from kubesched.api.nodeaffinity import RequiredNodeAffinity
 from kubesched.api.resources import node_allocatable
 from kubesched.api.tolerations import find_untolerated_taint
 from kubesched.capacity.common import capacity_configuration
+from kubesched.capacity.fastfit import failed_attempt, foreign_plugin
 from kubesched.capacity.report import (
     CapacityNodesReport,
     NodeShapeReport,
@@ -34,7 +35,8 @@ from kubesched.capacity.report import (
 from kubesched.config import EffectiveConfiguration, KubeSchedulerConfiguration
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
-from kubesched.simulate.driver import DETAIL_SUMMARY, Simulation
+from kubesched.framework.types import PodInfo
+from kubesched.simulate.driver import DETAIL_SUMMARY, STOP_SETTLED, Simulation, SimulationRun
 
 COST_ANNOTATION = "kubesched.io/cost"
 """The annotation of a node template giving the cost of one such node (default 1)."""
@@ -137,6 +139,8 @@ class _Search:
     effective: EffectiveConfiguration
     registry: PluginRegistry
     seed: int
+    allow_preemption: bool
+    fast: bool
     progress: Callable[[int], None] | None = None
     cache: dict[tuple[int, ...], Outcome] = field(default_factory=dict)
 
@@ -153,16 +157,23 @@ class _Search:
             registry=self.registry,
             seed=self.seed,
             detail=DETAIL_SUMMARY,
+            # The frozen objects come from a cluster that validated them.
+            validate=False,
         )
         try:
-            sim.run()
-            pods, others = [], []
-            for pod in sim.cluster.pods():
-                (pods if pod.metadata.uid in self.workload_uids else others).append(pod)
+            _settle(sim, self.allow_preemption, self.fast)
+            outcome = self.outcome(key, sim.cluster.pods(), {n.name for n in new_nodes})
         finally:
             sim.close()
-        names = {n.name for n in new_nodes}
-        per_new = Counter(p.spec.node_name for p in pods if p.spec.node_name in names)
+        return outcome
+
+    def outcome(self, key: tuple[int, ...], pods: Iterable[Pod], names: set[str]) -> Outcome:
+        """Record (and return) what the plan ``key`` gave: ``pods`` are every pod of its
+        final state, ``names`` its new nodes."""
+        workload, others = [], []
+        for pod in pods:
+            (workload if pod.metadata.uid in self.workload_uids else others).append(pod)
+        per_new = Counter(p.spec.node_name for p in workload if p.spec.node_name in names)
         overhead: dict[str, Counter[str]] = {n: Counter() for n in names}
         for pod in others:
             if pod.spec.node_name in overhead:
@@ -170,8 +181,8 @@ class _Search:
                 overhead[pod.spec.node_name][PODS] += 1
         outcome = Outcome(
             counts={s.name: n for s, n in zip(self.shapes, key, strict=True)},
-            pending=[p for p in pods if not p.spec.node_name],
-            placements={p.key: p.spec.node_name for p in pods if p.spec.node_name},
+            pending=[p for p in workload if not p.spec.node_name],
+            placements={p.key: p.spec.node_name for p in workload if p.spec.node_name},
             per_new_node={n: per_new.get(n, 0) for n in sorted(names)},
             empty_new_node=any(per_new.get(n, 0) == 0 for n in names),
             overhead=overhead,
@@ -212,18 +223,28 @@ def capacity_nodes(
     max_nodes: int = DEFAULT_MAX_NODES,
     seed: int = 0,
     progress: Callable[[int], None] | None = None,
+    fast: bool = True,
 ) -> CapacityNodesReport:
     """The new nodes (of ``shapes``) the ``workload`` needs on ``cluster`` (Python API of
-    ``capacity nodes``). ``progress(simulations run)`` is called after each simulation."""
+    ``capacity nodes``). ``progress(simulations run)`` is called after each simulation.
+    ``fast=False`` simulates the plan without new nodes and every retry of pods that are
+    sure to fail again (to check that the shortcuts change nothing)."""
     started = time.perf_counter()
     registry = registry or default_registry()
     effective = capacity_configuration(config, registry, allow_preemption=allow_preemption)
     workload = list(workload)
-    frozen, workload_uids, pending, room = _freeze(
-        list(cluster), workload, effective, registry, seed, allow_preemption
+    frozen, workload_uids, pending, room, settled = _freeze(
+        list(cluster), workload, effective, registry, seed, allow_preemption, fast
     )
-    search = _Search(frozen, workload_uids, shapes, effective, registry, seed, progress)
-    base = search.evaluate({})
+    search = _Search(
+        frozen, workload_uids, shapes, effective, registry, seed, allow_preemption, fast, progress
+    )
+    # The workload was just scheduled on the cluster as it is: when that run settled, a
+    # simulation of the frozen state without new nodes would only fail the same pods again.
+    if fast and settled is not None:
+        base = search.outcome(tuple(0 for _ in shapes), settled, set())
+    else:
+        base = search.evaluate({})
 
     alternatives: list[Outcome] = []
     best: Outcome | None = None
@@ -278,10 +299,12 @@ def _freeze(
     registry: PluginRegistry,
     seed: int,
     allow_preemption: bool,
-) -> tuple[list[KubeObject], set[str], list[Pod], dict[str, int]]:
+    fast: bool,
+) -> tuple[list[KubeObject], set[str], list[Pod], dict[str, int], list[Pod] | None]:
     """Schedule the cluster's pods, then the workload's; return every object of the final
-    state, the uids of the workload's pods, those left pending, and what the cluster can
-    still give them (see :func:`_room_left`)."""
+    state, the uids of the workload's pods, those left pending, what the cluster can
+    still give them (see :func:`_room_left`), and the final state's pods when the run
+    settled (None when it stopped otherwise)."""
     sim = Simulation(cluster, config=effective, registry=registry, seed=seed, detail=DETAIL_SUMMARY)
     try:
         sim.run()
@@ -291,8 +314,14 @@ def _freeze(
             raise UserInputError(
                 "the cluster refused part of the workload: " + "; ".join(map(str, rejected))
             )
-        sim.run()
-        workload_pods = [p for p in sim.cluster.pods() if p.metadata.uid not in before]
+        # Pods that would all fail leave the cluster as it is: no need to attempt them.
+        idle = fast and sim.cluster.next_event_time() is None
+        if idle and _all_pending_fail(sim, allow_preemption):
+            settled = True
+        else:
+            settled = _settle(sim, allow_preemption, fast).stop_reason == STOP_SETTLED
+        final = sim.cluster.pods()
+        workload_pods = [p for p in final if p.metadata.uid not in before]
         pending = [p for p in workload_pods if not p.spec.node_name]
         room = _room_left(sim, pending, allow_preemption)
         frozen = [
@@ -304,7 +333,48 @@ def _freeze(
         ]
     finally:
         sim.close()
-    return frozen, {p.metadata.uid or "" for p in workload_pods}, pending, room
+    live = [p for p in final if p.metadata.deletion_timestamp is None]
+    uids = {p.metadata.uid or "" for p in workload_pods}
+    return frozen, uids, pending, room, live if settled else None
+
+
+def _settle(sim: Simulation, allow_preemption: bool, fast: bool = True) -> SimulationRun:
+    """Run ``sim`` until nothing can happen, as ``Simulation.run``, but without the last
+    periodic retry of the pending pods when :func:`_all_pending_fail` shows that it
+    would fail them all again (``fast=False``: always, to check that it changes nothing)."""
+    if not fast:
+        return sim.run()
+    run = sim.run(periodic_retry=False)
+    return run if _all_pending_fail(sim, allow_preemption) else sim.run()
+
+
+def _all_pending_fail(sim: Simulation, allow_preemption: bool) -> bool:
+    """Whether an attempt of every pending pod on ``sim``'s cluster as it is now would
+    fail (so that a run would leave it as it is).
+
+    Failing pods do not change the state: with the built-in plugins (deterministic) and
+    no preemption, one attempt per distinct pod tells how all its copies would fare.
+    """
+    if allow_preemption or len(sim.scheduler.queue.nominator):
+        return False
+    tried: set[str] = set()
+    for pod in sim.cluster.pods():
+        if pod.spec.node_name or pod.metadata.deletion_timestamp is not None:
+            continue
+        if pod.status.phase in ("Succeeded", "Failed"):
+            continue
+        fwk = sim.scheduler.framework_for(pod)
+        if fwk is None:
+            continue  # another scheduler's pod: never attempted
+        if foreign_plugin(fwk) is not None:
+            return False
+        same = repr((pod.namespace, pod.metadata.labels, pod.spec))
+        if same in tried:
+            continue
+        tried.add(same)
+        if failed_attempt(sim, fwk, PodInfo(pod)) is None:
+            return False
+    return True
 
 
 def _room_left(sim: Simulation, pending: list[Pod], allow_preemption: bool) -> dict[str, int]:

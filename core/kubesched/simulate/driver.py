@@ -79,7 +79,8 @@ class Simulation:
     ``timeline`` (a :class:`~kubesched.simulate.timeline.TimelineRunner`) plays its steps
     when virtual time reaches them. ``node_pressure_eviction`` runs the kubelets'
     eviction managers; by default it does when there is a timeline or the objects
-    include a KubeletConfiguration.
+    include a KubeletConfiguration. ``validate=False`` spares objects known valid (taken
+    from another simulation's cluster) the API server's validation.
     """
 
     def __init__(
@@ -94,6 +95,7 @@ class Simulation:
         timeline: Any = None,
         node_pressure_eviction: bool | None = None,
         check_invariants: bool = False,
+        validate: bool = True,
     ) -> None:
         self.registry = registry or default_registry()
         if isinstance(config, EffectiveConfiguration):
@@ -111,7 +113,9 @@ class Simulation:
             node_pressure_eviction = timeline is not None or any(
                 o.kind == "KubeletConfiguration" for o in objects
             )
-        self.cluster = MemoryCluster(self.clock, node_pressure_eviction=node_pressure_eviction)
+        self.cluster = MemoryCluster(
+            self.clock, node_pressure_eviction=node_pressure_eviction, validate=validate
+        )
         self.timeline = timeline
         if timeline is not None:
             timeline.cluster = self.cluster
@@ -148,14 +152,16 @@ class Simulation:
             record.feasible = []
         self.attempts.setdefault(record.pod_uid, []).append(record)
 
-    def run(self) -> SimulationRun:
+    def run(self, periodic_retry: bool = True) -> SimulationRun:
         """Run until no pod can make progress; return what happened.
 
         Progress is a pod created, bound or removed, or a node changed; status writes
         (conditions, nominations) are not. The run settles when no timer can change
         anything; it stops as ``stalled`` when timers keep firing but nothing has
         progressed for ``STALL_AFTER`` seconds of virtual time (pods retrying forever,
-        as a gang that can never fit does on a real cluster too).
+        as a gang that can never fit does on a real cluster too). Without
+        ``periodic_retry`` the run ends where that retry would begin (a caller that can
+        tell it would fail everywhere saves it; a later ``run`` makes it).
         """
         started = time.perf_counter()
         # The cluster's objects live as long as the run: keeping them out of the cyclic
@@ -165,11 +171,11 @@ class Simulation:
         # them) back to the collector afterwards.
         gc.freeze()
         try:
-            return self._run(started)
+            return self._run(started, periodic_retry)
         finally:
             gc.unfreeze()
 
-    def _run(self, started: float) -> SimulationRun:
+    def _run(self, started: float, periodic_retry: bool) -> SimulationRun:
         self._connect()
         if self.timeline is not None:
             # Steps at the current time (``at: 0``) set the scene before any scheduling.
@@ -210,7 +216,7 @@ class Simulation:
                 # Only the unschedulable pods' periodic retry is left: it can help only
                 # if something progressed since the last such retry.
                 when = s.queue.next_event_time(include_unschedulable_timeout=True)
-                if when is None or retried_at_mark == self._progress_mark:
+                if when is None or retried_at_mark == self._progress_mark or not periodic_retry:
                     break
                 retried_at_mark = self._progress_mark
             if when - last_progress_at > STALL_AFTER:
