@@ -25,7 +25,7 @@ class ParkedPods:
     is parked as long as it is stored again afterwards (as the queue does).
     """
 
-    __slots__ = ("_by_key", "_keys", "_keys_of", "_pods", "_seq", "_next")
+    __slots__ = ("_by_key", "_keys", "_keys_of", "_next", "_pods", "_seq")
 
     def __init__(self, keys_of: Callable[[QueuedPodInfo], Collection[str | None]]) -> None:
         self._keys_of = keys_of
