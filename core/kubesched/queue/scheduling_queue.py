@@ -240,6 +240,7 @@ class PriorityQueue:
             if metrics is not None
             else None
         )
+        self._gauge_sizes: tuple[int, ...] = (-1, -1, -1, -1)  # sizes last set
         self.nominator = Nominator(pod_lister)
         """The pods nominated to nodes (see :class:`Nominator`)."""
         self._update_gauges()
@@ -921,11 +922,18 @@ class PriorityQueue:
     def _update_gauges(self) -> None:
         if self._gauges is None:
             return
-        active, backoff, unschedulable, gated = self._gauges
-        active.set(len(self._active))
-        backoff.set(len(self._backoff) + len(self._error_backoff))
-        unschedulable.set(len(self._unschedulable))
-        gated.set(len(self._gated))
+        sizes = (
+            len(self._active),
+            len(self._backoff) + len(self._error_backoff),
+            len(self._unschedulable),
+            len(self._gated),
+        )
+        # Called after every queue operation: set only the gauges whose size changed.
+        if sizes != self._gauge_sizes:
+            for gauge, size, before in zip(self._gauges, sizes, self._gauge_sizes, strict=True):
+                if size != before:
+                    gauge.set(size)
+            self._gauge_sizes = sizes
 
     def _incoming(self, queue: str, event: str) -> None:
         if self._metrics is not None:
