@@ -80,6 +80,8 @@ class ParkedPods:
     def candidates(self, keys: Collection[str]) -> list[QueuedPodInfo]:
         """The pods indexed under any of ``keys`` or under :data:`ALWAYS`, in insertion
         order (the order in which a walk over every pod would meet them)."""
+        if not self._pods:
+            return []
         uids: set[str] = set(self._by_key.get(ALWAYS, ()))
         for key in keys:
             found = self._by_key.get(key)
