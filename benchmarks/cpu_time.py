@@ -29,7 +29,12 @@ def main(argv: list[str]) -> int:
     workload = build_workload(name, nodes, pods, 0)
     config = bench_configuration(registry, pct, WORKLOADS[name].plugins)
     sim = Simulation(
-        workload.objects(), config=config, registry=registry, seed=0, detail=DETAIL_SUMMARY
+        workload.objects(),
+        config=config,
+        registry=registry,
+        seed=0,
+        detail=DETAIL_SUMMARY,
+        owned=True,  # the workload's objects are stored as built, not copied
     )
     measured = {p.metadata.uid for p in workload.pods}
     cpu, wall = time.process_time(), time.perf_counter()

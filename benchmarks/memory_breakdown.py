@@ -34,7 +34,12 @@ def main(argv: list[str]) -> int:
     workload = build_workload(name, nodes, pods, 0)
     built = _traced()
     sim = Simulation(
-        workload.objects(), config=config, registry=registry, seed=0, detail=DETAIL_SUMMARY
+        workload.objects(),
+        config=config,
+        registry=registry,
+        seed=0,
+        detail=DETAIL_SUMMARY,
+        owned=True,  # the workload's objects are stored as built, not copied
     )
     admitted = _traced()
     sim.handlers.connect(sim.cluster)

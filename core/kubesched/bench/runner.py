@@ -306,7 +306,12 @@ def run_once(
     workload = build_workload(workload_name, nodes, pods, seed)
     t1 = time.perf_counter()
     sim = Simulation(
-        workload.objects(), config=config, registry=registry, seed=seed, detail=DETAIL_SUMMARY
+        workload.objects(),
+        config=config,
+        registry=registry,
+        seed=seed,
+        detail=DETAIL_SUMMARY,
+        owned=True,  # the workload's objects are stored as built, not copied
     )
     t2 = time.perf_counter()
     if sim.rejections:

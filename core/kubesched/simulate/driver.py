@@ -79,7 +79,8 @@ class Simulation:
     ``timeline`` (a :class:`~kubesched.simulate.timeline.TimelineRunner`) plays its steps
     when virtual time reaches them. ``node_pressure_eviction`` runs the kubelets'
     eviction managers; by default it does when there is a timeline or the objects
-    include a KubeletConfiguration.
+    include a KubeletConfiguration. ``owned=True`` hands ``objects`` over to the cluster,
+    which then stores them without copying them (the caller must not change them).
     """
 
     def __init__(
@@ -94,6 +95,7 @@ class Simulation:
         timeline: Any = None,
         node_pressure_eviction: bool | None = None,
         check_invariants: bool = False,
+        owned: bool = False,
     ) -> None:
         self.registry = registry or default_registry()
         if isinstance(config, EffectiveConfiguration):
@@ -115,7 +117,7 @@ class Simulation:
         self.timeline = timeline
         if timeline is not None:
             timeline.cluster = self.cluster
-        self.rejections = self.cluster.apply(objects)
+        self.rejections = self.cluster.apply(objects, owned=owned)
         self.scheduler = Scheduler(
             self.effective,
             self.registry,
