@@ -19,7 +19,6 @@ import time
 
 from kubesched.bench import WORKLOADS, bench_configuration, build_workload
 from kubesched.framework.registry import default_registry
-from kubesched.simulate.driver import DETAIL_SUMMARY, Simulation
 
 
 def main(argv: list[str]) -> int:
@@ -28,9 +27,7 @@ def main(argv: list[str]) -> int:
     registry = default_registry()
     workload = build_workload(name, nodes, pods, 0)
     config = bench_configuration(registry, pct, WORKLOADS[name].plugins)
-    sim = Simulation(
-        workload.objects(), config=config, registry=registry, seed=0, detail=DETAIL_SUMMARY
-    )
+    sim = workload.simulation(config, registry, 0)
     measured = {p.metadata.uid for p in workload.pods}
     cpu, wall = time.process_time(), time.perf_counter()
     run = workload.run(sim)

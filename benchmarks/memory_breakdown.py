@@ -16,7 +16,6 @@ import tracemalloc
 
 from kubesched.bench import WORKLOADS, bench_configuration, build_workload
 from kubesched.framework.registry import default_registry
-from kubesched.simulate.driver import DETAIL_SUMMARY, Simulation
 
 
 def _traced() -> int:
@@ -33,9 +32,7 @@ def main(argv: list[str]) -> int:
     start = _traced()
     workload = build_workload(name, nodes, pods, 0)
     built = _traced()
-    sim = Simulation(
-        workload.objects(), config=config, registry=registry, seed=0, detail=DETAIL_SUMMARY
-    )
+    sim = workload.simulation(config, registry, 0)
     admitted = _traced()
     sim.handlers.connect(sim.cluster)
     listed = _traced()

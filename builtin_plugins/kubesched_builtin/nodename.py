@@ -55,14 +55,16 @@ class NodeName:
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON)
 
     @hookimpl
-    def filter_nodes(self, pod: Pod, nodes: NodeBatch) -> Sequence[Status | None]:
-        out = np.full(len(nodes), None, dtype=object)
+    def filter_nodes(self, pod: Pod, nodes: NodeBatch) -> Sequence[Status | None] | None:
         wanted = pod.spec.node_name
-        if wanted:
-            names = nodes.table.derived(_NAMES_KEY, _names_column)[nodes.rows]
-            other = names != wanted
-            if other.any():
-                out[other] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON)
+        if not wanted:
+            return None  # no node asked for: every node passes
+        names = nodes.table.derived(_NAMES_KEY, _names_column)[nodes.rows]
+        other = names != wanted
+        if not other.any():
+            return None
+        out = np.full(len(nodes), None, dtype=object)
+        out[other] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON)
         return out
 
     @hookimpl

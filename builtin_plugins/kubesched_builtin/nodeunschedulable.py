@@ -102,9 +102,11 @@ class NodeUnschedulable:
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSCHEDULABLE)
 
     @hookimpl
-    def filter_nodes(self, pod: Pod, nodes: NodeBatch) -> Sequence[Status | None]:
-        out = np.full(len(nodes), None, dtype=object)
+    def filter_nodes(self, pod: Pod, nodes: NodeBatch) -> Sequence[Status | None] | None:
         state = nodes.table.derived(_COLUMN_KEY, _node_state_column)[nodes.rows]
+        if not state.any():
+            return None  # every node schedulable (_SCHEDULABLE is 0)
+        out = np.full(len(nodes), None, dtype=object)
         if not tolerates_unschedulable(pod):
             cordoned = state == _UNSCHEDULABLE
             if cordoned.any():

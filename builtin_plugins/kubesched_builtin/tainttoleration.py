@@ -133,17 +133,19 @@ class TaintToleration:
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED)
 
     @hookimpl
-    def filter_nodes(self, pod_info: PodInfo, nodes: NodeBatch) -> Sequence[Status | None]:
+    def filter_nodes(self, pod_info: PodInfo, nodes: NodeBatch) -> Sequence[Status | None] | None:
         ids, sets = nodes.table.derived(_SETS_KEY, _taint_sets)
         tolerations = pod_info.tolerations
         verdicts = np.fromiter(
             (_untolerated(taints, tolerations) for taints in sets), dtype=bool, count=len(sets)
         )
+        if not verdicts.any():
+            return None  # no taint set rejects the pod
+        rejected = verdicts[ids[nodes.rows]]
+        if not rejected.any():
+            return None
         out = np.full(len(nodes), None, dtype=object)
-        if verdicts.any():
-            rejected = verdicts[ids[nodes.rows]]
-            if rejected.any():
-                out[rejected] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED)
+        out[rejected] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED)
         return out
 
     # -- Score -------------------------------------------------------------------------

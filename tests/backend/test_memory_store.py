@@ -68,6 +68,31 @@ def test_create_copies_its_input(cluster: MemoryCluster):
     assert cluster.get("Node", None, "n1").metadata.labels == {"a": "1"}
 
 
+@pytest.mark.parametrize("kind", ["Node", "Pod"], ids=["node", "pod-through-admission"])
+def test_create_owned_stores_the_object_itself(cluster: MemoryCluster, kind: str):
+    given = obj("Node", "n1") if kind == "Node" else pod("p")
+    stored = cluster.create(given, owned=True)
+    assert stored is given  # handed over: no copy
+    assert cluster.get(kind, stored.namespace, stored.name) is given
+    assert given.metadata.uid and given.metadata.resource_version  # stamped in place
+    if kind == "Pod":
+        assert given.spec.scheduler_name == "default-scheduler"  # admitted in place
+        assert given.spec.tolerations  # the default not-ready/unreachable tolerations
+
+
+def test_apply_owned_equals_apply_with_copies(clock: FakeClock):
+    def objects():
+        return [obj("Node", "n1"), pod("a"), pod("b", priorityClassName="missing")]
+
+    copied, owned = MemoryCluster(clock), MemoryCluster(clock)
+    rejected = copied.apply(objects())
+    assert [str(r) for r in owned.apply(objects(), owned=True)] == [str(r) for r in rejected]
+    for kind in ("Node", "Pod"):
+        assert [o.model_dump() for o in owned.objects(kind)] == [
+            o.model_dump() for o in copied.objects(kind)
+        ]
+
+
 @pytest.mark.parametrize(
     ("stale", "error"),
     [(False, None), (True, ConflictError)],

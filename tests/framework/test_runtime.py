@@ -104,6 +104,53 @@ def test_filter_batch_equals_per_node_and_uses_vectorised_hook():
     assert "V.filter_nodes['n0', 'n2', 'n4']" in CALLS
 
 
+def _batch_plugin(answer):
+    """A vectorised Filter plugin whose ``filter_nodes`` returns ``answer(nodes)``."""
+
+    class Batch:
+        name = "B"
+
+        def __init__(self, args, handle):
+            pass
+
+        @hookimpl
+        def filter(self, node_info):
+            return None
+
+        @hookimpl
+        def filter_nodes(self, nodes):
+            return answer(nodes)
+
+    return Batch
+
+
+@pytest.mark.parametrize(
+    ("answer", "passing", "error"),
+    [
+        (lambda nodes: None, [0, 1, 2], None),
+        (lambda nodes: [None] * len(nodes), [0, 1, 2], None),
+        (lambda nodes: [None, Status(), None], [0, 1, 2], None),
+        (lambda nodes: [None, Status.unschedulable("no"), None], [0, 2], None),
+        (lambda nodes: Status.unschedulable("no"), [0, 1, 2], "returned Status from filter_nodes"),
+    ],
+    ids=["none-means-all-pass", "all-none", "explicit-success", "one-fails", "a-status"],
+)
+def test_filter_batch_answers(answer, passing, error):
+    fw = make_framework(_batch_plugin(answer))
+    state = fw.new_cycle_state()
+    batch = node_batch(nodes("n0", "n1", "n2"))
+    alive, verdicts, err = fw.filter_batch(state, POD, batch)
+    if error is not None:
+        assert err is not None and err.code is Code.ERROR and error in err.message()
+        return
+    assert err is None
+    assert alive.tolist() == passing
+    # No per-node verdict array is built when every node passes.
+    assert (verdicts is None) == (len(passing) == 3)
+    full, _ = fw.run_filter_batch(state, POD, batch)
+    assert [i for i, v in enumerate(full.tolist()) if v is None] == passing
+
+
 def test_filter_exception_is_an_error_naming_the_plugin():
     def boom(*a):
         raise RuntimeError("kaput")

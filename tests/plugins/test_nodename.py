@@ -6,7 +6,7 @@ import pytest
 
 from kubesched import ActionType, Code, EventResource, NodeBatch, PodInfo
 from kubesched.cache import new_snapshot
-from kubesched.testing import make_framework, make_node, make_pod, node_batch
+from kubesched.testing import batch_verdicts, make_framework, make_node, make_pod, node_batch
 from kubesched_builtin.nodename import ERR_REASON, NAME, NodeName
 
 REJECT = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [ERR_REASON])
@@ -32,7 +32,7 @@ def test_filter(node_name, expected) -> None:
     fw = make_framework(NodeName)
     plugin = fw.plugin(NAME)
     one = [plugin.filter(pod, ni) for ni in infos]
-    many = list(plugin.filter_nodes(pod, NodeBatch(snap.table, rows, infos)))
+    many = batch_verdicts(plugin.filter_nodes(pod, NodeBatch(snap.table, rows, infos)), len(infos))
     assert one == many
     assert [None if s is None else (s.code, s.reasons) for s in one] == expected
     state, pi = fw.new_cycle_state(), PodInfo(pod)

@@ -29,7 +29,7 @@ from kubesched import (
 )
 from kubesched.api import Pod
 from kubesched.config.validation import validation_error_problems
-from kubesched.testing import make_framework, make_node, make_pod, node_batch
+from kubesched.testing import batch_verdicts, make_framework, make_node, make_pod, node_batch
 from kubesched_builtin.noderesources.fit import (
     PRE_SCORE_KEY,
     NodeResourcesFit,
@@ -72,7 +72,7 @@ def run_filter(pl: NodeResourcesFit, pod, infos: list[NodeInfo]) -> list[Status 
     pi = PodInfo(pod.obj())
     assert pl.pre_filter(state, pi) is None
     single = [pl.filter(state, ni) for ni in infos]
-    batch = list(pl.filter_nodes(state, node_batch(infos)))
+    batch = batch_verdicts(pl.filter_nodes(state, node_batch(infos)), len(infos))
     assert len(batch) == len(single)
     for s, b in zip(single, batch, strict=True):
         assert (s is None) == (b is None)
@@ -1182,7 +1182,7 @@ def test_batch_on_a_subset_of_the_table_rows() -> None:
     state = CycleState()
     pl.pre_filter(state, pi)
     pl.pre_score(state, pi)
-    verdicts = pl.filter_nodes(state, sub)
+    verdicts = batch_verdicts(pl.filter_nodes(state, sub), len(sub))
     assert verdicts[0] is None
     assert (verdicts[1].code, verdicts[1].reasons) == (UU, ["Insufficient cpu"])
     assert pl.score_nodes(state, pi, sub).tolist() == [pl.score(state, pi, ni) for ni in sub.infos]

@@ -10,6 +10,7 @@ from kubesched.cache import new_snapshot
 from kubesched.testing import (
     assert_batch_matches_per_node,
     assert_statuses,
+    batch_verdicts,
     make_framework,
     make_node,
     make_pod,
@@ -28,7 +29,7 @@ UNSCHED = "node.kubernetes.io/unschedulable"
 
 def _verdicts(plugin, pod, infos, batch):
     one = [plugin.filter(pod, ni) for ni in infos]
-    many = list(plugin.filter_nodes(pod, batch))
+    many = batch_verdicts(plugin.filter_nodes(pod, batch), len(batch))
     assert one == many
     return [None if s is None else (s.code, s.reasons) for s in one]
 

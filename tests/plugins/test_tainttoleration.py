@@ -9,6 +9,7 @@ from kubesched.cache import new_snapshot
 from kubesched.testing import (
     assert_batch_matches_per_node,
     assert_scores,
+    batch_verdicts,
     make_framework,
     make_node,
     make_pod,
@@ -139,7 +140,9 @@ def test_filter(tolerations, taints, expected) -> None:
     plugin = fw.plugin(NAME)
     pi = PodInfo(pod)
     one = [plugin.filter(pi, ni) for ni in infos]
-    many = list(plugin.filter_nodes(pi, NodeBatch(snap.table, range(len(infos)), infos)))
+    many = batch_verdicts(
+        plugin.filter_nodes(pi, NodeBatch(snap.table, range(len(infos)), infos)), len(infos)
+    )
     assert one == many
     got = {
         ni.name: None if s is None else (s.code, s.reasons)
@@ -148,7 +151,7 @@ def test_filter(tolerations, taints, expected) -> None:
     assert got == {"a": None, "b": expected, "c": None, "d": expected}
     rows = [snap.table.index["d"], snap.table.index["a"]]
     sub = [snap.get("d"), snap.get("a")]
-    assert list(plugin.filter_nodes(pi, NodeBatch(snap.table, rows, sub))) == [
+    assert batch_verdicts(plugin.filter_nodes(pi, NodeBatch(snap.table, rows, sub)), 2) == [
         plugin.filter(pi, ni) for ni in sub
     ]
 

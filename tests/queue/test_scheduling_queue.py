@@ -302,6 +302,8 @@ def test_error_pod_in_unschedulable_moves_on_any_event(make_queue, clock) -> Non
     qpi = q.pop(block=False)
     fail(q, qpi, "NodeResourcesFit")
     qpi.unschedulable_plugins.clear()  # e.g. a plugin cleared its reason
+    # The queue stores a parked pod again after changing its plugins (ParkedPods' index).
+    q._unschedulable[qpi.pod_info.uid] = qpi
     clock.step(10)
     q.move_all_to_active_or_backoff_queue(NODE_TAINT)
     assert where(q, "p") == "active"

@@ -101,6 +101,11 @@ class BalancedScorer:
         return int((1 - std) * float(MAX_NODE_SCORE))
 
     def score_columns(self, requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+        if len(allocatable) == 2 and allocatable.all():
+            # The usual case (cpu and memory, on every node): the two-fraction formula
+            # below, without the masks for absent resources.
+            f = np.minimum(requested.astype(np.float64) / allocatable.astype(np.float64), 1.0)
+            return ((1 - np.abs((f[0] - f[1]) / 2)) * float(MAX_NODE_SCORE)).astype(np.int64)
         present = allocatable != 0
         safe = np.where(present, allocatable, 1).astype(np.float64)
         fractions = np.minimum(requested.astype(np.float64) / safe, 1.0)

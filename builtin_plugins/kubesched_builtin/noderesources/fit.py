@@ -535,7 +535,7 @@ class NodeResourcesFit:
         return _status(insufficient) if insufficient else None
 
     @hookimpl
-    def filter_nodes(self, state: CycleState, nodes: NodeBatch) -> Sequence[Status | None]:
+    def filter_nodes(self, state: CycleState, nodes: NodeBatch) -> Sequence[Status | None] | None:
         request = self._pre_filter_state(state)
         if isinstance(request, Status):
             return [request] * len(nodes)
@@ -587,7 +587,7 @@ class NodeResourcesFit:
             if unres is not None:
                 unresolvable |= fails & unres
         if not code.any():
-            return [None] * n
+            return None  # every node fits
         # The last bit says "unresolvable", so one shared Status per distinct verdict.
         code |= unresolvable.astype(np.int64) << len(checks)
         out = np.full(n, None, dtype=object)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched import MAX_NODE_SCORE, go_div_array
+from kubesched import MAX_NODE_SCORE
 
 from .resource_allocation import WeightedAverageScorer
 
@@ -19,5 +19,6 @@ class LeastAllocatedScorer(WeightedAverageScorer):
     def resource_score_columns(self, requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
         """The unused share of ``capacity`` on 0..100, 0 when over-committed (upstream
         ``leastRequestedScore``)."""
-        s = go_div_array((capacity - requested) * MAX_NODE_SCORE, capacity)
-        return np.where(requested <= capacity, s, 0)
+        # capacity > 0: truncating and flooring agree on the non-negative numerators,
+        # and an over-committed resource (negative numerator) scores 0.
+        return np.maximum(capacity - requested, 0) * MAX_NODE_SCORE // capacity

@@ -108,6 +108,14 @@ class WeightedAverageScorer(ABC):
         """Scores of many nodes: int64 arrays of shape ``(resources, nodes)`` in, int64 out."""
         n = requested.shape[1]
         node_score = np.zeros(n, dtype=np.int64)
+        if allocatable.all():
+            # Every node has every resource (the usual case): one weight sum for all.
+            for weight, req, alloc in zip(self.weights, requested, allocatable, strict=True):
+                node_score += self.resource_score_columns(req, alloc) * weight
+            total = sum(self.weights)
+            if total == 0:
+                return node_score * 0
+            return go_div_array(node_score, np.full(n, total, dtype=np.int64))
         weight_sum = np.zeros(n, dtype=np.int64)
         for weight, req, alloc in zip(self.weights, requested, allocatable, strict=True):
             present = alloc != 0

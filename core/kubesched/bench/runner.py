@@ -63,7 +63,7 @@ from kubesched.bench.workloads import (
 from kubesched.config import EffectiveConfiguration, config_from_dict, effective_configuration
 from kubesched.errors import KubeschedError
 from kubesched.framework.registry import PluginRegistry, default_registry
-from kubesched.simulate.driver import DETAIL_SUMMARY, Simulation
+from kubesched.simulate.driver import Simulation
 
 BREAKDOWN_PHASES = (
     "queue",
@@ -305,9 +305,7 @@ def run_once(
     t0 = time.perf_counter()
     workload = build_workload(workload_name, nodes, pods, seed)
     t1 = time.perf_counter()
-    sim = Simulation(
-        workload.objects(), config=config, registry=registry, seed=seed, detail=DETAIL_SUMMARY
-    )
+    sim = workload.simulation(config, registry, seed)
     t2 = time.perf_counter()
     if sim.rejections:
         raise BenchError(

@@ -24,7 +24,7 @@ from typing import Any
 
 from kubesched.api import KubeObject
 from kubesched.api.manifests import parse_object
-from kubesched.simulate.driver import Simulation, SimulationRun
+from kubesched.simulate.driver import DETAIL_SUMMARY, Simulation, SimulationRun
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 """The nodes' ``topology.kubernetes.io/zone`` values, assigned round-robin."""
@@ -82,6 +82,18 @@ class Workload:
     churn: list[ChurnStep] = field(default_factory=list)
     """Steps applied one after the other, each once the previous scheduling settled;
     their created pods are measured pods too (and listed in ``pods``)."""
+
+    def simulation(self, config: Any, registry: Any, seed: int = 0) -> Simulation:
+        """The embedded cluster and scheduler of a bench run, with the objects handed
+        over (stored as built, not copied), keeping only the attempts' summaries."""
+        return Simulation(
+            self.objects(),
+            config=config,
+            registry=registry,
+            seed=seed,
+            detail=DETAIL_SUMMARY,
+            owned=True,
+        )
 
     def objects(self) -> list[KubeObject]:
         """Everything to apply to the embedded cluster before the run, in a valid order."""

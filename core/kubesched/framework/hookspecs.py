@@ -157,15 +157,17 @@ def filter(state: CycleState, pod: Pod, pod_info: PodInfo, node_info: NodeInfo) 
 @hookspec
 def filter_nodes(
     state: CycleState, pod: Pod, pod_info: PodInfo, nodes: NodeBatch
-) -> Sequence[Status | None]:
+) -> Sequence[Status | None] | None:
     """Filter, vectorised: the verdicts for many nodes at once (optional).
 
     A plugin that implements ``filter`` may also implement this; the framework then
     calls it instead of ``filter`` on batches of candidate nodes. It returns one entry
     per node of ``nodes``, in order: ``None`` where the node passes, otherwise the
     status ``filter`` would have returned for that node (statuses may be shared
-    between nodes). ``nodes`` offers the NodeInfos and the snapshot's column arrays
-    for the same nodes, so a plugin can decide with numpy instead of a Python loop.
+    between nodes). Returning ``None`` instead of a sequence says every node passes
+    (the common case, without building a sequence of ``None`` per node). ``nodes``
+    offers the NodeInfos and the snapshot's column arrays for the same nodes, so a
+    plugin can decide with numpy instead of a Python loop.
     It must agree with ``filter`` on every node; ``kubesched.testing`` checks that.
     """
 

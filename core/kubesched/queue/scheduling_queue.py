@@ -45,6 +45,7 @@ from kubesched.framework.types import PodInfo, QueuedPodInfo, pod_uid
 from kubesched.metrics import Metrics
 from kubesched.queue.heap import Heap
 from kubesched.queue.nominator import Nominator, PodLister
+from kubesched.queue.parked import ALWAYS, ParkedPods
 
 __all__ = [
     "ASSIGNED_POD_ADD",
@@ -197,7 +198,7 @@ class PriorityQueue:
         self._less = less
         self._clock = clock
         self._profiles = dict(profiles)
-        self._interest: dict[tuple[EventResource, ActionType], bool] = {}
+        self._event_plugins: dict[tuple[EventResource, ActionType], frozenset[str]] = {}
         self._initial_backoff = pod_initial_backoff
         self._max_backoff = pod_max_backoff
         self._max_in_unschedulable = pod_max_in_unschedulable_pods_duration
@@ -213,8 +214,9 @@ class PriorityQueue:
         # expiry and then like the activeQ; pods that failed with an error only by expiry.
         self._backoff: Heap[QueuedPodInfo] = Heap(_qpi_key, self._less_backoff_with_priority)
         self._error_backoff: Heap[QueuedPodInfo] = Heap(_qpi_key, self._less_backoff)
-        self._unschedulable: dict[str, QueuedPodInfo] = {}
-        self._gated: dict[str, QueuedPodInfo] = {}
+        # Indexed by rejecting plugin: an event looks only at the pods it may help.
+        self._unschedulable = ParkedPods(self._park_keys)
+        self._gated = ParkedPods(self._park_keys)
 
         self._scheduling_cycle = 0
         self._move_request_cycle = -1
@@ -238,6 +240,7 @@ class PriorityQueue:
             if metrics is not None
             else None
         )
+        self._gauge_sizes: tuple[int, ...] = (-1, -1, -1, -1)  # sizes last set
         self.nominator = Nominator(pod_lister)
         """The pods nominated to nodes (see :class:`Nominator`)."""
         self._update_gauges()
@@ -348,11 +351,17 @@ class PriorityQueue:
         with self._lock:
             if not self._is_event_of_interest(event):
                 return
-            candidates = [
-                qpi
-                for qpi in (*self._unschedulable.values(), *self._gated.values())
-                if pre_check is None or pre_check(qpi.pod)
-            ]
+            if _is_wildcard(event):
+                parked = [*self._unschedulable.values(), *self._gated.values()]
+            else:
+                # Only pods a plugin registered for this event rejected can move (or
+                # pods with no rejecting plugin): not a walk over every parked pod.
+                plugins = self._plugins_for(event)
+                parked = [
+                    *self._unschedulable.candidates(plugins),
+                    *self._gated.candidates(plugins),
+                ]
+            candidates = [qpi for qpi in parked if pre_check is None or pre_check(qpi.pod)]
             self._move_pods_locked(candidates, event, old_obj, new_obj)
             self._update_gauges()
 
@@ -786,17 +795,32 @@ class PriorityQueue:
         return self._less(a, b)
 
     def _is_event_of_interest(self, event: ClusterEvent) -> bool:
-        # The registrations never change, and every bind issues an event: remember the
-        # answer per kind of event.
+        return _is_wildcard(event) or bool(self._plugins_for(event))
+
+    def _plugins_for(self, event: ClusterEvent) -> frozenset[str]:
+        """The plugins (of any profile) with a registration ``event`` matches.
+
+        The registrations never change, and every bind issues an event: remembered
+        per kind of event.
+        """
         key = (event.resource, event.action)
-        interested = self._interest.get(key)
-        if interested is None:
-            interested = self._interest[key] = _is_wildcard(event) or any(
-                registered.matches(event)
+        plugins = self._event_plugins.get(key)
+        if plugins is None:
+            plugins = self._event_plugins[key] = frozenset(
+                plugin
                 for profile in self._profiles.values()
-                for _, registered, _ in profile.hints
+                for plugin, registered, _ in profile.hints
+                if registered.matches(event)
             )
-        return interested
+        return plugins
+
+    def _park_keys(self, qpi: QueuedPodInfo) -> frozenset[str | None]:
+        """Index keys of a parked pod: its rejecting plugins; ``ALWAYS`` when it has
+        none or no profile (every event may move it, see ``_worth_requeuing``)."""
+        rejectors = qpi.unschedulable_plugins | qpi.pending_plugins
+        if not rejectors or qpi.pod.spec.scheduler_name not in self._profiles:
+            return frozenset((ALWAYS,))
+        return frozenset(rejectors)
 
     def _move_pods_locked(
         self,
@@ -912,11 +936,18 @@ class PriorityQueue:
     def _update_gauges(self) -> None:
         if self._gauges is None:
             return
-        active, backoff, unschedulable, gated = self._gauges
-        active.set(len(self._active))
-        backoff.set(len(self._backoff) + len(self._error_backoff))
-        unschedulable.set(len(self._unschedulable))
-        gated.set(len(self._gated))
+        sizes = (
+            len(self._active),
+            len(self._backoff) + len(self._error_backoff),
+            len(self._unschedulable),
+            len(self._gated),
+        )
+        # Called after every queue operation: set only the gauges whose size changed.
+        if sizes != self._gauge_sizes:
+            for gauge, size, before in zip(self._gauges, sizes, self._gauge_sizes, strict=True):
+                if size != before:
+                    gauge.set(size)
+            self._gauge_sizes = sizes
 
     def _incoming(self, queue: str, event: str) -> None:
         if self._metrics is not None:

@@ -11,7 +11,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import NO_NODES_AVAILABLE_ERROR, Diagnosis, FitError
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.runtime import Framework, ScoreResult
-from kubesched.framework.status import Code, Status, not_none_mask
+from kubesched.framework.status import Code, Status
 from kubesched.framework.types import NodeBatch, NodeInfo, PodInfo
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -185,8 +185,7 @@ class SchedulingAlgorithm:
         while pos < n and found < to_find:
             part = order[pos : pos + chunk]
             pos += len(part)
-            verdicts = self._filter_chunk(fwk, state, pod_info, table, part, nominated_nodes)
-            ok = ~not_none_mask(verdicts)
+            ok, verdicts = self._filter_chunk(fwk, state, pod_info, table, part, nominated_nodes)
             ok_positions = np.flatnonzero(ok)
             need = to_find - found
             # Stop right after the last feasible node needed: the nodes after it count
@@ -194,14 +193,15 @@ class SchedulingAlgorithm:
             cut = int(ok_positions[need - 1]) + 1 if len(ok_positions) >= need else len(part)
             found_parts.append(part[:cut][ok[:cut]])
             found += min(len(ok_positions), need)
-            rejected = np.flatnonzero(~ok[:cut])
-            statuses = verdicts[rejected].tolist()
-            diagnosis.node_to_status.update(
-                zip(name_array[part[rejected]].tolist(), statuses, strict=True)
-            )
-            # Nodes failing alike share a Status object: count each plugin once.
-            for status in {id(s): s for s in statuses}.values():
-                diagnosis.add_plugin_status(status)
+            if verdicts is not None:
+                rejected = np.flatnonzero(~ok[:cut])
+                statuses = verdicts[rejected].tolist()
+                diagnosis.node_to_status.update(
+                    zip(name_array[part[rejected]].tolist(), statuses, strict=True)
+                )
+                # Nodes failing alike share a Status object: count each plugin once.
+                for status in {id(s): s for s in statuses}.values():
+                    diagnosis.add_plugin_status(status)
             # Most nodes failing means many more to look at: widen the next chunk.
             chunk = max(chunk * 2, to_find - found)
         chosen = np.concatenate(found_parts) if found_parts else np.empty(0, dtype=np.intp)
@@ -215,8 +215,10 @@ class SchedulingAlgorithm:
         table: NodeTable,
         part: np.ndarray,
         nominated_nodes: set[str],
-    ) -> np.ndarray:
-        """Filter verdicts for the nodes at rows ``part`` (an object array, None = fits).
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Filter the nodes at rows ``part``: ``(ok, verdicts)``, ``ok`` a bool mask of
+        the nodes that fit, ``verdicts`` the statuses of the others (an object array,
+        ``None`` = fits), or ``None`` when every node fits.
 
         Nodes with nominated pods take the per-node path that counts those pods.
         """
@@ -224,29 +226,35 @@ class SchedulingAlgorithm:
         if nominated_nodes:
             names = table.names
             slow = [i for i, r in enumerate(part.tolist()) if names[r] in nominated_nodes]
-        verdicts = np.full(len(part), None, dtype=object)
+        ok = np.zeros(len(part), dtype=bool)
+        verdicts: np.ndarray | None = None
         if len(slow) < len(part):
-            if slow:
-                fast = np.setdiff1d(np.arange(len(part)), slow)
-                batch = NodeBatch(table, part[fast])
-            else:
-                fast = None
-                batch = NodeBatch(table, part)
-            batch_verdicts, error = fwk.run_filter_batch(state, pod_info, batch)
+            fast = np.setdiff1d(np.arange(len(part)), slow) if slow else None
+            batch = NodeBatch(table, part if fast is None else part[fast])
+            passing, batch_verdicts, error = fwk.filter_batch(state, pod_info, batch)
             if error is not None:
                 raise SchedulingError(error)
             if fast is None:
+                ok[passing] = True
                 verdicts = batch_verdicts
             else:
-                verdicts[fast] = batch_verdicts
+                ok[fast[passing]] = True
+                if batch_verdicts is not None:
+                    verdicts = np.full(len(part), None, dtype=object)
+                    verdicts[fast] = batch_verdicts
         for i in slow:
             status = fwk.run_filter_plugins_with_nominated_pods(
                 state, pod_info, table.infos[part[i]]
             )
             if status.code is Code.ERROR:
                 raise SchedulingError(status)
-            verdicts[i] = None if status.is_success() else status
-        return verdicts
+            if status.is_success():
+                ok[i] = True
+                continue
+            if verdicts is None:
+                verdicts = np.full(len(part), None, dtype=object)
+            verdicts[i] = status
+        return ok, verdicts
 
     def _percentage(self, fwk: Framework) -> int | None:
         profile_value = fwk.profile.percentage_of_nodes_to_score

@@ -80,7 +80,9 @@ class Simulation:
     when virtual time reaches them. ``node_pressure_eviction`` runs the kubelets'
     eviction managers; by default it does when there is a timeline or the objects
     include a KubeletConfiguration. ``validate=False`` spares objects known valid (taken
-    from another simulation's cluster) the API server's validation.
+    from another simulation's cluster) the API server's validation. ``owned=True`` hands
+    ``objects`` over to the cluster, which then stores them without copying them (the
+    caller must not change them).
     """
 
     def __init__(
@@ -96,6 +98,7 @@ class Simulation:
         node_pressure_eviction: bool | None = None,
         check_invariants: bool = False,
         validate: bool = True,
+        owned: bool = False,
     ) -> None:
         self.registry = registry or default_registry()
         if isinstance(config, EffectiveConfiguration):
@@ -119,7 +122,7 @@ class Simulation:
         self.timeline = timeline
         if timeline is not None:
             timeline.cluster = self.cluster
-        self.rejections = self.cluster.apply(objects)
+        self.rejections = self.cluster.apply(objects, owned=owned)
         self.scheduler = Scheduler(
             self.effective,
             self.registry,

@@ -3,7 +3,7 @@
 * objects: ``make_pod``, ``make_node`` (fluent, like upstream's ``st.MakePod()``) and
   ``objects_from`` (manifests as dicts, YAML text or files);
 * a framework around plugins: ``make_framework``, ``framework_for``,
-  ``profile_framework``, ``snapshot_of``, ``node_batch`` (bad args raise
+  ``profile_framework``, ``snapshot_of``, ``node_batch``, ``batch_verdicts`` (bad args raise
   ``kubesched.PluginArgsError``);
 * fakes for the Handle: ``RecordingClient``, ``RecordingEventRecorder``,
   ``static_lister`` / ``StaticLister``, ``Nominator``;
@@ -41,7 +41,13 @@ from kubesched.testing.fakes import (
     StaticLister,
     static_lister,
 )
-from kubesched.testing.framework import FifoSort, RecordingBinder, make_framework, node_batch
+from kubesched.testing.framework import (
+    FifoSort,
+    RecordingBinder,
+    batch_verdicts,
+    make_framework,
+    node_batch,
+)
 from kubesched.testing.preemption import (
     PreemptionDryRun,
     dry_run_preemption,
@@ -82,6 +88,7 @@ __all__ = [
     "assert_batch_matches_per_node",
     "assert_scores",
     "assert_statuses",
+    "batch_verdicts",
     "dry_run_preemption",
     "dry_run_preemption_each_offset",
     "framework_for",

@@ -9,6 +9,7 @@ from typing import Any
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import NodeBatch, PodInfo
+from kubesched.testing.framework import batch_verdicts
 from kubesched.testing.run import NodesLike, PodLike, as_pod_info, snapshot_of
 
 __all__ = ["assert_batch_matches_per_node", "assert_scores", "assert_statuses"]
@@ -185,7 +186,8 @@ def assert_batch_matches_per_node(
         for rows in _subsets(len(infos), seed):
             sub = [infos[r] for r in rows]
             batch = NodeBatch(snap.table, [snap.table.index[ni.name] for ni in sub], sub)
-            got_many = list(many(state, pi.pod, pi, batch))
+            answer = many(state, pi.pod, pi, batch)
+            got_many = batch_verdicts(answer, len(sub)) if one_hook == "filter" else list(answer)
             got_one = [one(state, pi.pod, pi, ni) for ni in sub]
             if one_hook == "score":
                 got_many = [int(v) for v in got_many]

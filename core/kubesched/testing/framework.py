@@ -15,6 +15,7 @@ from kubesched.framework.node_table import NodeTable
 from kubesched.framework.plugin import EXTENSION_POINTS, extension_points_of, hookimpl
 from kubesched.framework.registry import PluginRegistry
 from kubesched.framework.runtime import Framework
+from kubesched.framework.status import Status
 from kubesched.framework.types import NodeBatch, NodeInfo, QueuedPodInfo
 
 DEFAULT_PROFILE = "default-scheduler"
@@ -110,3 +111,9 @@ def node_batch(node_infos: Sequence[NodeInfo] | Iterable[NodeInfo]) -> NodeBatch
     """A NodeBatch of ``node_infos`` over a fresh NodeTable (for vectorised hooks)."""
     infos = list(node_infos)
     return NodeBatch(NodeTable(infos), range(len(infos)), infos)
+
+
+def batch_verdicts(answer: Sequence[Status | None] | None, nodes: int) -> list[Status | None]:
+    """A ``filter_nodes`` answer for ``nodes`` nodes as one verdict per node (``None``,
+    "every node passes", becomes ``nodes`` times ``None``)."""
+    return [None] * nodes if answer is None else list(answer)

@@ -129,9 +129,14 @@ class PodAdmission:
     default_toleration_seconds: bool = True
     memory_pressure_toleration: bool = True
 
-    def admit(self, pod: Pod) -> Pod:
-        """Return the admitted (mutated) copy of ``pod``; raise ``AdmissionError`` if refused."""
-        pod = pod.model_copy(deep=True)
+    def admit(self, pod: Pod, *, copy: bool = True) -> Pod:
+        """Return the admitted (mutated) copy of ``pod``; raise ``AdmissionError`` if refused.
+
+        ``copy=False`` admits ``pod`` itself, changing it in place (for a caller that
+        hands the object over, see ``MemoryCluster.create``'s ``owned``).
+        """
+        if copy:
+            pod = pod.model_copy(deep=True)
         self._defaults(pod)
         self._priority(pod)
         self._runtime_class(pod)

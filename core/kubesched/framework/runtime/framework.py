@@ -443,8 +443,22 @@ class Framework:
         their vectorised ``filter_nodes`` when they have one. ``error`` is set, and the
         verdicts incomplete, when a plugin failed with an ``ERROR``.
         """
+        _, verdicts, error = self.filter_batch(state, pod_info, batch)
+        if verdicts is None:
+            verdicts = np.full(len(batch), None, dtype=object)
+        return verdicts, error
+
+    def filter_batch(
+        self, state: CycleState, pod_info: PodInfo, batch: NodeBatch
+    ) -> tuple[np.ndarray, np.ndarray | None, Status | None]:
+        """:meth:`run_filter_batch` for the scheduler: ``(passing, verdicts, error)``.
+
+        ``passing`` are the positions in ``batch`` of the nodes every plugin let
+        through; ``verdicts`` is ``None`` when no node failed (no per-node array built:
+        the common case), else as :meth:`run_filter_batch`'s.
+        """
         pod = pod_info.pod
-        verdicts = np.full(len(batch), None, dtype=object)
+        verdicts: np.ndarray | None = None
         alive = np.arange(len(batch))
         sub = batch
         for runner in self.points["Filter"]:
@@ -455,8 +469,14 @@ class Framework:
             if len(alive) < len(sub):
                 sub = batch.subset(alive)
             results = self._filter_many(runner, state, pod, pod_info, sub)
+            if results is None:
+                continue  # every node passes
             if isinstance(results, Status):
-                return verdicts, _wrap_error(results, f"running {runner.name!r} filter plugin")
+                return (
+                    alive,
+                    verdicts,
+                    _wrap_error(results, f"running {runner.name!r} filter plugin"),
+                )
             if not (isinstance(results, np.ndarray) and results.dtype == object):
                 results = np.array(results, dtype=object)
             failed = np.flatnonzero(not_none_mask(results))
@@ -470,25 +490,31 @@ class Framework:
                 if id(status) in rejected:
                     continue
                 if not isinstance(status, Status):
-                    return verdicts, _wrong_result(runner.name, "filter_nodes", status)
+                    return alive, verdicts, _wrong_result(runner.name, "filter_nodes", status)
                 if status.code:
                     status.with_plugin(runner.name)
                     if not status.is_rejected():
-                        return verdicts, _wrap_error(
-                            status, f"running {runner.name!r} filter plugin"
+                        return (
+                            alive,
+                            verdicts,
+                            _wrap_error(status, f"running {runner.name!r} filter plugin"),
                         )
                 rejected[id(status)] = bool(status.code)  # False: an explicit success
             if not all(rejected.values()):
                 failed = failed[[rejected[id(s)] for s in outcomes]]
+                if not len(failed):
+                    continue
+            if verdicts is None:
+                verdicts = np.full(len(batch), None, dtype=object)
             verdicts[alive[failed]] = results[failed]
             keep = np.ones(len(alive), dtype=bool)
             keep[failed] = False
             alive = alive[keep]
-        return verdicts, None
+        return alive, verdicts, None
 
     def _filter_many(
         self, runner: PluginRunner, state: CycleState, pod: Any, pod_info: PodInfo, sub: NodeBatch
-    ) -> Sequence[Status | None] | Status:
+    ) -> Sequence[Status | None] | Status | None:
         batch_call = runner.call("filter_nodes")
         start = time.perf_counter() if state.record_plugin_metrics else 0.0
         try:
@@ -501,6 +527,10 @@ class Framework:
             return Status.from_error(err, runner.name)
         if start:
             self._observe_plugin(runner.name, "Filter", None, start)
+        if results is None:
+            return None
+        if isinstance(results, Status):
+            return _wrong_result(runner.name, "filter_nodes", results)
         if len(results) != len(sub):
             return _batch_length_error(
                 runner.name, "filter_nodes", "verdicts", len(results), len(sub)
