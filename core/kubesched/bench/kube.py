@@ -26,7 +26,8 @@ from typing import Any
 import yaml
 
 from kubesched.backend.kube import KubeClient, load_configuration
-from kubesched.backend.protocol import ConflictError, NotFoundError
+from kubesched.backend.kube.client import UnreachableError
+from kubesched.backend.protocol import BackendError, ConflictError, NotFoundError
 from kubesched.bench.runner import BenchError
 from kubesched.bench.workloads import build_workload
 from kubesched.config.types import ClientConnectionConfiguration
@@ -38,8 +39,17 @@ FROM_START = frozenset({"preemption"})
 """Workloads measured from the scheduler's start rather than from the first binding."""
 STALL_SECONDS = 60.0
 """A run ends when no pod was bound for this long (the rest are taken as unschedulable)."""
+FIRST_BIND_SECONDS = 300.0
+"""How long the first binding may take from the scheduler's start: its informers list
+every object first (30,000 pods and nodes in preemption at 5,000 nodes, more than a
+minute on a busy machine), and a preemptor binds only once its victims are gone."""
 LATENCY_METRIC = "scheduler_scheduling_attempt_duration_seconds"
 _UNTHROTTLED = ClientConnectionConfiguration(qps=5000, burst=5000)
+HTTP_GATEWAY_TIMEOUT = 504
+"""The API server's answer to a request it ended at its request timeout."""
+CLEAN_TIMEOUT = 120.0
+"""Seconds one deletion of a namespace's pods may take: longer than the API server's own
+request timeout (60 s by default), which ends it first."""
 
 
 @dataclass
@@ -110,12 +120,12 @@ class _BindWatch:
 
     def wait(self, expected: int, timeout: float) -> None:
         """Watch until ``expected`` measured pods are bound, none was for
-        ``STALL_SECONDS``, or ``timeout``."""
+        ``STALL_SECONDS`` (``FIRST_BIND_SECONDS`` before the first), or ``timeout``."""
         deadline = time.monotonic() + timeout
         last = time.monotonic()
         while self._count() < expected:
             now = time.monotonic()
-            if now > deadline or now - last > STALL_SECONDS:
+            if now > deadline or self._stalled(last):
                 return
             resp, events = self.client.stream(
                 "/api/v1/pods",
@@ -138,11 +148,16 @@ class _BindWatch:
                         continue
                     if self._seen(obj, time.monotonic()):
                         last = time.monotonic()
-                    if self._count() >= expected or time.monotonic() - last > STALL_SECONDS:
+                    if self._count() >= expected or self._stalled(last):
                         break
             finally:
                 # Closed, not returned to the pool: the rest of the stream is unread.
                 resp.close()
+
+    def _stalled(self, last: float) -> bool:
+        """No measured pod bound since ``last`` for longer than the run allows."""
+        window = STALL_SECONDS if self._count() else FIRST_BIND_SECONDS
+        return time.monotonic() - last > window
 
     def _count(self) -> int:
         return sum(1 for k in self.bound if k in self.measured)
@@ -211,9 +226,20 @@ def _clean(client: KubeClient, created: list[dict[str, Any]]) -> None:
     for namespace in sorted(
         {o["metadata"].get("namespace") or "default" for o in created if o["kind"] == "Pod"}
     ):
-        client.request(
-            "DELETE", f"/api/v1/namespaces/{namespace}/pods", query={"gracePeriodSeconds": 0}
-        )
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        # The API server ends a deletion of many pods (the 25,000 of preemption at 5,000
+        # nodes) at its request timeout, having deleted some: ask again until none is left.
+        # An unreachable server fails the LIST.
+        while client.request("GET", path, query={"limit": 1})["items"]:
+            try:
+                client.request(
+                    "DELETE", path, query={"gracePeriodSeconds": 0}, timeout=CLEAN_TIMEOUT
+                )
+            except UnreachableError:
+                pass  # the server closed the connection at its request timeout
+            except BackendError as err:
+                if err.code != HTTP_GATEWAY_TIMEOUT:
+                    raise
     for o in created:
         name = o["metadata"]["name"]
         # Namespaces stay (empty): without a namespace controller, as on a scratch
