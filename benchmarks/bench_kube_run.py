@@ -29,12 +29,18 @@ def main() -> None:
     parser.add_argument(
         "--workloads", default="basic", help=f"comma-separated: {', '.join(WORKLOADS)}"
     )
+    parser.add_argument(
+        "--schedulers",
+        default="kubesched,external",
+        help="comma-separated, in this order: kubesched, external (the real kube-scheduler)",
+    )
     parser.add_argument("--timeout", type=float, default=1800)
     args = parser.parse_args()
     with ControlPlane() as cp, tempfile.TemporaryDirectory() as tmp:
         kube_scheduler = cp.kube_scheduler_command(Path(tmp))
         for name in args.workloads.split(","):
-            for scheduler, command in (("kubesched", None), ("external", kube_scheduler)):
+            for scheduler in args.schedulers.split(","):
+                command = kube_scheduler if scheduler == "external" else None
                 result = run_on_api_server(
                     name,
                     args.nodes,

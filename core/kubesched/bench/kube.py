@@ -38,7 +38,8 @@ SCHEDULERS = ("kubesched", "external")
 FROM_START = frozenset({"preemption"})
 """Workloads measured from the scheduler's start rather than from the first binding."""
 STALL_SECONDS = 60.0
-"""A run ends when no pod was bound for this long (the rest are taken as unschedulable)."""
+"""A run ends when no pod was bound or deleted for this long (the rest are taken as
+unschedulable)."""
 FIRST_BIND_SECONDS = 300.0
 """How long the first binding may take from the scheduler's start: its informers list
 every object first (30,000 pods and nodes in preemption at 5,000 nodes, more than a
@@ -119,8 +120,9 @@ class _BindWatch:
         return False
 
     def wait(self, expected: int, timeout: float) -> None:
-        """Watch until ``expected`` measured pods are bound, none was for
-        ``STALL_SECONDS`` (``FIRST_BIND_SECONDS`` before the first), or ``timeout``."""
+        """Watch until ``expected`` measured pods are bound, none was bound or deleted for
+        ``STALL_SECONDS`` (``FIRST_BIND_SECONDS`` before the first binding), or
+        ``timeout``."""
         deadline = time.monotonic() + timeout
         last = time.monotonic()
         while self._count() < expected:
@@ -146,7 +148,9 @@ class _BindWatch:
                     self.rv = obj["metadata"].get("resourceVersion", self.rv)
                     if ev["type"] == "BOOKMARK":
                         continue
-                    if self._seen(obj, time.monotonic()):
+                    # A deletion is progress too: preemption's victims go long before
+                    # their preemptors bind (each is tried once before any is retried).
+                    if self._seen(obj, time.monotonic()) or ev["type"] == "DELETED":
                         last = time.monotonic()
                     if self._count() >= expected or self._stalled(last):
                         break
@@ -155,7 +159,7 @@ class _BindWatch:
                 resp.close()
 
     def _stalled(self, last: float) -> bool:
-        """No measured pod bound since ``last`` for longer than the run allows."""
+        """Nothing happened since ``last`` for longer than the run allows."""
         window = STALL_SECONDS if self._count() else FIRST_BIND_SECONDS
         return time.monotonic() - last > window
 
