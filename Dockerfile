@@ -6,9 +6,12 @@
 # `kubesched plugins` in the container lists what it found.
 
 ARG PYTHON=3.11
+# The Python image both stages start from; deploy/build-offline-image.sh passes one made
+# from Debian's packages where no container registry is reachable.
+ARG BASE_IMAGE=python:${PYTHON}-slim
 
 # -- build: wheels of kubesched, its dependencies and the plugins --------------------------
-FROM python:${PYTHON}-slim AS build
+FROM ${BASE_IMAGE} AS build
 ARG PLUGINS=""
 WORKDIR /src
 COPY pyproject.toml README.md ./
@@ -21,7 +24,7 @@ RUN pip wheel --no-cache-dir --wheel-dir /wheels . ${PLUGINS} \
     $(find /plugins -name "*.whl")
 
 # -- run: only the installed packages, as a non-root user ----------------------------------
-FROM python:${PYTHON}-slim
+FROM ${BASE_IMAGE}
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir --no-index --find-links /wheels /wheels/*.whl \
     && rm -rf /wheels \

@@ -4,6 +4,7 @@ independence from the plugins."""
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import json
 import re
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import kubesched
+from kubesched.cli.main import main
 from kubesched.cli.new_plugin_cmd import TEMPLATE_EXTENSION_POINTS, generate
 from kubesched.framework.sdk import SDK_VERSION
 
@@ -146,3 +148,14 @@ def test_sdk_all_names_exist_and_are_documented() -> None:
 def test_template_default_sdk_version_is_the_current_one() -> None:
     cookiecutter = json.loads((ROOT / "plugin_template" / "cookiecutter.json").read_text())
     assert cookiecutter["_sdk_version"] == SDK_VERSION
+
+
+def test_version_option_names_the_package_and_the_sdk(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == (
+        f"kubesched {kubesched.__version__} (plugin SDK {SDK_VERSION})\n"
+    )
+    # The version printed is the installed distribution's (pyproject.toml's).
+    assert importlib.metadata.version("kubesched") == kubesched.__version__

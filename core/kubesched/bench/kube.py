@@ -26,8 +26,8 @@ from typing import Any
 import yaml
 
 from kubesched.backend.kube import KubeClient, load_configuration
-from kubesched.backend.kube.client import MERGE_PATCH
-from kubesched.backend.protocol import ConflictError, NotFoundError
+from kubesched.backend.kube.client import MERGE_PATCH, UnreachableError
+from kubesched.backend.protocol import BackendError, ConflictError, NotFoundError
 from kubesched.bench.runner import BenchError
 from kubesched.bench.workloads import build_workload
 from kubesched.config.types import ClientConnectionConfiguration
@@ -38,9 +38,19 @@ SCHEDULERS = ("kubesched", "external")
 FROM_START = frozenset({"preemption"})
 """Workloads measured from the scheduler's start rather than from the first binding."""
 STALL_SECONDS = 60.0
-"""A run ends when no pod was bound for this long (the rest are taken as unschedulable)."""
+"""A run ends when no pod was bound or deleted for this long (the rest are taken as
+unschedulable)."""
+FIRST_BIND_SECONDS = 300.0
+"""How long the first binding may take from the scheduler's start: its informers list
+every object first (30,000 pods and nodes in preemption at 5,000 nodes, more than a
+minute on a busy machine), and a preemptor binds only once its victims are gone."""
 LATENCY_METRIC = "scheduler_scheduling_attempt_duration_seconds"
 _UNTHROTTLED = ClientConnectionConfiguration(qps=5000, burst=5000)
+HTTP_GATEWAY_TIMEOUT = 504
+"""The API server's answer to a request it ended at its request timeout."""
+CLEAN_TIMEOUT = 120.0
+"""Seconds one deletion of a namespace's pods may take: longer than the API server's own
+request timeout (60 s by default), which ends it first."""
 
 
 @dataclass
@@ -122,13 +132,14 @@ class _BindWatch:
         return False
 
     def wait(self, expected: int, timeout: float) -> None:
-        """Watch until ``expected`` measured pods are bound, none was for
-        ``STALL_SECONDS``, or ``timeout``."""
+        """Watch until ``expected`` measured pods are bound, none was bound or deleted for
+        ``STALL_SECONDS`` (``FIRST_BIND_SECONDS`` before the first binding), or
+        ``timeout``."""
         deadline = time.monotonic() + timeout
         last = time.monotonic()
         while self._count() < expected:
             now = time.monotonic()
-            if now > deadline or now - last > STALL_SECONDS:
+            if now > deadline or self._stalled(last):
                 return
             resp, events = self.client.stream(
                 "/api/v1/pods",
@@ -149,13 +160,20 @@ class _BindWatch:
                     self.rv = obj["metadata"].get("resourceVersion", self.rv)
                     if ev["type"] == "BOOKMARK":
                         continue
-                    if self._seen(obj, time.monotonic()):
+                    # A deletion is progress too: preemption's victims go long before
+                    # their preemptors bind (each is tried once before any is retried).
+                    if self._seen(obj, time.monotonic()) or ev["type"] == "DELETED":
                         last = time.monotonic()
-                    if self._count() >= expected or time.monotonic() - last > STALL_SECONDS:
+                    if self._count() >= expected or self._stalled(last):
                         break
             finally:
                 # Closed, not returned to the pool: the rest of the stream is unread.
                 resp.close()
+
+    def _stalled(self, last: float) -> bool:
+        """Nothing happened since ``last`` for longer than the run allows."""
+        window = STALL_SECONDS if self._count() else FIRST_BIND_SECONDS
+        return time.monotonic() - last > window
 
     def _count(self) -> int:
         return sum(1 for k in self.bound if k in self.measured)
@@ -226,9 +244,20 @@ def _clean(client: KubeClient, created: list[dict[str, Any]]) -> None:
         {o["metadata"].get("namespace") or "default" for o in created if o["kind"] == "Pod"}
     )
     for namespace in namespaces:
-        client.request(
-            "DELETE", f"/api/v1/namespaces/{namespace}/pods", query={"gracePeriodSeconds": 0}
-        )
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        # The API server ends a deletion of many pods (the 25,000 of preemption at 5,000
+        # nodes) at its request timeout, having deleted some: ask again until none is left.
+        # An unreachable server fails the LIST.
+        while client.request("GET", path, query={"limit": 1})["items"]:
+            try:
+                client.request(
+                    "DELETE", path, query={"gracePeriodSeconds": 0}, timeout=CLEAN_TIMEOUT
+                )
+            except UnreachableError:
+                pass  # the server closed the connection at its request timeout
+            except BackendError as err:
+                if err.code != HTTP_GATEWAY_TIMEOUT:
+                    raise
     if any(o.get("apiVersion", "").startswith("resource.k8s.io/") for o in created):
         for namespace in namespaces:
             claims = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"

@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from kubesched import __sdk_version__, __version__
 from kubesched.cli import (
     bench_cmd,
     capacity_cmd,
@@ -36,6 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kubesched",
         description="The Kubernetes scheduler as a Python plugin framework, with a simulator.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"kubesched {__version__} (plugin SDK {__sdk_version__})",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMANDS:
