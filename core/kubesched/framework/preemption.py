@@ -488,7 +488,9 @@ class Evaluator:
         Each node's victims are chosen on clones of its NodeInfo and of ``state``. The
         search stops once it holds at least one candidate without PDB violations and
         ``num_candidates`` in all; each kind is capped at ``num_candidates``, as
-        upstream's fixed-size candidate lists.
+        upstream's fixed-size candidate lists. The Filter plugins that depend only on
+        the node (``Framework.node_only_filters``) are checked once for all the nodes,
+        vectorised; on a node where they pass the clone of ``state`` skips them.
         """
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
@@ -496,11 +498,18 @@ class Evaluator:
         errors: list[str] = []
         n = len(potential_nodes)
         tried = 0
+        node_only = self._node_only_filters_pass(state, pod_info, potential_nodes)
         for i in range(n):
-            node_copy = potential_nodes[(offset + i) % n].clone()
+            j = (offset + i) % n
+            node_copy = potential_nodes[j].clone()
+            node_state = state.clone()
+            if node_only is not None and node_only[1][j]:
+                # Removing or adding pods cannot change these plugins' verdict, and they
+                # pass on this node: the dry run's Filter runs need not call them.
+                node_state.skip_filter_plugins |= node_only[0]
             tried += 1
             victims, num_violations, status = self.interface.select_victims_on_node(
-                state.clone(), pod_info, node_copy, pdbs
+                node_state, pod_info, node_copy, pdbs
             )
             if status.is_success() and victims:
                 c = Candidate(node_copy.name, victims, num_violations)
@@ -523,6 +532,14 @@ class Evaluator:
             explanation.candidates = [CandidateExplanation.of(c) for c in candidates]
             explanation.rejected = {name: s.message() for name, s in statuses.items()}
         return candidates, statuses, errors
+
+    def _node_only_filters_pass(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[frozenset[str], Any] | None:
+        """The handle's ``node_only_filters_pass`` (a Framework's), or None for a handle
+        without it: the dry run then runs every Filter plugin on every node."""
+        check = getattr(self.handle, "node_only_filters_pass", None)
+        return check(state, pod_info, nodes) if check is not None else None
 
     # -- SelectCandidate -------------------------------------------------------------------
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:

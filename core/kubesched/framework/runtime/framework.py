@@ -76,6 +76,28 @@ class PluginRunner:
         return f"PluginRunner({self.name!r})"
 
 
+NODE_ONLY_FILTER_ATTRIBUTE = "filter_depends_only_on_node"
+"""The plugin class attribute that declares a Filter depending only on the node."""
+
+
+def filter_depends_only_on_node(runner: PluginRunner) -> bool:
+    """Whether ``runner``'s Filter verdict for a pod on a node depends only on the pod, the
+    Node object and what its PreFilter wrote in the CycleState, never on the node's pods.
+
+    A plugin declares it with the class attribute ``filter_depends_only_on_node = True``
+    (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity). A plugin with
+    PreFilter AddPod/RemovePod extensions tracks pods by definition and never counts as
+    node-only, whatever it declares. Preemption's dry run, which only adds and removes
+    pods, skips such a Filter on the nodes where it passed.
+    """
+    plugin = runner.plugin
+    return (
+        getattr(type(plugin), NODE_ONLY_FILTER_ATTRIBUTE, False) is True
+        and runner.call("pre_filter_add_pod") is None
+        and runner.call("pre_filter_remove_pod") is None
+    )
+
+
 @dataclass(frozen=True)
 class PluginScore:
     """One Score plugin's scores of the feasible nodes: raw, after NormalizeScore, weight."""
@@ -141,6 +163,11 @@ class Framework:
         self.runners: dict[str, PluginRunner] = {}
         self.points: dict[str, list[PluginRunner]] = {}
         self._build(profile, registry)
+        self.node_only_filters: frozenset[str] = frozenset(
+            r.name for r in self.points["Filter"] if filter_depends_only_on_node(r)
+        )
+        """The Filter plugins whose verdict on a node cannot change when pods are added to
+        or removed from it (see :func:`filter_depends_only_on_node`)."""
 
     # -- construction -------------------------------------------------------------------
     def _build(self, profile: EffectiveProfile, registry: PluginRegistry) -> None:
@@ -432,8 +459,39 @@ class Framework:
                 added = True
         return added, state_out, info_out
 
+    def node_only_filters_pass(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[frozenset[str], np.ndarray] | None:
+        """``(plugins, passes)``: the plugins of :attr:`node_only_filters` that PreFilter
+        did not skip and, per node of ``nodes`` (the snapshot's NodeInfos), whether they
+        all pass; ``None`` when there is no such plugin or the snapshot has no node table.
+
+        Where they pass, they pass on any copy of the node with pods added or removed,
+        so preemption's dry run may skip them there: one vectorised call here instead of
+        one per node and victim. A plugin that fails or errs on a node leaves it False
+        (the dry run then runs it and reports what it says).
+        """
+        only = self.node_only_filters - state.skip_filter_plugins
+        table = getattr(self.snapshot, "table", None)
+        if not only or table is None or not nodes:
+            return None
+        index = table.index
+        rows = [index.get(ni.name, -1) for ni in nodes]
+        if -1 in rows or any(table.infos[r] is not ni for r, ni in zip(rows, nodes, strict=True)):
+            return None
+        verdicts, error = self.run_filter_batch(
+            state, pod_info, NodeBatch(table, rows, nodes), only=only
+        )
+        if error is not None:
+            return only, np.zeros(len(nodes), dtype=bool)
+        return only, ~not_none_mask(verdicts)
+
     def run_filter_batch(
-        self, state: CycleState, pod_info: PodInfo, batch: NodeBatch
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        batch: NodeBatch,
+        only: frozenset[str] | None = None,
     ) -> tuple[np.ndarray, Status | None]:
         """Filter on many nodes: ``(verdicts, error)``.
 
@@ -441,7 +499,8 @@ class Framework:
         else the first rejecting plugin's status, exactly as ``run_filter_plugins``
         node by node. Plugins run one after the other on the nodes still feasible, with
         their vectorised ``filter_nodes`` when they have one. ``error`` is set, and the
-        verdicts incomplete, when a plugin failed with an ``ERROR``.
+        verdicts incomplete, when a plugin failed with an ``ERROR``. ``only``, when
+        given, restricts the run to those plugins.
         """
         pod = pod_info.pod
         verdicts = np.full(len(batch), None, dtype=object)
@@ -450,7 +509,9 @@ class Framework:
         for runner in self.points["Filter"]:
             if not len(alive):
                 break
-            if runner.name in state.skip_filter_plugins:
+            if runner.name in state.skip_filter_plugins or (
+                only is not None and runner.name not in only
+            ):
                 continue
             if len(alive) < len(sub):
                 sub = batch.subset(alive)
