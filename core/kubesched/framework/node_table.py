@@ -85,6 +85,37 @@ class NodeTable:
             self.node_version += 1
         self._write_requested(i, node_info)
 
+    def with_rows(self, rows: Sequence[int], infos: Sequence[NodeInfo]) -> NodeTable:
+        """A copy of this table in which row ``rows[i]`` holds ``infos[i]``, the same node
+        with other pods (a NodeInfo clone with pods added or removed).
+
+        The pod-dependent columns (``requested``, ``non_zero_*``, ``infos``) are copied
+        and rewritten at those rows; what depends only on the Node objects (names,
+        allocatable, the ``derived`` cache) is shared, since the nodes are the same. For
+        a what-if over many nodes at once (the pods nominated to them), read-only.
+        """
+        t = NodeTable.__new__(NodeTable)
+        t.names = self.names
+        t.index = self.index
+        t.name_array = self.name_array
+        # A new dict of the same arrays: a scalar resource only the added pods request
+        # gets its (zero) allocatable column here, not in this table.
+        t.allocatable = dict(self.allocatable)
+        t._derived = self._derived
+        t.node_version = self.node_version
+        t.requested = {name: col.copy() for name, col in self.requested.items()}
+        t.non_zero_cpu = self.non_zero_cpu.copy()
+        t.non_zero_memory = self.non_zero_memory.copy()
+        t.infos = list(self.infos)
+        t.info_array = self.info_array.copy()
+        for i, ni in zip(rows, infos, strict=True):
+            if ni.node is not self.infos[i].node:
+                raise ValueError(f"row {i} holds node {self.names[i]!r}, not {ni.name!r}")
+            t.infos[i] = ni
+            t.info_array[i] = ni
+            t._write_requested(i, ni)
+        return t
+
     def derived(self, key: Hashable, compute: Callable[[NodeTable], Any]) -> Any:
         """``compute(self)``, cached until a Node object changes (labels, taints, ...).
 

@@ -159,8 +159,9 @@ class SchedulingAlgorithm:
         until enough feasible nodes are found, as upstream's parallel search but in order.
 
         Plugins evaluate batches of nodes (vectorised where they can); nodes with
-        nominated pods go through the per-node path that accounts for them. Nodes
-        after the last needed feasible node are not counted as evaluated.
+        nominated pods are evaluated a second time, as a batch of copies with those pods
+        added (``run_filter_batch_with_nominated_pods``). Nodes after the last needed
+        feasible node are not counted as evaluated.
         """
         n = len(rows)
         if n == 0:
@@ -216,36 +217,13 @@ class SchedulingAlgorithm:
         part: np.ndarray,
         nominated_nodes: set[str],
     ) -> np.ndarray:
-        """Filter verdicts for the nodes at rows ``part`` (an object array, None = fits).
-
-        Nodes with nominated pods take the per-node path that counts those pods.
-        """
-        slow: list[int] = []
-        if nominated_nodes:
-            names = table.names
-            slow = [i for i, r in enumerate(part.tolist()) if names[r] in nominated_nodes]
-        verdicts = np.full(len(part), None, dtype=object)
-        if len(slow) < len(part):
-            if slow:
-                fast = np.setdiff1d(np.arange(len(part)), slow)
-                batch = NodeBatch(table, part[fast])
-            else:
-                fast = None
-                batch = NodeBatch(table, part)
-            batch_verdicts, error = fwk.run_filter_batch(state, pod_info, batch)
-            if error is not None:
-                raise SchedulingError(error)
-            if fast is None:
-                verdicts = batch_verdicts
-            else:
-                verdicts[fast] = batch_verdicts
-        for i in slow:
-            status = fwk.run_filter_plugins_with_nominated_pods(
-                state, pod_info, table.infos[part[i]]
-            )
-            if status.code is Code.ERROR:
-                raise SchedulingError(status)
-            verdicts[i] = None if status.is_success() else status
+        """Filter verdicts for the nodes at rows ``part`` (an object array, None = fits),
+        counting the pods nominated to ``nominated_nodes`` as upstream."""
+        verdicts, error = fwk.run_filter_batch_with_nominated_pods(
+            state, pod_info, NodeBatch(table, part), nominated_nodes
+        )
+        if error is not None:
+            raise SchedulingError(error)
         return verdicts
 
     def _percentage(self, fwk: Framework) -> int | None:

@@ -459,6 +459,75 @@ class Framework:
                 added = True
         return added, state_out, info_out
 
+    def _nominated_pods_to_add(self, pod_info: PodInfo, node_name: str) -> list[PodInfo]:
+        """The pods nominated to ``node_name`` that Filter must count for ``pod_info``:
+        those of equal or higher priority, except the pod itself."""
+        return [
+            p
+            for p in self.nominator.nominated_pods_for_node(node_name)
+            if p.priority >= pod_info.priority and p.uid != pod_info.uid
+        ]
+
+    def run_filter_batch_with_nominated_pods(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        batch: NodeBatch,
+        nominated_nodes: set[str] | frozenset[str] = frozenset(),
+    ) -> tuple[np.ndarray, Status | None]:
+        """:meth:`run_filter_batch` counting the pods nominated to the ``nominated_nodes``
+        of the batch: each verdict is :meth:`run_filter_plugins_with_nominated_pods`'s
+        on that node.
+
+        The filters run once over the batch as it is (the second pass, "the pod fits
+        without the nominated pods") and once, vectorised, over copies of the nodes
+        with nominated pods of equal or higher priority added (the first pass, whose
+        rejection takes precedence). The copies share the PreFilter state, which is
+        exact when no PreFilter AddPod extension is active for the pod; otherwise the
+        nodes with such pods go through the per-node path, which clones the state.
+        """
+        verdicts, error = self.run_filter_batch(state, pod_info, batch)
+        if error is not None or not nominated_nodes or self.nominator is None:
+            return verdicts, error
+        positions = [i for i, name in enumerate(batch.names) if name in nominated_nodes]
+        if not positions:
+            return verdicts, None
+        per_node = any(
+            r.call("pre_filter_add_pod") is not None and r.name not in state.skip_filter_plugins
+            for r in self.points["PreFilter"]
+        )
+        infos = batch.infos
+        rows = batch.rows
+        added: list[int] = []
+        copies: list[NodeInfo] = []
+        for i in positions:
+            info = infos[i]
+            if per_node:
+                status = self.run_filter_plugins_with_nominated_pods(state, pod_info, info)
+                if status.code is Code.ERROR:
+                    return verdicts, status
+                verdicts[i] = None if status.is_success() else status
+                continue
+            pods = self._nominated_pods_to_add(pod_info, info.name)
+            if not pods:
+                continue
+            copy = info.clone()
+            for p in pods:
+                copy.add_pod(p)
+            added.append(i)
+            copies.append(copy)
+        if not added:
+            return verdicts, None
+        sub_rows = rows[added]
+        table = batch.table.with_rows(sub_rows.tolist(), copies)
+        first, error = self.run_filter_batch(state, pod_info, NodeBatch(table, sub_rows, copies))
+        if error is not None:
+            return verdicts, error
+        rejected = np.flatnonzero(not_none_mask(first))
+        if len(rejected):
+            verdicts[np.asarray(added, dtype=np.intp)[rejected]] = first[rejected]
+        return verdicts, None
+
     def node_only_filters_pass(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[frozenset[str], np.ndarray] | None:
