@@ -37,6 +37,8 @@ class Nominator:
         self._by_node: dict[str, dict[str, PodInfo]] = {}
         # pod uid -> node name
         self._node_of: dict[str, str] = {}
+        # The keys of _by_node as nominated_node_names returns them, None when stale.
+        self._names: frozenset[str] | None = None
 
     def add_nominated_pod(self, pod_info: PodInfo, nominated_node_name: str | None = None) -> None:
         """Nominate ``pod_info`` to ``nominated_node_name``.
@@ -75,10 +77,13 @@ class Nominator:
         with self._lock:
             return list(self._by_node.get(node_name, {}).values())
 
-    def nominated_node_names(self) -> set[str]:
+    def nominated_node_names(self) -> frozenset[str]:
         """The nodes that have at least one nominated pod (filters treat them apart)."""
         with self._lock:
-            return {name for name, pods in self._by_node.items() if pods}
+            # Asked at every Filter run, changed only by nominations: kept until then.
+            if self._names is None:
+                self._names = frozenset(self._by_node)
+            return self._names
 
     def nominated_node_name(self, pod: Pod | PodInfo) -> str | None:
         """The node ``pod`` is nominated to, or ``None``."""
@@ -107,6 +112,7 @@ class Nominator:
                 return
         self._node_of[pod_info.uid] = node
         self._by_node.setdefault(node, {})[pod_info.uid] = pod_info
+        self._names = None
 
     def _delete_locked(self, uid: str) -> None:
         node = self._node_of.pop(uid, None)
@@ -117,3 +123,4 @@ class Nominator:
             pods.pop(uid, None)
             if not pods:
                 del self._by_node[node]
+                self._names = None

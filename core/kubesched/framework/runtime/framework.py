@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kubesched.api import PODS
 from kubesched.errors import KubeschedError
 from kubesched.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
 from kubesched.framework.events import WILDCARD_EVENT, ClusterEvent, ClusterEventWithHint
@@ -41,6 +42,10 @@ PLUGIN_METRICS_SAMPLE_PERCENT = 10
 REJECTING_EXTENSION_POINTS = ("PreEnqueue", "PreFilter", "Filter", "Reserve", "Permit")
 """Extension points whose plugins can reject a pod, and so must say which events may
 make it schedulable again."""
+
+
+PRE_FILTER_EXTENSION_HOOKS = ("pre_filter_add_pod", "pre_filter_remove_pod")
+"""The PreFilter extensions: a plugin implementing them tracks pods added and removed."""
 
 
 class FrameworkError(KubeschedError):
@@ -91,10 +96,8 @@ def filter_depends_only_on_node(runner: PluginRunner) -> bool:
     pods, skips such a Filter on the nodes where it passed.
     """
     plugin = runner.plugin
-    return (
-        getattr(type(plugin), NODE_ONLY_FILTER_ATTRIBUTE, False) is True
-        and runner.call("pre_filter_add_pod") is None
-        and runner.call("pre_filter_remove_pod") is None
+    return getattr(type(plugin), NODE_ONLY_FILTER_ATTRIBUTE, False) is True and all(
+        runner.call(hook) is None for hook in PRE_FILTER_EXTENSION_HOOKS
     )
 
 
@@ -459,6 +462,17 @@ class Framework:
                 added = True
         return added, state_out, info_out
 
+    def pre_filter_extensions_active(
+        self, state: CycleState, hooks: Sequence[str] = PRE_FILTER_EXTENSION_HOOKS
+    ) -> bool:
+        """Whether a PreFilter plugin that PreFilter did not skip implements one of
+        ``hooks``: adding or removing pods in a what-if then changes the CycleState,
+        which must be cloned per node."""
+        return any(
+            r.name not in state.skip_filter_plugins and any(r.call(h) is not None for h in hooks)
+            for r in self.points["PreFilter"]
+        )
+
     def _nominated_pods_to_add(self, pod_info: PodInfo, node_name: str) -> list[PodInfo]:
         """The pods nominated to ``node_name`` that Filter must count for ``pod_info``:
         those of equal or higher priority, except the pod itself."""
@@ -480,11 +494,13 @@ class Framework:
         on that node.
 
         The filters run once over the batch as it is (the second pass, "the pod fits
-        without the nominated pods") and once, vectorised, over copies of the nodes
-        with nominated pods of equal or higher priority added (the first pass, whose
-        rejection takes precedence). The copies share the PreFilter state, which is
-        exact when no PreFilter AddPod extension is active for the pod; otherwise the
-        nodes with such pods go through the per-node path, which clones the state.
+        without the nominated pods") and once, vectorised, over the nodes with nominated
+        pods of equal or higher priority as if those were added (the first pass, whose
+        rejection takes precedence): their requests are added to a copy of the table's
+        columns, and NodeInfo copies are built only for a plugin that reads them. That
+        shares the PreFilter state, which is exact when no PreFilter AddPod extension
+        is active for the pod; otherwise the nodes with such pods go through the
+        per-node path, which clones the state.
         """
         verdicts, error = self.run_filter_batch(state, pod_info, batch)
         if error is not None or not nominated_nodes or self.nominator is None:
@@ -492,35 +508,25 @@ class Framework:
         positions = [i for i, name in enumerate(batch.names) if name in nominated_nodes]
         if not positions:
             return verdicts, None
-        per_node = any(
-            r.call("pre_filter_add_pod") is not None and r.name not in state.skip_filter_plugins
-            for r in self.points["PreFilter"]
-        )
-        infos = batch.infos
-        rows = batch.rows
+        per_node = self.pre_filter_extensions_active(state, ("pre_filter_add_pod",))
         added: list[int] = []
-        copies: list[NodeInfo] = []
+        pods_added: list[list[PodInfo]] = []
         for i in positions:
-            info = infos[i]
             if per_node:
-                status = self.run_filter_plugins_with_nominated_pods(state, pod_info, info)
+                status = self.run_filter_plugins_with_nominated_pods(state, pod_info, batch.info(i))
                 if status.code is Code.ERROR:
                     return verdicts, status
                 verdicts[i] = None if status.is_success() else status
                 continue
-            pods = self._nominated_pods_to_add(pod_info, info.name)
-            if not pods:
-                continue
-            copy = info.clone()
-            for p in pods:
-                copy.add_pod(p)
-            added.append(i)
-            copies.append(copy)
+            pods = self._nominated_pods_to_add(pod_info, batch.names[i])
+            if pods:
+                added.append(i)
+                pods_added.append(pods)
         if not added:
             return verdicts, None
-        sub_rows = rows[added]
-        table = batch.table.with_rows(sub_rows.tolist(), copies)
-        first, error = self.run_filter_batch(state, pod_info, NodeBatch(table, sub_rows, copies))
+        first, error = self.run_filter_batch(
+            state, pod_info, _with_pods_added(batch, added, pods_added)
+        )
         if error is not None:
             return verdicts, error
         rejected = np.flatnonzero(not_none_mask(first))
@@ -1028,6 +1034,41 @@ _RESULT_TYPES: dict[str, tuple[type, ...]] = {
 }
 """What each hook may return besides None; anything else is the plugin's error (a
 misbehaving plugin gets an ERROR status, it does not crash the scheduler)."""
+
+
+def _with_pods_added(
+    batch: NodeBatch, positions: list[int], pods: list[list[PodInfo]]
+) -> NodeBatch:
+    """The nodes at ``positions`` of ``batch`` with ``pods[k]`` added to node
+    ``positions[k]``: table columns summed with numpy, NodeInfo copies built only if
+    a plugin reads the batch's ``infos``."""
+    rows = batch.rows[positions]
+    table = batch.table
+    requested = {name: col[rows] for name, col in table.requested.items()}
+    non_zero_cpu = table.non_zero_cpu[rows]
+    non_zero_memory = table.non_zero_memory[rows]
+    for k, added in enumerate(pods):
+        for p in added:
+            for name, value in p.requests.items():
+                if name != PODS:  # the pods column counts pods
+                    if name not in requested:
+                        # A resource no node has yet: give it a column of zeros.
+                        requested[name] = np.zeros(len(rows), dtype=np.int64)
+                    requested[name][k] += value
+            requested[PODS][k] += 1
+            non_zero_cpu[k] += p.non_zero_cpu
+            non_zero_memory[k] += p.non_zero_memory
+    overlay = table.with_requested(rows, requested, non_zero_cpu, non_zero_memory)
+    by_row = dict(zip(rows.tolist(), zip(positions, pods, strict=True), strict=True))
+
+    def build(row: int) -> NodeInfo:
+        i, added = by_row[row]
+        copy = batch.info(i).clone()
+        for p in added:
+            copy.add_pod(p)
+        return copy
+
+    return NodeBatch(overlay, rows, build=build)
 
 
 def _wrong_result(plugin: str, hook: str, result: object) -> Status:
