@@ -325,6 +325,9 @@ class DefaultPreemption:
         verdicts, error = copies.filter(state, pod_info, at)
         if error is not None:
             return None
+        # Every node still in play passed every Filter plugin; those that depend only on
+        # the node pass whatever pods are added back: the next steps need not run them.
+        state.skip_filter_plugins |= getattr(self.handle, "node_only_filters", frozenset())
         # Per node still in play: the reprieve order (indices into its potential pods)
         # and how many of them lead with a PDB violation.
         plans: dict[int, tuple[list[int], int, bool]] = {}

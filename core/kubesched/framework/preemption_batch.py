@@ -51,19 +51,38 @@ class NodeCopies:
         self.rows = np.array([table.index[ni.name] for ni in nodes], dtype=np.intp)
         self._position = {r: j for j, r in enumerate(self.rows.tolist())}
         k, m = len(self.nodes), max((len(ps) for ps in self.pods), default=0)
-        columns = list(table.requested)
-        # contribution[name][j, i]: what pod i of node j adds to column ``name``.
-        self.contribution = {name: np.zeros((k, m), dtype=np.int64) for name in columns}
-        self.non_zero_cpu = np.zeros((k, m), dtype=np.int64)
-        self.non_zero_memory = np.zeros((k, m), dtype=np.int64)
+        # contribution[name][j, i]: what pod i of node j adds to column ``name``; filled
+        # from flat lists, one numpy assignment per column.
+        at: dict[str, tuple[list[int], list[int], list[int]]] = {}
+        js: list[int] = []
+        ids: list[int] = []
+        nz_cpu: list[int] = []
+        nz_memory: list[int] = []
         for j, ps in enumerate(self.pods):
             for i, p in enumerate(ps):
+                js.append(j)
+                ids.append(i)
+                nz_cpu.append(p.non_zero_cpu)
+                nz_memory.append(p.non_zero_memory)
                 for name, value in p.requests.items():
-                    if name != PODS:  # the table's pods column counts pods
-                        self.contribution[name][j, i] = value
-                self.contribution[PODS][j, i] = 1
-                self.non_zero_cpu[j, i] = p.non_zero_cpu
-                self.non_zero_memory[j, i] = p.non_zero_memory
+                    entry = at.get(name)
+                    if entry is None:
+                        entry = at[name] = ([], [], [])
+                    entry[0].append(j)
+                    entry[1].append(i)
+                    entry[2].append(value)
+        self.contribution = {name: np.zeros((k, m), dtype=np.int64) for name in table.requested}
+        for name, (rows_j, cols_i, values) in at.items():
+            if name != PODS:  # the table's pods column counts pods
+                col = self.contribution.get(name)
+                if col is None:  # no column in the table: ``of`` declines these copies
+                    col = self.contribution[name] = np.zeros((k, m), dtype=np.int64)
+                col[rows_j, cols_i] = values
+        self.contribution[PODS][js, ids] = 1
+        self.non_zero_cpu = np.zeros((k, m), dtype=np.int64)
+        self.non_zero_cpu[js, ids] = nz_cpu
+        self.non_zero_memory = np.zeros((k, m), dtype=np.int64)
+        self.non_zero_memory[js, ids] = nz_memory
         self.kept = np.zeros((k, m), dtype=bool)
         # The add_pod / remove_pod calls after the removals, per node, for the copies.
         self._log: list[list[tuple[bool, PodInfo]]] = [[] for _ in range(k)]
@@ -90,10 +109,10 @@ class NodeCopies:
             row = index.get(ni.name)
             if row is None or infos[row] is not ni:
                 return None
-        columns = table.requested
-        if any(name not in columns for ps in pods for p in ps for name in p.requests):
+        copies = cls(handle, table, nodes, pods)
+        if len(copies.contribution) != len(table.requested):
             return None
-        return cls(handle, table, nodes, pods)
+        return copies
 
     def filter(
         self,
@@ -122,14 +141,8 @@ class NodeCopies:
             nz_memory += self.non_zero_memory[at, t]
             self._trying = dict(zip(at.tolist(), t.tolist(), strict=True))
         table = self.table.with_requested(rows, values, nz_cpu, nz_memory)
-        nominator = getattr(self.handle, "nominator", None)
-        nominated = (
-            nominator.nominated_node_names()
-            if nominator is not None and len(nominator)
-            else frozenset()
-        )
         batch = NodeBatch(table, rows, build=self._copy)
-        return self.handle.run_filter_batch_with_nominated_pods(state, pod_info, batch, nominated)
+        return self.handle.run_filter_batch_with_nominated_pods(state, pod_info, batch)
 
     def add_back(self, j: int, i: int) -> None:
         """Pod ``i`` of node ``j`` stays on the copy (it was reprieved)."""

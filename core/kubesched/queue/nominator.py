@@ -39,6 +39,8 @@ class Nominator:
         self._node_of: dict[str, str] = {}
         # The keys of _by_node as nominated_node_names returns them, None when stale.
         self._names: frozenset[str] | None = None
+        self.version = 0
+        """Changes whenever a nomination does: what callers key their caches on."""
 
     def add_nominated_pod(self, pod_info: PodInfo, nominated_node_name: str | None = None) -> None:
         """Nominate ``pod_info`` to ``nominated_node_name``.
@@ -113,11 +115,13 @@ class Nominator:
         self._node_of[pod_info.uid] = node
         self._by_node.setdefault(node, {})[pod_info.uid] = pod_info
         self._names = None
+        self.version += 1
 
     def _delete_locked(self, uid: str) -> None:
         node = self._node_of.pop(uid, None)
         if node is None:
             return
+        self.version += 1
         pods = self._by_node.get(node)
         if pods is not None:
             pods.pop(uid, None)

@@ -174,11 +174,6 @@ class SchedulingAlgorithm:
             chosen = order[:to_find]
             return [infos[r] for r in chosen.tolist()], chosen
 
-        nominated_nodes = (
-            fwk.nominator.nominated_node_names()
-            if fwk.nominator is not None and len(fwk.nominator)
-            else set()
-        )
         name_array = table.name_array
         found_parts: list[np.ndarray] = []
         found = pos = 0
@@ -186,7 +181,7 @@ class SchedulingAlgorithm:
         while pos < n and found < to_find:
             part = order[pos : pos + chunk]
             pos += len(part)
-            verdicts = self._filter_chunk(fwk, state, pod_info, table, part, nominated_nodes)
+            verdicts = self._filter_chunk(fwk, state, pod_info, table, part)
             ok = ~not_none_mask(verdicts)
             ok_positions = np.flatnonzero(ok)
             need = to_find - found
@@ -215,12 +210,11 @@ class SchedulingAlgorithm:
         pod_info: PodInfo,
         table: NodeTable,
         part: np.ndarray,
-        nominated_nodes: set[str],
     ) -> np.ndarray:
         """Filter verdicts for the nodes at rows ``part`` (an object array, None = fits),
-        counting the pods nominated to ``nominated_nodes`` as upstream."""
+        counting the pods nominated to them as upstream."""
         verdicts, error = fwk.run_filter_batch_with_nominated_pods(
-            state, pod_info, NodeBatch(table, part), nominated_nodes
+            state, pod_info, NodeBatch(table, part)
         )
         if error is not None:
             raise SchedulingError(error)

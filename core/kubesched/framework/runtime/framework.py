@@ -34,6 +34,7 @@ from kubesched.framework.types import NodeBatch, NodeInfo, NodeToStatus, PodInfo
 
 if TYPE_CHECKING:
     from kubesched.config import EffectiveProfile
+    from kubesched.framework.node_table import NodeTable
     from kubesched.metrics import Metrics
 
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
@@ -162,6 +163,7 @@ class Framework:
         self.waiting_pods = WaitingPods()
         self._ep_histograms: dict[tuple[str, Code], Any] = {}
         self._plugin_histograms: dict[tuple[str, str, Code], Any] = {}
+        self._nominated_cache: _NominatedAdditions | None = None
         self.snapshot: Any = None
         self.runners: dict[str, PluginRunner] = {}
         self.points: dict[str, list[PluginRunner]] = {}
@@ -483,15 +485,10 @@ class Framework:
         ]
 
     def run_filter_batch_with_nominated_pods(
-        self,
-        state: CycleState,
-        pod_info: PodInfo,
-        batch: NodeBatch,
-        nominated_nodes: set[str] | frozenset[str] = frozenset(),
+        self, state: CycleState, pod_info: PodInfo, batch: NodeBatch
     ) -> tuple[np.ndarray, Status | None]:
-        """:meth:`run_filter_batch` counting the pods nominated to the ``nominated_nodes``
-        of the batch: each verdict is :meth:`run_filter_plugins_with_nominated_pods`'s
-        on that node.
+        """:meth:`run_filter_batch` counting the pods nominated to the batch's nodes: each
+        verdict is :meth:`run_filter_plugins_with_nominated_pods`'s on that node.
 
         The filters run once over the batch as it is (the second pass, "the pod fits
         without the nominated pods") and once, vectorised, over the nodes with nominated
@@ -503,36 +500,49 @@ class Framework:
         per-node path, which clones the state.
         """
         verdicts, error = self.run_filter_batch(state, pod_info, batch)
-        if error is not None or not nominated_nodes or self.nominator is None:
+        if error is not None or self.nominator is None or not len(self.nominator):
             return verdicts, error
-        positions = [i for i, name in enumerate(batch.names) if name in nominated_nodes]
-        if not positions:
+        adds = self._nominated_additions(pod_info, batch.table)
+        positions = np.flatnonzero(adds.has[batch.rows])
+        if not len(positions):
             return verdicts, None
-        per_node = self.pre_filter_extensions_active(state, ("pre_filter_add_pod",))
-        added: list[int] = []
-        pods_added: list[list[PodInfo]] = []
-        for i in positions:
-            if per_node:
+        if self.pre_filter_extensions_active(state, ("pre_filter_add_pod",)):
+            for i in positions.tolist():
                 status = self.run_filter_plugins_with_nominated_pods(state, pod_info, batch.info(i))
                 if status.code is Code.ERROR:
                     return verdicts, status
                 verdicts[i] = None if status.is_success() else status
-                continue
-            pods = self._nominated_pods_to_add(pod_info, batch.names[i])
-            if pods:
-                added.append(i)
-                pods_added.append(pods)
-        if not added:
             return verdicts, None
-        first, error = self.run_filter_batch(
-            state, pod_info, _with_pods_added(batch, added, pods_added)
-        )
+        first, error = self.run_filter_batch(state, pod_info, adds.batch(batch, positions))
         if error is not None:
             return verdicts, error
         rejected = np.flatnonzero(not_none_mask(first))
         if len(rejected):
-            verdicts[np.asarray(added, dtype=np.intp)[rejected]] = first[rejected]
+            verdicts[positions[rejected]] = first[rejected]
         return verdicts, None
+
+    def _nominated_additions(self, pod_info: PodInfo, table: NodeTable) -> _NominatedAdditions:
+        """The :class:`_NominatedAdditions` for ``pod_info`` over ``table``'s rows, kept
+        while the nominations, the pod and the table's node list stay the same (every
+        Filter run of a cycle and of its preemption's dry run asks for them)."""
+        nominator = self.nominator
+        version = getattr(nominator, "version", None)
+        key = (pod_info.uid, pod_info.priority, version)
+        cached = self._nominated_cache
+        if (
+            version is not None
+            and cached is not None
+            and cached.key == key
+            and cached.index is table.index
+        ):
+            return cached
+        adds = _NominatedAdditions(key, table.index, len(table.names))
+        for name in nominator.nominated_node_names():
+            row = table.index.get(name)
+            if row is not None:
+                adds.add(row, self._nominated_pods_to_add(pod_info, name))
+        self._nominated_cache = adds
+        return adds
 
     def node_only_filters_pass(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
@@ -1036,39 +1046,63 @@ _RESULT_TYPES: dict[str, tuple[type, ...]] = {
 misbehaving plugin gets an ERROR status, it does not crash the scheduler)."""
 
 
-def _with_pods_added(
-    batch: NodeBatch, positions: list[int], pods: list[list[PodInfo]]
-) -> NodeBatch:
-    """The nodes at ``positions`` of ``batch`` with ``pods[k]`` added to node
-    ``positions[k]``: table columns summed with numpy, NodeInfo copies built only if
-    a plugin reads the batch's ``infos``."""
-    rows = batch.rows[positions]
-    table = batch.table
-    requested = {name: col[rows] for name, col in table.requested.items()}
-    non_zero_cpu = table.non_zero_cpu[rows]
-    non_zero_memory = table.non_zero_memory[rows]
-    for k, added in enumerate(pods):
-        for p in added:
+class _NominatedAdditions:
+    """For one pod, what the pods nominated to each node add to the table's columns:
+    per row, whether there are such pods (``has``), their summed requests and the pods
+    themselves (to build NodeInfo copies when a plugin reads them)."""
+
+    __slots__ = ("has", "index", "key", "non_zero_cpu", "non_zero_memory", "pods", "requested")
+
+    def __init__(self, key: tuple, index: dict[str, int], n: int) -> None:
+        self.key = key
+        self.index = index
+        self.has = np.zeros(n, dtype=bool)
+        self.requested: dict[str, np.ndarray] = {PODS: np.zeros(n, dtype=np.int64)}
+        self.non_zero_cpu = np.zeros(n, dtype=np.int64)
+        self.non_zero_memory = np.zeros(n, dtype=np.int64)
+        self.pods: dict[int, list[PodInfo]] = {}
+
+    def add(self, row: int, pods: list[PodInfo]) -> None:
+        """Count ``pods`` on the node at ``row``."""
+        if not pods:
+            return
+        self.has[row] = True
+        self.pods[row] = pods
+        n = len(self.has)
+        for p in pods:
             for name, value in p.requests.items():
                 if name != PODS:  # the pods column counts pods
-                    if name not in requested:
-                        # A resource no node has yet: give it a column of zeros.
-                        requested[name] = np.zeros(len(rows), dtype=np.int64)
-                    requested[name][k] += value
-            requested[PODS][k] += 1
-            non_zero_cpu[k] += p.non_zero_cpu
-            non_zero_memory[k] += p.non_zero_memory
-    overlay = table.with_requested(rows, requested, non_zero_cpu, non_zero_memory)
-    by_row = dict(zip(rows.tolist(), zip(positions, pods, strict=True), strict=True))
+                    col = self.requested.get(name)
+                    if col is None:
+                        col = self.requested[name] = np.zeros(n, dtype=np.int64)
+                    col[row] += value
+            self.requested[PODS][row] += 1
+            self.non_zero_cpu[row] += p.non_zero_cpu
+            self.non_zero_memory[row] += p.non_zero_memory
 
-    def build(row: int) -> NodeInfo:
-        i, added = by_row[row]
-        copy = batch.info(i).clone()
-        for p in added:
-            copy.add_pod(p)
-        return copy
+    def batch(self, batch: NodeBatch, positions: np.ndarray) -> NodeBatch:
+        """The nodes at ``positions`` of ``batch`` with their nominated pods added."""
+        rows = batch.rows[positions]
+        table = batch.table
+        requested = {name: col[rows] for name, col in table.requested.items()}
+        for name, add in self.requested.items():
+            have = requested.get(name)
+            requested[name] = add[rows] if have is None else have + add[rows]
+        overlay = table.with_requested(
+            rows,
+            requested,
+            table.non_zero_cpu[rows] + self.non_zero_cpu[rows],
+            table.non_zero_memory[rows] + self.non_zero_memory[rows],
+        )
+        position_of = dict(zip(rows.tolist(), positions.tolist(), strict=True))
 
-    return NodeBatch(overlay, rows, build=build)
+        def build(row: int) -> NodeInfo:
+            copy = batch.info(position_of[row]).clone()
+            for p in self.pods[row]:
+                copy.add_pod(p)
+            return copy
+
+        return NodeBatch(overlay, rows, build=build)
 
 
 def _wrong_result(plugin: str, hook: str, result: object) -> Status:
