@@ -489,7 +489,8 @@ class Evaluator:
         The search stops once it holds at least one candidate without PDB violations and
         ``num_candidates`` in all; each kind is capped at ``num_candidates``, as
         upstream's fixed-size candidate lists. The nodes are dry-run in chunks (the
-        first of ``num_candidates`` nodes, each next twice as large): a plugin with
+        first of ``num_candidates`` nodes, the next sized by the rate of candidates
+        found so far): a plugin with
         ``select_victims_on_nodes`` decides a chunk at once, vectorised; the candidates
         and statuses are then taken in node order up to where the search stops, so the
         outcome is the per-node search's. Otherwise ``select_victims_on_node`` runs on
@@ -503,20 +504,25 @@ class Evaluator:
         errors: list[str] = []
         n = len(potential_nodes)
         order = [potential_nodes[(offset + i) % n] for i in range(n)]
-        tried = 0
+        tried = found = 0
         pos = 0
         chunk = max(num_candidates, 1)
         done = False
         while pos < n and not done:
+            if tried:
+                # As many more nodes as the candidates still wanted need at the rate
+                # found so far, with a margin: nodes dry-run past the stop are wasted.
+                wanted = max(num_candidates - found, 1)
+                chunk = math.ceil(wanted * 1.2 * tried / found) if found else 2 * tried
+                chunk = max(chunk, 16)
             part = order[pos : pos + chunk]
             pos += len(part)
-            # Most nodes in a chunk failing means many more to look at: widen the next.
-            chunk *= 2
             for node, (victims, num_violations, status) in zip(
                 part, self._select_victims(state, pod_info, part, pdbs), strict=True
             ):
                 tried += 1
                 if status.is_success() and victims:
+                    found += 1
                     c = Candidate(node.name, victims, num_violations)
                     bucket = non_violating if num_violations == 0 else violating
                     if len(bucket) < num_candidates:

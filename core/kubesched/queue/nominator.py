@@ -79,6 +79,12 @@ class Nominator:
         with self._lock:
             return list(self._by_node.get(node_name, {}).values())
 
+    def nominated_pods_by_node(self) -> dict[str, list[PodInfo]]:
+        """Every node's nominated pods, in nomination order (a copy): one call for a
+        caller that reads them all."""
+        with self._lock:
+            return {name: list(pods.values()) for name, pods in self._by_node.items()}
+
     def nominated_node_names(self) -> frozenset[str]:
         """The nodes that have at least one nominated pod (filters treat them apart)."""
         with self._lock:

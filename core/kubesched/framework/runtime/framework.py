@@ -475,15 +475,6 @@ class Framework:
             for r in self.points["PreFilter"]
         )
 
-    def _nominated_pods_to_add(self, pod_info: PodInfo, node_name: str) -> list[PodInfo]:
-        """The pods nominated to ``node_name`` that Filter must count for ``pod_info``:
-        those of equal or higher priority, except the pod itself."""
-        return [
-            p
-            for p in self.nominator.nominated_pods_for_node(node_name)
-            if p.priority >= pod_info.priority and p.uid != pod_info.uid
-        ]
-
     def run_filter_batch_with_nominated_pods(
         self, state: CycleState, pod_info: PodInfo, batch: NodeBatch
     ) -> tuple[np.ndarray, Status | None]:
@@ -536,12 +527,15 @@ class Framework:
             and cached.index is table.index
         ):
             return cached
-        adds = _NominatedAdditions(key, table.index, len(table.names))
-        for name in nominator.nominated_node_names():
+        priority, uid = pod_info.priority, pod_info.uid
+        pods: dict[int, list[PodInfo]] = {}
+        for name, on_node in nominator.nominated_pods_by_node().items():
             row = table.index.get(name)
             if row is not None:
-                adds.add(row, self._nominated_pods_to_add(pod_info, name))
-        self._nominated_cache = adds
+                added = [p for p in on_node if p.priority >= priority and p.uid != uid]
+                if added:
+                    pods[row] = added
+        adds = self._nominated_cache = _NominatedAdditions(key, table.index, len(table.names), pods)
         return adds
 
     def node_only_filters_pass(
@@ -1053,32 +1047,38 @@ class _NominatedAdditions:
 
     __slots__ = ("has", "index", "key", "non_zero_cpu", "non_zero_memory", "pods", "requested")
 
-    def __init__(self, key: tuple, index: dict[str, int], n: int) -> None:
+    def __init__(self, key: tuple, index: dict[str, int], n: int, pods: dict[int, list[PodInfo]]):
         self.key = key
         self.index = index
+        self.pods = pods
         self.has = np.zeros(n, dtype=bool)
+        self.has[list(pods)] = True
+        # Summed from flat lists, one numpy call per column.
+        rows: list[int] = []
+        cpu: list[int] = []
+        memory: list[int] = []
+        values: dict[str, tuple[list[int], list[int]]] = {}
+        for row, added in pods.items():
+            for p in added:
+                rows.append(row)
+                cpu.append(p.non_zero_cpu)
+                memory.append(p.non_zero_memory)
+                for name, value in p.requests.items():
+                    if name != PODS:  # the pods column counts pods
+                        entry = values.get(name)
+                        if entry is None:
+                            entry = values[name] = ([], [])
+                        entry[0].append(row)
+                        entry[1].append(value)
         self.requested: dict[str, np.ndarray] = {PODS: np.zeros(n, dtype=np.int64)}
+        np.add.at(self.requested[PODS], rows, 1)
+        for name, (at, amounts) in values.items():
+            col = self.requested[name] = np.zeros(n, dtype=np.int64)
+            np.add.at(col, at, amounts)
         self.non_zero_cpu = np.zeros(n, dtype=np.int64)
+        np.add.at(self.non_zero_cpu, rows, cpu)
         self.non_zero_memory = np.zeros(n, dtype=np.int64)
-        self.pods: dict[int, list[PodInfo]] = {}
-
-    def add(self, row: int, pods: list[PodInfo]) -> None:
-        """Count ``pods`` on the node at ``row``."""
-        if not pods:
-            return
-        self.has[row] = True
-        self.pods[row] = pods
-        n = len(self.has)
-        for p in pods:
-            for name, value in p.requests.items():
-                if name != PODS:  # the pods column counts pods
-                    col = self.requested.get(name)
-                    if col is None:
-                        col = self.requested[name] = np.zeros(n, dtype=np.int64)
-                    col[row] += value
-            self.requested[PODS][row] += 1
-            self.non_zero_cpu[row] += p.non_zero_cpu
-            self.non_zero_memory[row] += p.non_zero_memory
+        np.add.at(self.non_zero_memory, rows, memory)
 
     def batch(self, batch: NodeBatch, positions: np.ndarray) -> NodeBatch:
         """The nodes at ``positions`` of ``batch`` with their nominated pods added."""
