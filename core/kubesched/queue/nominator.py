@@ -39,6 +39,8 @@ class Nominator:
         self._node_of: dict[str, str] = {}
         # The keys of _by_node as nominated_node_names returns them, None when stale.
         self._names: frozenset[str] | None = None
+        # node name -> the version of the last change to its pods (nodes with pods only)
+        self._node_version: dict[str, int] = {}
         self.version = 0
         """Changes whenever a nomination does: what callers key their caches on."""
 
@@ -85,6 +87,13 @@ class Nominator:
         with self._lock:
             return {name: list(pods.values()) for name, pods in self._by_node.items()}
 
+    def node_versions(self) -> dict[str, int]:
+        """Each node with nominated pods and the :attr:`version` of the last change to its
+        pods (a copy): a caller caching something per node recomputes only the nodes
+        whose version moved."""
+        with self._lock:
+            return dict(self._node_version)
+
     def nominated_node_names(self) -> frozenset[str]:
         """The nodes that have at least one nominated pod (filters treat them apart)."""
         with self._lock:
@@ -122,6 +131,7 @@ class Nominator:
         self._by_node.setdefault(node, {})[pod_info.uid] = pod_info
         self._names = None
         self.version += 1
+        self._node_version[node] = self.version
 
     def _delete_locked(self, uid: str) -> None:
         node = self._node_of.pop(uid, None)
@@ -130,7 +140,9 @@ class Nominator:
         self.version += 1
         pods = self._by_node.get(node)
         if pods is not None:
+            self._node_version[node] = self.version
             pods.pop(uid, None)
             if not pods:
                 del self._by_node[node]
+                del self._node_version[node]
                 self._names = None

@@ -164,6 +164,7 @@ class Framework:
         self._ep_histograms: dict[tuple[str, Code], Any] = {}
         self._plugin_histograms: dict[tuple[str, str, Code], Any] = {}
         self._nominated_cache: _NominatedAdditions | None = None
+        self._nominated_nodes: dict[str, _NominatedNode] = {}
         self.snapshot: Any = None
         self.runners: dict[str, PluginRunner] = {}
         self.points: dict[str, list[PluginRunner]] = {}
@@ -528,14 +529,37 @@ class Framework:
         ):
             return cached
         priority, uid = pod_info.priority, pod_info.uid
-        pods: dict[int, list[PodInfo]] = {}
-        for name, on_node in nominator.nominated_pods_by_node().items():
+        # Per node, the pods to add and their sums, kept while the node's nominations
+        # and the priority stay the same: a cycle recomputes only the nodes that changed.
+        own = nominator.nominated_node_name(pod_info)
+        cache = self._nominated_nodes
+        entries: dict[int, _NominatedNode] = {}
+        versions = nominator.node_versions()
+        for name, node_version in versions.items():
             row = table.index.get(name)
-            if row is not None:
-                added = [p for p in on_node if p.priority >= priority and p.uid != uid]
-                if added:
-                    pods[row] = added
-        adds = self._nominated_cache = _NominatedAdditions(key, table.index, len(table.names), pods)
+            if row is None:
+                continue
+            entry = cache.get(name)
+            if entry is None or entry.key != (node_version, priority) or name == own:
+                # The pod's own nomination is never counted: its node is computed apart.
+                entry = _NominatedNode(
+                    (node_version, priority),
+                    [
+                        p
+                        for p in nominator.nominated_pods_for_node(name)
+                        if p.priority >= priority and p.uid != uid
+                    ],
+                )
+                if name != own:
+                    cache[name] = entry
+            if entry.pods:
+                entries[row] = entry
+        if len(cache) > 2 * len(versions) + 64:
+            for name in [n for n in cache if n not in versions]:
+                del cache[name]
+        adds = self._nominated_cache = _NominatedAdditions(
+            key, table.index, len(table.names), entries
+        )
         return adds
 
     def node_only_filters_pass(
@@ -1040,6 +1064,25 @@ _RESULT_TYPES: dict[str, tuple[type, ...]] = {
 misbehaving plugin gets an ERROR status, it does not crash the scheduler)."""
 
 
+class _NominatedNode:
+    """The pods nominated to one node that Filter counts for pods of one priority, and
+    what they add to the table's columns (``requested`` by name, the pods column too)."""
+
+    __slots__ = ("key", "non_zero_cpu", "non_zero_memory", "pods", "requested")
+
+    def __init__(self, key: tuple[int, int], pods: list[PodInfo]) -> None:
+        self.key = key
+        self.pods = pods
+        requested: dict[str, int] = {PODS: len(pods)}
+        for p in pods:
+            for name, value in p.requests.items():
+                if name != PODS:  # the pods column counts pods
+                    requested[name] = requested.get(name, 0) + value
+        self.requested = requested
+        self.non_zero_cpu = sum(p.non_zero_cpu for p in pods)
+        self.non_zero_memory = sum(p.non_zero_memory for p in pods)
+
+
 class _NominatedAdditions:
     """For one pod, what the pods nominated to each node add to the table's columns:
     per row, whether there are such pods (``has``), their summed requests and the pods
@@ -1047,38 +1090,32 @@ class _NominatedAdditions:
 
     __slots__ = ("has", "index", "key", "non_zero_cpu", "non_zero_memory", "pods", "requested")
 
-    def __init__(self, key: tuple, index: dict[str, int], n: int, pods: dict[int, list[PodInfo]]):
+    def __init__(
+        self, key: tuple, index: dict[str, int], n: int, entries: dict[int, _NominatedNode]
+    ) -> None:
         self.key = key
         self.index = index
-        self.pods = pods
+        self.pods = {row: e.pods for row, e in entries.items()}
+        rows = list(entries)
         self.has = np.zeros(n, dtype=bool)
-        self.has[list(pods)] = True
-        # Summed from flat lists, one numpy call per column.
-        rows: list[int] = []
-        cpu: list[int] = []
-        memory: list[int] = []
+        self.has[rows] = True
         values: dict[str, tuple[list[int], list[int]]] = {}
-        for row, added in pods.items():
-            for p in added:
-                rows.append(row)
-                cpu.append(p.non_zero_cpu)
-                memory.append(p.non_zero_memory)
-                for name, value in p.requests.items():
-                    if name != PODS:  # the pods column counts pods
-                        entry = values.get(name)
-                        if entry is None:
-                            entry = values[name] = ([], [])
-                        entry[0].append(row)
-                        entry[1].append(value)
-        self.requested: dict[str, np.ndarray] = {PODS: np.zeros(n, dtype=np.int64)}
-        np.add.at(self.requested[PODS], rows, 1)
+        for row, e in entries.items():
+            for name, value in e.requested.items():
+                entry = values.get(name)
+                if entry is None:
+                    entry = values[name] = ([], [])
+                entry[0].append(row)
+                entry[1].append(value)
+        # One row per node: plain assignment, one numpy call per column.
+        self.requested: dict[str, np.ndarray] = {}
         for name, (at, amounts) in values.items():
             col = self.requested[name] = np.zeros(n, dtype=np.int64)
-            np.add.at(col, at, amounts)
+            col[at] = amounts
         self.non_zero_cpu = np.zeros(n, dtype=np.int64)
-        np.add.at(self.non_zero_cpu, rows, cpu)
+        self.non_zero_cpu[rows] = [e.non_zero_cpu for e in entries.values()]
         self.non_zero_memory = np.zeros(n, dtype=np.int64)
-        np.add.at(self.non_zero_memory, rows, memory)
+        self.non_zero_memory[rows] = [e.non_zero_memory for e in entries.values()]
 
     def batch(self, batch: NodeBatch, positions: np.ndarray) -> NodeBatch:
         """The nodes at ``positions`` of ``batch`` with their nominated pods added."""
