@@ -202,8 +202,13 @@ class PreemptionInterface(Protocol):
 def pod_start_time(pod_info: PodInfo) -> float:
     """The pod's ``status.startTime`` in seconds; a pod not started yet counts as started
     now, later than any pod that has (upstream ``GetPodStartTime`` uses ``time.Now()``)."""
-    started = pod_info.pod.status.start_time
-    return started.timestamp() if started is not None else math.inf
+    # Read for every pod a dry run sorts and every victim candidates are compared by:
+    # computed once per PodInfo (a new pod version gets a new PodInfo).
+    t = pod_info.start_timestamp
+    if t is None:
+        started = pod_info.pod.status.start_time
+        t = pod_info.start_timestamp = started.timestamp() if started is not None else math.inf
+    return t
 
 
 def importance_key(pod_info: PodInfo) -> tuple[int, float]:

@@ -51,38 +51,21 @@ class NodeCopies:
         self.rows = np.array([table.index[ni.name] for ni in nodes], dtype=np.intp)
         self._position = {r: j for j, r in enumerate(self.rows.tolist())}
         k, m = len(self.nodes), max((len(ps) for ps in self.pods), default=0)
-        # contribution[name][j, i]: what pod i of node j adds to column ``name``; filled
-        # from flat lists, one numpy assignment per column.
-        at: dict[str, tuple[list[int], list[int], list[int]]] = {}
-        js: list[int] = []
-        ids: list[int] = []
-        nz_cpu: list[int] = []
-        nz_memory: list[int] = []
-        for j, ps in enumerate(self.pods):
-            for i, p in enumerate(ps):
-                js.append(j)
-                ids.append(i)
-                nz_cpu.append(p.non_zero_cpu)
-                nz_memory.append(p.non_zero_memory)
-                for name, value in p.requests.items():
-                    entry = at.get(name)
-                    if entry is None:
-                        entry = at[name] = ([], [], [])
-                    entry[0].append(j)
-                    entry[1].append(i)
-                    entry[2].append(value)
-        self.contribution = {name: np.zeros((k, m), dtype=np.int64) for name in table.requested}
-        for name, (rows_j, cols_i, values) in at.items():
+        # contribution[name][j, i]: what pod i of node j adds to column ``name``; one list
+        # comprehension and one numpy assignment per column.
+        flat = [p for ps in self.pods for p in ps]
+        js = [j for j, ps in enumerate(self.pods) for _ in ps]
+        ids = [i for ps in self.pods for i in range(len(ps))]
+        names = set(table.requested).union(*(p.requests for p in flat))
+        self.contribution = {name: np.zeros((k, m), dtype=np.int64) for name in names}
+        for name, col in self.contribution.items():
             if name != PODS:  # the table's pods column counts pods
-                col = self.contribution.get(name)
-                if col is None:  # no column in the table: ``of`` declines these copies
-                    col = self.contribution[name] = np.zeros((k, m), dtype=np.int64)
-                col[rows_j, cols_i] = values
+                col[js, ids] = [p.requests.get(name, 0) for p in flat]
         self.contribution[PODS][js, ids] = 1
         self.non_zero_cpu = np.zeros((k, m), dtype=np.int64)
-        self.non_zero_cpu[js, ids] = nz_cpu
+        self.non_zero_cpu[js, ids] = [p.non_zero_cpu for p in flat]
         self.non_zero_memory = np.zeros((k, m), dtype=np.int64)
-        self.non_zero_memory[js, ids] = nz_memory
+        self.non_zero_memory[js, ids] = [p.non_zero_memory for p in flat]
         self.kept = np.zeros((k, m), dtype=bool)
         # The add_pod / remove_pod calls after the removals, per node, for the copies.
         self._log: list[list[tuple[bool, PodInfo]]] = [[] for _ in range(k)]

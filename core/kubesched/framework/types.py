@@ -243,6 +243,7 @@ class PodInfo:
         "requests",
         "required_affinity_terms",
         "required_anti_affinity_terms",
+        "start_timestamp",
         "tolerations",
         "uid",
     )
@@ -259,6 +260,8 @@ class PodInfo:
         self.namespace = meta.namespace or "default"
         self.key = f"{self.namespace}/{self.name}"
         self.uid = pod_uid(pod)
+        self.start_timestamp: float | None = None
+        """``status.startTime`` in seconds once preemption asked for it (None: not yet)."""
         self.labels: Mapping[str, str] = meta.labels or {}
         self.node_name: str = spec.node_name or ""
         self.priority: int = spec.priority or 0
@@ -356,6 +359,7 @@ class PodInfo:
             return PodInfo(pod)
         copy = self._copy()
         copy.pod = pod
+        copy.start_timestamp = None  # the status may differ
         copy.labels = meta.labels or {}
         copy.node_name = spec.node_name or ""
         return copy
