@@ -125,6 +125,18 @@ cluster = st.fixed_dictionaries(
 )
 
 
+def handle(nominator: Nominator | None = None, pdbs=(), seed: int = 0) -> dict[str, Any]:
+    """The Handle's parts for make_framework: recording client, PDBs, seeded rng."""
+    return {
+        "client": RecordingClient(),
+        "event_recorder": RecordingEventRecorder(),
+        "nominator": nominator or Nominator(),
+        "lister": StaticLister(list(pdbs)),
+        "metrics": Metrics(),
+        "rng": random.Random(seed),
+    }
+
+
 def build(c: dict, *, anti_affinity: bool = False):
     """A framework and snapshot for the generated cluster ``c``; the preemptor."""
     nodes, pods = [], []
@@ -156,12 +168,9 @@ def build(c: dict, *, anti_affinity: bool = False):
                 "minCandidateNodesAbsolute": c["min_candidates"],
             }
         },
-        client=RecordingClient(),
-        event_recorder=RecordingEventRecorder(),
-        nominator=nominator,
-        lister=StaticLister([pdb(f"pdb-{app}", {"app": app}, n) for app, n in c["pdbs"]]),
-        metrics=Metrics(),
-        rng=random.Random(c["seed"]),
+        **handle(
+            nominator, [pdb(f"pdb-{app}", {"app": app}, n) for app, n in c["pdbs"]], c["seed"]
+        ),
     )
     fw.set_snapshot(new_snapshot(pods, nodes))
     pre = pod("preemptor", 10, c["preemptor_cpu"]).labels(app="a")
@@ -294,15 +303,7 @@ def test_filter_depending_on_pods_is_never_skipped(limit, want_victims, per_node
         pod("n-low1", 1, "1", "n", T0).obj(),
         pod("n-low2", 1, "1", "n", T1).obj(),
     ]
-    fw = make_framework(
-        *PLUGINS,
-        client=RecordingClient(),
-        event_recorder=RecordingEventRecorder(),
-        nominator=Nominator(),
-        lister=StaticLister([]),
-        metrics=Metrics(),
-        rng=random.Random(0),
-    )
+    fw = make_framework(*PLUGINS, **handle())
     fw.set_snapshot(new_snapshot(pods, nodes))
     pi = PodInfo(pod("pre", 10, "1").obj())
     result, _, _, e, deleted = explained(fw, pi, per_node=per_node)
@@ -316,16 +317,7 @@ def test_node_only_filter_rejecting_a_potential_node_is_still_run():
     # node for cpu (Unschedulable: preemption might help); the dry run must still find
     # that the preemptor does not tolerate the taint.
     fw = make_framework(
-        PrioritySort,
-        NodeResourcesFit,
-        TaintToleration,
-        DefaultPreemption,
-        client=RecordingClient(),
-        event_recorder=RecordingEventRecorder(),
-        nominator=Nominator(),
-        lister=StaticLister([]),
-        metrics=Metrics(),
-        rng=random.Random(0),
+        PrioritySort, NodeResourcesFit, TaintToleration, DefaultPreemption, **handle()
     )
     nodes = [node("n", cpu="1").taint("dedicated", "x").obj()]
     fw.set_snapshot(new_snapshot([pod("low", 1, "1", "n").obj()], nodes))
