@@ -162,7 +162,13 @@ class PreemptionExplanation:
 
 
 class PreemptionInterface(Protocol):
-    """What a preemption plugin decides, the evaluator does the rest (upstream ``Interface``)."""
+    """What a preemption plugin decides, the evaluator does the rest (upstream ``Interface``).
+
+    A plugin may also implement ``select_victims_on_nodes(state, pod_info, nodes, pdbs)``
+    returning, for every node of ``nodes`` in order, what ``select_victims_on_node``
+    would (or ``None`` to decline): the evaluator then dry-runs a chunk of nodes with one
+    call (DefaultPreemption does it vectorised, see ``kubesched.framework.preemption_batch``).
+    """
 
     def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
         """A random offset into the ``num_nodes`` potential nodes and how many candidates
