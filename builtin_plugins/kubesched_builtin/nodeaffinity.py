@@ -370,6 +370,8 @@ class NodeAffinity:
     both extended by the profile's ``addedAffinity``."""
 
     name = NAME
+    filter_depends_only_on_node = True
+    """Filter reads the Node and the pod, never the pods on the node (preemption skips it)."""
     Args = NodeAffinityArgs
 
     def __init__(self, args: NodeAffinityArgs | None, handle: Any) -> None:

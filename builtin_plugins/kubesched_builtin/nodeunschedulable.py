@@ -88,6 +88,8 @@ class NodeUnschedulable:
     ``node.kubernetes.io/unschedulable:NoSchedule`` (UnschedulableAndUnresolvable)."""
 
     name = NAME
+    filter_depends_only_on_node = True
+    """Filter reads the Node and the pod, never the pods on the node (preemption skips it)."""
 
     def __init__(self, args: Any, handle: Any) -> None:
         self._handle = handle

@@ -105,3 +105,27 @@ def test_queue_keeps_nominator_current(make_queue) -> None:
     assert names(q.nominator.nominated_pods_for_node("n2")) == ["p"]
     q.delete(moved)
     assert q.nominator.nominated_pods_for_node("n2") == []
+
+
+def test_node_names_and_pods_by_node_follow_every_change() -> None:
+    n = Nominator()
+    versions = [n.version]
+    a, b = PodInfo(make_pod("a")), PodInfo(make_pod("b"))
+    assert n.nominated_node_names() == frozenset() and n.nominated_pods_by_node() == {}
+    n.add_nominated_pod(a, "n1")
+    n.add_nominated_pod(b, "n1")
+    versions.append(n.version)
+    assert n.nominated_node_names() == {"n1"}
+    assert {k: names(v) for k, v in n.nominated_pods_by_node().items()} == {"n1": ["a", "b"]}
+    n.add_nominated_pod(a, "n2")  # moves: both nodes keep a pod
+    versions.append(n.version)
+    assert n.nominated_node_names() == {"n1", "n2"}
+    n.delete_nominated_pod_if_exists(b.pod)  # n1 is empty now
+    versions.append(n.version)
+    assert n.nominated_node_names() == {"n2"}
+    assert {k: names(v) for k, v in n.nominated_pods_by_node().items()} == {"n2": ["a"]}
+    n.nominated_pods_by_node()["n2"].clear()  # a copy
+    assert names(n.nominated_pods_for_node("n2")) == ["a"]
+    n.delete_nominated_pod_if_exists(b.pod)  # nothing to delete: no change
+    assert n.version == versions[-1]
+    assert versions == sorted(set(versions))  # every change moved the version

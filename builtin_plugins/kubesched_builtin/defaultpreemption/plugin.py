@@ -27,6 +27,7 @@ from kubesched import (
     hookimpl,
     importance_key,
 )
+from kubesched.framework.preemption_batch import NodeCopies
 from kubesched_builtin.names import DEFAULT_PREEMPTION
 
 NAME = DEFAULT_PREEMPTION
@@ -291,6 +292,86 @@ class DefaultPreemption:
         if violating and non_violating:
             victims.sort(key=self.importance_key)
         return victims, num_violating, Status()
+
+    def select_victims_on_nodes(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        nodes: Sequence[NodeInfo],
+        pdbs: Sequence[PDBView],
+    ) -> list[tuple[list[PodInfo], int, Status]] | None:
+        """:meth:`select_victims_on_node` for every node of ``nodes`` at once, or ``None``
+        when that cannot be done exactly (see :class:`NodeCopies`).
+
+        The same steps, each one vectorised Filter run over all the nodes still in play:
+        every preemptable pod removed; then, step ``k``, each node's ``k``-th pod in
+        reprieve order (PDB-violating pods first, each group most important first)
+        added back and kept if the preemptor still fits. A Filter error returns
+        ``None``, so that the per-node path reports it node by node.
+        """
+        potential = [
+            [p for p in ni.pods if self.is_preemption_allowed(ni, p, pod_info)] for ni in nodes
+        ]
+        copies = NodeCopies.of(self.handle, state, nodes, potential)
+        if copies is None:
+            return None
+        results: dict[int, tuple[list[PodInfo], int, Status]] = {}
+        for j, ps in enumerate(potential):
+            if not ps:
+                results[j] = ([], 0, Status.unresolvable(ERR_REASON_NO_VICTIMS))
+        at = [j for j, ps in enumerate(potential) if ps]
+        if not at:
+            return [results[j] for j in range(len(nodes))]
+        verdicts, error = copies.filter(state, pod_info, at)
+        if error is not None:
+            return None
+        # Every node still in play passed every Filter plugin; those that depend only on
+        # the node pass whatever pods are added back: the next steps need not run them.
+        state.skip_filter_plugins |= getattr(self.handle, "node_only_filters", frozenset())
+        # Per node still in play: the reprieve order (indices into its potential pods)
+        # and how many of them lead with a PDB violation.
+        plans: dict[int, tuple[list[int], int, bool]] = {}
+        victims: dict[int, list[PodInfo]] = {}
+        violations: dict[int, int] = {}
+        for j, verdict in zip(at, verdicts.tolist(), strict=True):
+            if verdict is not None:
+                results[j] = ([], 0, verdict)
+                continue
+            pods = potential[j]
+            index = {id(p): i for i, p in enumerate(pods)}
+            ordered = sorted(pods, key=self.importance_key)
+            violating, non_violating = filter_pods_with_pdb_violation(ordered, pdbs)
+            plans[j] = (
+                [index[id(p)] for p in (*violating, *non_violating)],
+                len(violating),
+                bool(violating and non_violating),
+            )
+            victims[j], violations[j] = [], 0
+        step = 0
+        while True:
+            at = [j for j, (order, _, _) in plans.items() if step < len(order)]
+            if not at:
+                break
+            trying = [plans[j][0][step] for j in at]
+            verdicts, error = copies.filter(state, pod_info, at, trying)
+            if error is not None:
+                return None
+            for j, i, verdict in zip(at, trying, verdicts.tolist(), strict=True):
+                if verdict is None:
+                    copies.add_back(j, i)
+                    continue
+                copies.keep_out(j, i)
+                victims[j].append(potential[j][i])
+                if step < plans[j][1]:
+                    violations[j] += 1
+            step += 1
+        for j, (_, _, resort) in plans.items():
+            # As select_victims_on_node: most important first, re-sorted only when both
+            # groups were non-empty.
+            if resort:
+                victims[j].sort(key=self.importance_key)
+            results[j] = (victims[j], violations[j], Status())
+        return [results[j] for j in range(len(nodes))]
 
     def ordered_score_funcs(
         self, candidates: Sequence[Candidate]

@@ -85,6 +85,51 @@ class NodeTable:
             self.node_version += 1
         self._write_requested(i, node_info)
 
+    def _pod_overlay(self) -> NodeTable:
+        """A copy sharing what depends only on the Node objects (names, allocatable, the
+        ``derived`` cache: the nodes are the same) with its own pod-dependent columns."""
+        t = NodeTable.__new__(NodeTable)
+        t.names = self.names
+        t.index = self.index
+        t.name_array = self.name_array
+        # A new dict of the same arrays: a scalar resource only the added pods request
+        # gets its (zero) allocatable column there, not in this table.
+        t.allocatable = dict(self.allocatable)
+        t._derived = self._derived
+        t.node_version = self.node_version
+        t.requested = {name: col.copy() for name, col in self.requested.items()}
+        t.non_zero_cpu = self.non_zero_cpu.copy()
+        t.non_zero_memory = self.non_zero_memory.copy()
+        t.infos = self.infos
+        t.info_array = self.info_array
+        return t
+
+    def with_requested(
+        self,
+        rows: np.ndarray,
+        requested: dict[str, np.ndarray],
+        non_zero_cpu: np.ndarray,
+        non_zero_memory: np.ndarray,
+    ) -> NodeTable:
+        """A copy of this table whose pod columns at ``rows`` hold the given values (one
+        per row; ``requested`` has a value array for every column of ``requested`` and
+        may add columns).
+
+        For a what-if over many nodes at once (preemption's dry run): the copy's
+        ``infos`` stay this table's, so a plugin needing the NodeInfos of the changed
+        nodes reads them from the batch (``NodeBatch.infos``), which builds them.
+        Read-only.
+        """
+        t = self._pod_overlay()
+        for name, values in requested.items():
+            col = t.requested.get(name)
+            if col is None:  # a resource no node had: zeros elsewhere
+                col = t._column(t.requested, name)
+            col[rows] = values
+        t.non_zero_cpu[rows] = non_zero_cpu
+        t.non_zero_memory[rows] = non_zero_memory
+        return t
+
     def derived(self, key: Hashable, compute: Callable[[NodeTable], Any]) -> Any:
         """``compute(self)``, cached until a Node object changes (labels, taints, ...).
 

@@ -162,7 +162,13 @@ class PreemptionExplanation:
 
 
 class PreemptionInterface(Protocol):
-    """What a preemption plugin decides, the evaluator does the rest (upstream ``Interface``)."""
+    """What a preemption plugin decides, the evaluator does the rest (upstream ``Interface``).
+
+    A plugin may also implement ``select_victims_on_nodes(state, pod_info, nodes, pdbs)``
+    returning, for every node of ``nodes`` in order, what ``select_victims_on_node``
+    would (or ``None`` to decline): the evaluator then dry-runs a chunk of nodes with one
+    call (DefaultPreemption does it vectorised, see ``kubesched.framework.preemption_batch``).
+    """
 
     def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
         """A random offset into the ``num_nodes`` potential nodes and how many candidates
@@ -202,8 +208,13 @@ class PreemptionInterface(Protocol):
 def pod_start_time(pod_info: PodInfo) -> float:
     """The pod's ``status.startTime`` in seconds; a pod not started yet counts as started
     now, later than any pod that has (upstream ``GetPodStartTime`` uses ``time.Now()``)."""
-    started = pod_info.pod.status.start_time
-    return started.timestamp() if started is not None else math.inf
+    # Read for every pod a dry run sorts and every victim candidates are compared by:
+    # computed once per PodInfo (a new pod version gets a new PodInfo).
+    t = pod_info.start_timestamp
+    if t is None:
+        started = pod_info.pod.status.start_time
+        t = pod_info.start_timestamp = started.timestamp() if started is not None else math.inf
+    return t
 
 
 def importance_key(pod_info: PodInfo) -> tuple[int, float]:
@@ -483,46 +494,101 @@ class Evaluator:
         num_candidates: int,
         explanation: PreemptionExplanation | None = None,
     ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
-        """Upstream ``DryRunPreemption``, one node after the other from ``offset``.
+        """Upstream ``DryRunPreemption``, the nodes in order from ``offset``.
 
-        Each node's victims are chosen on clones of its NodeInfo and of ``state``. The
-        search stops once it holds at least one candidate without PDB violations and
+        Each node's victims are chosen as if on clones of its NodeInfo and of ``state``.
+        The search stops once it holds at least one candidate without PDB violations and
         ``num_candidates`` in all; each kind is capped at ``num_candidates``, as
-        upstream's fixed-size candidate lists.
+        upstream's fixed-size candidate lists. The nodes are dry-run in chunks (the
+        first of ``num_candidates`` nodes, the next sized by the rate of candidates
+        found so far): a plugin with
+        ``select_victims_on_nodes`` decides a chunk at once, vectorised; the candidates
+        and statuses are then taken in node order up to where the search stops, so the
+        outcome is the per-node search's. Otherwise ``select_victims_on_node`` runs on
+        one node after the other; the Filter plugins that depend only on the node
+        (``Framework.node_only_filters``) are checked once per chunk, vectorised, and
+        the ``state`` clone of a node where they pass skips them.
         """
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         statuses: dict[str, Status] = {}
         errors: list[str] = []
         n = len(potential_nodes)
-        tried = 0
-        for i in range(n):
-            node_copy = potential_nodes[(offset + i) % n].clone()
-            tried += 1
-            victims, num_violations, status = self.interface.select_victims_on_node(
-                state.clone(), pod_info, node_copy, pdbs
-            )
-            if status.is_success() and victims:
-                c = Candidate(node_copy.name, victims, num_violations)
-                bucket = non_violating if num_violations == 0 else violating
-                if len(bucket) < num_candidates:
-                    bucket.append(c)
-                if non_violating and len(non_violating) + len(violating) >= num_candidates:
-                    break
-                continue
-            if status.is_success():
-                status = Status(
-                    Code.ERROR, f"expected at least one victim pod on node {node_copy.name!r}"
-                )
-            if status.code is Code.ERROR:
-                errors.append(status.message())
-            statuses[node_copy.name] = status
+        order = [potential_nodes[(offset + i) % n] for i in range(n)]
+        tried = found = 0
+        pos = 0
+        chunk = max(num_candidates, 1)
+        done = False
+        while pos < n and not done:
+            if tried:
+                # As many more nodes as the candidates still wanted need at the rate
+                # found so far, with a margin: nodes dry-run past the stop are wasted.
+                wanted = max(num_candidates - found, 1)
+                chunk = math.ceil(wanted * 1.2 * tried / found) if found else 2 * tried
+                chunk = max(chunk, 16)
+            part = order[pos : pos + chunk]
+            pos += len(part)
+            for node, (victims, num_violations, status) in zip(
+                part, self._select_victims(state, pod_info, part, pdbs), strict=True
+            ):
+                tried += 1
+                if status.is_success() and victims:
+                    found += 1
+                    c = Candidate(node.name, victims, num_violations)
+                    bucket = non_violating if num_violations == 0 else violating
+                    if len(bucket) < num_candidates:
+                        bucket.append(c)
+                    if non_violating and len(non_violating) + len(violating) >= num_candidates:
+                        done = True
+                        break
+                    continue
+                if status.is_success():
+                    status = Status(
+                        Code.ERROR, f"expected at least one victim pod on node {node.name!r}"
+                    )
+                if status.code is Code.ERROR:
+                    errors.append(status.message())
+                statuses[node.name] = status
         candidates = non_violating + violating
         if explanation is not None:
             explanation.nodes_tried = tried
             explanation.candidates = [CandidateExplanation.of(c) for c in candidates]
             explanation.rejected = {name: s.message() for name, s in statuses.items()}
         return candidates, statuses, errors
+
+    def _select_victims(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        nodes: Sequence[NodeInfo],
+        pdbs: Sequence[PDBView],
+    ) -> Iterable[tuple[list[PodInfo], int, Status]]:
+        """Each node's ``(victims, PDB violations, status)``, in order: from the plugin's
+        ``select_victims_on_nodes`` when it has one and it can decide these nodes at once,
+        else from ``select_victims_on_node`` on clones, one node at a time (lazily, so
+        that the nodes after the search stops are never dry-run)."""
+        batch = getattr(self.interface, "select_victims_on_nodes", None)
+        if batch is not None:
+            results = batch(state.clone(), pod_info, nodes, pdbs)
+            if results is not None:
+                yield from results
+                return
+        node_only = self._node_only_filters_pass(state, pod_info, nodes)
+        for j, node in enumerate(nodes):
+            node_state = state.clone()
+            if node_only is not None and node_only[1][j]:
+                # Removing or adding pods cannot change these plugins' verdict, and they
+                # pass on this node: the dry run's Filter runs need not call them.
+                node_state.skip_filter_plugins |= node_only[0]
+            yield self.interface.select_victims_on_node(node_state, pod_info, node.clone(), pdbs)
+
+    def _node_only_filters_pass(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[frozenset[str], Any] | None:
+        """The handle's ``node_only_filters_pass`` (a Framework's), or None for a handle
+        without it: the dry run then runs every Filter plugin on every node."""
+        check = getattr(self.handle, "node_only_filters_pass", None)
+        return check(state, pod_info, nodes) if check is not None else None
 
     # -- SelectCandidate -------------------------------------------------------------------
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:

@@ -243,6 +243,7 @@ class PodInfo:
         "requests",
         "required_affinity_terms",
         "required_anti_affinity_terms",
+        "start_timestamp",
         "tolerations",
         "uid",
     )
@@ -259,6 +260,8 @@ class PodInfo:
         self.namespace = meta.namespace or "default"
         self.key = f"{self.namespace}/{self.name}"
         self.uid = pod_uid(pod)
+        self.start_timestamp: float | None = None
+        """``status.startTime`` in seconds once preemption asked for it (None: not yet)."""
         self.labels: Mapping[str, str] = meta.labels or {}
         self.node_name: str = spec.node_name or ""
         self.priority: int = spec.priority or 0
@@ -356,6 +359,7 @@ class PodInfo:
             return PodInfo(pod)
         copy = self._copy()
         copy.pod = pod
+        copy.start_timestamp = None  # the status may differ
         copy.labels = meta.labels or {}
         copy.node_name = spec.node_name or ""
         return copy
@@ -575,24 +579,42 @@ class NodeBatch:
     (``table.allocatable["cpu"][rows]`` are the batch's cpu allocatables); ``infos[i]``
     is its NodeInfo and ``names[i]`` its name, both built on first use because a
     vectorised plugin rarely needs them. Everything in a batch is read-only.
+
+    ``build``, when given, makes the NodeInfo of a row on demand: a what-if batch
+    (preemption's dry run) whose ``table`` columns describe copies of the nodes with
+    other pods builds those copies only if a plugin reads ``infos``.
     """
 
-    __slots__ = ("_infos", "_names", "rows", "table")
+    __slots__ = ("_build", "_infos", "_names", "rows", "table")
 
     def __init__(
-        self, table: NodeTable, rows: Sequence[int], infos: Sequence[NodeInfo] | None = None
+        self,
+        table: NodeTable,
+        rows: Sequence[int],
+        infos: Sequence[NodeInfo] | None = None,
+        build: Callable[[int], NodeInfo] | None = None,
     ) -> None:
         self.table = table
         self.rows = np.asarray(rows, dtype=np.intp)
         self._infos = infos
         self._names: list[str] | None = None
+        self._build = build
 
     @property
     def infos(self) -> Sequence[NodeInfo]:
         """The batch's NodeInfos, in batch order."""
         if self._infos is None:
-            self._infos = self.table.info_array[self.rows].tolist()
+            if self._build is not None:
+                self._infos = [self._build(r) for r in self.rows.tolist()]
+            else:
+                self._infos = self.table.info_array[self.rows].tolist()
         return self._infos
+
+    def info(self, i: int) -> NodeInfo:
+        """The NodeInfo of the batch's node ``i``, without building the others'."""
+        if self._infos is None and self._build is not None:
+            return self._build(int(self.rows[i]))
+        return self.infos[i]
 
     @property
     def names(self) -> list[str]:
@@ -603,7 +625,7 @@ class NodeBatch:
 
     def subset(self, positions: np.ndarray) -> NodeBatch:
         """The nodes at ``positions`` (indices into this batch) as a new batch."""
-        sub = NodeBatch(self.table, self.rows[positions])
+        sub = NodeBatch(self.table, self.rows[positions], build=self._build)
         if self._infos is not None:
             sub._infos = [self._infos[i] for i in positions.tolist()]
         return sub

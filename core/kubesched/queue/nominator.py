@@ -37,6 +37,12 @@ class Nominator:
         self._by_node: dict[str, dict[str, PodInfo]] = {}
         # pod uid -> node name
         self._node_of: dict[str, str] = {}
+        # The keys of _by_node as nominated_node_names returns them, None when stale.
+        self._names: frozenset[str] | None = None
+        # node name -> the version of the last change to its pods (nodes with pods only)
+        self._node_version: dict[str, int] = {}
+        self.version = 0
+        """Changes whenever a nomination does: what callers key their caches on."""
 
     def add_nominated_pod(self, pod_info: PodInfo, nominated_node_name: str | None = None) -> None:
         """Nominate ``pod_info`` to ``nominated_node_name``.
@@ -75,10 +81,26 @@ class Nominator:
         with self._lock:
             return list(self._by_node.get(node_name, {}).values())
 
-    def nominated_node_names(self) -> set[str]:
+    def nominated_pods_by_node(self) -> dict[str, list[PodInfo]]:
+        """Every node's nominated pods, in nomination order (a copy): one call for a
+        caller that reads them all."""
+        with self._lock:
+            return {name: list(pods.values()) for name, pods in self._by_node.items()}
+
+    def node_versions(self) -> dict[str, int]:
+        """Each node with nominated pods and the :attr:`version` of the last change to its
+        pods (a copy): a caller caching something per node recomputes only the nodes
+        whose version moved."""
+        with self._lock:
+            return dict(self._node_version)
+
+    def nominated_node_names(self) -> frozenset[str]:
         """The nodes that have at least one nominated pod (filters treat them apart)."""
         with self._lock:
-            return {name for name, pods in self._by_node.items() if pods}
+            # Asked at every Filter run, changed only by nominations: kept until then.
+            if self._names is None:
+                self._names = frozenset(self._by_node)
+            return self._names
 
     def nominated_node_name(self, pod: Pod | PodInfo) -> str | None:
         """The node ``pod`` is nominated to, or ``None``."""
@@ -107,13 +129,20 @@ class Nominator:
                 return
         self._node_of[pod_info.uid] = node
         self._by_node.setdefault(node, {})[pod_info.uid] = pod_info
+        self._names = None
+        self.version += 1
+        self._node_version[node] = self.version
 
     def _delete_locked(self, uid: str) -> None:
         node = self._node_of.pop(uid, None)
         if node is None:
             return
+        self.version += 1
         pods = self._by_node.get(node)
         if pods is not None:
+            self._node_version[node] = self.version
             pods.pop(uid, None)
             if not pods:
                 del self._by_node[node]
+                del self._node_version[node]
+                self._names = None

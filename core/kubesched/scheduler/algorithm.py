@@ -11,7 +11,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import NO_NODES_AVAILABLE_ERROR, Diagnosis, FitError
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.runtime import Framework, ScoreResult
-from kubesched.framework.status import Code, Status
+from kubesched.framework.status import Code, Status, not_none_mask
 from kubesched.framework.types import NodeBatch, NodeInfo, PodInfo
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -159,8 +159,9 @@ class SchedulingAlgorithm:
         until enough feasible nodes are found, as upstream's parallel search but in order.
 
         Plugins evaluate batches of nodes (vectorised where they can); nodes with
-        nominated pods go through the per-node path that accounts for them. Nodes
-        after the last needed feasible node are not counted as evaluated.
+        nominated pods are evaluated a second time, as a batch of copies with those pods
+        added (``run_filter_batch_with_nominated_pods``). Nodes after the last needed
+        feasible node are not counted as evaluated.
         """
         n = len(rows)
         if n == 0:
@@ -173,11 +174,6 @@ class SchedulingAlgorithm:
             chosen = order[:to_find]
             return [infos[r] for r in chosen.tolist()], chosen
 
-        nominated_nodes = (
-            fwk.nominator.nominated_node_names()
-            if fwk.nominator is not None and len(fwk.nominator)
-            else set()
-        )
         name_array = table.name_array
         found_parts: list[np.ndarray] = []
         found = pos = 0
@@ -185,7 +181,7 @@ class SchedulingAlgorithm:
         while pos < n and found < to_find:
             part = order[pos : pos + chunk]
             pos += len(part)
-            ok, verdicts = self._filter_chunk(fwk, state, pod_info, table, part, nominated_nodes)
+            ok, verdicts = self._filter_chunk(fwk, state, pod_info, table, part)
             ok_positions = np.flatnonzero(ok)
             need = to_find - found
             # Stop right after the last feasible node needed: the nodes after it count
@@ -214,47 +210,24 @@ class SchedulingAlgorithm:
         pod_info: PodInfo,
         table: NodeTable,
         part: np.ndarray,
-        nominated_nodes: set[str],
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """Filter the nodes at rows ``part``: ``(ok, verdicts)``, ``ok`` a bool mask of
         the nodes that fit, ``verdicts`` the statuses of the others (an object array,
-        ``None`` = fits), or ``None`` when every node fits.
-
-        Nodes with nominated pods take the per-node path that counts those pods.
-        """
-        slow: list[int] = []
-        if nominated_nodes:
-            names = table.names
-            slow = [i for i, r in enumerate(part.tolist()) if names[r] in nominated_nodes]
-        ok = np.zeros(len(part), dtype=bool)
-        verdicts: np.ndarray | None = None
-        if len(slow) < len(part):
-            fast = np.setdiff1d(np.arange(len(part)), slow) if slow else None
-            batch = NodeBatch(table, part if fast is None else part[fast])
-            passing, batch_verdicts, error = fwk.filter_batch(state, pod_info, batch)
+        ``None`` = fits), or ``None`` when every node fits. The pods nominated to the
+        nodes count as upstream counts them."""
+        batch = NodeBatch(table, part)
+        nominator = fwk.nominator
+        if nominator is not None and len(nominator):
+            verdicts, error = fwk.run_filter_batch_with_nominated_pods(state, pod_info, batch)
             if error is not None:
                 raise SchedulingError(error)
-            if fast is None:
-                ok[passing] = True
-                verdicts = batch_verdicts
-            else:
-                ok[fast[passing]] = True
-                if batch_verdicts is not None:
-                    verdicts = np.full(len(part), None, dtype=object)
-                    verdicts[fast] = batch_verdicts
-        for i in slow:
-            status = fwk.run_filter_plugins_with_nominated_pods(
-                state, pod_info, table.infos[part[i]]
-            )
-            if status.code is Code.ERROR:
-                raise SchedulingError(status)
-            if status.is_success():
-                ok[i] = True
-                continue
-            if verdicts is None:
-                verdicts = np.full(len(part), None, dtype=object)
-            verdicts[i] = status
-        return ok, verdicts
+            return ~not_none_mask(verdicts), verdicts
+        passing, maybe_verdicts, error = fwk.filter_batch(state, pod_info, batch)
+        if error is not None:
+            raise SchedulingError(error)
+        ok = np.zeros(len(part), dtype=bool)
+        ok[passing] = True
+        return ok, maybe_verdicts
 
     def _percentage(self, fwk: Framework) -> int | None:
         profile_value = fwk.profile.percentage_of_nodes_to_score

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kubesched.api import PODS
 from kubesched.errors import KubeschedError
 from kubesched.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
 from kubesched.framework.events import WILDCARD_EVENT, ClusterEvent, ClusterEventWithHint
@@ -33,6 +34,7 @@ from kubesched.framework.types import NodeBatch, NodeInfo, NodeToStatus, PodInfo
 
 if TYPE_CHECKING:
     from kubesched.config import EffectiveProfile
+    from kubesched.framework.node_table import NodeTable
     from kubesched.metrics import Metrics
 
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
@@ -41,6 +43,10 @@ PLUGIN_METRICS_SAMPLE_PERCENT = 10
 REJECTING_EXTENSION_POINTS = ("PreEnqueue", "PreFilter", "Filter", "Reserve", "Permit")
 """Extension points whose plugins can reject a pod, and so must say which events may
 make it schedulable again."""
+
+
+PRE_FILTER_EXTENSION_HOOKS = ("pre_filter_add_pod", "pre_filter_remove_pod")
+"""The PreFilter extensions: a plugin implementing them tracks pods added and removed."""
 
 
 class FrameworkError(KubeschedError):
@@ -74,6 +80,26 @@ class PluginRunner:
 
     def __repr__(self) -> str:
         return f"PluginRunner({self.name!r})"
+
+
+NODE_ONLY_FILTER_ATTRIBUTE = "filter_depends_only_on_node"
+"""The plugin class attribute that declares a Filter depending only on the node."""
+
+
+def filter_depends_only_on_node(runner: PluginRunner) -> bool:
+    """Whether ``runner``'s Filter verdict for a pod on a node depends only on the pod, the
+    Node object and what its PreFilter wrote in the CycleState, never on the node's pods.
+
+    A plugin declares it with the class attribute ``filter_depends_only_on_node = True``
+    (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity). A plugin with
+    PreFilter AddPod/RemovePod extensions tracks pods by definition and never counts as
+    node-only, whatever it declares. Preemption's dry run, which only adds and removes
+    pods, skips such a Filter on the nodes where it passed.
+    """
+    plugin = runner.plugin
+    return getattr(type(plugin), NODE_ONLY_FILTER_ATTRIBUTE, False) is True and all(
+        runner.call(hook) is None for hook in PRE_FILTER_EXTENSION_HOOKS
+    )
 
 
 @dataclass(frozen=True)
@@ -137,10 +163,17 @@ class Framework:
         self.waiting_pods = WaitingPods()
         self._ep_histograms: dict[tuple[str, Code], Any] = {}
         self._plugin_histograms: dict[tuple[str, str, Code], Any] = {}
+        self._nominated_cache: _NominatedAdditions | None = None
+        self._nominated_nodes: dict[str, _NominatedNode] = {}
         self.snapshot: Any = None
         self.runners: dict[str, PluginRunner] = {}
         self.points: dict[str, list[PluginRunner]] = {}
         self._build(profile, registry)
+        self.node_only_filters: frozenset[str] = frozenset(
+            r.name for r in self.points["Filter"] if filter_depends_only_on_node(r)
+        )
+        """The Filter plugins whose verdict on a node cannot change when pods are added to
+        or removed from it (see :func:`filter_depends_only_on_node`)."""
 
     # -- construction -------------------------------------------------------------------
     def _build(self, profile: EffectiveProfile, registry: PluginRegistry) -> None:
@@ -432,8 +465,136 @@ class Framework:
                 added = True
         return added, state_out, info_out
 
-    def run_filter_batch(
+    def pre_filter_extensions_active(
+        self, state: CycleState, hooks: Sequence[str] = PRE_FILTER_EXTENSION_HOOKS
+    ) -> bool:
+        """Whether a PreFilter plugin that PreFilter did not skip implements one of
+        ``hooks``: adding or removing pods in a what-if then changes the CycleState,
+        which must be cloned per node."""
+        return any(
+            r.name not in state.skip_filter_plugins and any(r.call(h) is not None for h in hooks)
+            for r in self.points["PreFilter"]
+        )
+
+    def run_filter_batch_with_nominated_pods(
         self, state: CycleState, pod_info: PodInfo, batch: NodeBatch
+    ) -> tuple[np.ndarray, Status | None]:
+        """:meth:`run_filter_batch` counting the pods nominated to the batch's nodes: each
+        verdict is :meth:`run_filter_plugins_with_nominated_pods`'s on that node.
+
+        The filters run once over the batch as it is (the second pass, "the pod fits
+        without the nominated pods") and once, vectorised, over the nodes with nominated
+        pods of equal or higher priority as if those were added (the first pass, whose
+        rejection takes precedence): their requests are added to a copy of the table's
+        columns, and NodeInfo copies are built only for a plugin that reads them. That
+        shares the PreFilter state, which is exact when no PreFilter AddPod extension
+        is active for the pod; otherwise the nodes with such pods go through the
+        per-node path, which clones the state.
+        """
+        verdicts, error = self.run_filter_batch(state, pod_info, batch)
+        if error is not None or self.nominator is None or not len(self.nominator):
+            return verdicts, error
+        adds = self._nominated_additions(pod_info, batch.table)
+        positions = np.flatnonzero(adds.has[batch.rows])
+        if not len(positions):
+            return verdicts, None
+        if self.pre_filter_extensions_active(state, ("pre_filter_add_pod",)):
+            for i in positions.tolist():
+                status = self.run_filter_plugins_with_nominated_pods(state, pod_info, batch.info(i))
+                if status.code is Code.ERROR:
+                    return verdicts, status
+                verdicts[i] = None if status.is_success() else status
+            return verdicts, None
+        first, error = self.run_filter_batch(state, pod_info, adds.batch(batch, positions))
+        if error is not None:
+            return verdicts, error
+        rejected = np.flatnonzero(not_none_mask(first))
+        if len(rejected):
+            verdicts[positions[rejected]] = first[rejected]
+        return verdicts, None
+
+    def _nominated_additions(self, pod_info: PodInfo, table: NodeTable) -> _NominatedAdditions:
+        """The :class:`_NominatedAdditions` for ``pod_info`` over ``table``'s rows, kept
+        while the nominations, the pod and the table's node list stay the same (every
+        Filter run of a cycle and of its preemption's dry run asks for them)."""
+        nominator = self.nominator
+        version = getattr(nominator, "version", None)
+        key = (pod_info.uid, pod_info.priority, version)
+        cached = self._nominated_cache
+        if (
+            version is not None
+            and cached is not None
+            and cached.key == key
+            and cached.index is table.index
+        ):
+            return cached
+        priority, uid = pod_info.priority, pod_info.uid
+        # Per node, the pods to add and their sums, kept while the node's nominations
+        # and the priority stay the same: a cycle recomputes only the nodes that changed.
+        own = nominator.nominated_node_name(pod_info)
+        cache = self._nominated_nodes
+        entries: dict[int, _NominatedNode] = {}
+        versions = nominator.node_versions()
+        for name, node_version in versions.items():
+            row = table.index.get(name)
+            if row is None:
+                continue
+            entry = cache.get(name)
+            if entry is None or entry.key != (node_version, priority) or name == own:
+                # The pod's own nomination is never counted: its node is computed apart.
+                entry = _NominatedNode(
+                    (node_version, priority),
+                    [
+                        p
+                        for p in nominator.nominated_pods_for_node(name)
+                        if p.priority >= priority and p.uid != uid
+                    ],
+                )
+                if name != own:
+                    cache[name] = entry
+            if entry.pods:
+                entries[row] = entry
+        if len(cache) > 2 * len(versions) + 64:
+            for name in [n for n in cache if n not in versions]:
+                del cache[name]
+        adds = self._nominated_cache = _NominatedAdditions(
+            key, table.index, len(table.names), entries
+        )
+        return adds
+
+    def node_only_filters_pass(
+        self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[frozenset[str], np.ndarray] | None:
+        """``(plugins, passes)``: the plugins of :attr:`node_only_filters` that PreFilter
+        did not skip and, per node of ``nodes`` (the snapshot's NodeInfos), whether they
+        all pass; ``None`` when there is no such plugin or the snapshot has no node table.
+
+        Where they pass, they pass on any copy of the node with pods added or removed,
+        so preemption's dry run may skip them there: one vectorised call here instead of
+        one per node and victim. A plugin that fails or errs on a node leaves it False
+        (the dry run then runs it and reports what it says).
+        """
+        only = self.node_only_filters - state.skip_filter_plugins
+        table = getattr(self.snapshot, "table", None)
+        if not only or table is None or not nodes:
+            return None
+        index = table.index
+        rows = [index.get(ni.name, -1) for ni in nodes]
+        if -1 in rows or any(table.infos[r] is not ni for r, ni in zip(rows, nodes, strict=True)):
+            return None
+        verdicts, error = self.run_filter_batch(
+            state, pod_info, NodeBatch(table, rows, nodes), only=only
+        )
+        if error is not None:
+            return only, np.zeros(len(nodes), dtype=bool)
+        return only, ~not_none_mask(verdicts)
+
+    def run_filter_batch(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        batch: NodeBatch,
+        only: frozenset[str] | None = None,
     ) -> tuple[np.ndarray, Status | None]:
         """Filter on many nodes: ``(verdicts, error)``.
 
@@ -441,15 +602,20 @@ class Framework:
         else the first rejecting plugin's status, exactly as ``run_filter_plugins``
         node by node. Plugins run one after the other on the nodes still feasible, with
         their vectorised ``filter_nodes`` when they have one. ``error`` is set, and the
-        verdicts incomplete, when a plugin failed with an ``ERROR``.
+        verdicts incomplete, when a plugin failed with an ``ERROR``. ``only``, when
+        given, restricts the run to those plugins.
         """
-        _, verdicts, error = self.filter_batch(state, pod_info, batch)
+        _, verdicts, error = self.filter_batch(state, pod_info, batch, only)
         if verdicts is None:
             verdicts = np.full(len(batch), None, dtype=object)
         return verdicts, error
 
     def filter_batch(
-        self, state: CycleState, pod_info: PodInfo, batch: NodeBatch
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        batch: NodeBatch,
+        only: frozenset[str] | None = None,
     ) -> tuple[np.ndarray, np.ndarray | None, Status | None]:
         """:meth:`run_filter_batch` for the scheduler: ``(passing, verdicts, error)``.
 
@@ -464,7 +630,9 @@ class Framework:
         for runner in self.points["Filter"]:
             if not len(alive):
                 break
-            if runner.name in state.skip_filter_plugins:
+            if runner.name in state.skip_filter_plugins or (
+                only is not None and runner.name not in only
+            ):
                 continue
             if len(alive) < len(sub):
                 sub = batch.subset(alive)
@@ -928,6 +1096,84 @@ _RESULT_TYPES: dict[str, tuple[type, ...]] = {
 }
 """What each hook may return besides None; anything else is the plugin's error (a
 misbehaving plugin gets an ERROR status, it does not crash the scheduler)."""
+
+
+class _NominatedNode:
+    """The pods nominated to one node that Filter counts for pods of one priority, and
+    what they add to the table's columns (``requested`` by name, the pods column too)."""
+
+    __slots__ = ("key", "non_zero_cpu", "non_zero_memory", "pods", "requested")
+
+    def __init__(self, key: tuple[int, int], pods: list[PodInfo]) -> None:
+        self.key = key
+        self.pods = pods
+        requested: dict[str, int] = {PODS: len(pods)}
+        for p in pods:
+            for name, value in p.requests.items():
+                if name != PODS:  # the pods column counts pods
+                    requested[name] = requested.get(name, 0) + value
+        self.requested = requested
+        self.non_zero_cpu = sum(p.non_zero_cpu for p in pods)
+        self.non_zero_memory = sum(p.non_zero_memory for p in pods)
+
+
+class _NominatedAdditions:
+    """For one pod, what the pods nominated to each node add to the table's columns:
+    per row, whether there are such pods (``has``), their summed requests and the pods
+    themselves (to build NodeInfo copies when a plugin reads them)."""
+
+    __slots__ = ("has", "index", "key", "non_zero_cpu", "non_zero_memory", "pods", "requested")
+
+    def __init__(
+        self, key: tuple, index: dict[str, int], n: int, entries: dict[int, _NominatedNode]
+    ) -> None:
+        self.key = key
+        self.index = index
+        self.pods = {row: e.pods for row, e in entries.items()}
+        rows = list(entries)
+        self.has = np.zeros(n, dtype=bool)
+        self.has[rows] = True
+        values: dict[str, tuple[list[int], list[int]]] = {}
+        for row, e in entries.items():
+            for name, value in e.requested.items():
+                entry = values.get(name)
+                if entry is None:
+                    entry = values[name] = ([], [])
+                entry[0].append(row)
+                entry[1].append(value)
+        # One row per node: plain assignment, one numpy call per column.
+        self.requested: dict[str, np.ndarray] = {}
+        for name, (at, amounts) in values.items():
+            col = self.requested[name] = np.zeros(n, dtype=np.int64)
+            col[at] = amounts
+        self.non_zero_cpu = np.zeros(n, dtype=np.int64)
+        self.non_zero_cpu[rows] = [e.non_zero_cpu for e in entries.values()]
+        self.non_zero_memory = np.zeros(n, dtype=np.int64)
+        self.non_zero_memory[rows] = [e.non_zero_memory for e in entries.values()]
+
+    def batch(self, batch: NodeBatch, positions: np.ndarray) -> NodeBatch:
+        """The nodes at ``positions`` of ``batch`` with their nominated pods added."""
+        rows = batch.rows[positions]
+        table = batch.table
+        requested = {name: col[rows] for name, col in table.requested.items()}
+        for name, add in self.requested.items():
+            have = requested.get(name)
+            requested[name] = add[rows] if have is None else have + add[rows]
+        overlay = table.with_requested(
+            rows,
+            requested,
+            table.non_zero_cpu[rows] + self.non_zero_cpu[rows],
+            table.non_zero_memory[rows] + self.non_zero_memory[rows],
+        )
+        position_of = dict(zip(rows.tolist(), positions.tolist(), strict=True))
+
+        def build(row: int) -> NodeInfo:
+            copy = batch.info(position_of[row]).clone()
+            for p in self.pods[row]:
+                copy.add_pod(p)
+            return copy
+
+        return NodeBatch(overlay, rows, build=build)
 
 
 def _wrong_result(plugin: str, hook: str, result: object) -> Status:

@@ -1,0 +1,328 @@
+"""The batched preemption dry run and the node-only Filter skip equal the per-node dry run."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubesched import Code, NodeInfo, PodInfo, Status, hookimpl
+from kubesched.cache import new_snapshot
+from kubesched.framework.listers import StaticLister
+from kubesched.framework.preemption import PREEMPTION_EXPLANATION_KEY
+from kubesched.framework.preemption_batch import NodeCopies
+from kubesched.framework.runtime.framework import filter_depends_only_on_node
+from kubesched.framework.types import NodeBatch
+from kubesched.metrics import Metrics
+from kubesched.queue.nominator import Nominator
+from kubesched.testing import RecordingClient, RecordingEventRecorder, make_framework
+from kubesched_builtin.defaultpreemption import DefaultPreemption
+from kubesched_builtin.interpodaffinity import InterPodAffinity
+from kubesched_builtin.nodeaffinity import NodeAffinity
+from kubesched_builtin.nodename import NodeName
+from kubesched_builtin.nodeports import NodePorts
+from kubesched_builtin.noderesources.fit import NodeResourcesFit
+from kubesched_builtin.nodeunschedulable import NodeUnschedulable
+from kubesched_builtin.queuesort import PrioritySort
+from kubesched_builtin.tainttoleration import TaintToleration
+
+from .test_defaultpreemption import T0, T1, T2, T3, node, pdb, pod
+
+MAX_PODS_PER_NODE_KEY = "example.com/max-pods"
+
+
+class PodCountLimit:
+    """A Filter that depends on the pods on the node and declares nothing: a node labelled
+    with MAX_PODS_PER_NODE_KEY takes at most that many pods."""
+
+    name = "PodCountLimit"
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        self.handle = handle
+
+    @hookimpl
+    def filter(self, node_info: NodeInfo) -> Status | None:
+        labels = node_info.node.metadata.labels or {}
+        limit = labels.get(MAX_PODS_PER_NODE_KEY)
+        if limit is not None and len(node_info.pods) + 1 > int(limit):
+            return Status(Code.UNSCHEDULABLE, "too many pods for PodCountLimit")
+        return None
+
+
+class DeclaresButTracksPods(PodCountLimit):
+    """Declares a node-only Filter but implements PreFilter extensions: never node-only."""
+
+    name = "DeclaresButTracksPods"
+    filter_depends_only_on_node = True
+
+    @hookimpl
+    def pre_filter(self, state: Any, pod_info: PodInfo) -> Status | None:
+        return None
+
+    @hookimpl
+    def pre_filter_add_pod(self, state: Any, pod_info_to_add: PodInfo) -> Status | None:
+        return None
+
+    @hookimpl
+    def pre_filter_remove_pod(self, state: Any, pod_info_to_remove: PodInfo) -> Status | None:
+        return None
+
+
+PLUGINS = (
+    PrioritySort,
+    NodeUnschedulable,
+    NodeName,
+    TaintToleration,
+    NodeAffinity,
+    NodePorts,
+    NodeResourcesFit,
+    PodCountLimit,
+    DefaultPreemption,
+)
+"""Node-only filters, a per-node filter reading the NodeInfo's ports (NodePorts), the
+vectorised resource fit and a pod-counting filter without declaration."""
+
+STARTS = (T0, T1, T2, T3)
+
+pod_spec = st.fixed_dictionaries(
+    {
+        "prio": st.sampled_from((0, 5, 10, 12)),
+        "cpu": st.integers(1, 15).map(lambda n: f"{n * 100}m"),
+        "start": st.sampled_from(STARTS),
+        "app": st.sampled_from(("a", "b")),
+        "port": st.booleans(),
+    }
+)
+node_spec = st.fixed_dictionaries(
+    {
+        "cpu": st.sampled_from(("2", "3", "4")),
+        "pods": st.sampled_from(("3", "5", "110")),
+        "limit": st.sampled_from((None, "2", "3")),
+        "taint": st.booleans(),
+        "cordoned": st.booleans(),
+        "zone": st.sampled_from(("z1", "z2")),
+        "pods_on": st.lists(pod_spec, max_size=5),
+    }
+)
+cluster = st.fixed_dictionaries(
+    {
+        "nodes": st.lists(node_spec, min_size=1, max_size=7),
+        "nominated": st.lists(
+            st.tuples(st.sampled_from((5, 10, 15)), st.integers(1, 20), st.integers(0, 6)),
+            max_size=3,
+        ),
+        "pdbs": st.lists(st.tuples(st.sampled_from(("a", "b")), st.integers(0, 2)), max_size=2),
+        "preemptor_cpu": st.integers(5, 30).map(lambda n: f"{n * 100}m"),
+        "preemptor_port": st.booleans(),
+        "tolerates": st.booleans(),
+        "zone_affinity": st.booleans(),
+        "seed": st.integers(0, 2**16),
+        "min_candidates": st.integers(1, 4),
+    }
+)
+
+
+def handle(nominator: Nominator | None = None, pdbs=(), seed: int = 0) -> dict[str, Any]:
+    """The Handle's parts for make_framework: recording client, PDBs, seeded rng."""
+    return {
+        "client": RecordingClient(),
+        "event_recorder": RecordingEventRecorder(),
+        "nominator": nominator or Nominator(),
+        "lister": StaticLister(list(pdbs)),
+        "metrics": Metrics(),
+        "rng": random.Random(seed),
+    }
+
+
+def build(c: dict, *, anti_affinity: bool = False):
+    """A framework and snapshot for the generated cluster ``c``; the preemptor."""
+    nodes, pods = [], []
+    for i, n in enumerate(c["nodes"]):
+        name = f"n{i}"
+        b = node(name, cpu=n["cpu"], pods=n["pods"]).labels({"zone": n["zone"]})
+        if n["limit"] is not None:
+            b = b.labels({MAX_PODS_PER_NODE_KEY: n["limit"]})
+        if n["taint"]:
+            b = b.taint("dedicated", "x")
+        if n["cordoned"]:
+            b = b.unschedulable()
+        nodes.append(b.obj())
+        for j, p in enumerate(n["pods_on"]):
+            pb = pod(f"{name}-p{j}", p["prio"], p["cpu"], name, p["start"]).labels(app=p["app"])
+            if p["port"]:
+                pb = pb.host_port(8080)
+            pods.append(pb.obj())
+    nominator = Nominator()
+    for k, (prio, cpu, at) in enumerate(c["nominated"]):
+        nominee = pod(f"nominee-{k}", prio, f"{cpu * 100}m").obj()
+        nominator.add_nominated_pod(PodInfo(nominee), f"n{at % len(nodes)}")
+    plugins = (*PLUGINS, InterPodAffinity) if anti_affinity else PLUGINS
+    fw = make_framework(
+        *plugins,
+        args={
+            "DefaultPreemption": {
+                "minCandidateNodesPercentage": 0,
+                "minCandidateNodesAbsolute": c["min_candidates"],
+            }
+        },
+        **handle(
+            nominator, [pdb(f"pdb-{app}", {"app": app}, n) for app, n in c["pdbs"]], c["seed"]
+        ),
+    )
+    fw.set_snapshot(new_snapshot(pods, nodes))
+    pre = pod("preemptor", 10, c["preemptor_cpu"]).labels(app="a")
+    if c["preemptor_port"]:
+        pre = pre.host_port(8080)
+    if c["tolerates"]:
+        pre = pre.toleration("dedicated", "x")
+    if c["zone_affinity"]:
+        pre = pre.node_affinity_in("zone", ["z1"])
+    if anti_affinity:
+        pre = pre.pod_anti_affinity("zone", {"app": "b"})
+    return fw, PodInfo(pre.obj())
+
+
+def prefilter(fw, pi: PodInfo):
+    state = fw.new_cycle_state()
+    fw.run_pre_filter_plugins(state, pi, fw.snapshot.list())
+    return state
+
+
+def outcome(results) -> list[tuple]:
+    return [
+        ([v.key for v in victims], violations, s.code, tuple(s.reasons), s.plugin)
+        for victims, violations, s in results
+    ]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster)
+def test_batched_victims_equal_per_node_victims(c):
+    fw, pi = build(c)
+    state = prefilter(fw, pi)
+    plugin = fw.plugin("DefaultPreemption")
+    nodes = fw.snapshot.list()
+    pdbs = plugin.evaluator.pdbs_for(nodes)
+    batched = plugin.select_victims_on_nodes(state.clone(), pi, nodes, pdbs)
+    assert batched is not None  # no PreFilter extension is active: the batch path runs
+    per_node = [plugin.select_victims_on_node(state.clone(), pi, ni.clone(), pdbs) for ni in nodes]
+    assert outcome(batched) == outcome(per_node)
+
+
+def explained(fw, pi: PodInfo, per_node: bool):
+    """Filter, then PostFilter, as the scheduler runs them: what preemption decided."""
+    plugin = fw.plugin("DefaultPreemption")
+    if per_node:
+        plugin.select_victims_on_nodes = lambda *args: None
+    state = prefilter(fw, pi)
+    statuses = {}
+    for ni in fw.snapshot.list():
+        s = fw.run_filter_plugins_with_nominated_pods(state, pi, ni)
+        if not s.is_success():
+            statuses[ni.name] = s
+    result, status = fw.run_post_filter_plugins(state, pi, statuses)
+    e = state.get(PREEMPTION_EXPLANATION_KEY)
+    deleted = [c.pod for c in fw.client.of("delete_pod")]
+    return (
+        result,
+        status.code,
+        tuple(status.reasons),
+        None
+        if e is None
+        else (e.offset, e.nodes_tried, e.candidates, e.rejected, e.chosen, e.victims),
+        deleted,
+    )
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster)
+def test_batched_dry_run_equals_per_node_dry_run(c):
+    assert explained(*build(c), per_node=False) == explained(*build(c), per_node=True)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster)
+def test_dry_run_with_prefilter_extensions_takes_the_per_node_path(c):
+    fw, pi = build(c, anti_affinity=True)
+    state = prefilter(fw, pi)
+    assert "InterPodAffinity" not in state.skip_filter_plugins
+    nodes = fw.snapshot.list()
+    assert NodeCopies.of(fw, state, nodes, [list(ni.pods) for ni in nodes]) is None
+    assert explained(*build(c, anti_affinity=True), per_node=False) == explained(
+        *build(c, anti_affinity=True), per_node=True
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster, st.booleans())
+def test_batched_filter_with_nominated_pods_equals_per_node(c, anti_affinity):
+    fw, pi = build(c, anti_affinity=anti_affinity)
+    state = prefilter(fw, pi)
+    table = fw.snapshot.table
+    verdicts, error = fw.run_filter_batch_with_nominated_pods(
+        state, pi, NodeBatch(table, list(range(len(table))))
+    )
+    assert error is None
+    for ni, got in zip(fw.snapshot.list(), verdicts.tolist(), strict=True):
+        want = fw.run_filter_plugins_with_nominated_pods(state, pi, ni)
+        if want.is_success():
+            assert got is None, ni.name
+        else:
+            assert got is not None, ni.name
+            assert (got.code, got.reasons, got.plugin) == (want.code, want.reasons, want.plugin)
+
+
+def test_node_only_filters_are_the_declared_ones_without_extensions():
+    fw = make_framework(*PLUGINS, DeclaresButTracksPods)
+    assert fw.node_only_filters == {
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+    }
+    runner = fw.runners["DeclaresButTracksPods"]
+    assert not filter_depends_only_on_node(runner)
+    assert not filter_depends_only_on_node(fw.runners["PodCountLimit"])
+
+
+@pytest.mark.parametrize(
+    "limit, want_victims",
+    [("1", ["n-low1", "n-low2"]), ("2", ["n-low2"]), (None, ["n-low2"])],
+    ids=["pod-count-needs-two", "pod-count-needs-one", "no-limit"],
+)
+@pytest.mark.parametrize("per_node", [False, True], ids=["batched", "per-node"])
+def test_filter_depending_on_pods_is_never_skipped(limit, want_victims, per_node):
+    # The preemptor needs 1 cpu of 2 used by two low pods (1 cpu free after one goes);
+    # PodCountLimit, which counts pods and declares nothing, may demand a second victim.
+    labels = {MAX_PODS_PER_NODE_KEY: limit} if limit else {}
+    nodes = [node("n", cpu="2").labels(labels).obj()]
+    pods = [
+        pod("n-low1", 1, "1", "n", T0).obj(),
+        pod("n-low2", 1, "1", "n", T1).obj(),
+    ]
+    fw = make_framework(*PLUGINS, **handle())
+    fw.set_snapshot(new_snapshot(pods, nodes))
+    pi = PodInfo(pod("pre", 10, "1").obj())
+    result, _, _, e, deleted = explained(fw, pi, per_node=per_node)
+    assert result.nominated_node_name == "n"
+    assert [v.split("/")[1] for v in e[5]] == want_victims
+    assert sorted(d.split("/")[1] for d in deleted) == sorted(want_victims)
+
+
+def test_node_only_filter_rejecting_a_potential_node_is_still_run():
+    # The taint is checked after NodeResourcesFit in this profile, so Filter rejects the
+    # node for cpu (Unschedulable: preemption might help); the dry run must still find
+    # that the preemptor does not tolerate the taint.
+    fw = make_framework(
+        PrioritySort, NodeResourcesFit, TaintToleration, DefaultPreemption, **handle()
+    )
+    nodes = [node("n", cpu="1").taint("dedicated", "x").obj()]
+    fw.set_snapshot(new_snapshot([pod("low", 1, "1", "n").obj()], nodes))
+    pi = PodInfo(pod("pre", 10, "1").obj())
+    for per_node in (False, True):
+        _, code, _, e, deleted = explained(fw, pi, per_node=per_node)
+        assert code is Code.UNSCHEDULABLE and deleted == []
+        assert "untolerated taint" in e[3]["n"]
