@@ -6,18 +6,20 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 import orjson
 import urllib3
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
-from kubernetes.config.config_exception import ConfigException
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kubesched.backend.protocol import BackendError, ConflictError, NotFoundError
 from kubesched.config.types import ClientConnectionConfiguration
+
+if TYPE_CHECKING:
+    # The official client costs about 0.1 s to import: only commands that talk to a real
+    # cluster pay it, at their first load_configuration.
+    from kubernetes import client as k8s_client
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +123,10 @@ def load_configuration(kubeconfig: str | None) -> k8s_client.Configuration:
     The kubernetes client handles client certificates, bearer tokens, token files and
     exec credential plugins. Raises ``BackendError`` with one line saying what is wrong.
     """
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes.config.config_exception import ConfigException
+
     configuration = k8s_client.Configuration()
     try:
         if kubeconfig:
@@ -154,6 +160,8 @@ class KubeClient:
         self.configuration = configuration
         # Binding threads, informers and the event writer share the pool.
         configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 32)
+        from kubernetes import client as k8s_client
+
         self.api_client = k8s_client.ApiClient(configuration)
         self._pool = self.api_client.rest_client.pool_manager
         self.host = configuration.host.rstrip("/")
