@@ -32,7 +32,7 @@ from pathlib import Path
 import yaml
 
 from kubesched.bench import WORKLOADS, run_workload
-from kubesched.bench.kube import run_on_api_server
+from kubesched.bench.kube import GANG_APISERVER_ARGS, GANG_SCHEDULER_ARGS, run_on_api_server
 from kubesched.testing.envtest import ControlPlane
 
 SCHEDULERS = ("embedded", "kubesched", "external")
@@ -75,7 +75,8 @@ def _measure(
         external = None
         if scheduler == "external":
             extra = {} if pct is None else {"percentageOfNodesToScore": pct}
-            external = cp.kube_scheduler_command(tmp, extra)
+            gang = name == "gang"
+            external = cp.kube_scheduler_command(tmp, extra, GANG_SCHEDULER_ARGS if gang else ())
         line = run_on_api_server(
             name,
             args.nodes,
@@ -116,10 +117,13 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown scheduler {unknown[0]!r} (known: {', '.join(SCHEDULERS)})")
     rows = []
-    with ControlPlane() as cp, tempfile.TemporaryDirectory() as tmp:
+    names = args.workloads.split(",")
+    # Alpha API for kube-scheduler's own gang scheduling; only when gang runs.
+    apiserver_args = GANG_APISERVER_ARGS if "gang" in names else ()
+    with ControlPlane(apiserver_args=apiserver_args) as cp, tempfile.TemporaryDirectory() as tmp:
         if args.controllers:
             cp.start_controller_manager(tuple(args.controllers.split(",")))
-        for name in args.workloads.split(","):
+        for name in names:
             figures = {s: _measure(s, name, args, cp, Path(tmp)) for s in schedulers}
             rows.append((name, figures))
     print(f"\n{'workload':<28}" + "".join(f"{s:>12}" for s in schedulers) + "   ratios")
