@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kubesched.bench.kube import (
+    CONTROLLERS,
     GANG_APISERVER_ARGS,
     GANG_SCHEDULER_ARGS,
     install_pod_group_crd,
@@ -37,10 +38,15 @@ NODES, PODS = 6, 30
 
 @pytest.fixture(scope="module")
 def gang_plane() -> Iterator[ControlPlane]:
-    """A control plane serving kube-scheduler's gang API (its own, for this module)."""
+    """A control plane of this module's own, serving kube-scheduler's gang API, with the
+    PV controller that binds the stateful workload's provisioned claims."""
     if assets_dir() is None:
         pytest.skip("KUBEBUILDER_ASSETS is not set")
     with ControlPlane(apiserver_args=GANG_APISERVER_ARGS) as cp:
+        try:
+            cp.start_controller_manager(CONTROLLERS["stateful"])
+        except EnvtestError as err:
+            pytest.skip(str(err))
         yield cp
 
 
@@ -186,3 +192,24 @@ def test_kubesched_run_holds_an_incomplete_gang(control_plane: ControlPlane, api
         proc.terminate()
         proc.wait(30)
         api.delete("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/trio")
+
+
+@pytest.mark.parametrize("scheduler", ["kubesched", "external"])
+def test_stateful_claims_are_provisioned_by_the_bench(
+    gang_plane: ControlPlane, tmp_path: Path, scheduler: str
+) -> None:
+    command = _external(gang_plane, tmp_path) if scheduler == "external" else None
+    result = run_on_api_server(
+        "stateful",
+        3,
+        6,
+        kubeconfig=str(gang_plane.kubeconfig),
+        scheduler=scheduler,
+        external_command=command,
+        timeout=120,
+    )
+    assert result.bound == 6
+    api = Api(gang_plane)
+    assert _empty(api)
+    for left in ("/api/v1/persistentvolumes", "/api/v1/persistentvolumeclaims"):
+        assert not api.client.request("GET", left)["items"], left

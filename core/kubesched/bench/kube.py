@@ -29,6 +29,7 @@ import yaml
 from kubesched.backend.kube import KubeClient, load_configuration
 from kubesched.backend.kube.client import MERGE_PATCH, UnreachableError
 from kubesched.backend.protocol import BackendError, ConflictError, NotFoundError
+from kubesched.bench.provisioner import PV_CONTROLLER, Provisioner
 from kubesched.bench.runner import BenchError
 from kubesched.bench.workloads import WORKLOADS, build_workload
 from kubesched.config.types import ClientConnectionConfiguration
@@ -92,6 +93,14 @@ POD_GROUP_CRD: dict[str, Any] = {
 """scheduler-plugins' PodGroup CRD (its fields unchecked): what Coscheduling reads under
 ``kubesched run``; the bench installs it once and leaves it."""
 
+
+CONTROLLERS: dict[str, tuple[str, ...]] = {
+    "dra": ("resourceclaim-controller",),
+    "stateful": (PV_CONTROLLER,),
+}
+"""The kube-controller-manager controllers a workload needs beside the API server: the
+pods' claims made from their templates (dra), claims bound to provisioned volumes
+(stateful, with the bench's own :class:`~kubesched.bench.provisioner.Provisioner`)."""
 
 PROTECTED_KINDS = frozenset({"PodGroup", "PersistentVolumeClaim", "PersistentVolume"})
 """Kinds whose admission adds a protection finalizer (``scheduling.k8s.io/podgroup-protection``,
@@ -451,6 +460,12 @@ def run_on_api_server(
     gang = any(_is_pod_group(m) for m in setup)
     deleted = 0
     proc = None
+    drivers = {
+        m["provisioner"]
+        for m in setup
+        if m["kind"] == "StorageClass" and m.get("volumeBindingMode") == "WaitForFirstConsumer"
+    }
+    provisioner = Provisioner(client, drivers) if drivers else None
     try:
         _refuse_a_used_cluster(client)
         if gang and scheduler == "external":
@@ -471,6 +486,8 @@ def run_on_api_server(
             watch.measured = {_key(m) for m in created if m["kind"] == "Pod"} - {
                 _key(m) for m in setup
             }
+            if provisioner is not None:
+                provisioner.start()
             started = time.monotonic()
             deadline = started + timeout
             if scheduler == "kubesched":
@@ -498,6 +515,9 @@ def run_on_api_server(
         if proc is not None:
             proc.terminate()
             proc.wait(60)
+        if provisioner is not None:
+            provisioner.stop()
+            created += provisioner.created  # after their claims
         _clean(client, created)
         client.close()
     times = watch.times()
