@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from kubesched.backend.kube.client import MERGE_PATCH
 from kubesched.bench.kube import (
     CONTROLLERS,
     GANG_APISERVER_ARGS,
     GANG_SCHEDULER_ARGS,
+    as_kube_gangs,
     install_pod_group_crd,
     run_on_api_server,
     start_kubesched,
@@ -27,7 +29,13 @@ from kubesched.bench.workloads import (
     node_manifest,
     pod_manifest,
 )
-from kubesched.testing.envtest import ControlPlane, EnvtestError, assets_dir, create_objects
+from kubesched.testing.envtest import (
+    ControlPlane,
+    EnvtestError,
+    assets_dir,
+    collection_path,
+    create_objects,
+)
 
 from .conftest import Api, bound, wait_for
 
@@ -153,45 +161,45 @@ def _member(name: str, group: str, kube: bool):
     return make
 
 
-def test_kube_scheduler_holds_an_incomplete_gang(gang_plane: ControlPlane, tmp_path) -> None:
-    """The gates make kube-scheduler gang-schedule: what its figure measures is a gang."""
-    api = Api(gang_plane)
-    group = {
-        "apiVersion": "scheduling.k8s.io/v1alpha2",
-        "kind": "PodGroup",
-        "metadata": {"name": "trio", "namespace": "default"},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
-    }
-    proc = subprocess.Popen(
-        _external(gang_plane, tmp_path, GANG_SCHEDULER_ARGS),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+@pytest.mark.parametrize("scheduler", ["kubesched", "external"])
+def test_an_incomplete_gang_is_held(request, tmp_path: Path, scheduler: str) -> None:
+    """What both figures measure is a gang: ``kubesched run`` watches the PodGroup CRD
+    (Coscheduling sees the quorum), the feature gates make kube-scheduler hold the group."""
+    external = scheduler == "external"
+    plane: ControlPlane = request.getfixturevalue("gang_plane" if external else "control_plane")
+    api = Api(plane)
+    api.clean()
+    if external:
+        group = as_kube_gangs([_pod_group("trio", 3)])[0]
+        proc = subprocess.Popen(
+            _external(plane, tmp_path, GANG_SCHEDULER_ARGS),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    else:
+        install_pod_group_crd(api.client)
+        group = _pod_group("trio", 3)
+        proc, _ = start_kubesched(str(plane.kubeconfig), tmp_path, None, GANG_PLUGINS)
     try:
-        _incomplete_gang(api, group, _member("trio", "trio", kube=True))
+        _incomplete_gang(api, group, _member("trio", "trio", kube=external))
     finally:
         proc.terminate()
         proc.wait(30)
-        api.delete("/apis/scheduling.k8s.io/v1alpha2/namespaces/default/podgroups/trio")
+        path = f"{collection_path(group)}/trio"
+        api.client.request(
+            "PATCH", path, body={"metadata": {"finalizers": None}}, content_type=MERGE_PATCH
+        )
+        api.delete(path)
         api.clean()
 
 
-def test_kubesched_run_holds_an_incomplete_gang(control_plane: ControlPlane, api: Api, tmp_path):
-    """``kubesched run`` watches the PodGroup CRD: Coscheduling sees the group's quorum."""
-    install_pod_group_crd(api.client)
-    group = {
+def _pod_group(name: str, min_member: int) -> dict:
+    return {
         "apiVersion": "scheduling.x-k8s.io/v1alpha1",
         "kind": "PodGroup",
-        "metadata": {"name": "trio", "namespace": "default"},
-        "spec": {"minMember": 3},
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minMember": min_member},
     }
-    proc, _ = start_kubesched(str(control_plane.kubeconfig), tmp_path, None, GANG_PLUGINS)
-    try:
-        _incomplete_gang(api, group, _member("trio", "trio", kube=False))
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        api.delete("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/trio")
 
 
 @pytest.mark.parametrize("scheduler", ["kubesched", "external"])
