@@ -7,6 +7,11 @@ the measured pods, all pending before the scheduler starts (``kubesched``) or wh
 runs (``external``). A watch on pods notes when each is first seen bound; throughput runs
 from the first binding to the last, or for ``preemption`` from the scheduler's start (the
 creation of the pods with ``external``), as upstream's scheduler_perf measures it.
+
+``churn``'s later rounds are applied once the previous one is bound (its deletions, then
+its pods); ``gang`` runs on scheduler-plugins' PodGroup CRD under ``kubesched`` and on
+kube-scheduler's own alpha gang API under ``external`` (:func:`as_kube_gangs`);
+``stateful``'s claims are provisioned by :class:`~kubesched.bench.provisioner.Provisioner`.
 """
 
 from __future__ import annotations
