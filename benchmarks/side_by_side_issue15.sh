@@ -6,7 +6,7 @@
 #
 #   benchmarks/side_by_side_issue15.sh                 # the table (about 35-50 min, see docs)
 #   benchmarks/side_by_side_issue15.sh --large-preemption   # + preemption 5,000 x 5,000 (+25 min)
-#   benchmarks/side_by_side_issue15.sh --small         # every row at 60 x 150: a 3-minute check
+#   benchmarks/side_by_side_issue15.sh --small         # every row at 60 x 150: a 5-minute check
 #
 # Output: one JSON line per run and a ratio table per row, on stdout and appended to
 # benchmarks/results/side-by-side-<UTC time>.log (or $OUT).
