@@ -14,12 +14,20 @@ have QPS/burst 5000 and no leader election, and pods/s run from the first bindin
 last (preemption: from the scheduler's start). ``--percentage-of-nodes-to-score`` is set
 in every scheduler's profile. One JSON line per run, then a table of the ratios.
 
+Per workload: ``churn``'s later rounds are applied through the API server once the
+previous one is bound (its deletions, then its pods); ``gang`` runs Coscheduling under
+``kubesched`` (scheduler-plugins' PodGroup CRD, installed) and kube-scheduler's own gang
+scheduling under ``external`` (alpha: the control plane then serves
+``scheduling.k8s.io/v1alpha2`` and kube-scheduler gets the feature gates); ``stateful``'s
+claims are provisioned by the bench (``kubesched.bench.provisioner``) and bound by
+kube-controller-manager's PV controller, and ``dra``'s claims are made by its
+resourceclaim controller, both started here when those workloads run.
+
     KUBEBUILDER_ASSETS="$(../shared/k8s/assets.sh)" .venv/bin/python \\
         benchmarks/bench_side_by_side.py --nodes 500 --pods 1000 --workloads basic \\
         --schedulers embedded,external
     KUBEBUILDER_ASSETS=... .venv/bin/python benchmarks/bench_side_by_side.py --nodes 100 \\
-        --pods 400 --workloads dra --schedulers kubesched,external \\
-        --controllers resourceclaim-controller
+        --pods 400 --workloads churn,gang,stateful,dra
 """
 
 from __future__ import annotations
@@ -32,7 +40,12 @@ from pathlib import Path
 import yaml
 
 from kubesched.bench import WORKLOADS, run_workload
-from kubesched.bench.kube import run_on_api_server
+from kubesched.bench.kube import (
+    CONTROLLERS,
+    GANG_APISERVER_ARGS,
+    GANG_SCHEDULER_ARGS,
+    run_on_api_server,
+)
 from kubesched.testing.envtest import ControlPlane
 
 SCHEDULERS = ("embedded", "kubesched", "external")
@@ -75,7 +88,8 @@ def _measure(
         external = None
         if scheduler == "external":
             extra = {} if pct is None else {"percentageOfNodesToScore": pct}
-            external = cp.kube_scheduler_command(tmp, extra)
+            gang = name == "gang"
+            external = cp.kube_scheduler_command(tmp, extra, GANG_SCHEDULER_ARGS if gang else ())
         line = run_on_api_server(
             name,
             args.nodes,
@@ -108,7 +122,7 @@ def main() -> None:
         "--controllers",
         default="",
         help="comma-separated kube-controller-manager controllers to run beside the API "
-        "server (resourceclaim-controller for dra: it makes the pods' claims)",
+        "server, besides those the workloads need (dra, stateful: started anyway)",
     )
     args = parser.parse_args()
     schedulers = args.schedulers.split(",")
@@ -116,10 +130,15 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown scheduler {unknown[0]!r} (known: {', '.join(SCHEDULERS)})")
     rows = []
-    with ControlPlane() as cp, tempfile.TemporaryDirectory() as tmp:
-        if args.controllers:
-            cp.start_controller_manager(tuple(args.controllers.split(",")))
-        for name in args.workloads.split(","):
+    names = args.workloads.split(",")
+    # Alpha API for kube-scheduler's own gang scheduling; only when gang runs.
+    apiserver_args = GANG_APISERVER_ARGS if "gang" in names else ()
+    with ControlPlane(apiserver_args=apiserver_args) as cp, tempfile.TemporaryDirectory() as tmp:
+        controllers = {c for c in args.controllers.split(",") if c}
+        controllers.update(c for name in names for c in CONTROLLERS.get(name, ()))
+        if controllers:
+            cp.start_controller_manager(tuple(sorted(controllers)))
+        for name in names:
             figures = {s: _measure(s, name, args, cp, Path(tmp)) for s in schedulers}
             rows.append((name, figures))
     print(f"\n{'workload':<28}" + "".join(f"{s:>12}" for s in schedulers) + "   ratios")

@@ -222,8 +222,23 @@ def test_required_access_follows_the_kinds_and_writes(kinds, writes, wanted, unw
 def test_kinds_it_cannot_watch_are_reported() -> None:
     cluster = KubeCluster(object())  # type: ignore[arg-type]
     cluster.events.close()
-    assert cluster.watch_kinds(["PodGroup", "StorageClass"]) == ["PodGroup"]
-    assert "StorageClass" in cluster.watchable_kinds and "PodGroup" not in cluster.watchable_kinds
+    assert cluster.watch_kinds(["NoSuchKind", "StorageClass"]) == ["NoSuchKind"]
+    assert "StorageClass" in cluster.watchable_kinds
+    assert "NoSuchKind" not in cluster.watchable_kinds
+
+
+def test_an_extension_kind_is_watched_from_its_crd_collection() -> None:
+    """Coscheduling's PodGroup (an entry-point kind): its CRD's collection, and the
+    list/watch permissions on it."""
+    cluster = KubeCluster(object())  # type: ignore[arg-type]
+    cluster.events.close()
+    assert cluster.watch_kinds(["PodGroup"]) == []
+    assert cluster.informers["PodGroup"].resource.path == (
+        "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
+    )
+    access = cluster.required_access()
+    assert ("list", "scheduling.x-k8s.io", "podgroups", "", "") in access
+    assert ("watch", "scheduling.x-k8s.io", "podgroups", "", "") in access
 
 
 @pytest.mark.parametrize(

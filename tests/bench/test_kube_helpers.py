@@ -1,5 +1,6 @@
 """``kubesched bench --kubeconfig``'s bookkeeping without a server: when a run counts as
-stalled, and the clean-up that asks again when the API server times a deletion out."""
+stalled, the clean-up that asks again when the API server times a deletion out, the gang
+workload in kube-scheduler's terms, and where an extension kind is read on a cluster."""
 
 from __future__ import annotations
 
@@ -9,8 +10,16 @@ from typing import Any
 import pytest
 
 from kubesched.backend.kube.client import ForbiddenError, UnreachableError
+from kubesched.backend.kube.cluster import RESOURCES, resource_for
 from kubesched.backend.protocol import BackendError
-from kubesched.bench.kube import FIRST_BIND_SECONDS, STALL_SECONDS, _BindWatch, _clean
+from kubesched.bench.kube import (
+    FIRST_BIND_SECONDS,
+    STALL_SECONDS,
+    _BindWatch,
+    _clean,
+    as_kube_gangs,
+)
+from kubesched.bench.workloads import build_workload
 
 PODS = "/api/v1/namespaces/sched-0/pods"
 
@@ -102,3 +111,35 @@ def test_clean_deletes_pods_until_none_is_left(
         with pytest.raises(error):
             _clean(client, created)  # type: ignore[arg-type]
     assert client.requests.count(("DELETE", PODS)) == deletes_made
+
+
+def test_as_kube_gangs_maps_min_member_to_min_count() -> None:
+    workload = build_workload("gang", 2, 12)
+    mapped = as_kube_gangs([o.to_dict() for o in (*workload.setup, *workload.pods)])
+    groups = {m["metadata"]["name"]: m for m in mapped if m["kind"] == "PodGroup"}
+    assert {n: g["spec"] for n, g in groups.items()} == {
+        "gang-0": {"schedulingPolicy": {"gang": {"minCount": 10}}},
+        "gang-1": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+    }
+    assert {g["apiVersion"] for g in groups.values()} == {"scheduling.k8s.io/v1alpha2"}
+    pods = [m for m in mapped if m["kind"] == "Pod"]
+    assert len(pods) == 12
+    for pod in pods:
+        label = pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"]
+        assert pod["spec"]["schedulingGroup"] == {"podGroupName": label}
+
+
+@pytest.mark.parametrize(
+    ("kind", "path"),
+    [
+        ("Node", "/api/v1/nodes"),
+        ("PodGroup", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"),
+        ("NoSuchKind", None),
+    ],
+    ids=["built-in", "extension-kind", "unknown"],
+)
+def test_resource_for(kind: str, path: str | None) -> None:
+    resource = resource_for(kind)
+    assert (resource.path if resource else None) == path
+    if kind in RESOURCES:
+        assert resource is RESOURCES[kind]

@@ -7,6 +7,11 @@ the measured pods, all pending before the scheduler starts (``kubesched``) or wh
 runs (``external``). A watch on pods notes when each is first seen bound; throughput runs
 from the first binding to the last, or for ``preemption`` from the scheduler's start (the
 creation of the pods with ``external``), as upstream's scheduler_perf measures it.
+
+``churn``'s later rounds are applied once the previous one is bound (its deletions, then
+its pods); ``gang`` runs on scheduler-plugins' PodGroup CRD under ``kubesched`` and on
+kube-scheduler's own alpha gang API under ``external`` (:func:`as_kube_gangs`);
+``stateful``'s claims are provisioned by :class:`~kubesched.bench.provisioner.Provisioner`.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -28,8 +34,9 @@ import yaml
 from kubesched.backend.kube import KubeClient, load_configuration
 from kubesched.backend.kube.client import MERGE_PATCH, UnreachableError
 from kubesched.backend.protocol import BackendError, ConflictError, NotFoundError
+from kubesched.bench.provisioner import PV_CONTROLLER, Provisioner
 from kubesched.bench.runner import BenchError
-from kubesched.bench.workloads import build_workload
+from kubesched.bench.workloads import WORKLOADS, build_workload
 from kubesched.config.types import ClientConnectionConfiguration
 from kubesched.testing.envtest import collection_path, create_objects, free_port
 
@@ -53,6 +60,58 @@ CLEAN_TIMEOUT = 120.0
 request timeout (60 s by default), which ends it first."""
 
 
+GANG_FEATURE_GATES = "--feature-gates=GenericWorkload=true,GangScheduling=true"
+"""kube-scheduler v1.36's own gang scheduling (alpha, off by default): the Workload API
+(``scheduling.k8s.io/v1alpha2`` PodGroup, the pods' ``spec.schedulingGroup``) and the
+GangScheduling plugin, which joins the default profile when its gate is on."""
+GANG_APISERVER_ARGS = (GANG_FEATURE_GATES, "--runtime-config=scheduling.k8s.io/v1alpha2=true")
+"""What the API server needs to serve that API (the gang workload with ``external``)."""
+GANG_SCHEDULER_ARGS = (GANG_FEATURE_GATES,)
+"""What kube-scheduler needs to gang-schedule (the gang workload with ``external``)."""
+COSCHEDULING_API = "scheduling.x-k8s.io/v1alpha1"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
+POD_GROUP_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "podgroups.scheduling.x-k8s.io"},
+    "spec": {
+        "group": "scheduling.x-k8s.io",
+        "scope": "Namespaced",
+        "names": {"plural": "podgroups", "singular": "podgroup", "kind": "PodGroup"},
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+"""scheduler-plugins' PodGroup CRD (its fields unchecked): what Coscheduling reads under
+``kubesched run``; the bench installs it once and leaves it."""
+
+
+CONTROLLERS: dict[str, tuple[str, ...]] = {
+    "dra": ("resourceclaim-controller",),
+    "stateful": (PV_CONTROLLER,),
+}
+"""The kube-controller-manager controllers a workload needs beside the API server: the
+pods' claims made from their templates (dra), claims bound to provisioned volumes
+(stateful, with the bench's own :class:`~kubesched.bench.provisioner.Provisioner`)."""
+
+PROTECTED_KINDS = frozenset({"PodGroup", "PersistentVolumeClaim", "PersistentVolume"})
+"""Kinds whose admission adds a protection finalizer (``scheduling.k8s.io/podgroup-protection``,
+``kubernetes.io/pvc-protection``…) that only kube-controller-manager takes off."""
+
+
 @dataclass
 class ApiServerResult:
     """One workload scheduled through an API server."""
@@ -70,6 +129,8 @@ class ApiServerResult:
     p50_ms: float | None
     p99_ms: float | None
     """From ``kubesched run``'s own attempt-duration histogram; None for ``external``."""
+    deleted: int = 0
+    """Pods the churn steps deleted."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -182,13 +243,18 @@ class _BindWatch:
         return sorted(t for k, t in self.bound.items() if k in self.measured)
 
 
-def _start_kubesched(kubeconfig: str, workdir: Path, config: Path | None) -> tuple[Any, str]:
-    """``kubesched run`` as a child process (its own interpreter, as in production)."""
+def start_kubesched(
+    kubeconfig: str, workdir: Path, config: Path | None, plugins: dict[str, Any] | None = None
+) -> tuple[Any, str]:
+    """``kubesched run`` as a child process (its own interpreter, as in production), with
+    the workload's own ``plugins`` (gang: Coscheduling) when ``config`` sets no profile."""
     data: dict[str, Any] = (
         yaml.safe_load(config.read_text())
         if config
         else {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
     )
+    if plugins and not data.get("profiles"):
+        data["profiles"] = [{"schedulerName": "default-scheduler", "plugins": plugins}]
     data["leaderElection"] = {"leaderElect": False}
     data["clientConnection"] = {
         **(data.get("clientConnection") or {}),
@@ -237,6 +303,81 @@ def _quantile(q: float, buckets: list[tuple[float, float]]) -> float:
     return prev_bound
 
 
+def _is_pod_group(manifest: dict[str, Any]) -> bool:
+    return manifest["kind"] == "PodGroup" and manifest.get("apiVersion") == COSCHEDULING_API
+
+
+def install_pod_group_crd(client: KubeClient, timeout: float = 60.0) -> None:
+    """Create scheduler-plugins' PodGroup CRD (unless there) and wait until it is served."""
+    with contextlib.suppress(ConflictError):
+        create_objects(client, [POD_GROUP_CRD])
+    path = f"{collection_path(POD_GROUP_CRD)}/{POD_GROUP_CRD['metadata']['name']}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        conditions = (client.request("GET", path).get("status") or {}).get("conditions") or []
+        if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+            return
+        time.sleep(0.2)
+    raise BenchError(f"the PodGroup CRD was not established within {timeout:.0f}s")
+
+
+def _require_workload_api(client: KubeClient) -> None:
+    """Raise ``BenchError`` (why ``external`` cannot run gang) unless the API server serves
+    kube-scheduler's own PodGroups."""
+    try:
+        served = client.request("GET", f"/apis/{WORKLOAD_API}")["resources"]
+    except NotFoundError:
+        served = []
+    if not any(r["name"] == "podgroups" for r in served):
+        raise BenchError(
+            "the gang workload cannot run under external: kube-scheduler v1.36 has no "
+            "Coscheduling plugin, and its own gang scheduling needs the API server's "
+            f"{WORKLOAD_API} PodGroups, which this API server does not serve (start it with "
+            f"{' '.join(GANG_APISERVER_ARGS)}, and kube-scheduler with {GANG_FEATURE_GATES})"
+        )
+
+
+def as_kube_gangs(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The gang workload in kube-scheduler's own terms (v1.36): each Coscheduling PodGroup
+    becomes a ``scheduling.k8s.io/v1alpha2`` PodGroup with a gang policy of ``minCount`` =
+    ``minMember``, and each member pod names it in ``spec.schedulingGroup`` (its label
+    stays); the other objects are unchanged."""
+    out = []
+    for m in manifests:
+        if _is_pod_group(m):
+            m = {
+                "apiVersion": WORKLOAD_API,
+                "kind": "PodGroup",
+                "metadata": m["metadata"],
+                "spec": {"schedulingPolicy": {"gang": {"minCount": m["spec"]["minMember"]}}},
+            }
+        elif m["kind"] == "Pod" and POD_GROUP_LABEL in (m["metadata"].get("labels") or {}):
+            group = {"podGroupName": m["metadata"]["labels"][POD_GROUP_LABEL]}
+            m = {**m, "spec": {**m["spec"], "schedulingGroup": group}}
+        out.append(m)
+    return out
+
+
+def _key(manifest: dict[str, Any]) -> str:
+    return f"{manifest['metadata'].get('namespace') or 'default'}/{manifest['metadata']['name']}"
+
+
+def _delete_pods(client: KubeClient, pods: list[tuple[str, str]], workers: int = 16) -> None:
+    """Delete ``(namespace, name)`` pods at once (no grace period), from ``workers``
+    threads; a pod already gone is no error."""
+
+    def delete(key: tuple[str, str]) -> None:
+        with contextlib.suppress(NotFoundError):
+            client.request(
+                "DELETE",
+                f"/api/v1/namespaces/{key[0]}/pods/{key[1]}",
+                query={"gracePeriodSeconds": 0},
+            )
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(delete, pods))
+
+
 def _clean(client: KubeClient, created: list[dict[str, Any]]) -> None:
     """Delete what the run created (pods at once, with no grace period), and the claims
     made for its pods, so that the next run finds the devices free."""
@@ -282,6 +423,11 @@ def _clean(client: KubeClient, created: list[dict[str, Any]]) -> None:
         except KeyError:
             continue  # a kind envtest cannot create: its creation failed first
         with contextlib.suppress(NotFoundError):
+            if o["kind"] in PROTECTED_KINDS:
+                # No controller runs to take their protection finalizer off.
+                client.request(
+                    "PATCH", path, body={"metadata": {"finalizers": None}}, content_type=MERGE_PATCH
+                )
             client.request("DELETE", path)
 
 
@@ -309,13 +455,30 @@ def run_on_api_server(
     client = KubeClient(load_configuration(kubeconfig), _UNTHROTTLED)
     workload = build_workload(name, nodes, pods, seed)
     setup = _manifests([*workload.nodes, *workload.setup])
-    measured = _manifests(workload.pods)
-    namespaces = _namespaces(setup + measured)
-    created = [*setup, *measured]
+    later = {id(obj) for step in workload.churn for obj in step.create}
+    # The pods pending at the start; the churn steps' pods arrive later.
+    measured = _manifests([p for p in workload.pods if id(p) not in later])
+    steps = [(step.delete, _manifests(step.create)) for step in workload.churn]
+    namespaces = _namespaces(setup + measured + [m for _, c in steps for m in c])
+    created = [*setup, *measured, *(m for _, c in steps for m in c)]
     expected = len(measured) - workload.expected_unschedulable
+    gang = any(_is_pod_group(m) for m in setup)
+    deleted = 0
     proc = None
+    drivers = {
+        m["provisioner"]
+        for m in setup
+        if m["kind"] == "StorageClass" and m.get("volumeBindingMode") == "WaitForFirstConsumer"
+    }
+    provisioner = Provisioner(client, drivers) if drivers else None
     try:
         _refuse_a_used_cluster(client)
+        if gang and scheduler == "external":
+            _require_workload_api(client)
+            setup, measured = as_kube_gangs(setup), as_kube_gangs(measured)
+            created = [*setup, *measured]  # gang has no churn steps
+        elif gang:
+            install_pod_group_crd(client)
         for namespace in namespaces:
             with contextlib.suppress(ConflictError):  # left by an earlier run
                 client.request("POST", "/api/v1/namespaces", body=namespace)
@@ -325,19 +488,30 @@ def run_on_api_server(
             if starts_after:
                 create_objects(client, measured)
             watch = _BindWatch(client)
-            watch.measured = {
-                f"{m['metadata'].get('namespace') or 'default'}/{m['metadata']['name']}"
-                for m in measured
+            watch.measured = {_key(m) for m in created if m["kind"] == "Pod"} - {
+                _key(m) for m in setup
             }
+            if provisioner is not None:
+                provisioner.start()
             started = time.monotonic()
+            deadline = started + timeout
             if scheduler == "kubesched":
-                proc, metrics_url = _start_kubesched(kubeconfig, Path(tmp), config)
+                plugins = WORKLOADS[name].plugins
+                proc, metrics_url = start_kubesched(kubeconfig, Path(tmp), config, plugins)
             elif external_command is not None:
                 log = (Path(tmp) / "external.log").open("w")
                 proc = subprocess.Popen(external_command, stdout=log, stderr=subprocess.STDOUT)
             else:
                 create_objects(client, measured)
             watch.wait(expected, timeout)
+            for doomed, arriving in steps:
+                # As the embedded bench: once the scheduling settled, the deletions,
+                # then the new pods, and scheduling until it settles again.
+                _delete_pods(client, doomed)
+                deleted += len(doomed)
+                create_objects(client, arriving)
+                expected += len(arriving)
+                watch.wait(expected, max(0.0, deadline - time.monotonic()))
             latency: dict[str, float] = {}
             if scheduler == "kubesched":
                 with urllib.request.urlopen(metrics_url, timeout=10) as resp:
@@ -346,6 +520,9 @@ def run_on_api_server(
         if proc is not None:
             proc.terminate()
             proc.wait(60)
+        if provisioner is not None:
+            provisioner.stop()
+            created += provisioner.created  # after their claims
         _clean(client, created)
         client.close()
     times = watch.times()
@@ -365,4 +542,5 @@ def run_on_api_server(
         seconds=round(span, 3),
         p50_ms=round(latency["p50_ms"], 2) if "p50_ms" in latency else None,
         p99_ms=round(latency["p99_ms"], 2) if "p99_ms" in latency else None,
+        deleted=deleted,
     )

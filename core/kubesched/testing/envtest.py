@@ -184,12 +184,16 @@ class ControlPlane:
         return answer["message"], causes
 
     def kube_scheduler_command(
-        self, workdir: Path, settings: dict[str, Any] | None = None
+        self,
+        workdir: Path,
+        settings: dict[str, Any] | None = None,
+        args: tuple[str, ...] = (),
     ) -> list[str]:
         """The command line of the real kube-scheduler of ``KUBEBUILDER_ASSETS`` for this
         control plane: default profile, QPS/burst 5000, no leader election, its
         configuration and serving certificate written under ``workdir``. ``settings``
-        adds top-level KubeSchedulerConfiguration fields (e.g. ``percentageOfNodesToScore``).
+        adds top-level KubeSchedulerConfiguration fields (e.g. ``percentageOfNodesToScore``),
+        ``args`` command-line flags (e.g. ``--feature-gates=...``).
         Raises ``EnvtestError`` when the assets have no kube-scheduler."""
         binary = self.assets / "kube-scheduler"
         if not binary.is_file():
@@ -216,6 +220,7 @@ class ControlPlane:
             f"--secure-port={free_port()}",
             "--bind-address=127.0.0.1",
             f"--cert-dir={workdir / 'kube-scheduler-certs'}",
+            *args,
         ]
 
     def start_controller_manager(self, controllers: tuple[str, ...]) -> None:
@@ -421,10 +426,27 @@ _COLLECTIONS = {
 }
 
 
+_VERSIONED_COLLECTIONS = {
+    # The same kind in two groups: kube-scheduler's gang scheduling (v1.36, alpha) and
+    # scheduler-plugins' Coscheduling CRD.
+    ("scheduling.k8s.io/v1alpha2", "PodGroup"): (
+        "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups"
+    ),
+    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): (
+        "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"
+    ),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): (
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    ),
+}
+"""Collections of kinds whose name alone does not say where they go."""
+
+
 def collection_path(manifest: dict[str, Any]) -> str:
     """The API path a ``manifest`` of a kind the tests create is POSTed to."""
     namespace = (manifest.get("metadata") or {}).get("namespace") or "default"
-    return _COLLECTIONS[manifest["kind"]].format(ns=namespace)
+    versioned = _VERSIONED_COLLECTIONS.get((manifest.get("apiVersion"), manifest["kind"]))
+    return (versioned or _COLLECTIONS[manifest["kind"]]).format(ns=namespace)
 
 
 def create_object(client: Any, manifest: dict[str, Any]) -> dict[str, Any]:

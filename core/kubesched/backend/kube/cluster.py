@@ -6,6 +6,7 @@ import logging
 import queue
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -31,6 +32,7 @@ from kubesched.api import (
     Service,
     StatefulSet,
     StorageClass,
+    resolve_kind,
 )
 from kubesched.backend.kube.client import (
     MERGE_PATCH,
@@ -101,6 +103,22 @@ BASE_KINDS: tuple[str, ...] = (
 """The kinds always watched: the scheduler's and the default plugins' (preemption included).
 The others of ``RESOURCES`` are watched only when a profile needs them (``watch_kinds``),
 as upstream starts an informer only for the listers its plugins asked for."""
+
+def resource_for(kind: str) -> Resource | None:
+    """The collection of ``kind`` on a cluster: a built-in kind of ``RESOURCES``, or an
+    extension kind (:func:`kubesched.api.resolve_kind`, such as Coscheduling's PodGroup)
+    served by a CustomResourceDefinition under ``/apis/<its apiVersion>/``, whose plural
+    is the lower-cased kind plus ``s`` (the CRD convention: ``podgroups``). None when
+    kubesched cannot read it."""
+    resource = RESOURCES.get(kind)
+    if resource is not None:
+        return resource
+    model = resolve_kind(kind)
+    api_version = model.model_fields["api_version"].default if model is not None else None
+    if model is None or not isinstance(api_version, str) or "/" not in api_version:
+        return None
+    return Resource(kind, f"/apis/{api_version}/{kind.lower()}s", model)
+
 
 STATUS_SUBRESOURCE = frozenset({"PersistentVolume", "PersistentVolumeClaim", "ResourceClaim"})
 """Kinds whose ``status`` is written through the ``/status`` subresource."""
@@ -212,7 +230,8 @@ class KubeCluster:
         self.client = client
         self._watch_timeout = watch_timeout
         self._dispatch: queue.Queue[tuple[_Subscription, WatchEvent] | None] = queue.Queue()
-        self._subs: dict[str, list[_Subscription]] = {k: [] for k in RESOURCES}
+        # Per watched kind, the built-in ones and extension kinds alike.
+        self._subs: dict[str, list[_Subscription]] = defaultdict(list)
         self.informers: dict[str, Informer] = {}
         self.lister = _InformerLister(self.informers)
         """What plugins read through ``handle.lister`` (Namespaces, Services, PDBs, PVCs,
@@ -235,7 +254,7 @@ class KubeCluster:
         on a cluster (not in ``RESOURCES``), which are left out."""
         unknown = []
         for kind in kinds:
-            resource = RESOURCES.get(kind)
+            resource = resource_for(kind)
             if resource is None:
                 unknown.append(kind)
                 continue
@@ -258,13 +277,14 @@ class KubeCluster:
         writes (get+patch: ``update`` patches), the Lease when electing a leader."""
         out = [
             (verb, r.group, r.plural, "", "")
-            for r in (RESOURCES[k] for k in self.informers)
+            for r in (informer.resource for informer in self.informers.values())
             for verb in ("list", "watch")
         ]
         out += [(v, g, r, sub, "") for v, g, r, sub in REQUIRED_ACCESS]
         for what in sorted(self.writes):
             kind, _, sub = what.partition("/")
-            resource = RESOURCES[kind]
+            resource = resource_for(kind)
+            assert resource is not None  # update() refuses the kinds it does not know
             # update() reads the object itself, and patches the object or its subresource.
             for access in (
                 ("get", resource.group, resource.plural, "", ""),
@@ -431,7 +451,7 @@ class KubeCluster:
     def get(self, kind: str, namespace: str | None, name: str) -> KubeObject:
         """The object as the API server has it now (a GET, not the informer's copy);
         ``NotFoundError`` if it does not exist."""
-        resource = RESOURCES.get(kind)
+        resource = resource_for(kind)
         if resource is None:
             raise BackendError(f"kubesched does not read {kind} on a cluster", 400)
         data = self.client.request("GET", resource.object_path(namespace, name))
@@ -446,7 +466,7 @@ class KubeCluster:
         would an update; fields kubesched does not model are left as they are (a whole
         object put back would drop them). Returns the object as written."""
         kind = obj.kind or type(obj).__name__
-        resource = RESOURCES.get(kind)
+        resource = resource_for(kind)
         if resource is None:
             raise BackendError(f"kubesched does not write {kind} on a cluster", 400)
         self._check_leading(f"update of {kind} {obj.key}")
