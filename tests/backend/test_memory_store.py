@@ -178,6 +178,47 @@ def test_object_lister(cluster: MemoryCluster):
     assert cluster.list_replication_controllers("prod") == []
 
 
+@pytest.mark.parametrize("first_query", ["before", "after"], ids=["indexed-early", "indexed-late"])
+def test_pods_with_label_follows_every_change(cluster: MemoryCluster, first_query: str):
+    """The label index answers as a walk over every pod would, whether it was built
+    before the changes (and kept current) or after them."""
+
+    def walk(namespace: str, value: str) -> list[str]:
+        return [
+            p.name
+            for p in cluster.pods(namespace)
+            if (p.metadata.labels or {}).get("group") == value
+        ]
+
+    def indexed(namespace: str, value: str) -> list[str]:
+        return [p.name for p in cluster.list_pods_with_label(namespace, "group", value)]
+
+    if first_query == "before":
+        assert indexed("default", "a") == []
+    cluster.create(pod("b1", labels={"group": "a"}))
+    cluster.create(pod("a1", labels={"group": "a"}))
+    cluster.create(pod("c1", labels={"group": "b"}))
+    cluster.create(pod("n1", "other", labels={"group": "a"}))  # another namespace
+    cluster.create(pod("free"))  # no label
+    moved = cluster.try_get("Pod", "default", "c1")
+    cluster.update(
+        moved.model_copy(
+            update={"metadata": moved.metadata.model_copy(update={"labels": {"group": "a"}})}
+        )
+    )
+    relabelled = cluster.try_get("Pod", "default", "b1")
+    cluster.update(
+        relabelled.model_copy(
+            update={"metadata": relabelled.metadata.model_copy(update={"labels": {"other": "x"}})}
+        )
+    )
+    cluster.delete_pod(cluster.try_get("Pod", "default", "a1"))  # unbound: removed at once
+    for namespace, value in [("default", "a"), ("default", "b"), ("other", "a"), ("none", "a")]:
+        assert indexed(namespace, value) == walk(namespace, value)
+    assert indexed("default", "a") == ["c1"]
+    assert indexed("other", "a") == ["n1"]
+
+
 # --- watches --------------------------------------------------------------------------------
 
 

@@ -351,6 +351,27 @@ def test_static_lister_serves_any_kind_from_manifests() -> None:
     assert lister.get_namespace("prod") is not None
 
 
+def test_static_lister_lists_pods_by_label() -> None:
+    def labelled(name: str, namespace: str, labels: dict[str, str]) -> dict:
+        meta = {"name": name, "namespace": namespace, "labels": labels}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": meta,
+            "spec": {"containers": [{"name": "c", "image": "pause"}]},
+        }
+
+    lister = static_lister(
+        labelled("web-b", "default", {"group": "web"}),
+        labelled("web-a", "default", {"group": "web"}),
+        labelled("db", "default", {"group": "db"}),
+        labelled("web-x", "prod", {"group": "web"}),
+    )
+    names = [p.metadata.name for p in lister.list_pods_with_label("default", "group", "web")]
+    assert names == ["web-a", "web-b"]  # sorted by key, other namespaces left out
+    assert lister.list_pods_with_label("default", "group", "none") == []
+
+
 @pytest.mark.parametrize(
     ("offset", "expected_candidates", "chosen"),
     [

@@ -89,8 +89,8 @@ class PodGroupManager:
         lister = self.handle.lister
         if not name or lister is None:
             return []
-        pods: Iterable[Pod] = lister.list_objects("Pod", pod.metadata.namespace or "default")
-        return [p for p in pods if (p.metadata.labels or {}).get(POD_GROUP_LABEL) == name]
+        namespace = pod.metadata.namespace or "default"
+        return lister.list_pods_with_label(namespace, POD_GROUP_LABEL, name)
 
     def calculate_assigned_pods(self, group: str, namespace: str) -> int:
         """Pods of the group that have a node in the snapshot: bound or assumed
@@ -98,16 +98,13 @@ class PodGroupManager:
         snapshot = self.handle.snapshot
         if snapshot is None:
             return 0
-        count = 0
-        for node_info in snapshot.list():
-            for pi in node_info.pods:
-                if (
-                    pi.namespace == namespace
-                    and pi.node_name
-                    and pi.labels.get(POD_GROUP_LABEL) == group
-                ):
-                    count += 1
-        return count
+        # The snapshot's pods grouped by namespace and labels, kept current by the cache:
+        # one look per group of alike pods instead of one per pod of the cluster.
+        return sum(
+            g.count
+            for g in snapshot.pods_by_labels().groups.values()
+            if g.sample.namespace == namespace and g.sample.labels.get(POD_GROUP_LABEL) == group
+        )
 
     # -- extension points ---------------------------------------------------------------
     def pre_filter(self, pod: Pod) -> None:

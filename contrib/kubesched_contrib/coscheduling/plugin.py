@@ -131,7 +131,7 @@ class Coscheduling:
     of them have a node (QueueSort, PreFilter, PostFilter, Reserve, Permit)."""
 
     name = NAME
-    sdk_version = "1.0"
+    sdk_version = "1.2"
     Args = CoschedulingArgs
 
     def __init__(self, args: CoschedulingArgs | None, handle: Any) -> None:

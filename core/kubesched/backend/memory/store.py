@@ -229,6 +229,9 @@ class MemoryCluster:
         self._timer_seq = itertools.count()
         self._dependents: dict[str, dict[tuple[str, str], None]] = {}
         self._pods_by_node: dict[str, dict[str, None]] = {}  # node -> keys of its pods
+        # label key -> (namespace, value) -> keys of the pods with that label; a label key
+        # is indexed from its first list_pods_with_label on (client-go's indexers).
+        self._pods_by_label: dict[str, dict[tuple[str, str], dict[str, None]]] = {}
         self._paused = 0
         self.events: list[RecordedEvent] = []
         """Every Kubernetes Event recorded, in order."""
@@ -365,6 +368,19 @@ class MemoryCluster:
         """The PodDisruptionBudgets (of ``namespace`` if given)."""
         return self.objects("PodDisruptionBudget", namespace)  # type: ignore[return-value]
 
+    def list_pods_with_label(self, namespace: str, key: str, value: str) -> list[Pod]:
+        """The Pods of ``namespace`` whose label ``key`` is ``value``, sorted by key
+        (``ObjectLister``). The first call for a label key indexes the pods by it."""
+        index = self._pods_by_label.get(key)
+        if index is None:
+            index = self._pods_by_label[key] = {}
+            for pod in self._objects["Pod"].values():
+                entry = _label_entry(pod, key)  # type: ignore[arg-type]
+                if entry is not None:
+                    index.setdefault(entry, {})[pod.key] = None
+        store = self._objects["Pod"]
+        return [store[k] for k in sorted(index.get((namespace, value), ()))]  # type: ignore[misc]
+
     def list_objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
         """The objects of ``kind`` (of ``namespace`` if given), sorted by key; empty for
         an unknown kind (``ObjectLister``)."""
@@ -493,6 +509,21 @@ class MemoryCluster:
         if after:
             self._pods_by_node.setdefault(after, {})[new.key] = None  # type: ignore[union-attr]
 
+    def _index_labels(self, old: Pod | None, new: Pod | None) -> None:
+        for label, index in self._pods_by_label.items():
+            before = _label_entry(old, label)
+            after = _label_entry(new, label)
+            if before == after:
+                continue
+            if before is not None:
+                keys = index.get(before)
+                if keys is not None:
+                    keys.pop(old.key, None)  # type: ignore[union-attr]
+                    if not keys:
+                        del index[before]
+            if after is not None:
+                index.setdefault(after, {})[new.key] = None  # type: ignore[union-attr]
+
     def pods_on_node(self, node: str) -> list[Pod]:
         """The pods bound to ``node`` (any phase), sorted by key."""
         store = self._objects["Pod"]
@@ -507,6 +538,7 @@ class MemoryCluster:
             self._index_owners(old, add=False)
         if kind == "Pod":
             self._index_node(old, obj)  # type: ignore[arg-type]
+            self._index_labels(old, obj)  # type: ignore[arg-type]
         self._objects[kind][obj.key] = obj
         self._index_owners(obj, add=True)
         etype = EventType.ADDED if old is None else EventType.MODIFIED
@@ -669,6 +701,7 @@ class MemoryCluster:
         self._index_owners(current, add=False)
         if kind == "Pod":
             self._index_node(current, None)  # type: ignore[arg-type]
+            self._index_labels(current, None)  # type: ignore[arg-type]
         self._rv += 1
         gone = current.model_copy(deep=False, update={"metadata": current.metadata.model_copy()})
         gone.metadata.resource_version = str(self._rv)
@@ -955,3 +988,11 @@ def _set_condition(conditions: list[ApiPodCondition], cond: ApiPodCondition, now
             return
     cond.last_transition_time = now
     conditions.append(cond)
+
+
+def _label_entry(pod: Pod | None, label: str) -> tuple[str, str] | None:
+    """``(namespace, value of label)`` under which ``pod`` is indexed, or None."""
+    if pod is None:
+        return None
+    value = (pod.metadata.labels or {}).get(label)
+    return None if value is None else (pod.namespace, value)
