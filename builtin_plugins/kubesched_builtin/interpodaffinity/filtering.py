@@ -343,6 +343,8 @@ class CopyCounts:
         self.table = table
         self.rows = np.asarray(rows, dtype=np.intp)
         k, m = len(self.rows), max((len(ps) for ps in pods), default=0)
+        # Pods alike in what ``of`` reads contribute alike: decided once per kind of pod.
+        self._of: dict[Any, dict[Kind, int]] = {}
         self.contribution: dict[Kind, np.ndarray] = {}
         for j, ps in enumerate(pods):
             for i, p in enumerate(ps):
@@ -355,6 +357,17 @@ class CopyCounts:
     def of(self, other: PodInfo) -> dict[Kind, int]:
         """What counting ``other`` adds to each (count, key), as ``update_with_pod``
         with the node's labels left out (a node without the key ignores the delta)."""
+        key = (
+            other.namespace,
+            frozenset(other.labels.items()),
+            other.required_anti_affinity_terms,
+        )
+        out = self._of.get(key)
+        if out is None:
+            out = self._of[key] = self._decide(other)
+        return out
+
+    def _decide(self, other: PodInfo) -> dict[Kind, int]:
         s = self.s
         out: dict[Kind, int] = {}
         for t in other.required_anti_affinity_terms:
