@@ -1,9 +1,10 @@
-"""Preemption's batched dry run and nominated-pods Filter with an active PreFilter
-extension (InterPodAffinity's per-copy counts) equal the per-node path."""
+"""Preemption's batched dry run and nominated-pods Filter with active PreFilter
+extensions (InterPodAffinity's and PodTopologySpread's per-copy counts) equal the
+per-node path."""
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kubesched import PodInfo
@@ -13,6 +14,7 @@ from kubesched.framework.types import NodeBatch
 from kubesched.queue.nominator import Nominator
 from kubesched.testing import make_framework
 from kubesched_builtin.interpodaffinity import InterPodAffinity
+from kubesched_builtin.podtopologyspread import PodTopologySpread
 
 from .test_defaultpreemption import HOST, T0, T1, T2, node, pdb, pod
 from .test_defaultpreemption_batch import (
@@ -40,11 +42,21 @@ pod_spec = st.fixed_dictionaries(
 node_spec = st.fixed_dictionaries(
     {
         "cpu": st.sampled_from(("2", "3", "4")),
-        "zone": st.sampled_from(("z1", "z2", None)),
+        "zone": st.sampled_from(("z1", "z2", "z3", None)),
+        "taint": st.booleans(),
         "pods_on": st.lists(pod_spec, max_size=5),
     }
 )
 term = st.tuples(st.sampled_from(KEYS), st.sampled_from(APPS))
+spread = st.fixed_dictionaries(
+    {
+        "key": st.sampled_from(KEYS),
+        "max_skew": st.integers(1, 2),
+        "app": st.sampled_from(APPS),
+        "min_domains": st.sampled_from((None, 2, 4)),
+        "honor_taints": st.booleans(),
+    }
+)
 cluster = st.fixed_dictionaries(
     {
         "nodes": st.lists(node_spec, min_size=1, max_size=7),
@@ -62,6 +74,8 @@ cluster = st.fixed_dictionaries(
         "preemptor_cpu": st.integers(5, 30).map(lambda n: f"{n * 100}m"),
         "affinity": st.lists(term, max_size=2),
         "anti_affinity": st.lists(term, max_size=2),
+        "spread": st.lists(spread, max_size=2, unique_by=lambda d: d["key"]),
+        "zone_affinity": st.booleans(),
         "seed": st.integers(0, 2**16),
         "min_candidates": st.integers(1, 4),
     }
@@ -74,14 +88,17 @@ def with_terms(b, app: str, anti: str | None):
 
 
 def build(c: dict, *plugins):
-    """A framework with InterPodAffinity for the generated cluster ``c``; the preemptor
-    (label app=a, with the generated required affinity and anti-affinity terms)."""
+    """A framework with InterPodAffinity and PodTopologySpread for the generated cluster
+    ``c``; the preemptor (label app=a, with the generated required affinity and
+    anti-affinity terms and DoNotSchedule spread constraints)."""
     nodes, pods = [], []
     for i, n in enumerate(c["nodes"]):
         name = f"n{i}"
         b = node(name, cpu=n["cpu"])
         if n["zone"] is not None:
             b = b.labels({"zone": n["zone"]})
+        if n.get("taint"):
+            b = b.taint("dedicated", "x")
         nodes.append(b.obj())
         for j, p in enumerate(n["pods_on"]):
             pb = pod(f"{name}-p{j}", p["prio"], p["cpu"], name, p["start"])
@@ -93,6 +110,7 @@ def build(c: dict, *plugins):
     fw = make_framework(
         *PLUGINS,
         InterPodAffinity,
+        PodTopologySpread,
         *plugins,
         args={
             "DefaultPreemption": {
@@ -110,11 +128,21 @@ def build(c: dict, *plugins):
         pre = pre.pod_affinity(key, {"app": app})
     for key, app in c["anti_affinity"]:
         pre = pre.pod_anti_affinity(key, {"app": app})
+    for sp in c.get("spread", ()):
+        pre = pre.spread_constraint(
+            sp["max_skew"],
+            sp["key"],
+            selector={"app": sp["app"]},
+            min_domains=sp["min_domains"],
+            node_taints_policy="Honor" if sp["honor_taints"] else None,
+        )
+    if c.get("zone_affinity"):
+        pre = pre.node_affinity_in("zone", ["z1", "z2"])
     return fw, PodInfo(pre.obj())
 
 
-def _active(fw, pi) -> bool:
-    return "InterPodAffinity" not in prefilter(fw, pi).skip_filter_plugins
+def _active(fw, pi, plugin: str = "InterPodAffinity") -> bool:
+    return plugin not in prefilter(fw, pi).skip_filter_plugins
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -126,7 +154,10 @@ def test_batched_victims_equal_per_node_victims(c):
     nodes = fw.snapshot.list()
     pdbs = plugin.evaluator.pdbs_for(nodes)
     batched = plugin.select_victims_on_nodes(state.clone(), pi, nodes, pdbs)
-    assert batched is not None  # InterPodAffinity describes its copies: no fallback
+    # InterPodAffinity always describes its copies; PodTopologySpread declines only
+    # when a copy would count in a domain PreFilter did not see.
+    copies = fw.pre_filter_copies(state, pi, fw.snapshot.table, range(len(nodes)), ())
+    assert (batched is None) == (copies is None)
     per_node = [plugin.select_victims_on_node(state.clone(), pi, ni.clone(), pdbs) for ni in nodes]
     assert outcome(batched) == outcome(per_node)
 
@@ -137,8 +168,35 @@ def test_batched_dry_run_equals_per_node_dry_run(c):
     assert explained(*build(c), per_node=False) == explained(*build(c), per_node=True)
 
 
+def _pod(app: str, prio: int = 12) -> dict:
+    return {"prio": prio, "cpu": "100m", "start": T0, "app": app, "anti": None}
+
+
+NOMINATED_RAISE_THE_MINIMUM_DOMAIN = {
+    # z1 (n0) holds no app=a pod, z2 (n1) one: the critical paths are (z1, 0), (z2, 1).
+    # Two app=a pods nominated to n0 raise z1 to 2: the global minimum becomes z2's 1,
+    # and the preemptor (app=a, maxSkew 2) fits n0 beside them: 2 + 1 - 1 <= 2.
+    "nodes": [
+        {"cpu": "4", "zone": "z1", "taint": False, "pods_on": []},
+        {"cpu": "4", "zone": "z2", "taint": False, "pods_on": [_pod("a")]},
+    ],
+    "nominated": [(15, 1, 0, "a", None), (15, 1, 0, "a", None)],
+    "pdbs": [],
+    "preemptor_cpu": "500m",
+    "affinity": [],
+    "anti_affinity": [],
+    "spread": [
+        {"key": "zone", "max_skew": 2, "app": "a", "min_domains": None, "honor_taints": False}
+    ],
+    "zone_affinity": False,
+    "seed": 0,
+    "min_candidates": 1,
+}
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster)
+@example(NOMINATED_RAISE_THE_MINIMUM_DOMAIN)
 def test_batched_filter_with_nominated_pods_equals_per_node(c):
     fw, pi = build(c)
     state = prefilter(fw, pi)

@@ -489,7 +489,8 @@ class Framework:
         or added on the copy of ``rows[j]``, as its optional ``pre_filter_copies``
         builds it (``view(positions, weights)`` picks the copies and which pods count;
         ``with_added(rows, pods)`` adds more pods). ``None`` when one of them has no such
-        method or it fails: the caller then clones the CycleState node by node."""
+        method, returns ``None`` or fails: the caller then clones the CycleState node by
+        node."""
         out: dict[str, Any] = {}
         for r in self.points["PreFilter"]:
             if r.name in state.skip_filter_plugins or all(
@@ -500,10 +501,13 @@ class Framework:
             if build is None:
                 return None
             try:
-                out[r.name] = build(state, pod_info, table, rows, pods)
+                made = build(state, pod_info, table, rows, pods)
             except Exception:
                 # The per-node path runs the extensions and reports their errors.
                 return None
+            if made is None:
+                return None
+            out[r.name] = made
         return out
 
     def run_filter_batch_with_nominated_pods(
