@@ -439,15 +439,12 @@ class CopyView:
         return delta, minimum
 
 
-def filter_batch(
-    s: PreFilterState, batch: NodeBatch, view: CopyView | None = None
-) -> list[Status | None]:
+def filter_batch(s: PreFilterState, batch: NodeBatch, view: CopyView | None = None) -> np.ndarray:
     """Filter for a batch of nodes, with numpy: the same verdicts as ``filter_node``;
     with ``view``, on copies of the nodes whose counts differ by ``view``'s."""
     n = len(batch)
-    verdicts: list[Status | None] = [None] * n
     if not s.constraints or n == 0:
-        return verdicts
+        return np.full(n, None, dtype=object)
     table = batch.table
     rows = batch.rows
     undecided = np.ones(n, dtype=bool)
@@ -482,15 +479,10 @@ def filter_batch(
         undecided &= ~violated
         if not undecided.any():
             break
-    missing_label = None
-    not_match = None
-    for j in np.flatnonzero(reason).tolist():
-        if reason[j] == 1:
-            if missing_label is None:
-                missing_label = _node_label_not_match()
-            verdicts[j] = missing_label
-        else:
-            if not_match is None:
-                not_match = _constraints_not_match()
-            verdicts[j] = not_match
-    return verdicts
+    out = np.full(n, None, dtype=object)
+    # One Status object per reason, shared by its nodes (the framework expects that).
+    for code, make in ((1, _node_label_not_match), (2, _constraints_not_match)):
+        at = reason == code
+        if at.any():
+            out[at] = make()
+    return out

@@ -285,7 +285,7 @@ class PodTopologySpread:
         return filtering.filter_node(filtering.get_pre_filter_state(state), node_info)
 
     @hookimpl
-    def filter_nodes(self, state: CycleState, nodes: NodeBatch) -> list[Status | None]:
+    def filter_nodes(self, state: CycleState, nodes: NodeBatch) -> np.ndarray:
         """``filter`` for a batch of nodes, vectorised over their label columns; on a
         what-if batch of node copies, with each copy's own counts."""
         view = nodes.copies.get(NAME) if nodes.copies else None
