@@ -1,6 +1,6 @@
 """Preemption's batched dry run and nominated-pods Filter with active PreFilter
-extensions (InterPodAffinity's and PodTopologySpread's per-copy counts) equal the
-per-node path."""
+extensions (InterPodAffinity's, PodTopologySpread's and VolumeRestrictions' per-copy
+counts) equal the per-node path."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from kubesched.queue.nominator import Nominator
 from kubesched.testing import make_framework
 from kubesched_builtin.interpodaffinity import InterPodAffinity
 from kubesched_builtin.podtopologyspread import PodTopologySpread
+from kubesched_builtin.volumerestrictions import VolumeRestrictions
 
 from .test_defaultpreemption import HOST, T0, T1, T2, node, pdb, pod
 from .test_defaultpreemption_batch import (
@@ -25,6 +26,7 @@ from .test_defaultpreemption_batch import (
     outcome,
     prefilter,
 )
+from .volume_objects import pvc
 
 KEYS = ("zone", HOST)
 APPS = ("a", "b", "c")
@@ -37,6 +39,8 @@ pod_spec = st.fixed_dictionaries(
         "app": st.sampled_from(APPS),
         # A required anti-affinity term of the existing pod selecting the preemptor (app a).
         "anti": st.sampled_from((None, *KEYS)),
+        # Whether the pod mounts the ReadWriteOncePod claim "data".
+        "claim": st.booleans(),
     }
 )
 node_spec = st.fixed_dictionaries(
@@ -67,6 +71,7 @@ cluster = st.fixed_dictionaries(
                 st.integers(0, 6),
                 st.sampled_from(APPS),
                 st.sampled_from((None, *KEYS)),
+                st.booleans(),
             ),
             max_size=3,
         ),
@@ -76,15 +81,22 @@ cluster = st.fixed_dictionaries(
         "anti_affinity": st.lists(term, max_size=2),
         "spread": st.lists(spread, max_size=2, unique_by=lambda d: d["key"]),
         "zone_affinity": st.booleans(),
+        "claim": st.booleans(),
         "seed": st.integers(0, 2**16),
         "min_candidates": st.integers(1, 4),
     }
 )
 
 
-def with_terms(b, app: str, anti: str | None):
+def with_terms(b, app: str, anti: str | None, claim: bool = False):
     b = b.labels(app=app)
+    if claim:
+        b = b.pvc(CLAIM)
     return b if anti is None else b.pod_anti_affinity(anti, {"app": "a"})
+
+
+CLAIM = "data"
+"""A ReadWriteOncePod claim some pods mount."""
 
 
 def build(c: dict, *plugins):
@@ -102,15 +114,17 @@ def build(c: dict, *plugins):
         nodes.append(b.obj())
         for j, p in enumerate(n["pods_on"]):
             pb = pod(f"{name}-p{j}", p["prio"], p["cpu"], name, p["start"])
-            pods.append(with_terms(pb, p["app"], p["anti"]).obj())
+            pods.append(with_terms(pb, p["app"], p["anti"], p.get("claim", False)).obj())
     nominator = Nominator()
-    for k, (prio, cpu, at, app, anti) in enumerate(c["nominated"]):
-        nominee = with_terms(pod(f"nominee-{k}", prio, f"{cpu * 100}m"), app, anti).obj()
+    for k, (prio, cpu, at, app, anti, *claim) in enumerate(c["nominated"]):
+        nominee = pod(f"nominee-{k}", prio, f"{cpu * 100}m")
+        nominee = with_terms(nominee, app, anti, bool(claim and claim[0])).obj()
         nominator.add_nominated_pod(PodInfo(nominee), f"n{at % len(nodes)}")
     fw = make_framework(
         *PLUGINS,
         InterPodAffinity,
         PodTopologySpread,
+        VolumeRestrictions,
         *plugins,
         args={
             "DefaultPreemption": {
@@ -119,11 +133,18 @@ def build(c: dict, *plugins):
             }
         },
         **handle(
-            nominator, [pdb(f"pdb-{app}", {"app": app}, n) for app, n in c["pdbs"]], c["seed"]
+            nominator,
+            [
+                pvc(CLAIM, modes=("ReadWriteOncePod",)),
+                *(pdb(f"pdb-{app}", {"app": app}, n) for app, n in c["pdbs"]),
+            ],
+            c["seed"],
         ),
     )
     fw.set_snapshot(new_snapshot(pods, nodes))
     pre = pod("preemptor", 10, c["preemptor_cpu"]).labels(app="a")
+    if c.get("claim"):
+        pre = pre.pvc(CLAIM)
     for key, app in c["affinity"]:
         pre = pre.pod_affinity(key, {"app": app})
     for key, app in c["anti_affinity"]:
@@ -154,8 +175,9 @@ def test_batched_victims_equal_per_node_victims(c):
     nodes = fw.snapshot.list()
     pdbs = plugin.evaluator.pdbs_for(nodes)
     batched = plugin.select_victims_on_nodes(state.clone(), pi, nodes, pdbs)
-    # InterPodAffinity always describes its copies; PodTopologySpread declines only
-    # when a copy would count in a domain PreFilter did not see.
+    # InterPodAffinity and VolumeRestrictions always describe their copies;
+    # PodTopologySpread declines only when a copy would count in a domain PreFilter
+    # did not see.
     copies = fw.pre_filter_copies(state, pi, fw.snapshot.table, range(len(nodes)), ())
     assert (batched is None) == (copies is None)
     per_node = [plugin.select_victims_on_node(state.clone(), pi, ni.clone(), pdbs) for ni in nodes]
