@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from kubesched import PodInfo
 from kubesched.cache import new_snapshot
 from kubesched.framework.preemption_batch import NodeCopies
-from kubesched.framework.types import NodeBatch
 from kubesched.queue.nominator import Nominator
 from kubesched.testing import make_framework
 from kubesched_builtin.interpodaffinity import InterPodAffinity
@@ -21,6 +20,7 @@ from .test_defaultpreemption import HOST, T0, T1, T2, node, pdb, pod
 from .test_defaultpreemption_batch import (
     PLUGINS,
     DeclaresButTracksPods,
+    assert_nominated_filter_equals_per_node,
     explained,
     handle,
     outcome,
@@ -220,20 +220,7 @@ NOMINATED_RAISE_THE_MINIMUM_DOMAIN = {
 @given(cluster)
 @example(NOMINATED_RAISE_THE_MINIMUM_DOMAIN)
 def test_batched_filter_with_nominated_pods_equals_per_node(c):
-    fw, pi = build(c)
-    state = prefilter(fw, pi)
-    table = fw.snapshot.table
-    verdicts, error = fw.run_filter_batch_with_nominated_pods(
-        state, pi, NodeBatch(table, list(range(len(table))))
-    )
-    assert error is None
-    for ni, got in zip(fw.snapshot.list(), verdicts.tolist(), strict=True):
-        want = fw.run_filter_plugins_with_nominated_pods(state, pi, ni)
-        if want.is_success():
-            assert got is None, ni.name
-        else:
-            assert got is not None, ni.name
-            assert (got.code, got.reasons, got.plugin) == (want.code, want.reasons, want.plugin)
+    assert_nominated_filter_equals_per_node(*build(c))
 
 
 def test_removing_the_only_matching_pod_opens_the_first_pod_exception():
