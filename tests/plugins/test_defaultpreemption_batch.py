@@ -198,18 +198,24 @@ def outcome(results) -> list[tuple]:
     ]
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cluster)
-def test_batched_victims_equal_per_node_victims(c):
-    fw, pi = build(c)
+def batched_and_per_node_victims(fw, pi: PodInfo) -> tuple[list | None, list]:
+    """``select_victims_on_nodes`` over every node (None: it declined) and
+    ``select_victims_on_node`` on each node's clone, as ``outcome`` lists."""
     state = prefilter(fw, pi)
     plugin = fw.plugin("DefaultPreemption")
     nodes = fw.snapshot.list()
     pdbs = plugin.evaluator.pdbs_for(nodes)
     batched = plugin.select_victims_on_nodes(state.clone(), pi, nodes, pdbs)
-    assert batched is not None  # no PreFilter extension is active: the batch path runs
     per_node = [plugin.select_victims_on_node(state.clone(), pi, ni.clone(), pdbs) for ni in nodes]
-    assert outcome(batched) == outcome(per_node)
+    return (None if batched is None else outcome(batched)), outcome(per_node)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster)
+def test_batched_victims_equal_per_node_victims(c):
+    batched, per_node = batched_and_per_node_victims(*build(c))
+    assert batched is not None  # no PreFilter extension is active: the batch path runs
+    assert batched == per_node
 
 
 def explained(fw, pi: PodInfo, per_node: bool):
