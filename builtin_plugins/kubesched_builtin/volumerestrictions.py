@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from kubesched import (
     ActionType,
     ClusterEvent,
@@ -14,6 +16,7 @@ from kubesched import (
     Code,
     CycleState,
     EventResource,
+    NodeBatch,
     NodeInfo,
     PodInfo,
     QueueingHint,
@@ -85,6 +88,17 @@ def is_volume_conflict(volume: Volume, other: Pod) -> bool:
     return False
 
 
+def _disk_conflict(pod: Pod, node_info: NodeInfo) -> bool:
+    """Whether one of the pod's in-tree volumes conflicts with a pod on the node."""
+    for v in pod.spec.volumes:
+        if not _needs_restrictions_check(v):
+            continue
+        for existing in node_info.pods:
+            if is_volume_conflict(v, existing.pod):
+                return True
+    return False
+
+
 def _claim_keys(pod: Pod) -> list[str]:
     return [
         f"{pod.namespace}/{v.persistent_volume_claim.claim_name}"
@@ -110,6 +124,62 @@ class _PreFilterState(StateData):
 
 
 PRE_FILTER_KEY: StateKey[_PreFilterState] = StateKey("PreFilter" + NAME)
+
+
+class _CopyCounts:
+    """The conflicting-claim count on copies of some nodes with some of their pods
+    removed or added back (preemption's batched dry run, nominated pods): the count is
+    cluster-wide, so each copy's is the shared count plus what its own pods change,
+    summed with numpy."""
+
+    def __init__(
+        self,
+        s: _PreFilterState,
+        table: Any,
+        rows: Sequence[int],
+        pods: Sequence[Sequence[PodInfo]],
+    ) -> None:
+        self.s = s
+        self.size = len(table)
+        self.rows = np.asarray(rows, dtype=np.intp)
+        k, m = len(self.rows), max((len(ps) for ps in pods), default=0)
+        self.contribution = np.zeros((k, m), dtype=np.int64)
+        for j, ps in enumerate(pods):
+            for i, p in enumerate(ps):
+                self.contribution[j, i] = self.of(p)
+
+    def of(self, pod_info: PodInfo) -> int:
+        """What counting ``pod_info`` adds (``update_with_pod``)."""
+        claims = self.s.read_write_once_pod_claims
+        return sum(1 for key in _claim_keys(pod_info.pod) if key in claims) if claims else 0
+
+    def view(self, positions: np.ndarray, weights: np.ndarray) -> _CopyView:
+        """The copies at ``positions`` whose pod ``i`` counts ``weights[x, i]`` times."""
+        delta = (self.contribution[positions] * weights).sum(axis=1)
+        return _CopyView(self, self.rows[positions], delta)
+
+
+class _CopyView:
+    """Per copy of a node, the conflicting-claim count."""
+
+    __slots__ = ("copies", "count", "slot")
+
+    def __init__(self, copies: _CopyCounts, rows: np.ndarray, delta: np.ndarray) -> None:
+        self.copies = copies
+        self.count = copies.s.conflicting_claim_ref_count + delta
+        self.slot = np.full(copies.size, -1, dtype=np.intp)
+        self.slot[rows] = np.arange(len(rows))
+
+    def with_added(self, rows: np.ndarray, pods: Sequence[Sequence[PodInfo]]) -> _CopyView:
+        """The copies at table ``rows`` with ``pods[x]`` added to the copy of ``rows[x]``."""
+        base = self.copies.s.conflicting_claim_ref_count
+        delta = self.count[self.slot[rows]] - base
+        delta += np.array([sum(map(self.copies.of, ps)) for ps in pods], dtype=np.int64)
+        return _CopyView(self.copies, np.asarray(rows, dtype=np.intp), delta)
+
+    def counts(self, rows: np.ndarray) -> np.ndarray:
+        """The count on the copies of ``rows``."""
+        return self.count[self.slot[rows]]
 
 
 class VolumeRestrictions:
@@ -178,16 +248,43 @@ class VolumeRestrictions:
 
     @hookimpl
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        for v in pod.spec.volumes:
-            if not _needs_restrictions_check(v):
-                continue
-            for existing in node_info.pods:
-                if is_volume_conflict(v, existing.pod):
-                    return Status(Code.UNSCHEDULABLE, ERR_REASON_DISK_CONFLICT)
+        if _disk_conflict(pod, node_info):
+            return Status(Code.UNSCHEDULABLE, ERR_REASON_DISK_CONFLICT)
         s = state.get(PRE_FILTER_KEY)
         if s is not None and s.conflicting_claim_ref_count > 0:
             return Status(Code.UNSCHEDULABLE, ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT)
         return None
+
+    @hookimpl
+    def filter_nodes(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
+        """``filter`` for a batch; on a what-if batch of node copies, with each copy's
+        own conflicting-claim count. The NodeInfos are read only for a pod with
+        in-tree volumes."""
+        out = np.full(len(nodes), None, dtype=object)
+        if any(_needs_restrictions_check(v) for v in pod.spec.volumes):
+            for i, ni in enumerate(nodes.infos):
+                if _disk_conflict(pod, ni):
+                    out[i] = Status(Code.UNSCHEDULABLE, ERR_REASON_DISK_CONFLICT)
+        s = state.get(PRE_FILTER_KEY)
+        if s is not None:
+            view = nodes.copies.get(NAME) if nodes.copies else None
+            count = view.counts(nodes.rows) if view is not None else s.conflicting_claim_ref_count
+            conflict = (np.asarray(count) > 0) & np.equal(out, None)
+            if conflict.any():
+                out[conflict] = Status(Code.UNSCHEDULABLE, ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT)
+        return out
+
+    def pre_filter_copies(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        table: Any,
+        rows: Sequence[int],
+        pods: Sequence[Sequence[PodInfo]],
+    ) -> _CopyCounts:
+        """The conflicting-claim count of copies of the nodes at ``rows`` as numpy
+        columns (see :class:`~kubesched.framework.preemption_batch.NodeCopies`)."""
+        return _CopyCounts(state.read(PRE_FILTER_KEY), table, rows, pods)
 
     # -- events --------------------------------------------------------------------------
 

@@ -3,8 +3,9 @@
 The record (``tests/fixtures/bench/placements.json``) was made with
 ``benchmarks/record_placements.py`` before the performance work of issue 15 (the
 ``stateful`` and ``dra`` workloads, which came later, with the scheduler of ``edd5b1c``,
-just before that work was merged): a speed-up that moves any pod, or evicts another
-victim, fails here.
+just before that work was merged; ``preemption-anti-affinity``, added with the batched
+dry run for active PreFilter extensions, with that batching switched off, i.e. with the
+per-node dry run): a speed-up that moves any pod, or evicts another victim, fails here.
 """
 
 from __future__ import annotations

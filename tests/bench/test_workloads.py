@@ -129,8 +129,13 @@ def test_unschedulable_share() -> None:
     assert picked != other
 
 
-def test_preemption_shape() -> None:
-    w = build_workload("preemption", 4, 6)
+@pytest.mark.parametrize(
+    ("name", "low_labels", "anti_affinity"),
+    [("preemption", None, False), ("preemption-anti-affinity", {"tier": "low"}, True)],
+    ids=["preemption", "preemption-anti-affinity"],
+)
+def test_preemption_shape(name: str, low_labels: dict | None, anti_affinity: bool) -> None:
+    w = build_workload(name, 4, 6)
     classes = [o for o in w.setup if isinstance(o, PriorityClass)]
     assert [(c.metadata.name, c.value) for c in classes] == [("bench-high", 10)]
     low = [o for o in w.setup if isinstance(o, Pod)]
@@ -138,9 +143,17 @@ def test_preemption_shape() -> None:
     assert Counter(p.spec.node_name for p in low) == {f"node-{i}": 4 for i in range(4)}
     assert all(_requests(p)["cpu"] == "900m" for p in low)
     assert all(p.spec.termination_grace_period_seconds == 0 for p in low)
+    assert all((p.metadata.labels or None) == low_labels for p in low)
     for pod in w.pods:
         assert pod.spec.priority_class_name == "bench-high"
         assert _requests(pod)["cpu"] == "3000m"
+        terms = pod.spec.affinity.pod_anti_affinity if pod.spec.affinity else None
+        if anti_affinity:
+            (term,) = terms.required_during_scheduling_ignored_during_execution
+            assert term.topology_key == "kubernetes.io/hostname"
+            assert term.label_selector.match_labels == {"tier": "low"}
+        else:
+            assert terms is None
     assert w.expected_unschedulable == 2
 
 

@@ -198,18 +198,24 @@ def outcome(results) -> list[tuple]:
     ]
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cluster)
-def test_batched_victims_equal_per_node_victims(c):
-    fw, pi = build(c)
+def batched_and_per_node_victims(fw, pi: PodInfo) -> tuple[list | None, list]:
+    """``select_victims_on_nodes`` over every node (None: it declined) and
+    ``select_victims_on_node`` on each node's clone, as ``outcome`` lists."""
     state = prefilter(fw, pi)
     plugin = fw.plugin("DefaultPreemption")
     nodes = fw.snapshot.list()
     pdbs = plugin.evaluator.pdbs_for(nodes)
     batched = plugin.select_victims_on_nodes(state.clone(), pi, nodes, pdbs)
-    assert batched is not None  # no PreFilter extension is active: the batch path runs
     per_node = [plugin.select_victims_on_node(state.clone(), pi, ni.clone(), pdbs) for ni in nodes]
-    assert outcome(batched) == outcome(per_node)
+    return (None if batched is None else outcome(batched)), outcome(per_node)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster)
+def test_batched_victims_equal_per_node_victims(c):
+    batched, per_node = batched_and_per_node_victims(*build(c))
+    assert batched is not None  # no PreFilter extension is active: the batch path runs
+    assert batched == per_node
 
 
 def explained(fw, pi: PodInfo, per_node: bool):
@@ -245,21 +251,23 @@ def test_batched_dry_run_equals_per_node_dry_run(c):
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster)
-def test_dry_run_with_prefilter_extensions_takes_the_per_node_path(c):
+def test_dry_run_with_prefilter_extensions_describes_the_copies(c):
     fw, pi = build(c, anti_affinity=True)
     state = prefilter(fw, pi)
     assert "InterPodAffinity" not in state.skip_filter_plugins
     nodes = fw.snapshot.list()
-    assert NodeCopies.of(fw, state, nodes, [list(ni.pods) for ni in nodes]) is None
+    pods = [list(ni.pods) for ni in nodes]
+    # Without the pod, the extensions' states cannot be built: the per-node path.
+    assert NodeCopies.of(fw, state, nodes, pods) is None
+    copies = NodeCopies.of(fw, state, nodes, pods, pi)
+    assert copies is not None and set(copies.extensions) == {"InterPodAffinity"}
     assert explained(*build(c, anti_affinity=True), per_node=False) == explained(
         *build(c, anti_affinity=True), per_node=True
     )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cluster, st.booleans())
-def test_batched_filter_with_nominated_pods_equals_per_node(c, anti_affinity):
-    fw, pi = build(c, anti_affinity=anti_affinity)
+def assert_nominated_filter_equals_per_node(fw, pi: PodInfo) -> None:
+    """The batched Filter counting nominated pods gives every node the per-node verdict."""
     state = prefilter(fw, pi)
     table = fw.snapshot.table
     verdicts, error = fw.run_filter_batch_with_nominated_pods(
@@ -273,6 +281,12 @@ def test_batched_filter_with_nominated_pods_equals_per_node(c, anti_affinity):
         else:
             assert got is not None, ni.name
             assert (got.code, got.reasons, got.plugin) == (want.code, want.reasons, want.plugin)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster, st.booleans())
+def test_batched_filter_with_nominated_pods_equals_per_node(c, anti_affinity):
+    assert_nominated_filter_equals_per_node(*build(c, anti_affinity=anti_affinity))
 
 
 def test_node_only_filters_are_the_declared_ones_without_extensions():

@@ -312,7 +312,7 @@ class DefaultPreemption:
         potential = [
             [p for p in ni.pods if self.is_preemption_allowed(ni, p, pod_info)] for ni in nodes
         ]
-        copies = NodeCopies.of(self.handle, state, nodes, potential)
+        copies = NodeCopies.of(self.handle, state, nodes, potential, pod_info)
         if copies is None:
             return None
         results: dict[int, tuple[list[PodInfo], int, Status]] = {}

@@ -313,50 +313,202 @@ def filter_node(s: PreFilterState, labels: Mapping[str, str]) -> Status | None:
     return None
 
 
-def _positive(
-    table: Any, rows: np.ndarray, key: str, counts: TopologyCounts
+EXISTING, AFFINITY, ANTI = 0, 1, 2
+"""Which of the PreFilter state's three counts a (kind, topology key) delta adjusts."""
+
+Kind = tuple[int, str]
+
+
+class CopyCounts:
+    """The PreFilter counts of copies of some nodes with some of their pods removed or
+    added back, as numpy columns (preemption's batched dry run, nominated pods).
+
+    A pod counted or uncounted on node ``j`` changes only the pairs of ``j``'s own label
+    values, and Filter on ``j`` reads only those pairs (plus, for the first-pod
+    exception, whether any affinity pair is left). So each copy is the shared state plus
+    one delta per (count, topology key): ``contribution[kind][j, i]`` is what pod ``i``
+    of ``pods[j]`` adds, computed once; a :meth:`view` sums the chosen pods' deltas over
+    the chunk in one numpy call per (count, key). The counts are sums, so the order in
+    which the per-node path adds and removes the pods does not matter.
+    """
+
+    def __init__(
+        self,
+        s: PreFilterState,
+        table: Any,
+        rows: Sequence[int],
+        pods: Sequence[Sequence[PodInfo]],
+    ) -> None:
+        self.s = s
+        self.table = table
+        self.rows = np.asarray(rows, dtype=np.intp)
+        k, m = len(self.rows), max((len(ps) for ps in pods), default=0)
+        # Pods alike in what ``of`` reads contribute alike: decided once per kind of pod.
+        self._of: dict[Any, dict[Kind, int]] = {}
+        self.contribution: dict[Kind, np.ndarray] = {}
+        for j, ps in enumerate(pods):
+            for i, p in enumerate(ps):
+                for kind, n in self.of(p).items():
+                    col = self.contribution.get(kind)
+                    if col is None:
+                        col = self.contribution[kind] = np.zeros((k, m), dtype=np.int64)
+                    col[j, i] = n
+
+    def of(self, other: PodInfo) -> dict[Kind, int]:
+        """What counting ``other`` adds to each (count, key), as ``update_with_pod``
+        with the node's labels left out (a node without the key ignores the delta)."""
+        key = (
+            other.namespace,
+            frozenset(other.labels.items()),
+            other.required_anti_affinity_terms,
+        )
+        out = self._of.get(key)
+        if out is None:
+            out = self._of[key] = self._decide(other)
+        return out
+
+    def _decide(self, other: PodInfo) -> dict[Kind, int]:
+        s = self.s
+        out: dict[Kind, int] = {}
+        for t in other.required_anti_affinity_terms:
+            if t.matches(s.pod_info, s.namespace_labels):
+                kind = (EXISTING, t.topology_key)
+                out[kind] = out.get(kind, 0) + 1
+        if matches_all(s.affinity_terms, other):
+            for it in s.affinity_terms:
+                kind = (AFFINITY, it.topology_key)
+                out[kind] = out.get(kind, 0) + 1
+        for it in s.anti_affinity_terms:
+            if it.matches(other):
+                kind = (ANTI, it.topology_key)
+                out[kind] = out.get(kind, 0) + 1
+        return out
+
+    def view(self, positions: np.ndarray, weights: np.ndarray) -> CopyView:
+        """The copies at ``positions`` whose pod ``i`` counts ``weights[x, i]`` times
+        (-1 removed, 0 as in the snapshot, 1 added)."""
+        deltas = {
+            kind: (col[positions] * weights).sum(axis=1) for kind, col in self.contribution.items()
+        }
+        return CopyView(self, self.rows[positions], deltas)
+
+
+class CopyView:
+    """Per copy of a node, what its pods removed or added change in each (count, key);
+    ``filter_nodes`` reads it from a batch's ``copies``."""
+
+    __slots__ = ("copies", "deltas", "rows", "slot")
+
+    def __init__(self, copies: CopyCounts, rows: np.ndarray, deltas: dict[Kind, np.ndarray]):
+        self.copies = copies
+        self.rows = rows
+        self.deltas = deltas
+        self.slot = np.full(len(copies.table.names), -1, dtype=np.intp)
+        self.slot[rows] = np.arange(len(rows))
+
+    def with_added(self, rows: np.ndarray, pods: Sequence[Sequence[PodInfo]]) -> CopyView:
+        """The copies at table ``rows`` with ``pods[x]`` added to the copy of ``rows[x]``
+        (the pods nominated to it)."""
+        at = self.slot[rows]
+        deltas = {kind: d[at] for kind, d in self.deltas.items()}
+        for x, ps in enumerate(pods):
+            for p in ps:
+                for kind, n in self.copies.of(p).items():
+                    d = deltas.get(kind)
+                    if d is None:
+                        d = deltas[kind] = np.zeros(len(at), dtype=np.int64)
+                    d[x] += n
+        return CopyView(self.copies, np.asarray(rows, dtype=np.intp), deltas)
+
+    def delta(self, rows: np.ndarray, kind: Kind) -> np.ndarray | None:
+        """The delta of ``kind`` for the copies of ``rows`` (None: all zero)."""
+        d = self.deltas.get(kind)
+        return None if d is None else d[self.slot[rows]]
+
+    def keys(self, count: int) -> set[str]:
+        """The topology keys with a delta in ``count``."""
+        return {key for kind, key in self.deltas if kind == count}
+
+
+def _counts(
+    table: Any,
+    rows: np.ndarray,
+    key: str,
+    counts: TopologyCounts,
+    delta: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per node of the batch: its code for ``key`` and whether its pair count is positive."""
+    """Per node of the batch: its code for ``key`` and its pair's count (0 without the
+    label), with ``delta`` added where the node has the label."""
     codes, index = topology_codes(table, key)
     c = codes[rows]
     inner = counts.get(key)
-    if not inner:
-        return c, np.zeros(len(c), dtype=bool)
-    pos = per_value_array(index, inner, np.int64) > 0
-    return c, pos[c]
+    n = per_value_array(index, inner, np.int64)[c] if inner else np.zeros(len(c), np.int64)
+    if delta is not None:
+        n = n + np.where(c >= 0, delta, 0)
+    return c, n
 
 
-def filter_batch(s: PreFilterState, nodes: NodeBatch) -> np.ndarray:
-    """Filter for a batch of nodes; agrees with :func:`filter_node` on every node."""
+def _first_pod_exception_batch(
+    s: PreFilterState, table: Any, rows: np.ndarray, view: CopyView | None
+) -> np.ndarray | bool:
+    """:func:`_first_pod_exception` per copy: no affinity pair left once its deltas apply."""
+    if view is None or not s.self_match:
+        return np.bool_(_first_pod_exception(s))
+    empty = np.ones(len(rows), dtype=bool)
+    for key in set(s.affinity_counts) | view.keys(AFFINITY):
+        inner = s.affinity_counts.get(key, {})
+        c, base = _counts(table, rows, key, s.affinity_counts, None)
+        after = base + np.where(c >= 0, _or_zero(view.delta(rows, (AFFINITY, key)), rows), 0)
+        empty &= len(inner) - (base != 0) + (after != 0) == 0
+    return empty
+
+
+def _or_zero(delta: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
+    return np.zeros(len(rows), dtype=np.int64) if delta is None else delta
+
+
+def filter_batch(s: PreFilterState, nodes: NodeBatch, view: CopyView | None = None) -> np.ndarray:
+    """Filter for a batch of nodes; agrees with :func:`filter_node` on every node. With
+    ``view``, on copies of the nodes whose counts differ by ``view``'s deltas."""
     n = len(nodes)
     out = np.full(n, None, dtype=object)
     if n == 0:
         return out
     table, rows = nodes.table, nodes.rows
+
+    def delta(kind: Kind) -> np.ndarray | None:
+        return None if view is None else view.delta(rows, kind)
+
     decided = np.zeros(n, dtype=bool)
     if s.affinity_terms:
         missing = np.zeros(n, dtype=bool)
         exist = np.ones(n, dtype=bool)
         for t in s.affinity_terms:
-            c, pos = _positive(table, rows, t.topology_key, s.affinity_counts)
+            key = t.topology_key
+            c, count = _counts(table, rows, key, s.affinity_counts, delta((AFFINITY, key)))
             missing |= c < 0
-            exist &= pos
-        fail = missing if _first_pod_exception(s) else missing | ~exist
+            exist &= count > 0
+        fail = missing | (~exist & ~_first_pod_exception_batch(s, table, rows, view))
         if fail.any():
             out[fail] = affinity_rejected()
             decided |= fail
-    if s.anti_affinity_counts and not decided.all():
+    if (s.anti_affinity_counts or view is not None) and not decided.all():
         fail = np.zeros(n, dtype=bool)
         for t in s.anti_affinity_terms:
-            fail |= _positive(table, rows, t.topology_key, s.anti_affinity_counts)[1]
+            key = t.topology_key
+            fail |= _counts(table, rows, key, s.anti_affinity_counts, delta((ANTI, key)))[1] > 0
         fail &= ~decided
         if fail.any():
             out[fail] = anti_affinity_rejected()
             decided |= fail
-    if s.existing_anti_affinity_counts and not decided.all():
+    keys = set(s.existing_anti_affinity_counts)
+    if view is not None:
+        keys |= view.keys(EXISTING)
+    if keys and not decided.all():
         fail = np.zeros(n, dtype=bool)
-        for key in s.existing_anti_affinity_counts:
-            fail |= _positive(table, rows, key, s.existing_anti_affinity_counts)[1]
+        for key in sorted(keys):
+            existing = s.existing_anti_affinity_counts
+            fail |= _counts(table, rows, key, existing, delta((EXISTING, key)))[1] > 0
         fail &= ~decided
         if fail.any():
             out[fail] = existing_anti_affinity_rejected()

@@ -224,8 +224,23 @@ class InterPodAffinity:
 
     @hookimpl
     def filter_nodes(self, state: CycleState, nodes: NodeBatch) -> np.ndarray:
-        """``filter`` for a batch, with lookups over each topology key's distinct values."""
-        return filtering.filter_batch(state.read(PRE_FILTER_KEY), nodes)
+        """``filter`` for a batch, with lookups over each topology key's distinct values;
+        on a what-if batch of node copies, with each copy's own counts."""
+        view = nodes.copies.get(NAME) if nodes.copies else None
+        return filtering.filter_batch(state.read(PRE_FILTER_KEY), nodes, view)
+
+    def pre_filter_copies(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        table: Any,
+        rows: Sequence[int],
+        pods: Sequence[Sequence[PodInfo]],
+    ) -> filtering.CopyCounts:
+        """The PreFilter counts of copies of the nodes at ``rows`` as numpy columns, for
+        ``pods[j]`` added to or removed from the copy of ``rows[j]`` (see
+        :class:`~kubesched.framework.preemption_batch.NodeCopies`)."""
+        return filtering.CopyCounts(state.read(PRE_FILTER_KEY), table, rows, pods)
 
     # -- PreScore / Score ----------------------------------------------------------------
     @hookimpl

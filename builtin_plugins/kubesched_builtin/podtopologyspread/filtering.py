@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -282,12 +282,169 @@ def filter_node(s: PreFilterState, node_info: NodeInfo) -> Status | None:
     return None
 
 
-def filter_batch(s: PreFilterState, batch: NodeBatch) -> list[Status | None]:
-    """Filter for a batch of nodes, with numpy: the same verdicts as ``filter_node``."""
+class CopyCounts:
+    """The PreFilter counts of copies of some nodes with some of their pods removed or
+    added back, as numpy columns (preemption's batched dry run, nominated pods).
+
+    A pod counted on node ``j`` changes only ``j``'s own domain of each constraint, and
+    Filter on ``j`` reads that domain's count and the global minimum, i.e. the first
+    critical path. Upstream's critical-path update, applied only to ``j``'s domain
+    ``v``, leaves a state that depends on little of the history: once ``v`` is one of
+    the two paths (it was, or an update brought it in because its count fell below the
+    second path's), the minimum is ``min(count of v, the other path's count)``;
+    otherwise it is unchanged. The copies' pods ``pods[j]`` are all removed first, in
+    order, as preemption's dry run does, so the lowest count ``v`` ever had is its
+    count with all of them removed. Each copy is thus the shared counts plus, per
+    constraint, a delta (summed with numpy over the copy's pods), whether an update
+    happened and the lowest count reached.
+    """
+
+    def __init__(
+        self,
+        s: PreFilterState,
+        pod_info: PodInfo,
+        table: NodeTable,
+        rows: Sequence[int],
+        pods: Sequence[Sequence[PodInfo]],
+    ) -> None:
+        self.s = s
+        self.namespace = pod_info.namespace
+        self.rows = np.asarray(rows, dtype=np.intp)
+        self.size = len(table)
+        k, m = len(self.rows), max((len(ps) for ps in pods), default=0)
+        base = has_all_keys(table, s.constraints)
+        # Per constraint: whether a pod on the copy counts there (upstream's
+        # updateWithPod: the node has every key and passes the inclusion policies),
+        # the copy's domain code and that domain's count in the shared state.
+        self.eligible: list[np.ndarray] = []
+        self.codes: list[np.ndarray] = []
+        self.count: list[np.ndarray] = []
+        self._matches: dict[Any, tuple[bool, ...]] = {}
+        for c, counts in zip(s.constraints, s.counts, strict=True):
+            dom = domains(table, c.topology_key)
+            if dom.index is not counts.index:
+                raise LookupError("the table is not the one PreFilter counted on")
+            eligible = inclusion_mask(c, table, pod_info, base)[self.rows]
+            codes = dom.codes[self.rows]
+            if (eligible & ~counts.present[codes]).any():
+                # A domain PreFilter did not see would be added: not modelled here.
+                raise LookupError("a copy's domain is not among the counted ones")
+            self.eligible.append(eligible)
+            self.codes.append(codes)
+            self.count.append(counts.counts[codes])
+        self.contribution = [np.zeros((k, m), dtype=np.int64) for _ in s.constraints]
+        for j, ps in enumerate(pods):
+            for i, p in enumerate(ps):
+                for x, hit in enumerate(self.matches(p)):
+                    if hit and self.eligible[x][j]:
+                        self.contribution[x][j, i] = 1
+
+    def matches(self, other: PodInfo) -> tuple[bool, ...]:
+        """Per constraint, whether counting ``other`` changes it (``update_with_pod``)."""
+        key = (other.namespace, frozenset(other.labels.items()))
+        out = self._matches.get(key)
+        if out is None:
+            same = other.namespace == self.namespace
+            out = self._matches[key] = tuple(
+                same and c.selector.matches(other.labels) for c in self.s.constraints
+            )
+        return out
+
+    def view(self, positions: np.ndarray, weights: np.ndarray) -> CopyView:
+        """The copies at ``positions`` whose pod ``i`` counts ``weights[x, i]`` times
+        relative to the snapshot (-1 removed, 0 as it is, 1 added)."""
+        deltas, updated, lowest = [], [], []
+        for x, col in enumerate(self.contribution):
+            chosen = col[positions]
+            removed = chosen.sum(axis=1)
+            deltas.append((chosen * weights).sum(axis=1))
+            updated.append(removed > 0)
+            lowest.append(self.count[x][positions] - removed)
+        return CopyView(self, positions, deltas, updated, lowest)
+
+
+class CopyView:
+    """Per copy of a node and constraint: the delta of its domain's count, whether an
+    update touched the critical paths and the lowest count the domain reached;
+    ``filter_nodes`` reads it from a batch's ``copies``."""
+
+    __slots__ = ("copies", "deltas", "lowest", "positions", "slot", "updated")
+
+    def __init__(
+        self,
+        copies: CopyCounts,
+        positions: np.ndarray,
+        deltas: list[np.ndarray],
+        updated: list[np.ndarray],
+        lowest: list[np.ndarray],
+    ) -> None:
+        self.copies = copies
+        self.positions = np.asarray(positions, dtype=np.intp)
+        self.deltas = deltas
+        self.updated = updated
+        self.lowest = lowest
+        self.slot = np.full(copies.size, -1, dtype=np.intp)
+        self.slot[copies.rows[self.positions]] = np.arange(len(self.positions))
+
+    def with_added(self, rows: np.ndarray, pods: Sequence[Sequence[PodInfo]]) -> CopyView:
+        """The copies at table ``rows`` with ``pods[x]`` added, in order, to the copy of
+        ``rows[x]`` (the pods nominated to it)."""
+        at = self.slot[rows]
+        copies = self.copies
+        positions = self.positions[at]
+        deltas, updated, lowest = [], [], []
+        for x in range(len(copies.s.constraints)):
+            added = np.array(
+                [sum(1 for p in ps if copies.matches(p)[x]) for ps in pods], dtype=np.int64
+            )
+            added *= copies.eligible[x][positions]
+            delta = self.deltas[x][at]
+            was = self.updated[x][at]
+            # The first pod added raises the count to one above the copy's: the lowest
+            # count of this update run.
+            first = copies.count[x][positions] + delta + 1
+            low = np.where(was, np.minimum(self.lowest[x][at], first), first)
+            hit = added > 0
+            deltas.append(delta + added)
+            updated.append(was | hit)
+            lowest.append(np.where(hit, low, self.lowest[x][at]))
+        return CopyView(copies, positions, deltas, updated, lowest)
+
+    def match_and_minimum(
+        self, rows: np.ndarray, x: int, min_domains: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """For the copies of ``rows`` and constraint ``x``: the delta of the copy's
+        domain count and the global minimum (``min_match_num``) on the copy."""
+        at = self.slot[rows]
+        copies = self.copies
+        counts = copies.s.counts[x]
+        positions = self.positions[at]
+        delta = self.deltas[x][at]
+        now = copies.count[x][positions] + delta
+        (v0, n0), (v1, n1) = counts.paths.paths
+        code0, code1 = counts.index.get(v0, -1), counts.index.get(v1, -1)
+        codes = copies.codes[x][positions]
+        minimum = np.where(
+            codes == code0,
+            np.minimum(now, n1),
+            np.where(
+                codes == code1,
+                np.minimum(now, n0),
+                np.where(self.lowest[x][at] < n1, np.minimum(now, n0), n0),
+            ),
+        )
+        minimum = np.where(self.updated[x][at], minimum, n0)
+        if counts.domains_num < min_domains:
+            minimum = np.zeros(len(at), dtype=np.int64)
+        return delta, minimum
+
+
+def filter_batch(s: PreFilterState, batch: NodeBatch, view: CopyView | None = None) -> np.ndarray:
+    """Filter for a batch of nodes, with numpy: the same verdicts as ``filter_node``;
+    with ``view``, on copies of the nodes whose counts differ by ``view``'s."""
     n = len(batch)
-    verdicts: list[Status | None] = [None] * n
     if not s.constraints or n == 0:
-        return verdicts
+        return np.full(n, None, dtype=object)
     table = batch.table
     rows = batch.rows
     undecided = np.ones(n, dtype=bool)
@@ -311,21 +468,21 @@ def filter_batch(s: PreFilterState, batch: NodeBatch) -> list[Status | None]:
         known = codes >= 0
         match = np.zeros(n, dtype=np.int64)
         match[known] = counts.counts[codes[known]]
-        skew = match + int(s.self_match[i]) - counts.min_match_num(c.min_domains)
+        if view is None:
+            minimum: Any = counts.min_match_num(c.min_domains)
+        else:
+            delta, minimum = view.match_and_minimum(rows, i, c.min_domains)
+            match += delta
+        skew = match + int(s.self_match[i]) - minimum
         violated = undecided & (skew > c.max_skew)
         reason[violated] = 2
         undecided &= ~violated
         if not undecided.any():
             break
-    missing_label = None
-    not_match = None
-    for j in np.flatnonzero(reason).tolist():
-        if reason[j] == 1:
-            if missing_label is None:
-                missing_label = _node_label_not_match()
-            verdicts[j] = missing_label
-        else:
-            if not_match is None:
-                not_match = _constraints_not_match()
-            verdicts[j] = not_match
-    return verdicts
+    out = np.full(n, None, dtype=object)
+    # One Status object per reason, shared by its nodes (the framework expects that).
+    for code, make in ((1, _node_label_not_match), (2, _constraints_not_match)):
+        at = reason == code
+        if at.any():
+            out[at] = make()
+    return out

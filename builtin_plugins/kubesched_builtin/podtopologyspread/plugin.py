@@ -285,9 +285,30 @@ class PodTopologySpread:
         return filtering.filter_node(filtering.get_pre_filter_state(state), node_info)
 
     @hookimpl
-    def filter_nodes(self, state: CycleState, nodes: NodeBatch) -> list[Status | None]:
-        """``filter`` for a batch of nodes, vectorised over their label columns."""
-        return filtering.filter_batch(filtering.get_pre_filter_state(state), nodes)
+    def filter_nodes(self, state: CycleState, nodes: NodeBatch) -> np.ndarray:
+        """``filter`` for a batch of nodes, vectorised over their label columns; on a
+        what-if batch of node copies, with each copy's own counts."""
+        view = nodes.copies.get(NAME) if nodes.copies else None
+        return filtering.filter_batch(filtering.get_pre_filter_state(state), nodes, view)
+
+    def pre_filter_copies(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        table: Any,
+        rows: Sequence[int],
+        pods: Sequence[Sequence[PodInfo]],
+    ) -> filtering.CopyCounts | None:
+        """The PreFilter counts of copies of the nodes at ``rows`` as numpy columns, the
+        copy of ``rows[j]`` with ``pods[j]`` removed first (see
+        :class:`~kubesched.framework.preemption_batch.NodeCopies`); ``None`` when a copy
+        would count in a domain PreFilter did not see."""
+        try:
+            return filtering.CopyCounts(
+                filtering.get_pre_filter_state(state), pod_info, table, rows, pods
+            )
+        except LookupError:
+            return None
 
     # -- PreScore / Score / NormalizeScore ----------------------------------------------
     @hookimpl

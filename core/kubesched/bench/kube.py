@@ -42,7 +42,7 @@ from kubesched.testing.envtest import collection_path, create_objects, free_port
 
 SCHEDULERS = ("kubesched", "external")
 """Who schedules: ``kubesched run`` started by the bench, or a scheduler already running."""
-FROM_START = frozenset({"preemption"})
+FROM_START = frozenset({"preemption", "preemption-anti-affinity"})
 """Workloads measured from the scheduler's start rather than from the first binding."""
 STALL_SECONDS = 60.0
 """A run ends when no pod was bound or deleted for this long (the rest are taken as

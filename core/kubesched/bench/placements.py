@@ -61,6 +61,7 @@ RECORDED_CASES: list[dict[str, Any]] = [
     {"workload": "gang", "nodes": 100, "pods": 200, "seed": 15},
     {"workload": "stateful", "nodes": 200, "pods": 300, "seed": 16},
     {"workload": "dra", "nodes": 200, "pods": 400, "seed": 17},
+    {"workload": "preemption-anti-affinity", "nodes": 120, "pods": 150, "seed": 18},
 ]
 """The recorded runs: every workload, above the 100-node floor of percentageOfNodesToScore."""
 

@@ -568,6 +568,46 @@ def build_preemption(nodes: int, pods: int, seed: int) -> Workload:
     A node takes one high-priority pod, so pods beyond the node count stay pending
     (upstream measures 500 pods on 500 nodes).
     """
+    return _preemption("preemption", nodes, pods)
+
+
+LOW_PRIORITY_LABELS = {"tier": "low"}
+"""The low-priority pods' labels in ``preemption-anti-affinity``."""
+
+
+def build_preemption_anti_affinity(nodes: int, pods: int, seed: int) -> Workload:
+    """PreemptionBasic whose high-priority pods carry a required pod anti-affinity on
+    hostname to the low-priority pods (``tier: low``): InterPodAffinity rejects every
+    node still running one, and each high-priority pod preempts all 4 of a node's.
+
+    Upstream's scheduler_perf has no preemption case with inter-pod constraints; this
+    one makes preemption's dry run count victims through InterPodAffinity's PreFilter
+    RemovePod/AddPod extension.
+    """
+    anti = {
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": LOW_PRIORITY_LABELS},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        }
+    }
+    return _preemption("preemption-anti-affinity", nodes, pods, LOW_PRIORITY_LABELS, anti)
+
+
+def _preemption(
+    name: str,
+    nodes: int,
+    pods: int,
+    low_labels: dict[str, str] | None = None,
+    high_spec: dict[str, Any] | None = None,
+) -> Workload:
+    """The preemption workloads: ``nodes`` full of low-priority pods (with
+    ``low_labels``), ``pods`` high-priority pods (with ``high_spec`` added)."""
     _check_sizes(nodes, pods)
     setup: list[KubeObject] = [
         parse_object(
@@ -586,6 +626,7 @@ def build_preemption(nodes: int, pods: int, seed: int) -> Workload:
                     pod_manifest(
                         f"low-pod-{n}-{j}",
                         cpu=LOW_PRIORITY_CPU,
+                        labels=low_labels,
                         spec={"nodeName": f"node-{n}", "terminationGracePeriodSeconds": 0},
                     )
                 )
@@ -594,16 +635,16 @@ def build_preemption(nodes: int, pods: int, seed: int) -> Workload:
         pod_manifest(
             f"high-pod-{i}",
             cpu=HIGH_PRIORITY_CPU,
-            spec={"priorityClassName": HIGH_PRIORITY_CLASS},
+            spec={"priorityClassName": HIGH_PRIORITY_CLASS, **(high_spec or {})},
         )
         for i in range(pods)
     ]
     return Workload(
-        "preemption",
+        name,
         _nodes(nodes),
         _pods(manifests),
         setup=setup,
-        expected_unschedulable=expected_unschedulable("preemption", nodes, pods),
+        expected_unschedulable=expected_unschedulable(name, nodes, pods),
     )
 
 
@@ -826,6 +867,13 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             required_plugins=("DefaultPreemption",),
         ),
         WorkloadSpec(
+            "preemption-anti-affinity",
+            "PreemptionBasic with required anti-affinity (no upstream case)",
+            "as preemption; high-priority pods repel the low ones on hostname: preempt 4 each",
+            build_preemption_anti_affinity,
+            required_plugins=("DefaultPreemption", "InterPodAffinity"),
+        ),
+        WorkloadSpec(
             "stateful",
             "none; nearest: SchedulingCSIPVs, with pre-provisioned PVs",
             "a 10Gi WaitForFirstConsumer claim per pod, provisioned per zone at PreBind",
@@ -886,7 +934,7 @@ def expected_unschedulable(name: str, nodes: int, pods: int) -> int:
     """How many measured pods of workload ``name`` cannot be placed, by construction."""
     if name == "unschedulable":
         return unschedulable_count(pods)
-    if name == "preemption":
+    if name in ("preemption", "preemption-anti-affinity"):
         return max(0, pods - nodes)
     return 0
 

@@ -473,12 +473,19 @@ class Evaluator:
         """The PDBs of the namespaces of the pods on ``nodes``, read once for the attempt.
 
         Upstream lists every PDB of the cluster; only those in a victim's namespace can
-        select it, so reading per namespace gives the same answer.
+        select it, so reading per namespace gives the same answer. With the snapshot's
+        pod groups, the namespaces are those of all its pods (a superset: a PDB of
+        another namespace selects no victim), read from the groups instead of walking
+        every pod of ``nodes`` per preemption.
         """
         lister = getattr(self.handle, "lister", None)
         if lister is None or not hasattr(lister, "list_pod_disruption_budgets"):
             return []
-        namespaces = sorted({p.namespace for ni in nodes for p in ni.pods})
+        by_labels = getattr(getattr(self.handle, "snapshot", None), "pods_by_labels", None)
+        if by_labels is not None:
+            namespaces = sorted({g.sample.namespace for g in by_labels().groups.values()})
+        else:
+            namespaces = sorted({p.namespace for ni in nodes for p in ni.pods})
         out: list[PDBView] = []
         for ns in namespaces:
             out.extend(PDBView.of(pdb) for pdb in lister.list_pod_disruption_budgets(ns))

@@ -5,9 +5,13 @@ CycleState, remove every pod the preemptor may preempt, run Filter, then add the
 back one by one, running Filter after each. With ``NodeCopies`` a preemption plugin
 runs each of these steps for a whole chunk of nodes as one vectorised Filter run over
 a table whose pod columns describe every node's copy. That equals the per-node run
-when adding or removing a pod changes only the NodeInfo, i.e. when no PreFilter
-AddPod/RemovePod extension is active for the pod (``NodeCopies.of`` returns ``None``
-otherwise, and the plugin takes the per-node path).
+when adding or removing a pod changes only the NodeInfo. When a PreFilter
+AddPod/RemovePod extension is active for the pod (required inter-pod affinity, ...),
+adding or removing a pod also changes that plugin's PreFilter state: the plugin then
+describes each copy's state as numpy columns too (its ``pre_filter_copies``, see
+``Framework.pre_filter_copies``), handed to its ``filter_nodes`` in the batch's
+``copies``. ``NodeCopies.of`` returns ``None`` when an active extension's plugin has no
+such method, and the preemption plugin takes the per-node path.
 """
 
 from __future__ import annotations
@@ -43,8 +47,11 @@ class NodeCopies:
         table: NodeTable,
         nodes: Sequence[NodeInfo],
         pods: Sequence[Sequence[PodInfo]],
+        extensions: dict[str, Any] | None = None,
     ) -> None:
         self.handle = handle
+        # Per plugin with an active PreFilter extension, its states of the copies.
+        self.extensions = extensions
         self.table = table
         self.nodes = list(nodes)
         self.pods = [list(ps) for ps in pods]
@@ -78,21 +85,32 @@ class NodeCopies:
         state: CycleState,
         nodes: Sequence[NodeInfo],
         pods: Sequence[Sequence[PodInfo]],
+        pod_info: PodInfo | None = None,
     ) -> NodeCopies | None:
         """The copies of ``nodes``, or ``None`` when the batched dry run would not equal
         the per-node one: the handle is not a Framework with a node table, ``nodes`` are
-        not the snapshot's, a PreFilter extension is active for the pod, or a pod
-        requests a resource the table has no column for."""
+        not the snapshot's, a PreFilter extension is active for the pod (``pod_info``)
+        whose plugin cannot describe the copies' states, or a pod requests a resource
+        the table has no column for."""
         active = getattr(handle, "pre_filter_extensions_active", None)
         table = getattr(getattr(handle, "snapshot", None), "table", None)
-        if active is None or table is None or active(state):
+        if active is None or table is None:
             return None
         index, infos = table.index, table.infos
+        rows = []
         for ni in nodes:
             row = index.get(ni.name)
             if row is None or infos[row] is not ni:
                 return None
-        copies = cls(handle, table, nodes, pods)
+            rows.append(row)
+        extensions = None
+        if active(state):
+            if pod_info is None:
+                return None
+            extensions = handle.pre_filter_copies(state, pod_info, table, rows, pods)
+            if extensions is None:
+                return None
+        copies = cls(handle, table, nodes, pods, extensions)
         if len(copies.contribution) != len(table.requested):
             return None
         return copies
@@ -123,8 +141,15 @@ class NodeCopies:
             nz_cpu += self.non_zero_cpu[at, t]
             nz_memory += self.non_zero_memory[at, t]
             self._trying = dict(zip(at.tolist(), t.tolist(), strict=True))
+        views = None
+        if self.extensions is not None:
+            # Relative to the snapshot: -1 for a pod removed, 0 for one kept or tried.
+            weights = -out.astype(np.int64)
+            if trying is not None:
+                weights[np.arange(len(at)), t] = 0
+            views = {name: c.view(at, weights) for name, c in self.extensions.items()}
         table = self.table.with_requested(rows, values, nz_cpu, nz_memory)
-        batch = NodeBatch(table, rows, build=self._copy)
+        batch = NodeBatch(table, rows, build=self._copy, copies=views)
         return self.handle.run_filter_batch_with_nominated_pods(state, pod_info, batch)
 
     def add_back(self, j: int, i: int) -> None:

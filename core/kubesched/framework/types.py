@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -583,9 +583,14 @@ class NodeBatch:
     ``build``, when given, makes the NodeInfo of a row on demand: a what-if batch
     (preemption's dry run) whose ``table`` columns describe copies of the nodes with
     other pods builds those copies only if a plugin reads ``infos``.
+
+    ``copies``, on such a batch, holds per plugin name the per-copy PreFilter state of
+    each plugin whose PreFilter AddPod/RemovePod extension is active (what the plugin's
+    ``pre_filter_copies`` built): its ``filter_nodes`` reads that instead of the
+    CycleState's, which describes the nodes as they are.
     """
 
-    __slots__ = ("_build", "_infos", "_names", "rows", "table")
+    __slots__ = ("_build", "_infos", "_names", "copies", "rows", "table")
 
     def __init__(
         self,
@@ -593,12 +598,14 @@ class NodeBatch:
         rows: Sequence[int],
         infos: Sequence[NodeInfo] | None = None,
         build: Callable[[int], NodeInfo] | None = None,
+        copies: Mapping[str, Any] | None = None,
     ) -> None:
         self.table = table
         self.rows = np.asarray(rows, dtype=np.intp)
         self._infos = infos
         self._names: list[str] | None = None
         self._build = build
+        self.copies = copies
 
     @property
     def infos(self) -> Sequence[NodeInfo]:
@@ -625,7 +632,7 @@ class NodeBatch:
 
     def subset(self, positions: np.ndarray) -> NodeBatch:
         """The nodes at ``positions`` (indices into this batch) as a new batch."""
-        sub = NodeBatch(self.table, self.rows[positions], build=self._build)
+        sub = NodeBatch(self.table, self.rows[positions], build=self._build, copies=self.copies)
         if self._infos is not None:
             sub._infos = [self._infos[i] for i in positions.tolist()]
         return sub

@@ -476,6 +476,40 @@ class Framework:
             for r in self.points["PreFilter"]
         )
 
+    def pre_filter_copies(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        table: NodeTable,
+        rows: Sequence[int],
+        pods: Sequence[Sequence[PodInfo]],
+    ) -> dict[str, Any] | None:
+        """Per plugin whose PreFilter AddPod/RemovePod extension is active for the pod,
+        its PreFilter state for copies of the nodes at ``rows`` with ``pods[j]`` removed
+        or added on the copy of ``rows[j]``, as its optional ``pre_filter_copies``
+        builds it (``view(positions, weights)`` picks the copies and which pods count;
+        ``with_added(rows, pods)`` adds more pods). ``None`` when one of them has no such
+        method, returns ``None`` or fails: the caller then clones the CycleState node by
+        node."""
+        out: dict[str, Any] = {}
+        for r in self.points["PreFilter"]:
+            if r.name in state.skip_filter_plugins or all(
+                r.call(h) is None for h in PRE_FILTER_EXTENSION_HOOKS
+            ):
+                continue
+            build = getattr(r.plugin, "pre_filter_copies", None)
+            if build is None:
+                return None
+            try:
+                made = build(state, pod_info, table, rows, pods)
+            except Exception:
+                # The per-node path runs the extensions and reports their errors.
+                return None
+            if made is None:
+                return None
+            out[r.name] = made
+        return out
+
     def run_filter_batch_with_nominated_pods(
         self, state: CycleState, pod_info: PodInfo, batch: NodeBatch
     ) -> tuple[np.ndarray, Status | None]:
@@ -488,8 +522,10 @@ class Framework:
         rejection takes precedence): their requests are added to a copy of the table's
         columns, and NodeInfo copies are built only for a plugin that reads them. That
         shares the PreFilter state, which is exact when no PreFilter AddPod extension
-        is active for the pod; otherwise the nodes with such pods go through the
-        per-node path, which clones the state.
+        is active for the pod. Otherwise the extensions' states for the copies
+        (:meth:`pre_filter_copies`, or the batch's ``copies`` in preemption's dry run)
+        get the nominated pods added; when a plugin cannot do that, the nodes with such
+        pods go through the per-node path, which clones the state.
         """
         verdicts, error = self.run_filter_batch(state, pod_info, batch)
         if error is not None or self.nominator is None or not len(self.nominator):
@@ -498,20 +534,46 @@ class Framework:
         positions = np.flatnonzero(adds.has[batch.rows])
         if not len(positions):
             return verdicts, None
-        if self.pre_filter_extensions_active(state, ("pre_filter_add_pod",)):
+        copies = None
+        extended = self.pre_filter_extensions_active(state, ("pre_filter_add_pod",))
+        if extended:
+            copies = self._nominated_copies(state, pod_info, batch, positions, adds)
+        if extended and copies is None:
             for i in positions.tolist():
                 status = self.run_filter_plugins_with_nominated_pods(state, pod_info, batch.info(i))
                 if status.code is Code.ERROR:
                     return verdicts, status
                 verdicts[i] = None if status.is_success() else status
             return verdicts, None
-        first, error = self.run_filter_batch(state, pod_info, adds.batch(batch, positions))
+        first, error = self.run_filter_batch(state, pod_info, adds.batch(batch, positions, copies))
         if error is not None:
             return verdicts, error
         rejected = np.flatnonzero(not_none_mask(first))
         if len(rejected):
             verdicts[positions[rejected]] = first[rejected]
         return verdicts, None
+
+    def _nominated_copies(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        batch: NodeBatch,
+        positions: np.ndarray,
+        adds: _NominatedAdditions,
+    ) -> dict[str, Any] | None:
+        """The extensions' states of the copies of the batch's nodes at ``positions``
+        with their nominated pods added, or ``None`` (see :meth:`pre_filter_copies`)."""
+        copies = batch.copies
+        if copies is None:
+            made = self.pre_filter_copies(state, pod_info, batch.table, batch.rows, ())
+            if made is None:
+                return None
+            at = np.arange(len(batch))
+            none = np.zeros((len(batch), 0), dtype=np.int64)
+            copies = {name: c.view(at, none) for name, c in made.items()}
+        rows = batch.rows[positions]
+        pods = [adds.pods[r] for r in rows.tolist()]
+        return {name: view.with_added(rows, pods) for name, view in copies.items()}
 
     def _nominated_additions(self, pod_info: PodInfo, table: NodeTable) -> _NominatedAdditions:
         """The :class:`_NominatedAdditions` for ``pod_info`` over ``table``'s rows, kept
@@ -1151,8 +1213,11 @@ class _NominatedAdditions:
         self.non_zero_memory = np.zeros(n, dtype=np.int64)
         self.non_zero_memory[rows] = [e.non_zero_memory for e in entries.values()]
 
-    def batch(self, batch: NodeBatch, positions: np.ndarray) -> NodeBatch:
-        """The nodes at ``positions`` of ``batch`` with their nominated pods added."""
+    def batch(
+        self, batch: NodeBatch, positions: np.ndarray, copies: dict[str, Any] | None = None
+    ) -> NodeBatch:
+        """The nodes at ``positions`` of ``batch`` with their nominated pods added
+        (``copies``: the PreFilter extensions' states of those copies)."""
         rows = batch.rows[positions]
         table = batch.table
         requested = {name: col[rows] for name, col in table.requested.items()}
@@ -1173,7 +1238,7 @@ class _NominatedAdditions:
                 copy.add_pod(p)
             return copy
 
-        return NodeBatch(overlay, rows, build=build)
+        return NodeBatch(overlay, rows, build=build, copies=copies)
 
 
 def _wrong_result(plugin: str, hook: str, result: object) -> Status:
