@@ -39,7 +39,7 @@ row 5000 5000 basic
 row 5000 10000 basic
 row 5000 2000 basic --percentage-of-nodes-to-score 100
 row 5000 1000 topology-spread,unschedulable,pod-anti-affinity,preferred-affinity
-row 500 500 preemption
+row 500 500 preemption,preemption-anti-affinity
 # The workloads added from upstream's scheduler_perf.
 row 5000 1000 pod-affinity,preferred-anti-affinity,node-affinity,topology-spread-min-domains,churn
 # gang alone: its control plane serves kube-scheduler's alpha gang API (feature gates).
