@@ -1057,10 +1057,11 @@ class Framework:
         child = self._ep_histograms.get(key)
         if child is None:
             # Looked up once per label set: this runs at every extension point of every pod.
-            child = self._ep_histograms[key] = (
-                self.metrics.framework_extension_point_duration.labels(
-                    extension_point, status.code.display, self.profile_name
-                )
+            child = self._ep_histograms[key] = self.metrics.histogram(
+                self.metrics.framework_extension_point_duration,
+                extension_point,
+                status.code.display,
+                self.profile_name,
             )
         child.observe(time.perf_counter() - start)
 
@@ -1073,8 +1074,8 @@ class Framework:
         child = self._plugin_histograms.get(key)
         if child is None:
             # Looked up once per label set: preemption's dry runs time every filter call.
-            child = self._plugin_histograms[key] = self.metrics.plugin_execution_duration.labels(
-                plugin, extension_point, key[2].display
+            child = self._plugin_histograms[key] = self.metrics.histogram(
+                self.metrics.plugin_execution_duration, plugin, extension_point, key[2].display
             )
         child.observe(time.perf_counter() - start)
 
