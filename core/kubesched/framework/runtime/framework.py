@@ -102,6 +102,96 @@ def filter_depends_only_on_node(runner: PluginRunner) -> bool:
     )
 
 
+SKIP_DECLARATION_ATTRIBUTE = "skips_pods_without"
+"""The optional plugin attribute that declares, per extension point (``PreFilter``,
+``PreScore``), the pod fields without which the plugin answers ``SKIP`` there."""
+
+SKIP_DECLARATION_POINTS = ("PreFilter", "PreScore")
+"""The extension points at which a plugin may declare the pods it skips."""
+
+
+def _affinity_part(part: str) -> Callable[[PodInfo], bool]:
+    def has(pod_info: PodInfo) -> bool:
+        affinity = pod_info.pod.spec.affinity
+        return affinity is not None and getattr(affinity, part) is not None
+
+    return has
+
+
+POD_FIELDS: dict[str, Callable[[PodInfo], bool]] = {
+    "volumes": lambda pi: bool(pi.pod.spec.volumes),
+    "resource_claims": lambda pi: bool(pi.pod.spec.resource_claims),
+    "host_ports": lambda pi: bool(pi.host_ports),
+    "node_selector": lambda pi: bool(pi.pod.spec.node_selector),
+    "node_affinity": _affinity_part("node_affinity"),
+    "pod_affinity": _affinity_part("pod_affinity"),
+    "pod_anti_affinity": _affinity_part("pod_anti_affinity"),
+    "topology_spread_constraints": lambda pi: bool(pi.pod.spec.topology_spread_constraints),
+}
+"""The pod fields a :data:`SKIP_DECLARATION_ATTRIBUTE` may name, and whether a pod has
+one: a non-empty list or map, a set ``spec.affinity`` part, a container host port."""
+
+
+def skip_declaration(runner: PluginRunner, extension_point: str) -> frozenset[str] | None:
+    """The pod fields without which ``runner``'s plugin answers ``SKIP`` at
+    ``extension_point``, as its ``skips_pods_without`` attribute declares; ``None`` when
+    it declares nothing there (the plugin is then always called).
+
+    The attribute maps an extension point to field names of :data:`POD_FIELDS`
+    (``{"PreFilter": ("volumes",)}``); it may be set on the instance, when the plugin's
+    args decide. :class:`FrameworkError` for anything else: a wrong declaration would
+    silently skip a plugin.
+    """
+    declared = getattr(runner.plugin, SKIP_DECLARATION_ATTRIBUTE, None)
+    if declared is None:
+        return None
+    where = f"plugin {runner.name!r}: {SKIP_DECLARATION_ATTRIBUTE}"
+    if not isinstance(declared, Mapping):
+        raise FrameworkError(
+            f"{where} must map extension points to pod fields, got {type(declared).__name__}"
+        )
+    unknown_points = sorted(set(declared) - set(SKIP_DECLARATION_POINTS))
+    if unknown_points:
+        raise FrameworkError(
+            f"{where} names {unknown_points}; only {list(SKIP_DECLARATION_POINTS)} may be declared"
+        )
+    fields = declared.get(extension_point)
+    if fields is None:
+        return None
+    if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
+        raise FrameworkError(f"{where}[{extension_point!r}] must be a list of pod field names")
+    unknown = sorted(set(fields) - set(POD_FIELDS))
+    if unknown:
+        raise FrameworkError(
+            f"{where}[{extension_point!r}] names unknown pod field(s) {unknown}; "
+            f"known: {sorted(POD_FIELDS)}"
+        )
+    return frozenset(fields)
+
+
+class _SkipDeclarations:
+    """One extension point's declared skips: per runner, the pod fields it needs."""
+
+    __slots__ = ("by_runner", "fields")
+
+    def __init__(self, runners: Sequence[PluginRunner], extension_point: str) -> None:
+        self.by_runner: dict[str, frozenset[str]] = {}
+        for runner in runners:
+            fields = skip_declaration(runner, extension_point)
+            if fields is not None:
+                self.by_runner[runner.name] = fields
+        self.fields = tuple(sorted(set().union(*self.by_runner.values())))
+
+    def skipped(self, pod_info: PodInfo) -> frozenset[str]:
+        """The plugins that would answer ``SKIP`` for ``pod_info`` by their declaration."""
+        if not self.by_runner:
+            return frozenset()
+        present = {f for f in self.fields if POD_FIELDS[f](pod_info)}
+        return frozenset(
+            name for name, fields in self.by_runner.items() if present.isdisjoint(fields)
+        )
+
+
 @dataclass(frozen=True)
 class PluginScore:
     """One Score plugin's scores of the feasible nodes: raw, after NormalizeScore, weight."""
@@ -174,6 +264,9 @@ class Framework:
         )
         """The Filter plugins whose verdict on a node cannot change when pods are added to
         or removed from it (see :func:`filter_depends_only_on_node`)."""
+        self._declared_skips = {
+            ep: _SkipDeclarations(self.points[ep], ep) for ep in SKIP_DECLARATION_POINTS
+        }
 
     # -- construction -------------------------------------------------------------------
     def _build(self, profile: EffectiveProfile, registry: PluginRegistry) -> None:
@@ -341,7 +434,11 @@ class Framework:
         narrowing: list[str] = []
         status = Status()
         pod = pod_info.pod
+        declared = self._declared_skips["PreFilter"].skipped(pod_info)
         for runner in self.points["PreFilter"]:
+            if runner.name in declared:
+                self._declared_skip(runner, "PreFilter", state, skip)
+                continue
             r = self._safe(runner, "pre_filter", "PreFilter", state, pod, pod_info, nodes, st=state)
             if isinstance(r, Status):
                 if r.is_skip():
@@ -756,7 +853,11 @@ class Framework:
         start = time.perf_counter()
         skip: set[str] = set()
         status = Status()
+        declared = self._declared_skips["PreScore"].skipped(pod_info)
         for runner in self.points["PreScore"]:
+            if runner.name in declared:
+                self._declared_skip(runner, "PreScore", state, skip)
+                continue
             s = self._safe(
                 runner, "pre_score", "PreScore", state, pod_info.pod, pod_info, nodes, st=state
             )
@@ -1027,6 +1128,15 @@ class Framework:
         self._observe("PostBind", Status(), start)
 
     # -- helpers ------------------------------------------------------------------------
+    def _declared_skip(
+        self, runner: PluginRunner, extension_point: str, state: CycleState, skip: set[str]
+    ) -> None:
+        """A plugin not called because it declared it would answer ``SKIP`` for the pod:
+        recorded as if it had answered it (the skip set, a sampled duration)."""
+        skip.add(runner.name)
+        if state.record_plugin_metrics:
+            self._observe_plugin(runner.name, extension_point, _SKIP, time.perf_counter())
+
     def _safe(
         self, runner: PluginRunner, hook: str, ep: str, *args: Any, st: CycleState | None = None
     ) -> Any:
@@ -1079,6 +1189,9 @@ class Framework:
             )
         child.observe(time.perf_counter() - start)
 
+
+_SKIP = Status(Code.SKIP)
+"""The status a declared skip is recorded with (never handed out, so never changed)."""
 
 _STATUS_ONLY = (Status,)
 _RESULT_TYPES: dict[str, tuple[type, ...]] = {
