@@ -43,7 +43,7 @@ from kubesched.framework.events import (
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo, pod_uid
 from kubesched.metrics import Metrics
-from kubesched.queue.heap import Heap
+from kubesched.queue.heap import Heap, KeyedHeap
 from kubesched.queue.nominator import Nominator, PodLister
 from kubesched.queue.parked import ALWAYS, ParkedPods
 
@@ -174,7 +174,9 @@ def is_pod_updated(old_pod: Pod | None, new_pod: Pod) -> bool:
 class PriorityQueue:
     """Upstream's ``PriorityQueue``: one queue for all profiles (keyed by schedulerName).
 
-    ``less`` orders the activeQ (the QueueSort plugin, the same for every profile).
+    ``less`` orders the activeQ (the QueueSort plugin, the same for every profile);
+    ``sort_key``, when the plugin offers one (``less(a, b)`` exactly when
+    ``sort_key(a) < sort_key(b)``), gives the same order with a C-level heap.
     Pods whose ``spec.schedulerName`` has no entry in ``profiles`` are ignored.
     All times are seconds of ``clock``. ``pod_lister`` (optional) is given to the
     nominator, which then refuses pods that are gone or bound. Thread-safe: one lock
@@ -194,6 +196,7 @@ class PriorityQueue:
         ),
         metrics: Metrics | None = None,
         pod_lister: PodLister | None = None,
+        sort_key: Callable[[QueuedPodInfo], Any] | None = None,
     ) -> None:
         self._less = less
         self._clock = clock
@@ -209,7 +212,9 @@ class PriorityQueue:
         self._closed = False
         self._stop = threading.Event()
 
-        self._active: Heap[QueuedPodInfo] = Heap(_qpi_key, less)
+        self._active: Heap[QueuedPodInfo] | KeyedHeap[QueuedPodInfo] = (
+            KeyedHeap(_qpi_key, sort_key) if sort_key is not None else Heap(_qpi_key, less)
+        )
         # Upstream splits the backoffQ: pods rejected by plugins are ordered by backoff
         # expiry and then like the activeQ; pods that failed with an error only by expiry.
         self._backoff: Heap[QueuedPodInfo] = Heap(_qpi_key, self._less_backoff_with_priority)

@@ -118,6 +118,7 @@ class Scheduler:
             pod_max_backoff=cfg.pod_max_backoff_seconds,
             metrics=self.metrics,
             pod_lister=lambda namespace, name: self.pods.get(f"{namespace}/{name}"),
+            sort_key=first.queue_sort_key(),
         )
         for fwk in self.frameworks.values():
             fwk.nominator = self.queue.nominator

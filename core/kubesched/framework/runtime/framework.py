@@ -375,6 +375,13 @@ class Framework:
         """The QueueSort plugin's ``less``."""
         return self.points["QueueSort"][0].call("less")
 
+    def queue_sort_key(self) -> Callable[[QueuedPodInfo], Any] | None:
+        """The QueueSort plugin's optional ``sort_key`` (``less(a, b)`` exactly when
+        ``sort_key(a) < sort_key(b)``), or ``None``: the activeQ then sorts with it in
+        C (:class:`kubesched.queue.heap.KeyedHeap`)."""
+        key = getattr(self.points["QueueSort"][0].plugin, "sort_key", None)
+        return key if callable(key) else None
+
     def run_pre_enqueue_plugins(self, pod_info: PodInfo) -> Status | None:
         """PreEnqueue: None if the pod may enter the active queue, else the gating status."""
         for runner in self.points["PreEnqueue"]:
