@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,17 +61,32 @@ class NodeScores:
     """One plugin's scores of the feasible nodes, as NormalizeScore receives them.
 
     ``names[i]`` is a node's name and ``values[i]`` its score (numpy int64, changed in
-    place by normalisation).
+    place by normalisation). ``names`` may be given as a function returning the list:
+    the framework does so, and the list is built only if a plugin reads it.
     """
 
-    __slots__ = ("names", "values")
+    __slots__ = ("_names", "values")
 
-    def __init__(self, names: list[str], values: np.ndarray | Iterable[int]) -> None:
-        self.names = names
+    def __init__(
+        self, names: list[str] | Callable[[], list[str]], values: np.ndarray | Iterable[int]
+    ) -> None:
+        self._names = names
         self.values = np.asarray(values, dtype=np.int64)
 
+    @property
+    def names(self) -> list[str]:
+        """The nodes' names, in the order of ``values``."""
+        names = self._names
+        if callable(names):
+            names = self._names = names()
+        return names
+
+    @names.setter
+    def names(self, names: list[str]) -> None:
+        self._names = names
+
     def __len__(self) -> int:
-        return len(self.names)
+        return len(self.values)
 
     def as_dict(self) -> dict[str, int]:
         """The scores by node name."""

@@ -207,13 +207,35 @@ class PluginScore:
         return self.normalized * self.weight
 
 
-@dataclass(frozen=True)
 class ScoreResult:
-    """All Score plugins' scores of the feasible nodes and the weighted totals."""
+    """All Score plugins' scores of the feasible nodes and the weighted totals.
 
-    names: list[str]
-    plugins: list[PluginScore]
-    totals: np.ndarray
+    ``names`` may be given as a function returning the list: the scheduler reads one
+    name (the host's) per pod, so the list is built only when a report asks for it.
+    """
+
+    __slots__ = ("_names", "plugins", "totals")
+
+    def __init__(
+        self,
+        names: list[str] | Callable[[], list[str]],
+        plugins: list[PluginScore],
+        totals: np.ndarray,
+    ) -> None:
+        self._names = names
+        self.plugins = plugins
+        self.totals = totals
+
+    @property
+    def names(self) -> list[str]:
+        """The feasible nodes' names, in the order of ``totals``."""
+        names = self._names
+        if callable(names):
+            names = self._names = names()
+        return names
+
+    def __repr__(self) -> str:
+        return f"ScoreResult({self.names!r}, {self.plugins!r}, {self.totals!r})"
 
 
 class Framework:
@@ -890,10 +912,12 @@ class Framework:
         ``ERROR`` status of a plugin that failed or left a score outside 0..100.
         """
         start = time.perf_counter()
-        names = batch.names
+        names = _BatchNames(batch)
+        n = len(batch)
         pod = pod_info.pod
         plugin_scores: list[PluginScore] = []
-        totals = np.zeros(len(names), dtype=np.int64)
+        weighted: list[np.ndarray] = []
+        weights: list[int] = []
         for runner in self.points["Score"]:
             if runner.name in state.skip_score_plugins:
                 continue
@@ -901,9 +925,11 @@ class Framework:
             if isinstance(raw, Status):
                 self._observe("Score", raw, start)
                 return raw
-            scores = NodeScores(names, raw.copy())
+            values = raw
             normalize = runner.call("normalize_score")
             if normalize is not None:
+                # NormalizeScore changes the scores in place; ``raw`` is kept as it was.
+                scores = NodeScores(names, raw.copy())
                 status = self._safe(
                     runner,
                     "normalize_score",
@@ -921,30 +947,28 @@ class Framework:
                     )
                     self._observe("Score", error, start)
                     return error
-            values = scores.values
-            if not isinstance(values, np.ndarray) or values.dtype.kind not in "iu":
-                error = _wrong_result(runner.name, "normalize_score", values)
-                self._observe("Score", error, start)
-                return error
-            if len(values) != len(names):
-                error = _batch_length_error(
-                    runner.name, "normalize_score", "scores", len(values), len(names)
-                )
-                self._observe("Score", error, start)
-                return error
-            if len(values) and (values.min() < MIN_NODE_SCORE or values.max() > MAX_NODE_SCORE):
-                bad = int(values[(values < MIN_NODE_SCORE) | (values > MAX_NODE_SCORE)][0])
-                error = Status(
-                    Code.ERROR,
-                    f"plugin {runner.name!r} returns an invalid score {bad}, it should in the "
-                    f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                    plugin=runner.name,
-                )
+                values = scores.values
+                error = _invalid_scores(runner.name, values, n)
+                if error is not None:
+                    self._observe("Score", error, start)
+                    return error
+            elif n and raw.view(np.uint64).max() > MAX_NODE_SCORE:
+                # int64 seen as uint64: a negative score is huge, so one reduction checks
+                # both ends of 0..100.
+                error = _invalid_scores(runner.name, raw, n)
                 self._observe("Score", error, start)
                 return error
             plugin_scores.append(PluginScore(runner.name, runner.weight, raw, values))
-            totals += values * runner.weight
-        self._observe("Score", Status(), start)
+            weighted.append(values)
+            weights.append(runner.weight)
+        if weighted:
+            # One matrix product instead of a multiply and an add per plugin.
+            totals = np.asarray(weights, dtype=np.int64) @ np.vstack(weighted).astype(
+                np.int64, copy=False
+            )
+        else:
+            totals = np.zeros(n, dtype=np.int64)
+        self._observe("Score", _SUCCESS, start)
         return ScoreResult(names, plugin_scores, totals)
 
     def _score_many(
@@ -1197,6 +1221,9 @@ class Framework:
         child.observe(time.perf_counter() - start)
 
 
+_SUCCESS = Status()
+"""The success an extension point's duration is recorded with (never handed out)."""
+
 _SKIP = Status(Code.SKIP)
 """The status a declared skip is recorded with (never handed out, so never changed)."""
 
@@ -1304,6 +1331,35 @@ def _wrong_result(plugin: str, hook: str, result: object) -> Status:
         f"plugin {plugin!r} returned {type(result).__name__} from {hook}",
         plugin=plugin,
     )
+
+
+def _invalid_scores(plugin: str, values: object, n: int) -> Status | None:
+    """The ERROR for normalised scores that are not ``n`` integers in 0..100, else None."""
+    if not isinstance(values, np.ndarray) or values.dtype.kind not in "iu":
+        return _wrong_result(plugin, "normalize_score", values)
+    if len(values) != n:
+        return _batch_length_error(plugin, "normalize_score", "scores", len(values), n)
+    if n and (values.min() < MIN_NODE_SCORE or values.max() > MAX_NODE_SCORE):
+        bad = int(values[(values < MIN_NODE_SCORE) | (values > MAX_NODE_SCORE)][0])
+        return Status(
+            Code.ERROR,
+            f"plugin {plugin!r} returns an invalid score {bad}, it should in the "
+            f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+            plugin=plugin,
+        )
+    return None
+
+
+class _BatchNames:
+    """A batch's node names, as a function: built on first call (``NodeBatch.names``)."""
+
+    __slots__ = ("batch",)
+
+    def __init__(self, batch: NodeBatch) -> None:
+        self.batch = batch
+
+    def __call__(self) -> list[str]:
+        return self.batch.names
 
 
 def _is_score(value: object) -> bool:
