@@ -291,7 +291,9 @@ def test_score_names_are_built_only_when_read():
     fw = make_framework(_scorer("A", {"a": 1, "b": 2}))
     batch = node_batch(nodes("a", "b"))
     result = fw.run_score_plugins(fw.new_cycle_state(), POD, batch)
-    assert batch._names is None  # the scheduler reads one name: the host's
+    # The scheduler reads one name: the host's.
+    assert [result.name_at(1), result.name_at(0)] == ["b", "a"]
+    assert batch._names is None
     assert result.names == ["a", "b"]
     assert result.totals.tolist() == [1, 2]
 

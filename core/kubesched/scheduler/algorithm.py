@@ -257,4 +257,4 @@ class SchedulingAlgorithm:
         totals = scores.totals
         best = np.flatnonzero(totals == totals.max())
         pick = best[0] if len(best) == 1 else best[self.rng.randrange(len(best))]
-        return scores.names[int(pick)]
+        return scores.name_at(int(pick))

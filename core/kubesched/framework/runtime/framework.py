@@ -234,6 +234,13 @@ class ScoreResult:
             names = self._names = names()
         return names
 
+    def name_at(self, i: int) -> str:
+        """The name of the ``i``-th node (without building the list)."""
+        names = self._names
+        if isinstance(names, _BatchNames):
+            return names.at(i)
+        return self.names[i]
+
     def __repr__(self) -> str:
         return f"ScoreResult({self.names!r}, {self.plugins!r}, {self.totals!r})"
 
@@ -1360,6 +1367,11 @@ class _BatchNames:
 
     def __call__(self) -> list[str]:
         return self.batch.names
+
+    def at(self, i: int) -> str:
+        """The ``i``-th name alone."""
+        batch = self.batch
+        return batch.table.names[int(batch.rows[i])]
 
 
 def _is_score(value: object) -> bool:
