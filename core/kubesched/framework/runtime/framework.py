@@ -1346,7 +1346,14 @@ def _invalid_scores(plugin: str, values: object, n: int) -> Status | None:
         return _wrong_result(plugin, "normalize_score", values)
     if len(values) != n:
         return _batch_length_error(plugin, "normalize_score", "scores", len(values), n)
-    if n and (values.min() < MIN_NODE_SCORE or values.max() > MAX_NODE_SCORE):
+    if not n:
+        return None
+    if values.dtype == np.int64:
+        # Seen as uint64 a negative score is huge: one reduction checks both ends.
+        in_range = values.view(np.uint64).max() <= MAX_NODE_SCORE
+    else:
+        in_range = values.min() >= MIN_NODE_SCORE and values.max() <= MAX_NODE_SCORE
+    if not in_range:
         bad = int(values[(values < MIN_NODE_SCORE) | (values > MAX_NODE_SCORE)][0])
         return Status(
             Code.ERROR,
