@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 from pydantic import Field, field_validator
 
-from kubesched import ArgsModel, NodeBatch, NodeInfo, PodInfo, go_div_array
+from kubesched import ArgsModel, NodeBatch, NodeInfo, NodeTable, PodInfo, go_div_array
 from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
 
 __all__ = [
@@ -144,6 +144,17 @@ def _kind(name: str) -> int:
     return _SCALAR if is_scalar_resource_name(name) else _UNSCORED
 
 
+def _has_zero(table: NodeTable, name: str) -> bool:
+    """Whether some node of ``table`` has allocatable 0 of resource ``name``; cached
+    with the table's other Node-derived values (allocatable changes only with them)."""
+    column = table.allocatable[name]
+    cached_column, has_zero = table.derived(
+        ("NodeResources/zero-allocatable", name), lambda t: (column, not column.all())
+    )
+    # A table that gained the (all-zero) column after the check: check again.
+    return has_zero if cached_column is column else not column.all()
+
+
 class ResourceAllocationScorer:
     """Upstream's ``resourceAllocationScorer``: requests and allocatables per resource.
 
@@ -261,7 +272,9 @@ class ResourceAllocationScorer:
                 alloc = table.allocatable[EPHEMERAL_STORAGE][rows]
                 req = table.requested[EPHEMERAL_STORAGE][rows] + pod_request
             allocatable[i] = alloc
-            requested[i] = np.where(alloc == 0, 0, req)
+            # Nodes that do not have the resource request none of it: masked only when
+            # some node's allocatable is 0 (rare: the check is cached per Node objects).
+            requested[i] = np.where(alloc == 0, 0, req) if _has_zero(table, r.name) else req
         return requested, allocatable
 
     def score_nodes(self, nodes: NodeBatch, pod_requests: Sequence[int]) -> np.ndarray:

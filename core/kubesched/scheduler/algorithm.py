@@ -169,9 +169,16 @@ class SchedulingAlgorithm:
         to_find = num_feasible_nodes_to_find(self._percentage(fwk), n)
         infos = table.infos
         start = self.next_start_node_index % n
-        order = np.concatenate((rows[start:], rows[:start])) if start else rows
+
+        def in_order(pos: int, count: int) -> np.ndarray:
+            """``count`` rows from position ``pos`` of the round-robin order (``rows``
+            from ``start``, wrapping): a slice, joined only where it wraps."""
+            first = start + pos - n if start + pos >= n else start + pos
+            end = first + count
+            return rows[first:end] if end <= n else np.concatenate((rows[first:], rows[: end - n]))
+
         if not fwk.has_filter_plugins():
-            chosen = order[:to_find]
+            chosen = in_order(0, min(to_find, n))
             return [infos[r] for r in chosen.tolist()], chosen
 
         name_array = table.name_array
@@ -179,7 +186,7 @@ class SchedulingAlgorithm:
         found = pos = 0
         chunk = to_find
         while pos < n and found < to_find:
-            part = order[pos : pos + chunk]
+            part = in_order(pos, min(chunk, n - pos))
             pos += len(part)
             ok, verdicts = self._filter_chunk(fwk, state, pod_info, table, part)
             ok_positions = np.flatnonzero(ok)
