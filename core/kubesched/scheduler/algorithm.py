@@ -55,6 +55,18 @@ class ScheduleResult:
     scores: ScoreResult | None = None
 
 
+_ALL_ROWS = ("scheduler", "all rows")
+"""The node table's derived-value key of :func:`_all_rows`."""
+
+
+def _all_rows(table: NodeTable) -> np.ndarray:
+    """Every row of ``table`` in order, read-only: kept with the table between cycles
+    instead of a new ``arange`` per pod."""
+    rows = np.arange(len(table.names), dtype=np.intp)
+    rows.flags.writeable = False
+    return rows
+
+
 class SchedulingAlgorithm:
     """Upstream's ``schedulePod`` and helpers for one scheduler (all profiles share it).
 
@@ -124,7 +136,7 @@ class SchedulingAlgorithm:
                 return feasible, rows, diagnosis
 
         if pre_result is None or pre_result.all_nodes():
-            rows = np.arange(len(all_nodes), dtype=np.intp)
+            rows = table.derived(_ALL_ROWS, _all_rows)
         else:
             # Sorted by snapshot order so that the result does not depend on set order.
             rows = np.array(
