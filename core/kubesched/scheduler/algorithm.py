@@ -220,6 +220,15 @@ class SchedulingAlgorithm:
             # Most nodes failing means many more to look at: widen the next chunk.
             chunk = max(chunk * 2, to_find - found)
         chosen = np.concatenate(found_parts) if found_parts else np.empty(0, dtype=np.intp)
+        if found and rows is table.derived(_ALL_ROWS, _all_rows) and len(chosen) == pos:
+            # Every node looked at passed and the rows are the table's in order: the
+            # feasible NodeInfos are a run of the table's list, copied by slicing.
+            # (``pos`` counts the nodes looked at; the last chunk stops at ``cut``.)
+            end = start + found
+            table_infos = table.infos
+            if end <= n:
+                return table_infos[start:end], chosen
+            return table_infos[start:] + table_infos[: end - n], chosen
         return table.info_array[chosen].tolist(), chosen
 
     def _filter_chunk(
