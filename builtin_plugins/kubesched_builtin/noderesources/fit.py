@@ -547,7 +547,7 @@ class NodeResourcesFit:
         checks: list[tuple[str, np.ndarray, tuple[int, np.ndarray] | None]] = [
             (
                 ERR_REASON_TOO_MANY_PODS,
-                table.requested["pods"][rows] + 1 > table.allocatable["pods"][rows],
+                nodes.take(table.requested["pods"]) + 1 > nodes.take(table.allocatable["pods"]),
                 None,
             )
         ]
@@ -556,7 +556,7 @@ class NodeResourcesFit:
 
             def column(columns: dict[str, np.ndarray], name: str) -> np.ndarray:
                 col = columns.get(name)
-                return zeros if col is None else col[rows]
+                return zeros if col is None else nodes.take(col)
 
             wanted = [
                 (ERR_REASON_INSUFFICIENT_CPU, CPU, request.milli_cpu),

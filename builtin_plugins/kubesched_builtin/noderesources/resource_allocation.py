@@ -258,19 +258,19 @@ class ResourceAllocationScorer:
                 if alloc_col is None:
                     continue
                 req_col = table.requested.get(r.name)
-                alloc = alloc_col[rows]
-                req = (req_col[rows] if req_col is not None else 0) + pod_request
+                alloc = nodes.take(alloc_col)
+                req = (nodes.take(req_col) if req_col is not None else 0) + pod_request
             elif kind == _CPU:
-                alloc = table.allocatable[CPU][rows]
+                alloc = nodes.take(table.allocatable[CPU])
                 base = table.requested[CPU] if self.use_requested else table.non_zero_cpu
-                req = base[rows] + pod_request
+                req = nodes.take(base) + pod_request
             elif kind == _MEMORY:
-                alloc = table.allocatable[MEMORY][rows]
+                alloc = nodes.take(table.allocatable[MEMORY])
                 base = table.requested[MEMORY] if self.use_requested else table.non_zero_memory
-                req = base[rows] + pod_request
+                req = nodes.take(base) + pod_request
             else:
-                alloc = table.allocatable[EPHEMERAL_STORAGE][rows]
-                req = table.requested[EPHEMERAL_STORAGE][rows] + pod_request
+                alloc = nodes.take(table.allocatable[EPHEMERAL_STORAGE])
+                req = nodes.take(table.requested[EPHEMERAL_STORAGE]) + pod_request
             allocatable[i] = alloc
             # Nodes that do not have the resource request none of it: masked only when
             # some node's allocatable is 0 (rare: the check is cached per Node objects).
