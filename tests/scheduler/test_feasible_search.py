@@ -12,7 +12,7 @@ from kubesched import NodeInfo, PodInfo, Status, hookimpl
 from kubesched.cache import new_snapshot
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.scheduler import num_feasible_nodes_to_find
-from kubesched.scheduler.algorithm import _ALL_ROWS, SchedulingAlgorithm, _all_rows
+from kubesched.scheduler.algorithm import SchedulingAlgorithm
 from kubesched.testing import make_framework, make_node, make_pod
 
 N = 150
@@ -48,7 +48,7 @@ def test_feasible_nodes_in_round_robin_order(start, pct, rejected, narrowed):
     rows = (
         np.array([i for i in range(N) if i != 7], dtype=np.intp)
         if narrowed
-        else table.derived(_ALL_ROWS, _all_rows)
+        else table.all_rows
     )
     fw = make_framework(RejectSome, percentage_of_nodes_to_score=pct)
     algorithm = SchedulingAlgorithm(random.Random(0), pct)

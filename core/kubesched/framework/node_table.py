@@ -31,6 +31,7 @@ class NodeTable:
 
     __slots__ = (
         "_derived",
+        "all_rows",
         "allocatable",
         "index",
         "info_array",
@@ -53,6 +54,10 @@ class NodeTable:
         self.name_array = np.array(self.names, dtype=object)
         self.info_array = np.empty(n, dtype=object)
         self.info_array[:] = self.infos
+        self.all_rows = np.arange(n, dtype=np.intp)
+        """Every row, in order (read-only). A batch whose rows are a slice of it is a
+        run of the table: ``NodeBatch.take`` then answers views, not copies."""
+        self.all_rows.flags.writeable = False
         scalars = sorted(
             {k for ni in infos for k in ni.allocatable.scalar_resources}
             | {k for ni in infos for k in ni.requested.scalar_resources}
@@ -92,6 +97,7 @@ class NodeTable:
         t.names = self.names
         t.index = self.index
         t.name_array = self.name_array
+        t.all_rows = self.all_rows
         # A new dict of the same arrays: a scalar resource only the added pods request
         # gets its (zero) allocatable column there, not in this table.
         t.allocatable = dict(self.allocatable)

@@ -602,28 +602,26 @@ class NodeBatch:
         self._span: tuple[int, int] | bool | None = False  # False: not worked out yet
 
     def span(self) -> tuple[int, int] | None:
-        """``(first, end)`` when the rows are the run ``first, first + 1, ..., end - 1``
-        of the table (the scheduler's usual batch), else ``None``; worked out once."""
+        """``(first, end)`` when the rows are a slice ``table.all_rows[first:end]`` (the
+        scheduler's usual batch: a run of the table, in order), else ``None``."""
         span = self._span
         if span is False:
-            rows = self.rows
-            n = len(rows)
+            rows, all_rows = self.rows, getattr(self.table, "all_rows", None)
             span = None
-            # First and last n - 1 apart, then every step 1 (sorted, no gap, no repeat).
-            if (
-                n
-                and int(rows[-1]) - int(rows[0]) == n - 1
-                and (n <= 2 or bool((np.diff(rows) == 1).all()))
+            # A view of the read-only arange with its step: no element needs looking at.
+            if rows is all_rows or (
+                len(rows) and rows.base is all_rows and rows.strides == all_rows.strides
             ):
-                span = (int(rows[0]), int(rows[-1]) + 1)
+                first = (rows.ctypes.data - all_rows.ctypes.data) // rows.itemsize
+                span = (first, first + len(rows))
             self._span = span
         return span
 
     def take(self, column: np.ndarray) -> np.ndarray:
         """``column[rows]``: the batch's values of one of ``table``'s columns, in batch
-        order. Read-only: when the rows are a run of the table it is a view of the
-        column, not a copy (an indexed copy costs a few microseconds per column and
-        per pod)."""
+        order. Read-only: when the rows are a run of the table (:meth:`span`) it is a
+        view of the column, not a copy (an indexed copy costs a few microseconds per
+        column and per pod)."""
         span = self.span()
         if span is None:
             return column[self.rows]

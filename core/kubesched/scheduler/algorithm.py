@@ -55,18 +55,6 @@ class ScheduleResult:
     scores: ScoreResult | None = None
 
 
-_ALL_ROWS = ("scheduler", "all rows")
-"""The node table's derived-value key of :func:`_all_rows`."""
-
-
-def _all_rows(table: NodeTable) -> np.ndarray:
-    """Every row of ``table`` in order, read-only: kept with the table between cycles
-    instead of a new ``arange`` per pod."""
-    rows = np.arange(len(table.names), dtype=np.intp)
-    rows.flags.writeable = False
-    return rows
-
-
 class SchedulingAlgorithm:
     """Upstream's ``schedulePod`` and helpers for one scheduler (all profiles share it).
 
@@ -136,7 +124,7 @@ class SchedulingAlgorithm:
                 return feasible, rows, diagnosis
 
         if pre_result is None or pre_result.all_nodes():
-            rows = table.derived(_ALL_ROWS, _all_rows)
+            rows = table.all_rows
         else:
             # Sorted by snapshot order so that the result does not depend on set order.
             rows = np.array(
@@ -220,14 +208,16 @@ class SchedulingAlgorithm:
             # Most nodes failing means many more to look at: widen the next chunk.
             chunk = max(chunk * 2, to_find - found)
         chosen = np.concatenate(found_parts) if found_parts else np.empty(0, dtype=np.intp)
-        if found and rows is table.derived(_ALL_ROWS, _all_rows) and len(chosen) == pos:
+        if found and rows is table.all_rows and len(chosen) == pos:
             # Every node looked at passed and the rows are the table's in order: the
-            # feasible NodeInfos are a run of the table's list, copied by slicing.
-            # (``pos`` counts the nodes looked at; the last chunk stops at ``cut``.)
+            # feasible NodeInfos are a run of the table's list, copied by slicing, and
+            # the rows a slice of ``all_rows`` (unless they wrap), which the Score
+            # batch then reads as views. (``pos`` counts the nodes looked at; the last
+            # chunk stops at ``cut``.)
             end = start + found
             table_infos = table.infos
             if end <= n:
-                return table_infos[start:end], chosen
+                return table_infos[start:end], rows[start:end]
             return table_infos[start:] + table_infos[: end - n], chosen
         return table.info_array[chosen].tolist(), chosen
 
