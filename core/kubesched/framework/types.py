@@ -608,11 +608,11 @@ class NodeBatch:
         if span is False:
             rows, all_rows = self.rows, getattr(self.table, "all_rows", None)
             span = None
-            # A view of the read-only arange with its step: no element needs looking at.
+            # A view of the read-only arange with its step: only the first row is read.
             if rows is all_rows or (
                 len(rows) and rows.base is all_rows and rows.strides == all_rows.strides
             ):
-                first = (rows.ctypes.data - all_rows.ctypes.data) // rows.itemsize
+                first = int(rows[0])  # all_rows[i] is i
                 span = (first, first + len(rows))
             self._span = span
         return span

@@ -923,8 +923,7 @@ class Framework:
         n = len(batch)
         pod = pod_info.pod
         plugin_scores: list[PluginScore] = []
-        weighted: list[np.ndarray] = []
-        weights: list[int] = []
+        totals: np.ndarray | None = None
         for runner in self.points["Score"]:
             if runner.name in state.skip_score_plugins:
                 continue
@@ -965,15 +964,17 @@ class Framework:
                 error = _invalid_scores(runner.name, raw, n)
                 self._observe("Score", error, start)
                 return error
-            plugin_scores.append(PluginScore(runner.name, runner.weight, raw, values))
-            weighted.append(values)
-            weights.append(runner.weight)
-        if weighted:
-            # One matrix product instead of a multiply and an add per plugin.
-            totals = np.asarray(weights, dtype=np.int64) @ np.vstack(weighted).astype(
-                np.int64, copy=False
-            )
-        else:
+            weight = runner.weight
+            plugin_scores.append(PluginScore(runner.name, weight, raw, values))
+            # The first plugin's scores start the totals (a new int64 array); a weight
+            # of 1 needs no multiplication.
+            if totals is None:
+                totals = values.astype(np.int64)
+                if weight != 1:
+                    totals *= weight
+            else:
+                totals += values if weight == 1 else values * weight
+        if totals is None:
             totals = np.zeros(n, dtype=np.int64)
         self._observe("Score", _SUCCESS, start)
         return ScoreResult(names, plugin_scores, totals)
