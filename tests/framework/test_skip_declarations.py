@@ -12,6 +12,7 @@ from kubesched.testing import make_framework, make_node, make_pod
 from kubesched_builtin.nodeaffinity import NodeAffinity
 from kubesched_builtin.nodeports import NodePorts
 from kubesched_builtin.nodevolumelimits import NodeVolumeLimits
+from kubesched_builtin.volumebinding.plugin import VolumeBinding
 from kubesched_builtin.volumerestrictions import VolumeRestrictions
 from kubesched_builtin.volumezone import VolumeZone
 
@@ -99,6 +100,8 @@ PODS = {
     "volume": make_pod("p").pvc("c").obj(),
 }
 
+SHAPE = {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}
+
 ADDED_AFFINITY = {
     "addedAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -115,10 +118,21 @@ ADDED_AFFINITY = {
 @pytest.mark.parametrize(
     ("plugins", "args"),
     [
-        ((NodePorts, VolumeZone, NodeVolumeLimits, VolumeRestrictions, NodeAffinity), None),
+        (
+            (
+                NodePorts,
+                VolumeZone,
+                NodeVolumeLimits,
+                VolumeRestrictions,
+                NodeAffinity,
+                VolumeBinding,
+            ),
+            None,
+        ),
         ((NodeAffinity,), {"NodeAffinity": ADDED_AFFINITY}),
+        ((VolumeBinding,), {"VolumeBinding": SHAPE}),
     ],
-    ids=["built-ins", "node-affinity-with-added-affinity"],
+    ids=["built-ins", "node-affinity-with-added-affinity", "volume-binding-with-a-shape"],
 )
 def test_built_in_declarations_skip_only_what_the_plugin_skips(pod_name, plugins, args):
     """Where a built-in declares a skip, its own hook answers Skip for that pod (the
@@ -132,9 +146,16 @@ def test_built_in_declarations_skip_only_what_the_plugin_skips(pod_name, plugins
             state = fw.new_cycle_state()
             answer = runner.call(hook)(state, pod_info.pod, pod_info, NODES)
             assert isinstance(answer, Status) and answer.is_skip(), (name, ep)
-    if args is not None:
+    if "NodeAffinity" in (args or {}):
         assert not fw._declared_skips["PreFilter"].by_runner
         assert not fw._declared_skips["PreScore"].by_runner
+    elif args is not None:
+        # With a scoring shape VolumeBinding scores the pods with volumes only.
+        declared = fw._declared_skips["PreScore"].skipped(pod_info)
+        assert ("VolumeBinding" in declared) is (pod_name != "volume")
+    else:
+        # Without a scoring shape VolumeBinding's PreScore skips every pod.
+        assert "VolumeBinding" in fw._declared_skips["PreScore"].skipped(pod_info)
 
 
 def test_pod_fields_see_what_they_name():
