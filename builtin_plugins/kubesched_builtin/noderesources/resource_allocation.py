@@ -90,6 +90,7 @@ class WeightedAverageScorer(ABC):
 
     def __init__(self, weights: Sequence[int]) -> None:
         self.weights = tuple(weights)
+        self._positive = all(w > 0 for w in self.weights)
 
     @abstractmethod
     def resource_score_columns(self, requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -111,10 +112,15 @@ class WeightedAverageScorer(ABC):
         if allocatable.all():
             # Every node has every resource (the usual case): one weight sum for all.
             for weight, req, alloc in zip(self.weights, requested, allocatable, strict=True):
-                node_score += self.resource_score_columns(req, alloc) * weight
+                score = self.resource_score_columns(req, alloc)
+                node_score += score if weight == 1 else score * weight
             total = sum(self.weights)
             if total == 0:
                 return node_score * 0
+            if self._positive:
+                # Resource scores are 0..100 and the weights positive (as validated): a
+                # non-negative numerator, where Go's truncating division is the floor.
+                return node_score // total
             return go_div_array(node_score, np.full(n, total, dtype=np.int64))
         weight_sum = np.zeros(n, dtype=np.int64)
         for weight, req, alloc in zip(self.weights, requested, allocatable, strict=True):
