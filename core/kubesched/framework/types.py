@@ -625,9 +625,7 @@ class NodeBatch:
         span = self.span()
         if span is None:
             return column[self.rows]
-        view = column[span[0] : span[1]]
-        view.flags.writeable = False
-        return view
+        return self.table.read_only(column)[span[0] : span[1]]
 
     @property
     def infos(self) -> Sequence[NodeInfo]:
