@@ -57,6 +57,23 @@ class PostFilterResult:
     details: Any = field(default=None, compare=False)
 
 
+class LazyNames:
+    """A ``names`` attribute (stored in ``_names``) given either as the list of node
+    names or as a function returning it, called on first read: building 500 names per
+    pod costs more than most plugins when only one name (the host's) is read."""
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        names = obj._names
+        if callable(names):
+            names = obj._names = names()
+        return names
+
+    def __set__(self, obj: Any, names: list[str]) -> None:
+        obj._names = names
+
+
 class NodeScores:
     """One plugin's scores of the feasible nodes, as NormalizeScore receives them.
 
@@ -73,17 +90,8 @@ class NodeScores:
         self._names = names
         self.values = np.asarray(values, dtype=np.int64)
 
-    @property
-    def names(self) -> list[str]:
-        """The nodes' names, in the order of ``values``."""
-        names = self._names
-        if callable(names):
-            names = self._names = names()
-        return names
-
-    @names.setter
-    def names(self, names: list[str]) -> None:
-        self._names = names
+    names = LazyNames()
+    """The nodes' names, in the order of ``values``."""
 
     def __len__(self) -> int:
         return len(self.values)

@@ -19,6 +19,7 @@ from kubesched.framework.registry import PluginRegistry
 from kubesched.framework.results import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    LazyNames,
     NodeScores,
     PostFilterResult,
     PreFilterResult,
@@ -226,13 +227,8 @@ class ScoreResult:
         self.plugins = plugins
         self.totals = totals
 
-    @property
-    def names(self) -> list[str]:
-        """The feasible nodes' names, in the order of ``totals``."""
-        names = self._names
-        if callable(names):
-            names = self._names = names()
-        return names
+    names = LazyNames()
+    """The feasible nodes' names, in the order of ``totals``."""
 
     def name_at(self, i: int) -> str:
         """The name of the ``i``-th node (without building the list)."""
