@@ -132,11 +132,18 @@ class ImageLocality:
         total = float(self._total_num_nodes())
         table, rows = nodes.table, nodes.rows
         sums = np.zeros(len(rows), dtype=np.int64)
+        present = False
         for image in images:
             size, num_nodes = table.derived((NAME, image), lambda t, i=image: _image_columns(t, i))
+            if not table.derived((NAME, image, "anywhere"), lambda t, s=size: bool(s.any())):
+                continue  # on no node: adds 0 everywhere (the usual case of a new image)
+            present = True
             # Same float64 operations in the same order as scaled_image_score.
             sums += (size[rows] * (num_nodes[rows] / total)).astype(np.int64)
         max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+        if not present and max_threshold > MIN_THRESHOLD:
+            # Every sum is 0, below the threshold: every node scores 0.
+            return sums
         if max_threshold <= MIN_THRESHOLD:
             # No containers: not a valid pod; keep the scalar formula's answer.
             return [calculate_priority(int(s), num_containers) for s in sums]

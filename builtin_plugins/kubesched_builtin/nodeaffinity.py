@@ -396,6 +396,15 @@ class NodeAffinity:
         if preferred:
             self._added_scorer = PreferredSchedulingTermsScorer(preferred, path=_PREFERRED_PATH)
             self._added_score_columns = _ColumnScorer(preferred)
+        # Without added affinity, PreFilter answers Skip for a pod with neither a
+        # nodeSelector nor node affinity, and PreScore for one without node affinity
+        # (no preferred terms): the framework then skips the calls. Added affinity
+        # applies to every pod.
+        self.skips_pods_without: dict[str, tuple[str, ...]] = {}
+        if self._added_selector is None:
+            self.skips_pods_without["PreFilter"] = ("node_selector", "node_affinity")
+        if self._added_scorer is None:
+            self.skips_pods_without["PreScore"] = ("node_affinity",)
 
     # -- PreFilter / Filter --------------------------------------------------------------
     @hookimpl

@@ -106,6 +106,8 @@ class NodePorts:
     the Filter."""
 
     name = NAME
+    skips_pods_without = {"PreFilter": ("host_ports",)}
+    """PreFilter answers Skip for a pod without host ports: the framework skips the call."""
 
     def __init__(self, args: Any, handle: Any) -> None:
         self._handle = handle

@@ -102,6 +102,8 @@ class NodeVolumeLimits:
 
     name = NAME
     reads = ("CSINode", "PersistentVolume", "PersistentVolumeClaim", "StorageClass")
+    skips_pods_without = {"PreFilter": ("volumes",)}
+    """PreFilter answers Skip for a pod without volumes: the framework skips the call."""
 
     def __init__(self, args: Any, handle: Any) -> None:
         self._handle = handle

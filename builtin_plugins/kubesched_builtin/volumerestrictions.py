@@ -190,6 +190,9 @@ class VolumeRestrictions:
 
     name = NAME
     reads = ("PersistentVolumeClaim",)
+    skips_pods_without = {"PreFilter": ("volumes",)}
+    """PreFilter answers Skip for a pod without volumes (no disk, no claim in use): the
+    framework skips the call."""
 
     def __init__(self, args: Any, handle: Any) -> None:
         self._handle = handle

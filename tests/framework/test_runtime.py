@@ -266,14 +266,36 @@ def test_scores_are_normalised_weighted_and_summed():
     assert result.totals.tolist() == [20 + 225, 100 + 150, 200]
 
 
-def test_out_of_range_score_is_an_error_attributed_to_the_plugin():
-    fw = make_framework(_scorer("Big", {"a": 101}))
-    status = fw.run_score_plugins(fw.new_cycle_state(), POD, node_batch(nodes("a")))
+@pytest.mark.parametrize(
+    ("scores", "normalize", "bad"),
+    [
+        ({"a": 101}, None, 101),
+        ({"a": 5, "b": -1}, None, -1),  # below 0: the unsigned view catches it too
+        ({"a": 0, "b": 100, "c": -(2**62)}, None, -(2**62)),
+        ({"a": 1}, lambda s: s.values.__setitem__(0, -3), -3),
+        ({"a": 1, "b": 2}, lambda s: s.values.__setitem__(1, 250), 250),
+    ],
+    ids=["above-100", "negative", "very-negative", "normalized-negative", "normalized-above"],
+)
+def test_out_of_range_score_is_an_error_attributed_to_the_plugin(scores, normalize, bad):
+    fw = make_framework(_scorer("Big", scores, normalize) if normalize else _scorer("Big", scores))
+    status = fw.run_score_plugins(fw.new_cycle_state(), POD, node_batch(nodes(*scores)))
     assert status.code is Code.ERROR and status.plugin == "Big"
     assert status.message() == (
-        "plugin 'Big' returns an invalid score 101, it should in the range of [0, 100] "
+        f"plugin 'Big' returns an invalid score {bad}, it should in the range of [0, 100] "
         "after normalizing"
     )
+
+
+def test_score_names_are_built_only_when_read():
+    fw = make_framework(_scorer("A", {"a": 1, "b": 2}))
+    batch = node_batch(nodes("a", "b"))
+    result = fw.run_score_plugins(fw.new_cycle_state(), POD, batch)
+    # The scheduler reads one name: the host's.
+    assert [result.name_at(1), result.name_at(0)] == ["b", "a"]
+    assert batch._names is None
+    assert result.names == ["a", "b"]
+    assert result.totals.tolist() == [1, 2]
 
 
 def test_pre_score_skip_skips_score():

@@ -190,3 +190,28 @@ def test_normalized_image_name(name, expected) -> None:
 )
 def test_calculate_priority(sum_mb, containers, expected) -> None:
     assert calculate_priority(sum_mb * MB, containers) == expected
+
+
+@pytest.mark.parametrize(
+    ("images", "held"),
+    [
+        (("reg.io/new",), []),
+        (("reg.io/new", "reg.io/other"), [(["reg.io/held:latest"], 900)]),
+        (("reg.io/held", "reg.io/new"), [(["reg.io/held:latest"], 900)]),
+    ],
+    ids=["on-no-node", "none-of-several-anywhere", "one-held-one-not"],
+)
+def test_vectorised_images_on_no_node(images, held) -> None:
+    """Images no node holds add nothing: the batch answers zeros without computing."""
+    nodes = [node("n0", *held), node("n1")]
+    snap = new_snapshot([], nodes)
+    fw = make_framework(ImageLocality)
+    fw.set_snapshot(snap)
+    infos = snap.list()
+    p = pod(*images)
+    plugin = fw.plugin(NAME)
+    state = fw.new_cycle_state()
+    one = [plugin.score(state, p, ni) for ni in infos]
+    assert list(plugin.score_nodes(state, p, NodeBatch(snap.table, [0, 1], infos))) == one
+    if not held or "reg.io/held" not in images:
+        assert one == [0, 0]

@@ -54,3 +54,17 @@ def test_fast_path_equals_general_path(fast, general, rows) -> None:
     assert got.tolist() == [
         fast.score(req[:, i].tolist(), alloc[:, i].tolist()) for i in range(req.shape[1])
     ]
+
+
+def test_zero_allocatable_check_follows_node_changes() -> None:
+    """The cached "some node has 0 allocatable" follows a Node update of the table."""
+    from kubesched import NodeInfo, NodeTable
+    from kubesched.testing import make_node
+    from kubesched_builtin.noderesources.resource_allocation import _has_zero
+
+    infos = [NodeInfo(make_node(f"n{i}").capacity(cpu="2", memory="1Gi").obj()) for i in range(3)]
+    table = NodeTable(infos)
+    assert not _has_zero(table, "cpu")
+    table.update_row(1, NodeInfo(make_node("n1").capacity(cpu="0", memory="1Gi").obj()))
+    assert _has_zero(table, "cpu")
+    assert not _has_zero(table, "memory")

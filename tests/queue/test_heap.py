@@ -108,3 +108,67 @@ def test_items_less_cannot_tell_apart_come_out_in_arrival_order():
     heap.delete("d")
     heap.add_or_update("d")  # re-added: arrives last
     assert [heap.pop() for _ in range(5)] == ["c", "a", "b", "e", "d"]
+
+
+class _Item:
+    """A mutable item: ``fix`` after changing ``value`` in place."""
+
+    def __init__(self, key: str, value: int) -> None:
+        self.key, self.value = key, value
+
+    def __repr__(self) -> str:
+        return f"_Item({self.key!r}, {self.value})"
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "update", "fix", "delete", "pop", "peek"]),
+        st.sampled_from("abcdefgh"),
+        st.integers(0, 3),  # few values: many ties, broken by arrival
+    ),
+    max_size=80,
+)
+
+
+@given(_OPS)
+def test_keyed_heap_pops_what_the_less_heap_pops(ops) -> None:
+    """KeyedHeap (heapq on a sort key) and Heap (``less``) hold the same total order,
+    so every operation answers the same, with ties, updates, fixes and deletes."""
+    from kubesched.queue.heap import KeyedHeap
+
+    plain: Heap[_Item] = Heap(key=lambda i: i.key, less=lambda a, b: a.value < b.value)
+    keyed: KeyedHeap[_Item] = KeyedHeap(key=lambda i: i.key, sort_key=lambda i: i.value)
+    mirror: dict[str, _Item] = {}  # one shared object per key, as the queue keeps
+    for op, key, value in ops:
+        if op in ("add", "update"):
+            item = mirror[key] = _Item(key, value)
+            plain.add_or_update(item)
+            keyed.add_or_update(item)
+        elif op == "fix" and key in mirror and key in plain:
+            mirror[key].value = value
+            plain.fix(key)
+            keyed.fix(key)
+        elif op == "delete":
+            assert plain.delete(key) is keyed.delete(key)
+        elif op == "pop":
+            assert plain.pop() is keyed.pop()
+        elif op == "peek":
+            assert plain.peek() is keyed.peek()
+        assert len(plain) == len(keyed)
+        assert (key in plain) == (key in keyed)
+        assert plain.get(key) is keyed.get(key)
+        assert sorted(map(id, plain.list())) == sorted(map(id, keyed.list()))
+    assert drain(plain) == drain(keyed)
+
+
+def test_keyed_heap_drops_stale_entries() -> None:
+    from kubesched.queue.heap import KeyedHeap
+
+    h: KeyedHeap[_Item] = KeyedHeap(key=lambda i: i.key, sort_key=lambda i: i.value)
+    item = _Item("a", 0)
+    for v in range(1000):
+        item.value = v
+        h.add_or_update(item)
+    assert len(h) == 1 and len(h._entries) <= 2 * len(h) + 65
+    h.clear()
+    assert h.pop() is None and h.peek() is None and h.list() == []

@@ -541,11 +541,13 @@ class NodeResourcesFit:
             return [request] * len(nodes)
         table, rows = nodes.table, nodes.rows
         n = len(rows)
-        # (reason, fails, unresolvable) per check, in fits_request's order.
-        checks: list[tuple[str, np.ndarray, np.ndarray | None]] = [
+        # (reason, fails, (request, allocatable) or None) per check, in fits_request's
+        # order; a failure is unresolvable where the request exceeds the allocatable,
+        # worked out only when some node fails.
+        checks: list[tuple[str, np.ndarray, tuple[int, np.ndarray] | None]] = [
             (
                 ERR_REASON_TOO_MANY_PODS,
-                table.requested["pods"][rows] + 1 > table.allocatable["pods"][rows],
+                nodes.take(table.requested["pods"]) + 1 > nodes.take(table.allocatable["pods"]),
                 None,
             )
         ]
@@ -554,7 +556,7 @@ class NodeResourcesFit:
 
             def column(columns: dict[str, np.ndarray], name: str) -> np.ndarray:
                 col = columns.get(name)
-                return zeros if col is None else col[rows]
+                return zeros if col is None else nodes.take(col)
 
             wanted = [
                 (ERR_REASON_INSUFFICIENT_CPU, CPU, request.milli_cpu),
@@ -576,7 +578,9 @@ class NodeResourcesFit:
                     continue
                 total = column(table.allocatable, name)
                 have = column(table.requested, name)
-                checks.append((reason, want > total - have, want > total))
+                checks.append((reason, want > total - have, (want, total)))
+        if not any(fails.any() for _, fails, _ in checks):
+            return None  # every node fits (the usual answer)
         if len(checks) > _MAX_BATCH_CHECKS:
             # More checks than bits: decide node by node (never seen in practice).
             return [self.filter(state, ni) for ni in nodes.infos]
@@ -585,9 +589,8 @@ class NodeResourcesFit:
         for bit, (_, fails, unres) in enumerate(checks):
             code |= fails.astype(np.int64) << bit
             if unres is not None:
-                unresolvable |= fails & unres
-        if not code.any():
-            return None  # every node fits
+                want, total = unres
+                unresolvable |= fails & (want > total)
         # The last bit says "unresolvable", so one shared Status per distinct verdict.
         code |= unresolvable.astype(np.int64) << len(checks)
         out = np.full(n, None, dtype=object)

@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 from pydantic import Field, field_validator
 
-from kubesched import ArgsModel, NodeBatch, NodeInfo, PodInfo, go_div_array
+from kubesched import ArgsModel, NodeBatch, NodeInfo, NodeTable, PodInfo, go_div_array
 from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
 
 __all__ = [
@@ -90,6 +90,7 @@ class WeightedAverageScorer(ABC):
 
     def __init__(self, weights: Sequence[int]) -> None:
         self.weights = tuple(weights)
+        self._positive = all(w > 0 for w in self.weights)
 
     @abstractmethod
     def resource_score_columns(self, requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -111,10 +112,15 @@ class WeightedAverageScorer(ABC):
         if allocatable.all():
             # Every node has every resource (the usual case): one weight sum for all.
             for weight, req, alloc in zip(self.weights, requested, allocatable, strict=True):
-                node_score += self.resource_score_columns(req, alloc) * weight
+                score = self.resource_score_columns(req, alloc)
+                node_score += score if weight == 1 else score * weight
             total = sum(self.weights)
             if total == 0:
                 return node_score * 0
+            if self._positive:
+                # Resource scores are 0..100 and the weights positive (as validated): a
+                # non-negative numerator, where Go's truncating division is the floor.
+                return node_score // total
             return go_div_array(node_score, np.full(n, total, dtype=np.int64))
         weight_sum = np.zeros(n, dtype=np.int64)
         for weight, req, alloc in zip(self.weights, requested, allocatable, strict=True):
@@ -142,6 +148,17 @@ def _kind(name: str) -> int:
     # ephemeral-storage (and the pod count, which is no ResourceName it looks up here),
     # so any other name is never found on a node and never scored.
     return _SCALAR if is_scalar_resource_name(name) else _UNSCORED
+
+
+def _has_zero(table: NodeTable, name: str) -> bool:
+    """Whether some node of ``table`` has allocatable 0 of resource ``name``; cached
+    with the table's other Node-derived values (allocatable changes only with them)."""
+    column = table.allocatable[name]
+    cached_column, has_zero = table.derived(
+        ("NodeResources/zero-allocatable", name), lambda t: (column, not column.all())
+    )
+    # A table that gained the (all-zero) column after the check: check again.
+    return has_zero if cached_column is column else not column.all()
 
 
 class ResourceAllocationScorer:
@@ -247,21 +264,23 @@ class ResourceAllocationScorer:
                 if alloc_col is None:
                     continue
                 req_col = table.requested.get(r.name)
-                alloc = alloc_col[rows]
-                req = (req_col[rows] if req_col is not None else 0) + pod_request
+                alloc = nodes.take(alloc_col)
+                req = (nodes.take(req_col) if req_col is not None else 0) + pod_request
             elif kind == _CPU:
-                alloc = table.allocatable[CPU][rows]
+                alloc = nodes.take(table.allocatable[CPU])
                 base = table.requested[CPU] if self.use_requested else table.non_zero_cpu
-                req = base[rows] + pod_request
+                req = nodes.take(base) + pod_request
             elif kind == _MEMORY:
-                alloc = table.allocatable[MEMORY][rows]
+                alloc = nodes.take(table.allocatable[MEMORY])
                 base = table.requested[MEMORY] if self.use_requested else table.non_zero_memory
-                req = base[rows] + pod_request
+                req = nodes.take(base) + pod_request
             else:
-                alloc = table.allocatable[EPHEMERAL_STORAGE][rows]
-                req = table.requested[EPHEMERAL_STORAGE][rows] + pod_request
+                alloc = nodes.take(table.allocatable[EPHEMERAL_STORAGE])
+                req = nodes.take(table.requested[EPHEMERAL_STORAGE]) + pod_request
             allocatable[i] = alloc
-            requested[i] = np.where(alloc == 0, 0, req)
+            # Nodes that do not have the resource request none of it: masked only when
+            # some node's allocatable is 0 (rare: the check is cached per Node objects).
+            requested[i] = np.where(alloc == 0, 0, req) if _has_zero(table, r.name) else req
         return requested, allocatable
 
     def score_nodes(self, nodes: NodeBatch, pod_requests: Sequence[int]) -> np.ndarray:

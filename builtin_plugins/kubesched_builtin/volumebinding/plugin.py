@@ -144,6 +144,10 @@ class VolumeBinding:
             scale = 100 // MAX_CUSTOM_PRIORITY_SCORE
             shape = [(p.utilization, p.score * scale) for p in self.args.shape]
             self._score = broken_linear_function(shape)
+        # PreScore answers Skip for every pod without a scoring shape, and for a pod
+        # without volumes (no claim to score): the framework then skips the call.
+        # (PreFilter cannot declare: its Skip writes the state Reserve and PreBind read.)
+        self.skips_pods_without = {"PreScore": ("volumes",) if self._score is not None else ()}
 
     # -- PreFilter / Filter --------------------------------------------------------------
 

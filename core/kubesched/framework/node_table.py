@@ -31,6 +31,8 @@ class NodeTable:
 
     __slots__ = (
         "_derived",
+        "_read_only",
+        "all_rows",
         "allocatable",
         "index",
         "info_array",
@@ -53,6 +55,11 @@ class NodeTable:
         self.name_array = np.array(self.names, dtype=object)
         self.info_array = np.empty(n, dtype=object)
         self.info_array[:] = self.infos
+        self.all_rows = np.arange(n, dtype=np.intp)
+        """Every row, in order (read-only). A batch whose rows are a slice of it is a
+        run of the table: ``NodeBatch.take`` then answers views, not copies."""
+        self.all_rows.flags.writeable = False
+        self._read_only: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         scalars = sorted(
             {k for ni in infos for k in ni.allocatable.scalar_resources}
             | {k for ni in infos for k in ni.requested.scalar_resources}
@@ -92,6 +99,8 @@ class NodeTable:
         t.names = self.names
         t.index = self.index
         t.name_array = self.name_array
+        t.all_rows = self.all_rows
+        t._read_only = {}
         # A new dict of the same arrays: a scalar resource only the added pods request
         # gets its (zero) allocatable column there, not in this table.
         t.allocatable = dict(self.allocatable)
@@ -140,6 +149,16 @@ class NodeTable:
         except KeyError:
             value = self._derived[key] = compute(self)
             return value
+
+    def read_only(self, column: np.ndarray) -> np.ndarray:
+        """A read-only view of ``column`` (one of this table's arrays), made once: its
+        slices are read-only views at the cost of a plain slice (``NodeBatch.take``)."""
+        entry = self._read_only.get(id(column))
+        if entry is None or entry[0] is not column:
+            view = column.view()
+            view.flags.writeable = False
+            entry = self._read_only[id(column)] = (column, view)
+        return entry[1]
 
     def label_column(self, key: str) -> np.ndarray:
         """Each node's value of label ``key`` (``None`` where absent), as an object array."""

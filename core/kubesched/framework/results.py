@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,21 +57,44 @@ class PostFilterResult:
     details: Any = field(default=None, compare=False)
 
 
+class LazyNames:
+    """A ``names`` attribute (stored in ``_names``) given either as the list of node
+    names or as a function returning it, called on first read: building 500 names per
+    pod costs more than most plugins when only one name (the host's) is read."""
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        names = obj._names
+        if callable(names):
+            names = obj._names = names()
+        return names
+
+    def __set__(self, obj: Any, names: list[str]) -> None:
+        obj._names = names
+
+
 class NodeScores:
     """One plugin's scores of the feasible nodes, as NormalizeScore receives them.
 
     ``names[i]`` is a node's name and ``values[i]`` its score (numpy int64, changed in
-    place by normalisation).
+    place by normalisation). ``names`` may be given as a function returning the list:
+    the framework does so, and the list is built only if a plugin reads it.
     """
 
-    __slots__ = ("names", "values")
+    __slots__ = ("_names", "values")
 
-    def __init__(self, names: list[str], values: np.ndarray | Iterable[int]) -> None:
-        self.names = names
+    def __init__(
+        self, names: list[str] | Callable[[], list[str]], values: np.ndarray | Iterable[int]
+    ) -> None:
+        self._names = names
         self.values = np.asarray(values, dtype=np.int64)
 
+    names = LazyNames()
+    """The nodes' names, in the order of ``values``."""
+
     def __len__(self) -> int:
-        return len(self.names)
+        return len(self.values)
 
     def as_dict(self) -> dict[str, int]:
         """The scores by node name."""

@@ -590,7 +590,7 @@ class NodeBatch:
     CycleState's, which describes the nodes as they are.
     """
 
-    __slots__ = ("_build", "_infos", "_names", "copies", "rows", "table")
+    __slots__ = ("_build", "_infos", "_names", "_span", "copies", "rows", "table")
 
     def __init__(
         self,
@@ -606,6 +606,33 @@ class NodeBatch:
         self._names: list[str] | None = None
         self._build = build
         self.copies = copies
+        self._span: tuple[int, int] | bool | None = False  # False: not worked out yet
+
+    def span(self) -> tuple[int, int] | None:
+        """``(first, end)`` when the rows are a slice ``table.all_rows[first:end]`` (the
+        scheduler's usual batch: a run of the table, in order), else ``None``."""
+        span = self._span
+        if span is False:
+            rows, all_rows = self.rows, getattr(self.table, "all_rows", None)
+            span = None
+            # A view of the read-only arange with its step: only the first row is read.
+            if rows is all_rows or (
+                len(rows) and rows.base is all_rows and rows.strides == all_rows.strides
+            ):
+                first = int(rows[0])  # all_rows[i] is i
+                span = (first, first + len(rows))
+            self._span = span
+        return span
+
+    def take(self, column: np.ndarray) -> np.ndarray:
+        """``column[rows]``: the batch's values of one of ``table``'s columns, in batch
+        order. Read-only: when the rows are a run of the table (:meth:`span`) it is a
+        view of the column, not a copy (an indexed copy costs a few microseconds per
+        column and per pod)."""
+        span = self.span()
+        if span is None:
+            return column[self.rows]
+        return self.table.read_only(column)[span[0] : span[1]]
 
     @property
     def infos(self) -> Sequence[NodeInfo]:
@@ -613,6 +640,8 @@ class NodeBatch:
         if self._infos is None:
             if self._build is not None:
                 self._infos = [self._build(r) for r in self.rows.tolist()]
+            elif (span := self.span()) is not None:
+                self._infos = self.table.infos[span[0] : span[1]]
             else:
                 self._infos = self.table.info_array[self.rows].tolist()
         return self._infos

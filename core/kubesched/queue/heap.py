@@ -1,13 +1,14 @@
-"""A binary heap ordered by a ``less`` function, with O(log n) update and delete by key."""
+"""Binary heaps ordered by a ``less`` function (or a sort key), with update and delete by key."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Hashable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["Heap"]
+__all__ = ["Heap", "KeyedHeap"]
 
 
 class Heap(Generic[T]):
@@ -158,3 +159,114 @@ class Heap(Generic[T]):
             self._swap(i, child)
             i = child
         return i > start
+
+
+class KeyedHeap(Generic[T]):
+    """:class:`Heap`'s interface and order for a ``less`` that a sort key expresses:
+    ``less(a, b)`` exactly when ``sort_key(a) < sort_key(b)`` (PrioritySort's
+    ``(-priority, timestamp)``).
+
+    The order of :class:`Heap` is total (``less``, then arrival), so any heap with the
+    same order pops the same sequence; this one keeps ``(sort_key, arrival)`` entries
+    in :mod:`heapq`, whose sifting runs in C with tuple comparisons instead of a
+    Python ``less`` call per comparison. An update or delete leaves the old entry in
+    place, marked stale, and (for an update) pushes a new one keeping the item's
+    arrival number, as :class:`Heap` keeps it; stale entries are dropped when they
+    reach the top, and the list is rebuilt when they outnumber the live ones.
+    """
+
+    __slots__ = ("_arrivals", "_entries", "_key", "_live", "_pushes", "_sort_key")
+
+    def __init__(self, key: Callable[[T], Hashable], sort_key: Callable[[T], Any]) -> None:
+        self._key = key
+        self._sort_key = sort_key
+        # [sort key, arrival, push number, item, live]: lists, so that an entry can be
+        # marked stale; the push number is unique, so items are never compared (an
+        # updated item's stale and live entries share the sort key and arrival).
+        self._entries: list[list[Any]] = []
+        self._live: dict[Hashable, list[Any]] = {}
+        self._arrivals = 0
+        self._pushes = 0
+
+    # -- queries ----------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._live
+
+    def __iter__(self) -> Iterator[T]:
+        """The items in heap (not sorted) order."""
+        return iter(self.list())
+
+    def get(self, key: Hashable) -> T | None:
+        """The item with ``key``, or ``None``."""
+        entry = self._live.get(key)
+        return None if entry is None else entry[3]
+
+    def peek(self) -> T | None:
+        """The first item (without removing it), or ``None`` when empty."""
+        self._drop_stale()
+        return self._entries[0][3] if self._entries else None
+
+    def list(self) -> list[T]:
+        """A copy of the items, in heap (not sorted) order."""
+        return [e[3] for e in self._entries if e[4]]
+
+    # -- changes ----------------------------------------------------------------------
+    def add_or_update(self, item: T) -> None:
+        """Add ``item``, or replace the item with the same key and re-position it."""
+        k = self._key(item)
+        old = self._live.get(k)
+        if old is None:
+            arrival = self._arrivals
+            self._arrivals += 1
+        else:
+            old[4] = False
+            arrival = old[1]
+        self._push(k, item, arrival)
+
+    def fix(self, key: Hashable) -> None:
+        """Restore the order after the item with ``key`` changed in place."""
+        old = self._live.get(key)
+        if old is not None:
+            old[4] = False
+            self._push(key, old[3], old[1])
+
+    def pop(self) -> T | None:
+        """Remove and return the first item, or ``None`` when empty."""
+        self._drop_stale()
+        if not self._entries:
+            return None
+        entry = heapq.heappop(self._entries)
+        del self._live[self._key(entry[3])]
+        return entry[3]
+
+    def delete(self, key: Hashable) -> T | None:
+        """Remove and return the item with ``key``, or ``None`` if absent."""
+        entry = self._live.pop(key, None)
+        if entry is None:
+            return None
+        entry[4] = False
+        return entry[3]
+
+    def clear(self) -> None:
+        """Remove every item."""
+        self._entries.clear()
+        self._live.clear()
+
+    # -- internals --------------------------------------------------------------------
+    def _push(self, key: Hashable, item: T, arrival: int) -> None:
+        entry = [self._sort_key(item), arrival, self._pushes, item, True]
+        self._pushes += 1
+        self._live[key] = entry
+        heapq.heappush(self._entries, entry)
+        if len(self._entries) > 2 * len(self._live) + 64:
+            # Mostly stale entries: rebuild so that memory and sifting stay proportional.
+            self._entries = [e for e in self._entries if e[4]]
+            heapq.heapify(self._entries)
+
+    def _drop_stale(self) -> None:
+        entries = self._entries
+        while entries and not entries[0][4]:
+            heapq.heappop(entries)

@@ -43,7 +43,7 @@ from kubesched.framework.events import (
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo, pod_uid
 from kubesched.metrics import Metrics
-from kubesched.queue.heap import Heap
+from kubesched.queue.heap import Heap, KeyedHeap
 from kubesched.queue.nominator import Nominator, PodLister
 from kubesched.queue.parked import ALWAYS, ParkedPods
 
@@ -174,7 +174,9 @@ def is_pod_updated(old_pod: Pod | None, new_pod: Pod) -> bool:
 class PriorityQueue:
     """Upstream's ``PriorityQueue``: one queue for all profiles (keyed by schedulerName).
 
-    ``less`` orders the activeQ (the QueueSort plugin, the same for every profile).
+    ``less`` orders the activeQ (the QueueSort plugin, the same for every profile);
+    ``sort_key``, when the plugin offers one (``less(a, b)`` exactly when
+    ``sort_key(a) < sort_key(b)``), gives the same order with a C-level heap.
     Pods whose ``spec.schedulerName`` has no entry in ``profiles`` are ignored.
     All times are seconds of ``clock``. ``pod_lister`` (optional) is given to the
     nominator, which then refuses pods that are gone or bound. Thread-safe: one lock
@@ -194,6 +196,7 @@ class PriorityQueue:
         ),
         metrics: Metrics | None = None,
         pod_lister: PodLister | None = None,
+        sort_key: Callable[[QueuedPodInfo], Any] | None = None,
     ) -> None:
         self._less = less
         self._clock = clock
@@ -209,7 +212,9 @@ class PriorityQueue:
         self._closed = False
         self._stop = threading.Event()
 
-        self._active: Heap[QueuedPodInfo] = Heap(_qpi_key, less)
+        self._active: Heap[QueuedPodInfo] | KeyedHeap[QueuedPodInfo] = (
+            KeyedHeap(_qpi_key, sort_key) if sort_key is not None else Heap(_qpi_key, less)
+        )
         # Upstream splits the backoffQ: pods rejected by plugins are ordered by backoff
         # expiry and then like the activeQ; pods that failed with an error only by expiry.
         self._backoff: Heap[QueuedPodInfo] = Heap(_qpi_key, self._less_backoff_with_priority)
@@ -231,19 +236,21 @@ class PriorityQueue:
         # gauge is decremented exactly once whatever way the pod leaves.
         self._counted_reasons: dict[str, tuple[str, frozenset[str]]] = {}
 
-        # The labelled gauges, looked up once: they are set after every queue operation.
-        self._gauges = (
-            tuple(
-                metrics.pending_pods.labels(queue=q)
-                for q in (_ACTIVE, _BACKOFF, _UNSCHEDULABLE, _GATED)
+        # The pending-pods gauges read the sub-queues' sizes when they are collected,
+        # instead of being set after every queue operation.
+        if metrics is not None:
+            sizes = (
+                (_ACTIVE, lambda: len(self._active)),
+                (_BACKOFF, lambda: len(self._backoff) + len(self._error_backoff)),
+                (_UNSCHEDULABLE, lambda: len(self._unschedulable)),
+                (_GATED, lambda: len(self._gated)),
             )
-            if metrics is not None
-            else None
-        )
-        self._gauge_sizes: tuple[int, ...] = (-1, -1, -1, -1)  # sizes last set
+            for queue, size in sizes:
+                metrics.pending_pods.labels(queue=queue).set_function(size)
+        # (queue, event) -> the labelled counter, looked up once.
+        self._incoming_counters: dict[tuple[str, str], Any] = {}
         self.nominator = Nominator(pod_lister)
         """The pods nominated to nodes (see :class:`Nominator`)."""
-        self._update_gauges()
 
     # ==================================================================================
     # Public API: events from the cluster
@@ -268,7 +275,6 @@ class PriorityQueue:
                 qpi = QueuedPodInfo(PodInfo(pod), self._clock.now())
                 if self._move_to_active_q(qpi, POD_ADD):
                     self._cond.notify_all()
-            self._update_gauges()
 
     def update(self, old_pod: Pod | None, new_pod: Pod, event: ClusterEvent | None = None) -> None:
         """A pod changed (``event``: how, as ``UnscheduledPod/<action>``, if known).
@@ -290,7 +296,6 @@ class PriorityQueue:
             return
         with self._lock:
             self._update_locked(old_pod, new_pod, event)
-            self._update_gauges()
 
     def delete(self, pod: Pod) -> None:
         """A pod was deleted (or bound): forget it everywhere, including its nomination."""
@@ -301,7 +306,6 @@ class PriorityQueue:
             if uid in self._in_flight:
                 self._in_flight_deleted.add(uid)
             self._release_reasons(uid)
-            self._update_gauges()
 
     def activate(self, pods: Iterable[Pod] | Mapping[str, Pod]) -> None:
         """Move these pods, if unschedulable or backing off, to the activeQ now.
@@ -328,7 +332,6 @@ class PriorityQueue:
                     self._move_request_cycle = self._scheduling_cycle
             if activated:
                 self._cond.notify_all()
-            self._update_gauges()
 
     def move_all_to_active_or_backoff_queue(
         self,
@@ -363,7 +366,6 @@ class PriorityQueue:
                 ]
             candidates = [qpi for qpi in parked if pre_check is None or pre_check(qpi.pod)]
             self._move_pods_locked(candidates, event, old_obj, new_obj)
-            self._update_gauges()
 
     def assigned_pod_added(self, pod: Pod | PodInfo) -> None:
         """A bound pod appeared: it may satisfy pending pods' affinity or spreading.
@@ -407,7 +409,6 @@ class PriorityQueue:
             self._scheduling_cycle += 1
             self._in_flight[qpi.pod_info.uid] = qpi.pod
             self._release_reasons(qpi.pod_info.uid)
-            self._update_gauges()
             return qpi
 
     def add_unschedulable_if_not_present(
@@ -448,7 +449,6 @@ class PriorityQueue:
                     self._incoming(_UNSCHEDULABLE, SCHEDULE_ATTEMPT_FAILURE)
             finally:
                 self._done_locked(uid)
-                self._update_gauges()
 
     def scheduling_cycle(self) -> int:
         """The number of pods popped so far (the current scheduling cycle)."""
@@ -476,7 +476,6 @@ class PriorityQueue:
                     activated |= self._move_to_active_q(head, BACKOFF_COMPLETE)
             if activated:
                 self._cond.notify_all()
-            self._update_gauges()
 
     def flush_unschedulable_pods_leftover(self) -> None:
         """Retry pods unschedulable for ``pod_max_in_unschedulable_pods_duration`` or
@@ -490,7 +489,6 @@ class PriorityQueue:
             ]
             if stale:
                 self._move_pods_locked(stale, UNSCHEDULABLE_TIMEOUT_EVENT, None, None)
-            self._update_gauges()
 
     def next_event_time(self, include_unschedulable_timeout: bool = True) -> float | None:
         """When a flush would next move a pod: the earliest backoff expiry or
@@ -933,25 +931,14 @@ class PriorityQueue:
                     return
 
     # -- metrics ----------------------------------------------------------------------
-    def _update_gauges(self) -> None:
-        if self._gauges is None:
-            return
-        sizes = (
-            len(self._active),
-            len(self._backoff) + len(self._error_backoff),
-            len(self._unschedulable),
-            len(self._gated),
-        )
-        # Called after every queue operation: set only the gauges whose size changed.
-        if sizes != self._gauge_sizes:
-            for gauge, size, before in zip(self._gauges, sizes, self._gauge_sizes, strict=True):
-                if size != before:
-                    gauge.set(size)
-            self._gauge_sizes = sizes
-
     def _incoming(self, queue: str, event: str) -> None:
         if self._metrics is not None:
-            self._metrics.queue_incoming_pods.labels(queue=queue, event=event).inc()
+            counter = self._incoming_counters.get((queue, event))
+            if counter is None:
+                counter = self._incoming_counters[queue, event] = (
+                    self._metrics.queue_incoming_pods.labels(queue=queue, event=event)
+                )
+            counter.inc()
 
     def _count_reasons(self, qpi: QueuedPodInfo, plugins: set[str] | frozenset[str]) -> None:
         """Count the pod under ``plugins`` in scheduler_unschedulable_pods (replacing

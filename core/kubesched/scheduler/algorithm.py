@@ -124,7 +124,7 @@ class SchedulingAlgorithm:
                 return feasible, rows, diagnosis
 
         if pre_result is None or pre_result.all_nodes():
-            rows = np.arange(len(all_nodes), dtype=np.intp)
+            rows = table.all_rows
         else:
             # Sorted by snapshot order so that the result does not depend on set order.
             rows = np.array(
@@ -169,9 +169,16 @@ class SchedulingAlgorithm:
         to_find = num_feasible_nodes_to_find(self._percentage(fwk), n)
         infos = table.infos
         start = self.next_start_node_index % n
-        order = np.concatenate((rows[start:], rows[:start])) if start else rows
+
+        def in_order(pos: int, count: int) -> np.ndarray:
+            """``count`` rows from position ``pos`` of the round-robin order (``rows``
+            from ``start``, wrapping): a slice, joined only where it wraps."""
+            first = start + pos - n if start + pos >= n else start + pos
+            end = first + count
+            return rows[first:end] if end <= n else np.concatenate((rows[first:], rows[: end - n]))
+
         if not fwk.has_filter_plugins():
-            chosen = order[:to_find]
+            chosen = in_order(0, min(to_find, n))
             return [infos[r] for r in chosen.tolist()], chosen
 
         name_array = table.name_array
@@ -179,7 +186,7 @@ class SchedulingAlgorithm:
         found = pos = 0
         chunk = to_find
         while pos < n and found < to_find:
-            part = order[pos : pos + chunk]
+            part = in_order(pos, min(chunk, n - pos))
             pos += len(part)
             ok, verdicts = self._filter_chunk(fwk, state, pod_info, table, part)
             ok_positions = np.flatnonzero(ok)
@@ -201,6 +208,17 @@ class SchedulingAlgorithm:
             # Most nodes failing means many more to look at: widen the next chunk.
             chunk = max(chunk * 2, to_find - found)
         chosen = np.concatenate(found_parts) if found_parts else np.empty(0, dtype=np.intp)
+        if found and rows is table.all_rows and len(chosen) == pos:
+            # Every node looked at passed and the rows are the table's in order: the
+            # feasible NodeInfos are a run of the table's list, copied by slicing, and
+            # the rows a slice of ``all_rows`` (unless they wrap), which the Score
+            # batch then reads as views. (``pos`` counts the nodes looked at; the last
+            # chunk stops at ``cut``.)
+            end = start + found
+            table_infos = table.infos
+            if end <= n:
+                return table_infos[start:end], rows[start:end]
+            return table_infos[start:] + table_infos[: end - n], chosen
         return table.info_array[chosen].tolist(), chosen
 
     def _filter_chunk(
@@ -257,4 +275,4 @@ class SchedulingAlgorithm:
         totals = scores.totals
         best = np.flatnonzero(totals == totals.max())
         pick = best[0] if len(best) == 1 else best[self.rng.randrange(len(best))]
-        return scores.names[int(pick)]
+        return scores.name_at(int(pick))

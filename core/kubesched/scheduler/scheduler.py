@@ -118,6 +118,7 @@ class Scheduler:
             pod_max_backoff=cfg.pod_max_backoff_seconds,
             metrics=self.metrics,
             pod_lister=lambda namespace, name: self.pods.get(f"{namespace}/{name}"),
+            sort_key=first.queue_sort_key(),
         )
         for fwk in self.frameworks.values():
             fwk.nominator = self.queue.nominator
@@ -332,14 +333,20 @@ class Scheduler:
         self._update_pod_status(
             pod, PodCondition("PodScheduled", "False", reason, message), nominating
         )
-        self.metrics.schedule_attempts.labels(result, fwk.profile_name).inc()
-        self.metrics.scheduling_attempt_duration.labels(result, fwk.profile_name).observe(
-            time.perf_counter() - started
-        )
+        self._count_attempt(result, fwk.profile_name, started)
         record.result = result
         record.status = status
         record.message = message
         self._finish(record)
+
+    def _count_attempt(self, result: str, profile: str, started: float) -> None:
+        """``schedule_attempts`` and ``scheduling_attempt_duration`` for one attempt."""
+        metrics = self.metrics
+        metrics.schedule_attempts.labels(result, profile).inc()
+        metrics.histogram(metrics.scheduling_attempt_duration, result, profile).observe(
+            time.perf_counter() - started
+        )
+        metrics.tick()
 
     def _update_pod_status(self, pod: Any, condition: PodCondition, nominating: str | None) -> None:
         current = next((c for c in (pod.status.conditions or ()) if c.type == condition.type), None)
@@ -435,15 +442,12 @@ class Scheduler:
             "Binding",
             f"Successfully assigned {assumed.key} to {host}",
         )
-        profile = fwk.profile_name
-        self.metrics.schedule_attempts.labels(RESULT_SCHEDULED, profile).inc()
-        self.metrics.scheduling_attempt_duration.labels(RESULT_SCHEDULED, profile).observe(
-            time.perf_counter() - b.started
-        )
-        self.metrics.pod_scheduling_attempts.observe(b.qpi.attempts)
+        metrics = self.metrics
+        self._count_attempt(RESULT_SCHEDULED, fwk.profile_name, b.started)
+        metrics.histogram(metrics.pod_scheduling_attempts).observe(b.qpi.attempts)
         if b.qpi.initial_attempt_timestamp is not None:
-            self.metrics.pod_scheduling_sli_duration.labels(
-                _attempts_label(b.qpi.attempts)
+            metrics.histogram(
+                metrics.pod_scheduling_sli_duration, _attempts_label(b.qpi.attempts)
             ).observe(self.clock.now() - b.qpi.initial_attempt_timestamp)
         fwk.run_post_bind_plugins(state, assumed, host)
         # At the end of a successful binding cycle, move up the pods plugins asked for.

@@ -19,6 +19,7 @@ from kubesched.framework.registry import PluginRegistry
 from kubesched.framework.results import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    LazyNames,
     NodeScores,
     PostFilterResult,
     PreFilterResult,
@@ -102,6 +103,96 @@ def filter_depends_only_on_node(runner: PluginRunner) -> bool:
     )
 
 
+SKIP_DECLARATION_ATTRIBUTE = "skips_pods_without"
+"""The optional plugin attribute that declares, per extension point (``PreFilter``,
+``PreScore``), the pod fields without which the plugin answers ``SKIP`` there."""
+
+SKIP_DECLARATION_POINTS = ("PreFilter", "PreScore")
+"""The extension points at which a plugin may declare the pods it skips."""
+
+
+def _affinity_part(part: str) -> Callable[[PodInfo], bool]:
+    def has(pod_info: PodInfo) -> bool:
+        affinity = pod_info.pod.spec.affinity
+        return affinity is not None and getattr(affinity, part) is not None
+
+    return has
+
+
+POD_FIELDS: dict[str, Callable[[PodInfo], bool]] = {
+    "volumes": lambda pi: bool(pi.pod.spec.volumes),
+    "resource_claims": lambda pi: bool(pi.pod.spec.resource_claims),
+    "host_ports": lambda pi: bool(pi.host_ports),
+    "node_selector": lambda pi: bool(pi.pod.spec.node_selector),
+    "node_affinity": _affinity_part("node_affinity"),
+    "pod_affinity": _affinity_part("pod_affinity"),
+    "pod_anti_affinity": _affinity_part("pod_anti_affinity"),
+    "topology_spread_constraints": lambda pi: bool(pi.pod.spec.topology_spread_constraints),
+}
+"""The pod fields a :data:`SKIP_DECLARATION_ATTRIBUTE` may name, and whether a pod has
+one: a non-empty list or map, a set ``spec.affinity`` part, a container host port."""
+
+
+def skip_declaration(runner: PluginRunner, extension_point: str) -> frozenset[str] | None:
+    """The pod fields without which ``runner``'s plugin answers ``SKIP`` at
+    ``extension_point``, as its ``skips_pods_without`` attribute declares; ``None`` when
+    it declares nothing there (the plugin is then always called).
+
+    The attribute maps an extension point to field names of :data:`POD_FIELDS`
+    (``{"PreFilter": ("volumes",)}``); it may be set on the instance, when the plugin's
+    args decide. :class:`FrameworkError` for anything else: a wrong declaration would
+    silently skip a plugin.
+    """
+    declared = getattr(runner.plugin, SKIP_DECLARATION_ATTRIBUTE, None)
+    if declared is None:
+        return None
+    where = f"plugin {runner.name!r}: {SKIP_DECLARATION_ATTRIBUTE}"
+    if not isinstance(declared, Mapping):
+        raise FrameworkError(
+            f"{where} must map extension points to pod fields, got {type(declared).__name__}"
+        )
+    unknown_points = sorted(set(declared) - set(SKIP_DECLARATION_POINTS))
+    if unknown_points:
+        raise FrameworkError(
+            f"{where} names {unknown_points}; only {list(SKIP_DECLARATION_POINTS)} may be declared"
+        )
+    fields = declared.get(extension_point)
+    if fields is None:
+        return None
+    if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
+        raise FrameworkError(f"{where}[{extension_point!r}] must be a list of pod field names")
+    unknown = sorted(set(fields) - set(POD_FIELDS))
+    if unknown:
+        raise FrameworkError(
+            f"{where}[{extension_point!r}] names unknown pod field(s) {unknown}; "
+            f"known: {sorted(POD_FIELDS)}"
+        )
+    return frozenset(fields)
+
+
+class _SkipDeclarations:
+    """One extension point's declared skips: per runner, the pod fields it needs."""
+
+    __slots__ = ("by_runner", "fields")
+
+    def __init__(self, runners: Sequence[PluginRunner], extension_point: str) -> None:
+        self.by_runner: dict[str, frozenset[str]] = {}
+        for runner in runners:
+            fields = skip_declaration(runner, extension_point)
+            if fields is not None:
+                self.by_runner[runner.name] = fields
+        self.fields = tuple(sorted(set().union(*self.by_runner.values())))
+
+    def skipped(self, pod_info: PodInfo) -> frozenset[str]:
+        """The plugins that would answer ``SKIP`` for ``pod_info`` by their declaration."""
+        if not self.by_runner:
+            return frozenset()
+        present = {f for f in self.fields if POD_FIELDS[f](pod_info)}
+        return frozenset(
+            name for name, fields in self.by_runner.items() if present.isdisjoint(fields)
+        )
+
+
 @dataclass(frozen=True)
 class PluginScore:
     """One Score plugin's scores of the feasible nodes: raw, after NormalizeScore, weight."""
@@ -117,13 +208,37 @@ class PluginScore:
         return self.normalized * self.weight
 
 
-@dataclass(frozen=True)
 class ScoreResult:
-    """All Score plugins' scores of the feasible nodes and the weighted totals."""
+    """All Score plugins' scores of the feasible nodes and the weighted totals.
 
-    names: list[str]
-    plugins: list[PluginScore]
-    totals: np.ndarray
+    ``names`` may be given as a function returning the list: the scheduler reads one
+    name (the host's) per pod, so the list is built only when a report asks for it.
+    """
+
+    __slots__ = ("_names", "plugins", "totals")
+
+    def __init__(
+        self,
+        names: list[str] | Callable[[], list[str]],
+        plugins: list[PluginScore],
+        totals: np.ndarray,
+    ) -> None:
+        self._names = names
+        self.plugins = plugins
+        self.totals = totals
+
+    names = LazyNames()
+    """The feasible nodes' names, in the order of ``totals``."""
+
+    def name_at(self, i: int) -> str:
+        """The name of the ``i``-th node (without building the list)."""
+        names = self._names
+        if isinstance(names, _BatchNames):
+            return names.at(i)
+        return self.names[i]
+
+    def __repr__(self) -> str:
+        return f"ScoreResult({self.names!r}, {self.plugins!r}, {self.totals!r})"
 
 
 class Framework:
@@ -174,6 +289,9 @@ class Framework:
         )
         """The Filter plugins whose verdict on a node cannot change when pods are added to
         or removed from it (see :func:`filter_depends_only_on_node`)."""
+        self._declared_skips = {
+            ep: _SkipDeclarations(self.points[ep], ep) for ep in SKIP_DECLARATION_POINTS
+        }
 
     # -- construction -------------------------------------------------------------------
     def _build(self, profile: EffectiveProfile, registry: PluginRegistry) -> None:
@@ -282,6 +400,13 @@ class Framework:
         """The QueueSort plugin's ``less``."""
         return self.points["QueueSort"][0].call("less")
 
+    def queue_sort_key(self) -> Callable[[QueuedPodInfo], Any] | None:
+        """The QueueSort plugin's optional ``sort_key`` (``less(a, b)`` exactly when
+        ``sort_key(a) < sort_key(b)``), or ``None``: the activeQ then sorts with it in
+        C (:class:`kubesched.queue.heap.KeyedHeap`)."""
+        key = getattr(self.points["QueueSort"][0].plugin, "sort_key", None)
+        return key if callable(key) else None
+
     def run_pre_enqueue_plugins(self, pod_info: PodInfo) -> Status | None:
         """PreEnqueue: None if the pod may enter the active queue, else the gating status."""
         for runner in self.points["PreEnqueue"]:
@@ -341,7 +466,11 @@ class Framework:
         narrowing: list[str] = []
         status = Status()
         pod = pod_info.pod
+        declared = self._declared_skips["PreFilter"].skipped(pod_info)
         for runner in self.points["PreFilter"]:
+            if runner.name in declared:
+                self._declared_skip(runner, "PreFilter", state, skip)
+                continue
             r = self._safe(runner, "pre_filter", "PreFilter", state, pod, pod_info, nodes, st=state)
             if isinstance(r, Status):
                 if r.is_skip():
@@ -818,7 +947,11 @@ class Framework:
         start = time.perf_counter()
         skip: set[str] = set()
         status = Status()
+        declared = self._declared_skips["PreScore"].skipped(pod_info)
         for runner in self.points["PreScore"]:
+            if runner.name in declared:
+                self._declared_skip(runner, "PreScore", state, skip)
+                continue
             s = self._safe(
                 runner, "pre_score", "PreScore", state, pod_info.pod, pod_info, nodes, st=state
             )
@@ -844,10 +977,11 @@ class Framework:
         ``ERROR`` status of a plugin that failed or left a score outside 0..100.
         """
         start = time.perf_counter()
-        names = batch.names
+        names = _BatchNames(batch)
+        n = len(batch)
         pod = pod_info.pod
         plugin_scores: list[PluginScore] = []
-        totals = np.zeros(len(names), dtype=np.int64)
+        totals: np.ndarray | None = None
         for runner in self.points["Score"]:
             if runner.name in state.skip_score_plugins:
                 continue
@@ -855,9 +989,11 @@ class Framework:
             if isinstance(raw, Status):
                 self._observe("Score", raw, start)
                 return raw
-            scores = NodeScores(names, raw.copy())
+            values = raw
             normalize = runner.call("normalize_score")
             if normalize is not None:
+                # NormalizeScore changes the scores in place; ``raw`` is kept as it was.
+                scores = NodeScores(names, raw.copy())
                 status = self._safe(
                     runner,
                     "normalize_score",
@@ -875,30 +1011,30 @@ class Framework:
                     )
                     self._observe("Score", error, start)
                     return error
-            values = scores.values
-            if not isinstance(values, np.ndarray) or values.dtype.kind not in "iu":
-                error = _wrong_result(runner.name, "normalize_score", values)
+                values = scores.values
+                error = _invalid_scores(runner.name, values, n)
+                if error is not None:
+                    self._observe("Score", error, start)
+                    return error
+            elif n and raw.view(np.uint64).max() > MAX_NODE_SCORE:
+                # int64 seen as uint64: a negative score is huge, so one reduction checks
+                # both ends of 0..100.
+                error = _invalid_scores(runner.name, raw, n)
                 self._observe("Score", error, start)
                 return error
-            if len(values) != len(names):
-                error = _batch_length_error(
-                    runner.name, "normalize_score", "scores", len(values), len(names)
-                )
-                self._observe("Score", error, start)
-                return error
-            if len(values) and (values.min() < MIN_NODE_SCORE or values.max() > MAX_NODE_SCORE):
-                bad = int(values[(values < MIN_NODE_SCORE) | (values > MAX_NODE_SCORE)][0])
-                error = Status(
-                    Code.ERROR,
-                    f"plugin {runner.name!r} returns an invalid score {bad}, it should in the "
-                    f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                    plugin=runner.name,
-                )
-                self._observe("Score", error, start)
-                return error
-            plugin_scores.append(PluginScore(runner.name, runner.weight, raw, values))
-            totals += values * runner.weight
-        self._observe("Score", Status(), start)
+            weight = runner.weight
+            plugin_scores.append(PluginScore(runner.name, weight, raw, values))
+            # The first plugin's scores start the totals (a new int64 array); a weight
+            # of 1 needs no multiplication.
+            if totals is None:
+                totals = values.astype(np.int64)
+                if weight != 1:
+                    totals *= weight
+            else:
+                totals += values if weight == 1 else values * weight
+        if totals is None:
+            totals = np.zeros(n, dtype=np.int64)
+        self._observe("Score", _SUCCESS, start)
         return ScoreResult(names, plugin_scores, totals)
 
     def _score_many(
@@ -1089,6 +1225,15 @@ class Framework:
         self._observe("PostBind", Status(), start)
 
     # -- helpers ------------------------------------------------------------------------
+    def _declared_skip(
+        self, runner: PluginRunner, extension_point: str, state: CycleState, skip: set[str]
+    ) -> None:
+        """A plugin not called because it declared it would answer ``SKIP`` for the pod:
+        recorded as if it had answered it (the skip set, a sampled duration)."""
+        skip.add(runner.name)
+        if state.record_plugin_metrics:
+            self._observe_plugin(runner.name, extension_point, _SKIP, time.perf_counter())
+
     def _safe(
         self, runner: PluginRunner, hook: str, ep: str, *args: Any, st: CycleState | None = None
     ) -> Any:
@@ -1119,10 +1264,11 @@ class Framework:
         child = self._ep_histograms.get(key)
         if child is None:
             # Looked up once per label set: this runs at every extension point of every pod.
-            child = self._ep_histograms[key] = (
-                self.metrics.framework_extension_point_duration.labels(
-                    extension_point, status.code.display, self.profile_name
-                )
+            child = self._ep_histograms[key] = self.metrics.histogram(
+                self.metrics.framework_extension_point_duration,
+                extension_point,
+                status.code.display,
+                self.profile_name,
             )
         child.observe(time.perf_counter() - start)
 
@@ -1135,11 +1281,17 @@ class Framework:
         child = self._plugin_histograms.get(key)
         if child is None:
             # Looked up once per label set: preemption's dry runs time every filter call.
-            child = self._plugin_histograms[key] = self.metrics.plugin_execution_duration.labels(
-                plugin, extension_point, key[2].display
+            child = self._plugin_histograms[key] = self.metrics.histogram(
+                self.metrics.plugin_execution_duration, plugin, extension_point, key[2].display
             )
         child.observe(time.perf_counter() - start)
 
+
+_SUCCESS = Status()
+"""The success an extension point's duration is recorded with (never handed out)."""
+
+_SKIP = Status(Code.SKIP)
+"""The status a declared skip is recorded with (never handed out, so never changed)."""
 
 _STATUS_ONLY = (Status,)
 _RESULT_TYPES: dict[str, tuple[type, ...]] = {
@@ -1248,6 +1400,47 @@ def _wrong_result(plugin: str, hook: str, result: object) -> Status:
         f"plugin {plugin!r} returned {type(result).__name__} from {hook}",
         plugin=plugin,
     )
+
+
+def _invalid_scores(plugin: str, values: object, n: int) -> Status | None:
+    """The ERROR for normalised scores that are not ``n`` integers in 0..100, else None."""
+    if not isinstance(values, np.ndarray) or values.dtype.kind not in "iu":
+        return _wrong_result(plugin, "normalize_score", values)
+    if len(values) != n:
+        return _batch_length_error(plugin, "normalize_score", "scores", len(values), n)
+    if not n:
+        return None
+    if values.dtype == np.int64:
+        # Seen as uint64 a negative score is huge: one reduction checks both ends.
+        in_range = values.view(np.uint64).max() <= MAX_NODE_SCORE
+    else:
+        in_range = values.min() >= MIN_NODE_SCORE and values.max() <= MAX_NODE_SCORE
+    if not in_range:
+        bad = int(values[(values < MIN_NODE_SCORE) | (values > MAX_NODE_SCORE)][0])
+        return Status(
+            Code.ERROR,
+            f"plugin {plugin!r} returns an invalid score {bad}, it should in the "
+            f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+            plugin=plugin,
+        )
+    return None
+
+
+class _BatchNames:
+    """A batch's node names, as a function: built on first call (``NodeBatch.names``)."""
+
+    __slots__ = ("batch",)
+
+    def __init__(self, batch: NodeBatch) -> None:
+        self.batch = batch
+
+    def __call__(self) -> list[str]:
+        return self.batch.names
+
+    def at(self, i: int) -> str:
+        """The ``i``-th name alone."""
+        batch = self.batch
+        return batch.table.names[int(batch.rows[i])]
 
 
 def _is_score(value: object) -> bool:
