@@ -130,7 +130,7 @@ def handle(nominator: Nominator | None = None, pdbs=(), seed: int = 0) -> dict[s
     return {
         "client": RecordingClient(),
         "event_recorder": RecordingEventRecorder(),
-        "nominator": nominator or Nominator(),
+        "nominator": Nominator() if nominator is None else nominator,
         "lister": StaticLister(list(pdbs)),
         "metrics": Metrics(),
         "rng": random.Random(seed),
@@ -340,3 +340,47 @@ def test_node_only_filter_rejecting_a_potential_node_is_still_run():
         _, code, _, e, deleted = explained(fw, pi, per_node=per_node)
         assert code is Code.UNSCHEDULABLE and deleted == []
         assert "untolerated taint" in e[3]["n"]
+
+
+nomination_steps = st.lists(
+    st.tuples(
+        st.integers(0, 5),  # which pod
+        st.sampled_from([None, "n0", "n1", "n2", "n3"]),  # its node (None: nomination gone)
+        st.integers(0, 5),  # which pod asks for the additions next
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(nomination_steps)
+def test_nominated_additions_kept_current_equal_a_fresh_build(steps):
+    """What the nominated pods add, brought up to date from the nominator's changes
+    cycle after cycle, equals what a framework that never saw the earlier cycles builds."""
+    nodes = [node(f"n{i}", cpu="4", pods="10").obj() for i in range(4)]
+    fw = make_framework(*PLUGINS, **handle())
+    nominator = fw.nominator
+    fw.set_snapshot(new_snapshot([], nodes))
+    table = fw.snapshot.table
+    pods = [PodInfo(pod(f"p{k}", k % 3, f"{100 * (k + 1)}m").obj()) for k in range(6)]
+    for who, where, asker in steps:
+        if where is None:
+            nominator.delete_nominated_pod_if_exists(pods[who].pod)
+        else:
+            nominator.add_nominated_pod(pods[who], where)
+        kept = fw._nominated_additions(pods[asker], table)
+        fresh_fw = make_framework(*PLUGINS, **handle(nominator))
+        fresh_fw.set_snapshot(fw.snapshot)
+        fresh = fresh_fw._nominated_additions(pods[asker], table)
+        assert kept.has.tolist() == fresh.has.tolist()
+        assert {r: [p.uid for p in ps] for r, ps in kept.pods.items()} == {
+            r: [p.uid for p in ps] for r, ps in fresh.pods.items()
+        }
+        for name in kept.requested.keys() | fresh.requested.keys():
+            zeros = [0] * len(table)
+            got = kept.requested[name].tolist() if name in kept.requested else zeros
+            want = fresh.requested[name].tolist() if name in fresh.requested else zeros
+            assert got == want, name
+        assert kept.non_zero_cpu.tolist() == fresh.non_zero_cpu.tolist()
+        assert kept.non_zero_memory.tolist() == fresh.non_zero_memory.tolist()

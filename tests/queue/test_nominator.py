@@ -129,3 +129,30 @@ def test_node_names_and_pods_by_node_follow_every_change() -> None:
     n.delete_nominated_pod_if_exists(b.pod)  # nothing to delete: no change
     assert n.version == versions[-1]
     assert versions == sorted(set(versions))  # every change moved the version
+
+
+@pytest.mark.parametrize("kept", [8192, 4], ids=["whole-log", "log-trimmed"])
+def test_nodes_changed_since_names_the_nodes_of_later_changes(monkeypatch, kept: int) -> None:
+    from kubesched.queue import nominator as module
+
+    monkeypatch.setattr(module, "_CHANGES_KEPT", kept)
+    n = Nominator()
+    pods = {name: PodInfo(make_pod(name)) for name in ("a", "b", "c")}
+    steps = [("a", "n1"), ("b", "n2"), ("a", "n3"), ("c", "n2"), ("b", None), ("c", "n1")]
+    touched: list[tuple[int, set[str]]] = [(n.version, set())]
+    for name, node in steps:
+        before = n.nominated_node_name(pods[name])
+        if node is None:
+            n.delete_nominated_pod_if_exists(pods[name].pod)
+        else:
+            n.add_nominated_pod(pods[name], node)
+        touched.append((n.version, {x for x in (before, node) if x}))
+    for i, (version, _) in enumerate(touched):
+        expected = set().union(*(nodes for _, nodes in touched[i + 1 :]))
+        answer = n.nodes_changed_since(version)
+        if answer is None:  # only when the trimmed log no longer reaches back
+            assert kept < len(touched) * 2 and version < n.version - kept // 2
+        else:
+            assert answer == expected
+    assert n.nodes_changed_since(n.version) == set()
+    assert n.nodes_changed_since(n.version + 1) is None

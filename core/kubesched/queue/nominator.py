@@ -10,6 +10,9 @@ from kubesched.framework.types import PodInfo, pod_uid
 
 __all__ = ["Nominator", "PodLister"]
 
+_CHANGES_KEPT = 8192
+"""How many recent changes ``nodes_changed_since`` can look back over, at most."""
+
 PodLister = Callable[[str, str], Pod | None]
 """``lister(namespace, name)``: the current version of a pod, or ``None`` if it is gone."""
 
@@ -43,6 +46,10 @@ class Nominator:
         self._node_version: dict[str, int] = {}
         self.version = 0
         """Changes whenever a nomination does: what callers key their caches on."""
+        # The node of each change, by version: _changed[i] changed at version
+        # _changed_base + i (recent ones only; see nodes_changed_since).
+        self._changed: list[str] = []
+        self._changed_base = 1
 
     def add_nominated_pod(self, pod_info: PodInfo, nominated_node_name: str | None = None) -> None:
         """Nominate ``pod_info`` to ``nominated_node_name``.
@@ -94,6 +101,16 @@ class Nominator:
         with self._lock:
             return dict(self._node_version)
 
+    def nodes_changed_since(self, version: int) -> set[str] | None:
+        """The nodes whose nominated pods changed after :attr:`version` was ``version``
+        (empty when it still is); ``None`` when that is further back than the nominator
+        remembers, and the caller must look at every node."""
+        with self._lock:
+            start = version + 1 - self._changed_base
+            if start < 0 or version > self.version:
+                return None
+            return set(self._changed[start:])
+
     def nominated_node_names(self) -> frozenset[str]:
         """The nodes that have at least one nominated pod (filters treat them apart)."""
         with self._lock:
@@ -130,14 +147,14 @@ class Nominator:
         self._node_of[pod_info.uid] = node
         self._by_node.setdefault(node, {})[pod_info.uid] = pod_info
         self._names = None
-        self.version += 1
+        self._bump(node)
         self._node_version[node] = self.version
 
     def _delete_locked(self, uid: str) -> None:
         node = self._node_of.pop(uid, None)
         if node is None:
             return
-        self.version += 1
+        self._bump(node)
         pods = self._by_node.get(node)
         if pods is not None:
             self._node_version[node] = self.version
@@ -146,3 +163,13 @@ class Nominator:
                 del self._by_node[node]
                 del self._node_version[node]
                 self._names = None
+
+    def _bump(self, node: str) -> None:
+        """A change to ``node``'s nominated pods: the next version, and its log entry."""
+        self.version += 1
+        changed = self._changed
+        changed.append(node)
+        if len(changed) > _CHANGES_KEPT:
+            drop = len(changed) - _CHANGES_KEPT // 2
+            del changed[:drop]
+            self._changed_base += drop

@@ -278,8 +278,9 @@ class Framework:
         self.waiting_pods = WaitingPods()
         self._ep_histograms: dict[tuple[str, Code], Any] = {}
         self._plugin_histograms: dict[tuple[str, str, Code], Any] = {}
-        self._nominated_cache: _NominatedAdditions | None = None
-        self._nominated_nodes: dict[str, _NominatedNode] = {}
+        # Per priority, what the nominated pods add, kept current from the nominator's
+        # changes (see _nominated_additions).
+        self._nominated_by_priority: dict[int, _NominatedAdditions] = {}
         self.snapshot: Any = None
         self.runners: dict[str, PluginRunner] = {}
         self.points: dict[str, list[PluginRunner]] = {}
@@ -705,53 +706,53 @@ class Framework:
         return {name: view.with_added(rows, pods) for name, view in copies.items()}
 
     def _nominated_additions(self, pod_info: PodInfo, table: NodeTable) -> _NominatedAdditions:
-        """The :class:`_NominatedAdditions` for ``pod_info`` over ``table``'s rows, kept
-        while the nominations, the pod and the table's node list stay the same (every
-        Filter run of a cycle and of its preemption's dry run asks for them)."""
+        """The :class:`_NominatedAdditions` for ``pod_info`` over ``table``'s rows.
+
+        One is kept per priority (what a nominated pod counts for depends on it) and
+        brought up to date from the nodes whose nominations changed since, plus the
+        nodes the previous and this pod are nominated to (a pod's own nomination never
+        counts): a cycle costs the nodes that changed, not every node with nominated
+        pods. It is built anew when the table's node list changed or the nominator
+        cannot say what changed."""
         nominator = self.nominator
-        version = getattr(nominator, "version", None)
-        key = (pod_info.uid, pod_info.priority, version)
-        cached = self._nominated_cache
-        if (
-            version is not None
-            and cached is not None
-            and cached.key == key
-            and cached.index is table.index
-        ):
-            return cached
         priority, uid = pod_info.priority, pod_info.uid
-        # Per node, the pods to add and their sums, kept while the node's nominations
-        # and the priority stay the same: a cycle recomputes only the nodes that changed.
         own = nominator.nominated_node_name(pod_info)
-        cache = self._nominated_nodes
-        entries: dict[int, _NominatedNode] = {}
-        versions = nominator.node_versions()
-        for name, node_version in versions.items():
-            row = table.index.get(name)
-            if row is None:
-                continue
-            entry = cache.get(name)
-            if entry is None or entry.key != (node_version, priority) or name == own:
-                # The pod's own nomination is never counted: its node is computed apart.
-                entry = _NominatedNode(
-                    (node_version, priority),
-                    [
-                        p
-                        for p in nominator.nominated_pods_for_node(name)
-                        if p.priority >= priority and p.uid != uid
-                    ],
-                )
-                if name != own:
-                    cache[name] = entry
-            if entry.pods:
-                entries[row] = entry
-        if len(cache) > 2 * len(versions) + 64:
-            for name in [n for n in cache if n not in versions]:
-                del cache[name]
-        adds = self._nominated_cache = _NominatedAdditions(
-            key, table.index, len(table.names), entries
-        )
+        version = getattr(nominator, "version", None)
+        adds = self._nominated_by_priority.get(priority)
+        changed = None
+        if adds is not None and adds.index is table.index and version is not None:
+            since = getattr(nominator, "nodes_changed_since", None)
+            changed = since(adds.version) if since is not None else None
+        if changed is not None:
+            changed.update(name for name in (adds.own, own) if name)
+            for name in changed:
+                row = table.index.get(name)
+                if row is not None:
+                    adds.set_row(row, self._nominated_node(name, priority, uid))
+        else:
+            entries = {}
+            for name in nominator.nominated_node_names():
+                row = table.index.get(name)
+                if row is not None:
+                    entry = self._nominated_node(name, priority, uid)
+                    if entry is not None:
+                        entries[row] = entry
+            adds = _NominatedAdditions(table.index, len(table.names), entries)
+            if len(self._nominated_by_priority) >= _NOMINATED_PRIORITIES_KEPT:
+                self._nominated_by_priority.clear()
+            self._nominated_by_priority[priority] = adds
+        adds.version, adds.own = version, own
         return adds
+
+    def _nominated_node(self, name: str, priority: int, uid: str) -> _NominatedNode | None:
+        """The pods nominated to node ``name`` that count for a pod of ``priority`` and
+        ``uid`` (equal or higher priority, not the pod itself), or None if there are none."""
+        pods = [
+            p
+            for p in self.nominator.nominated_pods_for_node(name)
+            if p.priority >= priority and p.uid != uid
+        ]
+        return _NominatedNode(pods) if pods else None
 
     def node_only_filters_pass(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
@@ -1312,14 +1313,17 @@ _RESULT_TYPES: dict[str, tuple[type, ...]] = {
 misbehaving plugin gets an ERROR status, it does not crash the scheduler)."""
 
 
+_NOMINATED_PRIORITIES_KEPT = 8
+"""How many priorities' nominated additions a framework keeps up to date at most."""
+
+
 class _NominatedNode:
     """The pods nominated to one node that Filter counts for pods of one priority, and
     what they add to the table's columns (``requested`` by name, the pods column too)."""
 
-    __slots__ = ("key", "non_zero_cpu", "non_zero_memory", "pods", "requested")
+    __slots__ = ("non_zero_cpu", "non_zero_memory", "pods", "requested")
 
-    def __init__(self, key: tuple[int, int], pods: list[PodInfo]) -> None:
-        self.key = key
+    def __init__(self, pods: list[PodInfo]) -> None:
         self.pods = pods
         requested: dict[str, int] = {PODS: len(pods)}
         for p in pods:
@@ -1332,17 +1336,30 @@ class _NominatedNode:
 
 
 class _NominatedAdditions:
-    """For one pod, what the pods nominated to each node add to the table's columns:
-    per row, whether there are such pods (``has``), their summed requests and the pods
-    themselves (to build NodeInfo copies when a plugin reads them)."""
+    """For one priority, what the pods nominated to each node add to the table's
+    columns: per row, whether there are such pods (``has``), their summed requests and
+    the pods themselves (to build NodeInfo copies when a plugin reads them).
 
-    __slots__ = ("has", "index", "key", "non_zero_cpu", "non_zero_memory", "pods", "requested")
+    ``version`` is the nominator's version it describes and ``own`` the node of the pod
+    it was last brought up to date for, whose own nomination it leaves out."""
 
-    def __init__(
-        self, key: tuple, index: dict[str, int], n: int, entries: dict[int, _NominatedNode]
-    ) -> None:
-        self.key = key
+    __slots__ = (
+        "has",
+        "index",
+        "n",
+        "non_zero_cpu",
+        "non_zero_memory",
+        "own",
+        "pods",
+        "requested",
+        "version",
+    )
+
+    def __init__(self, index: dict[str, int], n: int, entries: dict[int, _NominatedNode]) -> None:
         self.index = index
+        self.n = n
+        self.version: int | None = None
+        self.own: str | None = None
         self.pods = {row: e.pods for row, e in entries.items()}
         rows = list(entries)
         self.has = np.zeros(n, dtype=bool)
@@ -1364,6 +1381,29 @@ class _NominatedAdditions:
         self.non_zero_cpu[rows] = [e.non_zero_cpu for e in entries.values()]
         self.non_zero_memory = np.zeros(n, dtype=np.int64)
         self.non_zero_memory[rows] = [e.non_zero_memory for e in entries.values()]
+
+    def set_row(self, row: int, entry: _NominatedNode | None) -> None:
+        """Row ``row`` now adds ``entry`` (None: nothing). A column once added stays, with
+        zeros where nothing is added, which Filter reads as it would an absent one."""
+        if entry is None:
+            if self.has[row]:
+                self.has[row] = False
+                del self.pods[row]
+                for col in self.requested.values():
+                    col[row] = 0
+                self.non_zero_cpu[row] = 0
+                self.non_zero_memory[row] = 0
+            return
+        self.has[row] = True
+        self.pods[row] = entry.pods
+        for name, col in self.requested.items():
+            col[row] = entry.requested.get(name, 0)
+        for name, value in entry.requested.items():
+            if name not in self.requested:
+                col = self.requested[name] = np.zeros(self.n, dtype=np.int64)
+                col[row] = value
+        self.non_zero_cpu[row] = entry.non_zero_cpu
+        self.non_zero_memory[row] = entry.non_zero_memory
 
     def batch(
         self, batch: NodeBatch, positions: np.ndarray, copies: dict[str, Any] | None = None
