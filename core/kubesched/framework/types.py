@@ -393,6 +393,10 @@ class PodInfo:
         return f"PodInfo({self.key})"
 
 
+NO_PLUGINS: frozenset[str] = frozenset()
+"""The empty set of plugins, shared (``frozenset()`` makes a new object each time)."""
+
+
 class QueuedPodInfo:
     """A pod in the scheduling queue, with its queueing history.
 
@@ -401,6 +405,7 @@ class QueuedPodInfo:
     scheduling attempts it has had, ``unschedulable_plugins`` / ``pending_plugins``
     the plugins that rejected it last time (their events move it back),
     ``gated`` whether PreEnqueue holds it back and ``gating_plugin`` which one.
+    The two sets of plugins are frozensets, replaced when they change.
     """
 
     __slots__ = (
@@ -421,8 +426,10 @@ class QueuedPodInfo:
         self.initial_attempt_timestamp: float | None = None
         self.attempts = 0
         self.backoff_expiration: float | None = None
-        self.unschedulable_plugins: set[str] = set()
-        self.pending_plugins: set[str] = set()
+        # Replaced, never changed in place: a new pod shares one empty frozenset (two
+        # empty sets were 432 bytes of each queued pod).
+        self.unschedulable_plugins: frozenset[str] = NO_PLUGINS
+        self.pending_plugins: frozenset[str] = NO_PLUGINS
         self.gated = False
         self.gating_plugin: str | None = None
 

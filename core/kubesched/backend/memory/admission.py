@@ -42,6 +42,22 @@ _MEMORY_PRESSURE = "node.kubernetes.io/memory-pressure"
 _NOT_READY = "node.kubernetes.io/not-ready"
 _UNREACHABLE = "node.kubernetes.io/unreachable"
 
+# The tolerations admission adds, one instance shared by every admitted pod (about 1 KiB
+# a pod otherwise). Stored objects are never changed in place (``MemoryCluster``): a
+# writer deep-copies the pod first, which copies these too.
+_ADMITTED_TOLERATIONS: dict[str, Toleration] = {
+    _MEMORY_PRESSURE: Toleration(key=_MEMORY_PRESSURE, operator="Exists", effect="NoSchedule"),
+    **{
+        key: Toleration(
+            key=key,
+            operator="Exists",
+            effect="NoExecute",
+            toleration_seconds=DEFAULT_TOLERATION_SECONDS,
+        )
+        for key in (_NOT_READY, _UNREACHABLE)
+    },
+}
+
 
 def is_best_effort(pod: Pod) -> bool:
     """``GetPodQOS(pod) == BestEffort``: no container (nor the pod) requests or limits
@@ -260,7 +276,7 @@ class PodAdmission:
         # toleration on pods that have a QoS class other than BestEffort" (upstream's
         # PodTolerationRestriction rule), so that only new BestEffort pods stay off a node
         # under memory pressure. MergeTolerations: not added when one already covers it.
-        tol = Toleration(key=_MEMORY_PRESSURE, operator="Exists", effect="NoSchedule")
+        tol = _ADMITTED_TOLERATIONS[_MEMORY_PRESSURE]
         for t in pod.spec.tolerations:
             if t == tol or (
                 (t.key == _MEMORY_PRESSURE or (not t.key and t.operator == "Exists"))
@@ -283,11 +299,4 @@ class PodAdmission:
 
         for key in (_NOT_READY, _UNREACHABLE):
             if not tolerates(key):
-                tols.append(
-                    Toleration(
-                        key=key,
-                        operator="Exists",
-                        effect="NoExecute",
-                        toleration_seconds=DEFAULT_TOLERATION_SECONDS,
-                    )
-                )
+                tols.append(_ADMITTED_TOLERATIONS[key])
