@@ -65,7 +65,12 @@ class _SharedFieldNames(set[str]):
     def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError("a shared set of field names is never changed")
 
-    add = discard = remove = pop = clear = update = _refuse
+    def add(self, name: str) -> None:
+        """Nothing to do for a name already in; any other is refused (a change)."""
+        if name not in self:
+            self._refuse()
+
+    discard = remove = pop = clear = update = _refuse
     difference_update = intersection_update = symmetric_difference_update = _refuse
     __ior__ = __iand__ = __isub__ = __ixor__ = _refuse
 
@@ -125,9 +130,12 @@ class KubeModel(BaseModel):
             object.__setattr__(self, "__pydantic_fields_set__", _shared_field_names(names))
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if self._own_field_names() is None:
+        names = self.__pydantic_fields_set__
+        if type(names) is not _SharedFieldNames or name in names:
+            # pydantic adds ``name`` to the set: nothing changes (the usual case).
             super().__setattr__(name, value)
             return
+        self._own_field_names()
         try:
             super().__setattr__(name, value)
         finally:
