@@ -23,7 +23,6 @@ from __future__ import annotations
 import gc
 import sys
 import tracemalloc
-from collections.abc import Callable
 
 from kubesched.bench import WORKLOADS, bench_configuration, build_workload
 from kubesched.framework.registry import default_registry
@@ -71,16 +70,13 @@ def main(argv: list[str]) -> int:
     nodes, pods = int(args[0]), int(args[1])
     name = args[2] if len(args) > 2 else "basic"
     tracemalloc.start(1)
-    measure: Callable[[int, bool], tuple[dict[str, int], object]] = (
-        lambda count, after_run: _measure(name, nodes, count, after_run)
-    )
-    node_phases, snapshot = measure(0, False)
+    node_phases, snapshot = _measure(name, nodes, 0, False)
     _report(f"per node ({nodes} nodes, no pods)", node_phases, dict.fromkeys(node_phases, 0), nodes)
     if pods:
-        pending, snapshot = measure(pods, False)
+        pending, snapshot = _measure(name, nodes, pods, False)
         _report(f"per pending pod ({pods} pods)", pending, node_phases, pods)
     if pods and bound:
-        after, snapshot = measure(pods, True)
+        after, snapshot = _measure(name, nodes, pods, True)
         _report(f"per pod after the run ({pods} pods)", after, node_phases, pods)
     print("largest holders (last state):")
     for stat in snapshot.statistics("filename")[:12]:  # type: ignore[attr-defined]
