@@ -61,7 +61,7 @@ def _report(title: str, phases: dict[str, int], base: dict[str, int], per: int) 
     for (phase, size), before in zip(phases.items(), base.values(), strict=True):
         total += size - before
         print(f"  {phase:32s} {(size - before) / per / 1024:8.2f} KiB")
-    print(f"  {'total':32s} {total / per / 1024:8.2f} KiB")
+    print(f"  {'total':32s} {total / per / 1024:8.2f} KiB ({total / per:,.0f} bytes)")
 
 
 def main(argv: list[str]) -> int:

@@ -258,6 +258,31 @@ def test_admitted_tolerations_are_shared_and_never_leak_between_pods(cluster: Me
     assert [t.model_dump() for t in create("c").spec.tolerations] == before
 
 
+@pytest.mark.parametrize(
+    ("second", "shared"),
+    [
+        ({"name": "c", "image": "i"}, True),
+        ({"name": "c", "image": "other"}, False),
+        ({"name": "d", "image": "i"}, False),
+    ],
+    ids=["equal-container-shared", "other-image-own", "other-name-own"],
+)
+def test_equal_containers_of_consecutive_pods_are_shared(
+    cluster: MemoryCluster, second: dict, shared: bool
+):
+    cluster.create(obj("Node", "n1"))
+    a = cluster.create(pod("a", containers=[{"name": "c", "image": "i"}]))
+    b = cluster.create(pod("b", containers=[second]))
+    assert (a.spec.containers[0] is b.spec.containers[0]) is shared
+    assert b.spec.containers[0].model_dump(exclude_unset=True) == second
+    # A writer copies the pod before changing it: the other pod's container stays.
+    changed = a.model_copy(deep=True)
+    changed.spec.containers[0].image = "new"
+    cluster.update(changed)
+    assert cluster.get("Pod", "default", "b").spec.containers[0].image == second["image"]
+    assert cluster.get("Pod", "default", "a").spec.containers[0].image == "new"
+
+
 def test_default_toleration_seconds_can_be_disabled():
     cluster = MemoryCluster(FakeClock(), default_toleration_seconds=False)
     assert cluster.create(pod("p")).spec.tolerations == []
