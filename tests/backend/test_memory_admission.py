@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kubesched.api import Pod, Quantity, load_manifests, parse_object
+from kubesched.backend import PodCondition
 from kubesched.backend.memory import AdmissionError, MemoryCluster
 from kubesched.clock import FakeClock
 
@@ -231,6 +232,55 @@ def test_default_toleration_seconds(cluster: MemoryCluster, tolerations: list, a
     new = p.spec.tolerations[len(tolerations) :]
     assert [t.key for t in new] == added
     assert all(t.toleration_seconds == 300 and t.effect == "NoExecute" for t in new)
+
+
+def test_admitted_tolerations_are_shared_and_never_leak_between_pods(cluster: MemoryCluster):
+    # The defaults admission adds are one instance per toleration for every pod: binding,
+    # status updates and a deep copy changed by its owner leave the other pods' alone.
+    def create(name: str) -> Pod:
+        limited = {"name": "c", "image": "i", "resources": {"limits": {"cpu": "1"}}}
+        return cluster.create(pod(name, containers=[limited]))  # not BestEffort: 3 defaults
+
+    cluster.create(obj("Node", "n1"))
+    a, b = create("a"), create("b")
+    assert len(a.spec.tolerations) == 3
+    assert all(x is y for x, y in zip(a.spec.tolerations, b.spec.tolerations, strict=True))
+    before = [t.model_dump() for t in b.spec.tolerations]
+    cluster.bind(a, "n1")
+    cluster.update_pod_status(b, condition=PodCondition("PodScheduled", "False", "Unschedulable"))
+    changed = cluster.get("Pod", "default", "a").model_copy(deep=True)
+    changed.spec.tolerations[0].toleration_seconds = 1
+    changed.spec.tolerations[1].toleration_seconds = 2
+    cluster.update(changed)
+    a_now = cluster.get("Pod", "default", "a").spec.tolerations
+    assert (a_now[0].toleration_seconds, a_now[1].toleration_seconds) == (1, 2)
+    assert [t.model_dump() for t in cluster.get("Pod", "default", "b").spec.tolerations] == before
+    assert [t.model_dump() for t in create("c").spec.tolerations] == before
+
+
+@pytest.mark.parametrize(
+    ("second", "shared"),
+    [
+        ({"name": "c", "image": "i"}, True),
+        ({"name": "c", "image": "other"}, False),
+        ({"name": "d", "image": "i"}, False),
+    ],
+    ids=["equal-container-shared", "other-image-own", "other-name-own"],
+)
+def test_equal_containers_of_consecutive_pods_are_shared(
+    cluster: MemoryCluster, second: dict, shared: bool
+):
+    cluster.create(obj("Node", "n1"))
+    a = cluster.create(pod("a", containers=[{"name": "c", "image": "i"}]))
+    b = cluster.create(pod("b", containers=[second]))
+    assert (a.spec.containers[0] is b.spec.containers[0]) is shared
+    assert b.spec.containers[0].model_dump(exclude_unset=True) == second
+    # A writer copies the pod before changing it: the other pod's container stays.
+    changed = a.model_copy(deep=True)
+    changed.spec.containers[0].image = "new"
+    cluster.update(changed)
+    assert cluster.get("Pod", "default", "b").spec.containers[0].image == second["image"]
+    assert cluster.get("Pod", "default", "a").spec.containers[0].image == "new"
 
 
 def test_default_toleration_seconds_can_be_disabled():

@@ -80,6 +80,26 @@ def test_create_owned_stores_the_object_itself(cluster: MemoryCluster, kind: str
         assert given.spec.tolerations  # the default not-ready/unreachable tolerations
 
 
+def test_new_pending_pods_share_their_status_without_leaks(cluster: MemoryCluster):
+    # PrepareForCreate: a new pod's status is Pending and nothing else, one shared
+    # instance; a status write or a bind of one pod leaves the others' as they were.
+    cluster.create(obj("Node", "n1"))
+    given = pod("a")
+    given.status.message = "from the manifest"
+    given.status.nominated_node_name = "n1"
+    a, b, c = cluster.create(given), cluster.create(pod("b")), cluster.create(pod("c"))
+    assert a.status is b.status is c.status
+    assert a.status.model_dump(exclude_none=True) == {
+        "phase": "Pending", "conditions": [], "resource_claim_statuses": []
+    }  # fmt: skip
+    cluster.update_pod_status(a, condition=PodCondition("PodScheduled", "False", "Unschedulable"))
+    cluster.bind(b, "n1")
+    a, b, c = (cluster.get("Pod", "default", n) for n in "abc")
+    assert [x.type for x in a.status.conditions] == ["PodScheduled"]
+    assert b.status.phase == "Running"
+    assert c.status.phase == "Pending" and c.status.conditions == []
+
+
 def test_apply_owned_equals_apply_with_copies(clock: FakeClock):
     def objects():
         return [obj("Node", "n1"), pod("a"), pod("b", priorityClassName="missing")]

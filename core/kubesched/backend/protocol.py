@@ -19,9 +19,11 @@ class EventType(StrEnum):
     DELETED = "DELETED"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WatchEvent:
-    """One change of one object. ``old`` is the previous version for ``MODIFIED``."""
+    """One change of one object. ``old`` is the previous version for ``MODIFIED``.
+
+    Slotted: the embedded cluster's watch log keeps up to 100,000 of them."""
 
     type: EventType
     object: KubeObject

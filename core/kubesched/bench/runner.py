@@ -18,6 +18,10 @@ What is measured, and how:
   (``ru_maxrss``) over its resident size just before the workload is built. Each
   run happens in a fresh forked process (``isolate=True``, the default) so that the
   peak belongs to that run alone; in-process, only the first run's figure is exact.
+- ``setup_memory_mb``: growth of the resident set size from the same point to the end
+  of the setup: the workload's objects admitted into the embedded cluster and the
+  scheduler built, every pod still pending (the state issue 15's "per pending pod"
+  budget is about; the queue's entries are added by the informers in ``schedule_s``).
 - ``breakdown`` (optional, ``breakdown=True``): ``perf_counter`` wrappers set on the
   instance attributes of that run's scheduler, exclusive time per phase (a wrapped
   call inside another is subtracted from the outer one):
@@ -103,6 +107,7 @@ class RunResult:
     p99_ms: float
     mean_ms: float
     peak_memory_mb: float
+    setup_memory_mb: float = 0.0
     breakdown: dict[str, float] | None = None
     """Seconds per phase (see ``BREAKDOWN_PHASES``)."""
 
@@ -130,6 +135,7 @@ class BenchResult:
     build_s: float
     setup_s: float
     schedule_s: float
+    setup_memory_mb: float = 0.0
     breakdown: dict[str, float] | None = None
     """Median seconds per phase."""
     runs: list[dict[str, Any]] = field(default_factory=list)
@@ -307,6 +313,7 @@ def run_once(
     t1 = time.perf_counter()
     sim = workload.simulation(config, registry, seed)
     t2 = time.perf_counter()
+    set_up = max(0, _rss_bytes() - rss_before) if rss_before else 0
     if sim.rejections:
         raise BenchError(
             f"workload {workload_name!r}: {len(sim.rejections)} object(s) rejected by "
@@ -352,6 +359,7 @@ def run_once(
         p99_ms=_percentile(latencies, 99) * 1000,
         mean_ms=(sum(latencies) / len(latencies) * 1000) if latencies else 0.0,
         peak_memory_mb=peak / 2**20,
+        setup_memory_mb=set_up / 2**20,
     )
     if timers is not None:
         phases = dict(timers.totals)
@@ -472,6 +480,7 @@ def run_workload(
         build_s=_median([r.build_s for r in runs]),
         setup_s=_median([r.setup_s for r in runs]),
         schedule_s=_median([r.schedule_s for r in runs]),
+        setup_memory_mb=_median([r.setup_memory_mb for r in runs]),
         breakdown=merged,
         runs=[
             {
@@ -481,6 +490,7 @@ def run_workload(
                 "p50_ms": r.p50_ms,
                 "p99_ms": r.p99_ms,
                 "peak_memory_mb": r.peak_memory_mb,
+                "setup_memory_mb": r.setup_memory_mb,
                 "scheduled": r.scheduled,
             }
             for r in runs

@@ -18,7 +18,7 @@ the unschedulable share.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,7 +195,8 @@ def _nodes(n: int) -> list[KubeObject]:
     return [parse_object(node_manifest(i)) for i in range(n)]
 
 
-def _pods(manifests: list[dict[str, Any]]) -> list[KubeObject]:
+def _pods(manifests: Iterable[dict[str, Any]]) -> list[KubeObject]:
+    """The models of ``manifests`` (a generator keeps one manifest alive at a time)."""
     return [parse_object(m) for m in manifests]
 
 
@@ -210,7 +211,7 @@ def _check_sizes(nodes: int, pods: int) -> None:
 def build_basic(nodes: int, pods: int, seed: int) -> Workload:
     """SchedulingBasic: ``pods`` default pods (100m cpu, 500Mi) on ``nodes`` nodes."""
     _check_sizes(nodes, pods)
-    return Workload("basic", _nodes(nodes), _pods([pod_manifest(f"pod-{i}") for i in range(pods)]))
+    return Workload("basic", _nodes(nodes), _pods(pod_manifest(f"pod-{i}") for i in range(pods)))
 
 
 def anti_affinity_group_size(nodes: int) -> int:

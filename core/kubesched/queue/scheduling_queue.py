@@ -715,11 +715,11 @@ class PriorityQueue:
             # Another plugin may gate the pod now (its scheduling gates were removed, a
             # quota plugin holds it): only the current gate counts as a rejector.
             if qpi.gating_plugin and qpi.gating_plugin != status.plugin:
-                qpi.unschedulable_plugins.discard(qpi.gating_plugin)
+                qpi.unschedulable_plugins -= {qpi.gating_plugin}
             qpi.gated = True
             qpi.gating_plugin = status.plugin
             if status.plugin:
-                qpi.unschedulable_plugins.add(status.plugin)
+                qpi.unschedulable_plugins |= {status.plugin}
             if uid in self._active or uid in self._backoff or uid in self._error_backoff:
                 return False
             self._unschedulable.pop(uid, None)
@@ -729,7 +729,7 @@ class PriorityQueue:
         if qpi.gated:
             # Forget the gate, so that a later Error is not mistaken for a rejection.
             if qpi.gating_plugin:
-                qpi.unschedulable_plugins.discard(qpi.gating_plugin)
+                qpi.unschedulable_plugins -= {qpi.gating_plugin}
             qpi.gated = False
             qpi.gating_plugin = None
         if qpi.initial_attempt_timestamp is None:

@@ -22,7 +22,7 @@ from kubesched.framework.events import ActionType, ClusterEvent, EventResource
 from kubesched.framework.registry import PluginRegistry
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PodInfo, QueuedPodInfo, pod_uid
+from kubesched.framework.types import NO_PLUGINS, PodInfo, QueuedPodInfo, pod_uid
 from kubesched.metrics import Metrics
 from kubesched.queue import PriorityQueue, ProfileQueueing
 from kubesched.scheduler.algorithm import ScheduleResult, SchedulingAlgorithm, SchedulingError
@@ -319,13 +319,12 @@ class Scheduler:
         reason = "Unschedulable" if rejected else "SchedulerError"
         result = RESULT_UNSCHEDULABLE if rejected else RESULT_ERROR
         if fit is not None:
-            qpi.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
-            qpi.pending_plugins = set(fit.diagnosis.pending_plugins)
+            qpi.unschedulable_plugins = frozenset(fit.diagnosis.unschedulable_plugins)
+            qpi.pending_plugins = frozenset(fit.diagnosis.pending_plugins)
         else:
             # As upstream: without a FitError (an error, or a PreBind/Bind rejection) no
             # plugin is recorded, so the pod backs off instead of waiting for an event.
-            qpi.unschedulable_plugins = set()
-            qpi.pending_plugins = set()
+            qpi.unschedulable_plugins = qpi.pending_plugins = NO_PLUGINS
         self.queue.add_unschedulable_if_not_present(qpi, cycle)
         self.queue.nominator.add_nominated_pod(pod_info, nominating)
         message = status.message()

@@ -104,6 +104,7 @@ BASE_KINDS: tuple[str, ...] = (
 The others of ``RESOURCES`` are watched only when a profile needs them (``watch_kinds``),
 as upstream starts an informer only for the listers its plugins asked for."""
 
+
 def resource_for(kind: str) -> Resource | None:
     """The collection of ``kind`` on a cluster: a built-in kind of ``RESOURCES``, or an
     extension kind (:func:`kubesched.api.resolve_kind`, such as Coscheduling's PodGroup)
