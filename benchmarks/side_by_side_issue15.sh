@@ -7,6 +7,7 @@
 #   benchmarks/side_by_side_issue15.sh                 # the table (about 35-50 min, see docs)
 #   benchmarks/side_by_side_issue15.sh --large-preemption   # + preemption 5,000 x 5,000 (+25 min)
 #   benchmarks/side_by_side_issue15.sh --small         # every row at 60 x 150: a 5-minute check
+#   SCHEDULERS=embedded,external benchmarks/side_by_side_issue15.sh   # without `kubesched run`
 #
 # Output: one JSON line per run and a ratio table per row, on stdout and appended to
 # benchmarks/results/side-by-side-<UTC time>.log (or $OUT).
@@ -30,7 +31,8 @@ row() {  # row NODES PODS WORKLOADS [more bench_side_by_side.py options]
     if $small; then nodes=60 pods=150; fi
     echo "## $workloads at $nodes x $pods $* (load: $(cut -d' ' -f1-3 /proc/loadavg))" | tee -a "$OUT"
     .venv/bin/python benchmarks/bench_side_by_side.py --nodes "$nodes" --pods "$pods" \
-        --workloads "$workloads" "$@" 2>&1 | tee -a "$OUT"
+        --workloads "$workloads" --schedulers "${SCHEDULERS:-embedded,kubesched,external}" \
+        "$@" 2>&1 | tee -a "$OUT"
 }
 
 # The issue's table.
