@@ -149,9 +149,5 @@ class StaticLister:
 
     def list_pods_with_label(self, namespace: str, key: str, value: str) -> list[Pod]:
         """The Pods of ``namespace`` whose label ``key`` is ``value``, sorted by key."""
-        return pods_with_label(self.list_objects("Pod", namespace), key, value)
-
-
-def pods_with_label(pods: Iterable[KubeObject], key: str, value: str) -> list[Pod]:
-    """The ``pods`` whose label ``key`` is ``value``, in their order."""
-    return [p for p in pods if (p.metadata.labels or {}).get(key) == value]  # type: ignore[misc]
+        pods = self.list_objects("Pod", namespace)
+        return [p for p in pods if (p.metadata.labels or {}).get(key) == value]  # type: ignore[misc]

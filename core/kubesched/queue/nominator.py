@@ -42,8 +42,6 @@ class Nominator:
         self._node_of: dict[str, str] = {}
         # The keys of _by_node as nominated_node_names returns them, None when stale.
         self._names: frozenset[str] | None = None
-        # node name -> the version of the last change to its pods (nodes with pods only)
-        self._node_version: dict[str, int] = {}
         self.version = 0
         """Changes whenever a nomination does: what callers key their caches on."""
         # The node of each change, by version: _changed[i] changed at version
@@ -94,13 +92,6 @@ class Nominator:
         with self._lock:
             return {name: list(pods.values()) for name, pods in self._by_node.items()}
 
-    def node_versions(self) -> dict[str, int]:
-        """Each node with nominated pods and the :attr:`version` of the last change to its
-        pods (a copy): a caller caching something per node recomputes only the nodes
-        whose version moved."""
-        with self._lock:
-            return dict(self._node_version)
-
     def nodes_changed_since(self, version: int) -> set[str] | None:
         """The nodes whose nominated pods changed after :attr:`version` was ``version``
         (empty when it still is); ``None`` when that is further back than the nominator
@@ -148,7 +139,6 @@ class Nominator:
         self._by_node.setdefault(node, {})[pod_info.uid] = pod_info
         self._names = None
         self._bump(node)
-        self._node_version[node] = self.version
 
     def _delete_locked(self, uid: str) -> None:
         node = self._node_of.pop(uid, None)
@@ -157,11 +147,9 @@ class Nominator:
         self._bump(node)
         pods = self._by_node.get(node)
         if pods is not None:
-            self._node_version[node] = self.version
             pods.pop(uid, None)
             if not pods:
                 del self._by_node[node]
-                del self._node_version[node]
                 self._names = None
 
     def _bump(self, node: str) -> None:

@@ -728,13 +728,14 @@ class Framework:
             for name in changed:
                 row = table.index.get(name)
                 if row is not None:
-                    adds.set_row(row, self._nominated_node(name, priority, uid))
+                    pods = nominator.nominated_pods_for_node(name)
+                    adds.set_row(row, _NominatedNode.counted(pods, priority, uid))
         else:
             entries = {}
-            for name in nominator.nominated_node_names():
+            for name, pods in nominator.nominated_pods_by_node().items():
                 row = table.index.get(name)
                 if row is not None:
-                    entry = self._nominated_node(name, priority, uid)
+                    entry = _NominatedNode.counted(pods, priority, uid)
                     if entry is not None:
                         entries[row] = entry
             adds = _NominatedAdditions(table.index, len(table.names), entries)
@@ -743,16 +744,6 @@ class Framework:
             self._nominated_by_priority[priority] = adds
         adds.version, adds.own = version, own
         return adds
-
-    def _nominated_node(self, name: str, priority: int, uid: str) -> _NominatedNode | None:
-        """The pods nominated to node ``name`` that count for a pod of ``priority`` and
-        ``uid`` (equal or higher priority, not the pod itself), or None if there are none."""
-        pods = [
-            p
-            for p in self.nominator.nominated_pods_for_node(name)
-            if p.priority >= priority and p.uid != uid
-        ]
-        return _NominatedNode(pods) if pods else None
 
     def node_only_filters_pass(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]
@@ -1333,6 +1324,13 @@ class _NominatedNode:
         self.requested = requested
         self.non_zero_cpu = sum(p.non_zero_cpu for p in pods)
         self.non_zero_memory = sum(p.non_zero_memory for p in pods)
+
+    @classmethod
+    def counted(cls, pods: list[PodInfo], priority: int, uid: str) -> _NominatedNode | None:
+        """Of one node's nominated ``pods``, those that count for a pod of ``priority``
+        and ``uid`` (equal or higher priority, not the pod itself); None if none do."""
+        counted = [p for p in pods if p.priority >= priority and p.uid != uid]
+        return cls(counted) if counted else None
 
 
 class _NominatedAdditions:
