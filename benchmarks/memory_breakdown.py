@@ -12,10 +12,11 @@ the workload, each built afresh in this process:
   run leaves (the bound pods, the watch log's earlier versions, the scheduler's
   records). Tracing slows the scheduling several-fold: keep the sizes small.
 
-Each state is split into the phases that allocate: building the objects (pydantic
-models), the embedded cluster and the scheduler (``Simulation(...)``: admission, the
-store's indexes and watch log) and the informers' listing, then the largest holders by
-file for the last state measured.
+Each state is split into the phases that allocate: building the objects (the pydantic
+models of the nodes; a bench parses its pods on demand), the embedded cluster and the
+scheduler (``Simulation(...)``: the pods parsed and admitted one by one, the store's
+indexes and watch log) and the informers' listing, then the largest holders by file for
+the last state measured.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _measure(name: str, nodes: int, pods: int, bound: bool) -> tuple[dict[str, i
     listed = _traced()
     phases = {
         "objects built": built - start,
-        "embedded cluster + scheduler": admitted - built,
+        "pods parsed, cluster + scheduler": admitted - built,
         "informers" + (" + scheduling" if bound else " (cache, queue)"): listed - admitted,
     }
     return phases, tracemalloc.take_snapshot()

@@ -283,6 +283,44 @@ def test_equal_containers_of_consecutive_pods_are_shared(
     assert cluster.get("Pod", "default", "a").spec.containers[0].image == "new"
 
 
+@pytest.mark.parametrize(
+    ("second", "spec_shared", "container_shared"),
+    [
+        ({}, True, True),
+        ({"priorityClassName": "system-node-critical"}, False, True),
+        ({"containers": [{"name": "c", "image": "other"}]}, False, False),
+        ({"nodeSelector": {}}, True, True),
+    ],
+    ids=["equal-spec-shared", "other-priority-own-spec", "other-container-own", "empty-selector"],
+)
+def test_equal_specs_of_consecutive_pods_are_shared(
+    cluster: MemoryCluster, second: dict, spec_shared: bool, container_shared: bool
+):
+    cluster.create(obj("Node", "n1"))
+    a, b = cluster.create(pod("a")), cluster.create(pod("b", **second))
+    assert (a.spec is b.spec) is spec_shared
+    assert (a.spec.containers[0] is b.spec.containers[0]) is container_shared
+    assert b.spec.model_dump() == cluster.admission.admit(pod("b", **second)).spec.model_dump()
+    # Binding one, changing its image (a writer copies first) leave the other's spec.
+    cluster.bind(a, "n1")
+    changed = cluster.get("Pod", "default", "a").model_copy(deep=True)
+    changed.spec.containers[0].image = "new"
+    cluster.update(changed)
+    a, b = cluster.get("Pod", "default", "a"), cluster.get("Pod", "default", "b")
+    assert (a.spec.node_name, a.spec.containers[0].image) == ("n1", "new")
+    assert b.spec.node_name is None
+    assert b.spec.containers[0].image == ("other" if "containers" in second else "busybox")
+
+
+def test_a_pod_after_a_different_one_shares_nothing_with_the_earlier_twin(cluster: MemoryCluster):
+    # Only the previous admitted pod's spec is shared: a, c are equal but b came between.
+    a = cluster.create(pod("a"))
+    b = cluster.create(pod("b", containers=[{"name": "c", "image": "other"}]))
+    c = cluster.create(pod("c"))
+    assert a.spec is not c.spec and b.spec is not c.spec
+    assert a.spec == c.spec
+
+
 def test_default_toleration_seconds_can_be_disabled():
     cluster = MemoryCluster(FakeClock(), default_toleration_seconds=False)
     assert cluster.create(pod("p")).spec.tolerations == []

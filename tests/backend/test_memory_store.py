@@ -100,6 +100,36 @@ def test_new_pending_pods_share_their_status_without_leaks(cluster: MemoryCluste
     assert c.status.phase == "Pending" and c.status.conditions == []
 
 
+def test_pods_bound_at_one_moment_share_their_status_without_leaks(
+    cluster: MemoryCluster, clock: FakeClock
+):
+    # A pod bound straight from Pending gets the running status of that moment, one
+    # instance per moment; a pod with a status of its own gets its own copy.
+    cluster.create(obj("Node", "n1"))
+    a, b, c, d = (cluster.create(pod(n)) for n in "abcd")
+    cluster.update_pod_status(c, condition=PodCondition("PodScheduled", "False", "Unschedulable"))
+    for p in (a, b, c):
+        cluster.bind(p, "n1")
+    clock.step(5)
+    cluster.bind(d, "n1")
+    a, b, c, d = (cluster.get("Pod", "default", n) for n in "abcd")
+    assert a.status is b.status
+    assert c.status is not a.status and d.status is not a.status
+    for p in (a, c, d):
+        assert p.status.phase == "Running"
+        assert [(x.type, x.status) for x in p.status.conditions] == [
+            ("PodScheduled", "True"), ("Ready", "True")
+        ]  # fmt: skip
+    assert a.status.start_time != d.status.start_time
+    assert c.status.model_dump() == a.status.model_dump()
+    # A status write on one leaves the other as it was.
+    cluster.update_pod_status(a, condition=PodCondition("DisruptionTarget", "True", "Test"))
+    assert [x.type for x in cluster.get("Pod", "default", "b").status.conditions] == [
+        "PodScheduled", "Ready"
+    ]  # fmt: skip
+    assert cluster.get("Pod", "default", "a").status.conditions[-1].type == "DisruptionTarget"
+
+
 def test_apply_owned_equals_apply_with_copies(clock: FakeClock):
     def objects():
         return [obj("Node", "n1"), pod("a"), pod("b", priorityClassName="missing")]

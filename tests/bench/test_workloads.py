@@ -6,8 +6,14 @@ from collections import Counter
 
 import pytest
 
-from kubesched.api import Node, Pod, PriorityClass
-from kubesched.bench import WORKLOADS, bench_configuration, build_workload, expected_unschedulable
+from kubesched.api import Node, Pod, PriorityClass, parse_object
+from kubesched.bench import (
+    WORKLOADS,
+    bench_configuration,
+    build_workload,
+    expected_unschedulable,
+    workloads,
+)
 from kubesched.bench.kube import _manifests
 from kubesched.bench.workloads import (
     CHURN_PRIORITIES,
@@ -16,7 +22,9 @@ from kubesched.bench.workloads import (
     GANG_SIZE,
     LOW_PRIORITY_PODS_PER_NODE,
     ZONES,
+    ParsedOnDemand,
     anti_affinity_group_size,
+    pod_manifest,
     unschedulable_count,
 )
 from kubesched.framework.registry import default_registry
@@ -219,3 +227,54 @@ def test_manifests_for_the_api_server_leave_out_empty_lists() -> None:
         ]
         == {}
     )
+
+
+def test_parsed_on_demand_parses_what_is_asked_for_once() -> None:
+    asked: list[int] = []
+
+    def manifests():
+        for i in range(4):
+            asked.append(i)
+            yield pod_manifest(f"pod-{i}")
+
+    pods = ParsedOnDemand(manifests())
+    assert asked == []
+    first, second = iter(pods), iter(pods)
+    a = next(first)
+    assert asked == [0] and next(second) is a  # the second iterator reads the kept model
+    b = next(second)
+    assert asked == [0, 1] and next(first) is b
+    assert pods[1] is b and asked == [0, 1, 2, 3]  # indexing parses the rest
+    assert [p.metadata.name for p in pods] == [f"pod-{i}" for i in range(4)]
+    assert len(pods) == 4 and [p.metadata.name for p in pods[2:]] == ["pod-2", "pod-3"]
+    assert list(first) == list(pods[2:]) and asked == [0, 1, 2, 3]
+
+
+def test_bench_simulation_admits_each_pod_before_parsing_the_next(monkeypatch) -> None:
+    # The point of parsing on demand: a pod's duplicates are shared by admission before
+    # the next pod exists, so the models never all exist at once as parsed.
+    nodes = build_workload("basic", 2, 0).nodes
+    parsed: list[Pod] = []
+
+    def recording(manifest):
+        model = parse_object(manifest)
+        parsed.append(model)
+        return model
+
+    monkeypatch.setattr(workloads, "parse_object", recording)
+    admitted_when_asked: list[list[bool]] = []
+
+    def manifests():
+        for i in range(3):
+            admitted_when_asked.append([p.metadata.resource_version is not None for p in parsed])
+            yield pod_manifest(f"pod-{i}")
+
+    w = workloads.Workload("basic", nodes, ParsedOnDemand(manifests()))
+    registry = default_registry()
+    sim = w.simulation(bench_configuration(registry, None, None), registry)
+    assert admitted_when_asked == [[], [True], [True, True]]
+    stored = sim.cluster.pods()
+    assert [p.metadata.name for p in stored] == ["pod-0", "pod-1", "pod-2"]
+    assert all(s is p for s, p in zip(stored, w.pods, strict=True))  # handed over, not copied
+    assert stored[0].spec is stored[2].spec  # equal specs shared by admission
+    assert sum(1 for p in w.run(sim).cluster.pods() if p.spec.node_name) == 3

@@ -603,9 +603,7 @@ def test_stateful_zonal_provisions_each_claim_in_its_pods_zone() -> None:
         ]
     # At most two of the driver's volumes per node (CSINode allocatable.count).
     assert max(Counter(p.spec.node_name for p in db).values()) <= 2
-    left = {
-        c.metadata.name: c.capacity.value() for c in run.cluster.objects("CSIStorageCapacity")
-    }
+    left = {c.metadata.name: c.capacity.value() for c in run.cluster.objects("CSIStorageCapacity")}
     assert left == {"zonal-ssd-a": 60 * GiB, "zonal-ssd-b": 40 * GiB, "zonal-ssd-c": 5 * GiB}
     assert placement(run) == placement(run_example(STATEFUL, seed=1))
 

@@ -62,9 +62,9 @@ def test_get_sample_value_sees_buffered_observations() -> None:
     assert get("scheduler_scheduling_attempt_duration_seconds_sum", labels) == pytest.approx(
         100.004
     )
-    assert get(
-        "scheduler_scheduling_attempt_duration_seconds_bucket", {**labels, "le": "0.001"}
-    ) == 1
+    assert (
+        get("scheduler_scheduling_attempt_duration_seconds_bucket", {**labels, "le": "0.001"}) == 1
+    )
 
 
 def test_tick_flushes_without_a_scrape() -> None:

@@ -45,11 +45,7 @@ def test_feasible_nodes_in_round_robin_order(start, pct, rejected, narrowed):
     REJECTED.update(rejected)
     snapshot = new_snapshot([], [make_node(f"n{i}").obj() for i in range(N)])
     table = snapshot.table
-    rows = (
-        np.array([i for i in range(N) if i != 7], dtype=np.intp)
-        if narrowed
-        else table.all_rows
-    )
+    rows = np.array([i for i in range(N) if i != 7], dtype=np.intp) if narrowed else table.all_rows
     fw = make_framework(RejectSome, percentage_of_nodes_to_score=pct)
     algorithm = SchedulingAlgorithm(random.Random(0), pct)
     algorithm.next_start_node_index = start

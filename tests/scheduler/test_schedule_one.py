@@ -349,9 +349,7 @@ def test_concurrent_binding_pods_waiting_at_permit_hold_no_binding_thread():
     """A pool of 2 binding threads, 3 pods waiting at Permit: a pod that needs no wait is
     still bound at once (waiting pods must not fill the pool until their timeout)."""
     gated = [make_pod(f"g{i}").labels(gate="yes").obj() for i in range(3)]
-    h = Harness(
-        [LabelGate], [*nodes(2), *gated], extra={"parallelism": 2}, concurrent_binding=True
-    )
+    h = Harness([LabelGate], [*nodes(2), *gated], extra={"parallelism": 2}, concurrent_binding=True)
     h.run()
     assert h.scheduler.pending_bindings() == 3
     h.cluster.create(make_pod("free").obj())

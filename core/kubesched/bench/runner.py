@@ -2,9 +2,11 @@
 
 What is measured, and how:
 
-- ``build_s``: generating the workload's objects (manifests validated into models).
+- ``build_s``: generating the workload's objects (manifests validated into models;
+  the measured pods are parsed on demand, in ``setup_s``).
 - ``setup_s``: ``Simulation(...)`` — admission of every object into the embedded
-  ``MemoryCluster`` and construction of the scheduler (profiles, queue, cache).
+  ``MemoryCluster`` (each measured pod parsed as it is admitted) and construction of
+  the scheduler (profiles, queue, cache).
 - ``schedule_s``: ``Simulation.run()`` — the informers' initial listing (nodes into
   the cache, pending pods into the queue) and every scheduling and binding cycle
   until nothing more can happen (wall time, ``time.perf_counter``).

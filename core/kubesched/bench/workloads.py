@@ -18,9 +18,9 @@ the unschedulable share.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from kubesched.api import KubeObject
 from kubesched.api.manifests import parse_object
@@ -67,15 +67,58 @@ class ChurnStep:
     """Measured pods arriving after the deletions."""
 
 
+class ParsedOnDemand(Sequence[KubeObject]):
+    """The models of a stream of manifests, each parsed when first asked for, then kept.
+
+    :meth:`Workload.simulation` hands a workload's pods to the embedded cluster as they
+    are parsed: admission shares what consecutive pods have in common (their spec), so
+    the 100,000 pods of a large bench never all exist at once as parsed (4.2 KiB each,
+    2.3 KiB once admitted and listed). Any other use parses the rest first.
+    """
+
+    def __init__(self, manifests: Iterable[dict[str, Any]]) -> None:
+        self._manifests = iter(manifests)
+        self._models: list[KubeObject] = []
+
+    def _parse_next(self) -> bool:
+        """Parse one more manifest; False once there are none left."""
+        manifest = next(self._manifests, None)
+        if manifest is None:
+            return False
+        self._models.append(parse_object(manifest))
+        return True
+
+    def _parse_all(self) -> list[KubeObject]:
+        while self._parse_next():
+            pass
+        return self._models
+
+    def __iter__(self) -> Iterator[KubeObject]:
+        i = 0
+        while i < len(self._models) or self._parse_next():
+            yield self._models[i]
+            i += 1
+
+    def __len__(self) -> int:
+        return len(self._parse_all())
+
+    @overload
+    def __getitem__(self, index: int) -> KubeObject: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[KubeObject]: ...
+    def __getitem__(self, index: int | slice) -> KubeObject | list[KubeObject]:
+        return self._parse_all()[index]
+
+
 @dataclass
 class Workload:
     """The objects of one benchmark run and what the run should end with."""
 
     name: str
     nodes: list[KubeObject]
-    pods: list[KubeObject]
+    pods: Sequence[KubeObject]
     """The measured pods: created pending, scheduled (and timed) by the run."""
-    setup: list[KubeObject] = field(default_factory=list)
+    setup: Sequence[KubeObject] = field(default_factory=list)
     """Other objects applied before the run: PriorityClasses, already-bound pods."""
     expected_unschedulable: int = 0
     """Measured pods that by construction cannot be placed."""
@@ -85,9 +128,11 @@ class Workload:
 
     def simulation(self, config: Any, registry: Any, seed: int = 0) -> Simulation:
         """The embedded cluster and scheduler of a bench run, with the objects handed
-        over (stored as built, not copied), keeping only the attempts' summaries."""
+        over (stored as built, not copied), each pod admitted as it is parsed, keeping
+        only the attempts' summaries."""
         return Simulation(
-            self.objects(),
+            [*self.nodes, *self.setup],
+            pods=self._first_pods(),
             config=config,
             registry=registry,
             seed=seed,
@@ -97,8 +142,12 @@ class Workload:
 
     def objects(self) -> list[KubeObject]:
         """Everything to apply to the embedded cluster before the run, in a valid order."""
+        return [*self.nodes, *self.setup, *self._first_pods()]
+
+    def _first_pods(self) -> Iterator[KubeObject]:
+        """The measured pods created before the run (not those of a churn step)."""
         later = {id(obj) for step in self.churn for obj in step.create}
-        return [*self.nodes, *self.setup, *(p for p in self.pods if id(p) not in later)]
+        return (p for p in self.pods if id(p) not in later)
 
     def run(self, sim: Simulation) -> SimulationRun:
         """Schedule until settled, then apply each churn step and schedule again."""
@@ -195,9 +244,10 @@ def _nodes(n: int) -> list[KubeObject]:
     return [parse_object(node_manifest(i)) for i in range(n)]
 
 
-def _pods(manifests: Iterable[dict[str, Any]]) -> list[KubeObject]:
-    """The models of ``manifests`` (a generator keeps one manifest alive at a time)."""
-    return [parse_object(m) for m in manifests]
+def _pods(manifests: Iterable[dict[str, Any]]) -> ParsedOnDemand:
+    """The models of ``manifests``, parsed on demand (a generator keeps one manifest
+    alive at a time)."""
+    return ParsedOnDemand(manifests)
 
 
 def _check_sizes(nodes: int, pods: int) -> None:
