@@ -31,6 +31,16 @@ MERGE_PATCH = "application/merge-patch+json"
 DEFAULT_TIMEOUT = 30.0
 """Seconds a non-watch request may take (connect and read)."""
 
+CONNECT_TIMEOUT = 10.0
+"""Seconds to open a connection to the API server."""
+
+AUTH_REFRESH = 10.0
+"""Seconds the request headers' credentials are reused before the official client's
+configuration is asked again (its refresh hook re-reads the kubeconfig user's token,
+which costs about 70 µs a request: two requests a pod). The client refreshes a token
+5 minutes before it expires and re-reads an in-cluster token file every minute, so a
+credential never gets stale in between."""
+
 
 class ForbiddenError(BackendError):
     """The user may not do this (403): missing RBAC permissions."""
@@ -166,6 +176,16 @@ class KubeClient:
         self._pool = self.api_client.rest_client.pool_manager
         self.host = configuration.host.rstrip("/")
         self._host_label = urlsplit(self.host).netloc
+        # Requests go straight to the API server's connection pool: the pool manager's
+        # URL parsing and pool lookup cost about 40 µs a request. Through a proxy, the
+        # manager (a ProxyManager) knows how to reach it.
+        self._direct: urllib3.HTTPConnectionPool | None = (
+            None
+            if isinstance(self._pool, urllib3.ProxyManager)
+            else self._pool.connection_from_url(self.host)
+        )
+        self._prefix = urlsplit(self.host).path
+        """The server's path prefix, if any (``https://host/k8s/clusters/c-1``)."""
         self.limiter = TokenBucket(connection.qps, connection.burst)
         # kubesched decodes JSON only: a protobuf content type (upstream's default) is
         # asked for with JSON as the fallback the server then always picks.
@@ -174,24 +194,83 @@ class KubeClient:
         if JSON not in self.accept:
             self.accept = f"{self.accept}, {JSON}"
         self.metrics = ClientMetrics(registry or CollectorRegistry())
+        self._auth: dict[str, str] = {}
+        self._auth_at = -AUTH_REFRESH
+        self._auth_lock = threading.Lock()
+        # Each request observes three metrics: their children by verb, made once (each
+        # ``labels`` call takes the metric's lock, contended by the binding threads).
+        self._observers: dict[str, tuple[Any, Any, dict[str, Any]]] = {}
+        self._timeouts: dict[float, urllib3.Timeout] = {}
 
     def close(self) -> None:
         """Close the connection pool."""
         self.api_client.close()
 
     def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": self.accept, "User-Agent": "kubesched"}
-        for auth in self.configuration.auth_settings().values():
-            if auth.get("value"):
-                headers[auth["key"]] = auth["value"]
+        headers = {"Accept": self.accept, "User-Agent": "kubesched", **self._credentials()}
         if content_type:
             headers["Content-Type"] = content_type
         return headers
 
+    def _credentials(self) -> dict[str, str]:
+        """The authentication headers, asked of the official client's configuration at
+        most every ``AUTH_REFRESH`` seconds (it refreshes expiring tokens itself)."""
+        now = time.monotonic()
+        if now - self._auth_at >= AUTH_REFRESH:
+            with self._auth_lock:
+                if now - self._auth_at >= AUTH_REFRESH:
+                    self._auth = {
+                        auth["key"]: auth["value"]
+                        for auth in self.configuration.auth_settings().values()
+                        if auth.get("value")
+                    }
+                    self._auth_at = now
+        return self._auth
+
+    def _timeout(self, read: float) -> urllib3.Timeout:
+        """The request timeout reading for ``read`` seconds, made once per value."""
+        timeout = self._timeouts.get(read)
+        if timeout is None:
+            timeout = self._timeouts[read] = urllib3.Timeout(connect=CONNECT_TIMEOUT, read=read)
+        return timeout
+
+    def _observe(self, method: str) -> tuple[Any, Any, dict[str, Any]]:
+        """The rate-limiter and latency histograms of ``method`` and its request
+        counters by status code (children of the labelled metrics, made once)."""
+        observers = self._observers.get(method)
+        if observers is None:
+            host, m = self._host_label, self.metrics
+            observers = self._observers[method] = (
+                m.rate_limiter_latency.labels(method, host),
+                m.latency.labels(method, host),
+                {},
+            )
+        return observers
+
+    def _count(self, code: str, method: str) -> None:
+        counters = self._observe(method)[2]
+        counter = counters.get(code)
+        if counter is None:
+            counter = counters[code] = self.metrics.requests.labels(code, method, self._host_label)
+        counter.inc()
+
     def url(self, path: str, query: dict[str, Any] | None = None) -> str:
         """The absolute URL of ``path`` with ``query``."""
-        q = {k: v for k, v in (query or {}).items() if v is not None}
-        return self.host + path + ("?" + urlencode(q) if q else "")
+        return self.host + _with_query(path, query)
+
+    def _send(
+        self, method: str, path: str, query: dict[str, Any] | None, **kwargs: Any
+    ) -> urllib3.BaseHTTPResponse:
+        """One HTTP exchange, without retries or redirects."""
+        if self._direct is None:
+            return self._pool.request(method, self.url(path, query), retries=False, **kwargs)
+        return self._direct.urlopen(
+            method,
+            self._prefix + _with_query(path, query),
+            retries=False,
+            redirect=False,
+            **kwargs,
+        )
 
     def request(
         self,
@@ -205,27 +284,28 @@ class KubeClient:
     ) -> Any:
         """One request; the decoded JSON answer. Raises ``BackendError`` subclasses with
         the API server's message (404, 409, 403, 410, ...) or ``UnreachableError``."""
+        limiter_latency, latency, _ = self._observe(method)
         started = time.monotonic()
         self.limiter.take()
         waited = time.monotonic()
-        self.metrics.rate_limiter_latency.labels(method, self._host_label).observe(waited - started)
+        limiter_latency.observe(waited - started)
         data = orjson.dumps(body) if body is not None else None
         try:
-            resp = self._pool.request(
+            resp = self._send(
                 method,
-                self.url(path, query),
+                path,
+                query,
                 body=data,
                 headers=self._headers(content_type if data is not None else None),
-                timeout=urllib3.Timeout(connect=10.0, read=timeout),
-                retries=False,
+                timeout=self._timeout(timeout),
             )
         except urllib3.exceptions.HTTPError as err:
-            self.metrics.requests.labels("<error>", method, self._host_label).inc()
+            self._count("<error>", method)
             raise UnreachableError(
                 f"cannot reach the API server at {self.host}: {_one_line(err)}"
             ) from err
-        self.metrics.requests.labels(str(resp.status), method, self._host_label).inc()
-        self.metrics.latency.labels(method, self._host_label).observe(time.monotonic() - waited)
+        self._count(str(resp.status), method)
+        latency.observe(time.monotonic() - waited)
         if resp.status >= 400:
             raise status_error(resp.status, resp.data)
         return orjson.loads(resp.data) if resp.data else None
@@ -236,19 +316,19 @@ class KubeClient:
         """A watch: the open response (to close it) and the decoded events as they come.
         Not throttled (client-go's watches are not either)."""
         try:
-            resp = self._pool.request(
+            resp = self._send(
                 "GET",
-                self.url(path, query),
+                path,
+                query,
                 headers=self._headers(None),
-                timeout=urllib3.Timeout(connect=10.0, read=timeout),
+                timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=timeout),
                 preload_content=False,
-                retries=False,
             )
         except urllib3.exceptions.HTTPError as err:
             raise UnreachableError(
                 f"cannot reach the API server at {self.host}: {_one_line(err)}"
             ) from err
-        self.metrics.requests.labels(str(resp.status), "WATCH", self._host_label).inc()
+        self._count(str(resp.status), "WATCH")
         if resp.status >= 400:
             data = resp.read()
             resp.release_conn()
@@ -256,20 +336,25 @@ class KubeClient:
         return resp, _lines(resp)
 
 
+def _with_query(path: str, query: dict[str, Any] | None) -> str:
+    """``path`` with the parameters of ``query`` that are set."""
+    q = {k: v for k, v in (query or {}).items() if v is not None}
+    return path + ("?" + urlencode(q) if q else "")
+
+
 def _lines(resp: urllib3.BaseHTTPResponse) -> Iterator[dict[str, Any]]:
     """The JSON objects of a watch stream, one a line."""
-    buffer = b""
+    rest = b""
     for chunk in resp.stream(64 * 1024, decode_content=False):
-        buffer += chunk
-        while True:
-            end = buffer.find(b"\n")
-            if end < 0:
-                break
-            line, buffer = buffer[:end], buffer[end + 1 :]
+        # One split a chunk: cutting the lines off the buffer one at a time copied the
+        # rest of a 64 KiB chunk per event (a bind's event is about 2.5 KiB).
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
             if line.strip():
                 yield orjson.loads(line)
-    if buffer.strip():
-        yield orjson.loads(buffer)
+    if rest.strip():
+        yield orjson.loads(rest)
 
 
 def status_error(code: int, data: bytes | None) -> BackendError:
