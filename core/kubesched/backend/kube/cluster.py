@@ -230,7 +230,10 @@ class KubeCluster:
     ) -> None:
         self.client = client
         self._watch_timeout = watch_timeout
-        self._dispatch: queue.Queue[tuple[_Subscription, WatchEvent] | None] = queue.Queue()
+        # A SimpleQueue (C, no Condition): every watch event passes through it.
+        self._dispatch: queue.SimpleQueue[tuple[_Subscription, WatchEvent] | None] = (
+            queue.SimpleQueue()
+        )
         # Per watched kind, the built-in ones and extension kinds alike.
         self._subs: dict[str, list[_Subscription]] = defaultdict(list)
         self.informers: dict[str, Informer] = {}
@@ -382,19 +385,13 @@ class KubeCluster:
                 self._dispatch.put((sub, ev))
 
     def _dispatch_loop(self) -> None:
-        while True:
-            item = self._dispatch.get()
-            try:
-                if item is None:
-                    return
-                sub, ev = item
-                if not sub.stopped and sub.handler is not None:
-                    try:
-                        sub.handler(ev)
-                    except Exception:  # a handler bug must not stop every informer
-                        log.exception("handling %s %s failed", ev.type, ev.object.kind)
-            finally:
-                self._dispatch.task_done()
+        while (item := self._dispatch.get()) is not None:
+            sub, ev = item
+            if not sub.stopped and sub.handler is not None:
+                try:
+                    sub.handler(ev)
+                except Exception:  # a handler bug must not stop every informer
+                    log.exception("handling %s %s failed", ev.type, ev.object.kind)
 
     # -- list and watch (the protocol) --------------------------------------------------
     def list(self, kind: str) -> tuple[list[KubeObject], str]:
