@@ -19,7 +19,11 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, Protocol
+
+import numpy as np
 
 from kubesched.api import PodDisruptionBudget, compile_label_selector
 from kubesched.api.selectors import LabelSelectorMatcher
@@ -339,13 +343,27 @@ def nodes_where_preemption_might_help(
 ) -> list[NodeInfo]:
     """The nodes Filter rejected with ``UNSCHEDULABLE`` (not ``UNSCHEDULABLE_AND_UNRESOLVABLE``),
     in snapshot order. A node missing from ``node_to_status`` counts as unresolvable, as
-    upstream's default absent-nodes status."""
-    out = []
-    for ni in nodes:
-        status = node_to_status.get(ni.name)
-        if status is not None and status.code is Code.UNSCHEDULABLE:
-            out.append(ni)
-    return out
+    upstream's default absent-nodes status.
+
+    The scheduler's map (a :class:`~kubesched.framework.diagnosis.NodeStatusMap` built
+    for the snapshot's list) already holds these nodes as a column; for any other
+    mapping the statuses are looked up by name with C-level maps, no Python per node.
+    """
+    column = getattr(node_to_status, "unschedulable_nodes", None)
+    if column is not None:
+        found = column(nodes)
+        if found is not None:
+            return found
+    nodes = nodes if isinstance(nodes, Sequence) else list(nodes)
+    statuses = map(node_to_status.get, map(_NAME, nodes), repeat(_ABSENT))
+    codes = np.fromiter(map(_CODE, statuses), dtype=np.int8, count=len(nodes))
+    return list(map(nodes.__getitem__, np.flatnonzero(codes == Code.UNSCHEDULABLE).tolist()))
+
+
+_NAME = attrgetter("name")
+_CODE = attrgetter("code")
+_ABSENT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+"""The status :func:`nodes_where_preemption_might_help` gives a node missing from the map."""
 
 
 def _aggregate(messages: Sequence[str]) -> str:
@@ -521,7 +539,7 @@ class Evaluator:
         statuses: dict[str, Status] = {}
         errors: list[str] = []
         n = len(potential_nodes)
-        order = [potential_nodes[(offset + i) % n] for i in range(n)]
+        order = list(potential_nodes[offset:]) + list(potential_nodes[:offset])
         tried = found = 0
         pos = 0
         chunk = max(num_candidates, 1)

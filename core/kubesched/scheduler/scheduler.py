@@ -275,10 +275,9 @@ class Scheduler:
         if not fwk.has_post_filter_plugins():
             return
         diagnosis = fit.diagnosis
-        statuses = dict(diagnosis.node_to_status)
-        if diagnosis.absent_nodes_status is not None:
-            for ni in self.snapshot.list():
-                statuses.setdefault(ni.name, diagnosis.absent_nodes_status)
+        statuses = diagnosis.post_filter_statuses(
+            self.snapshot.list(), self.snapshot.table.name_array
+        )
         result, status = fwk.run_post_filter_plugins(state, pod_info, statuses)
         diagnosis.post_filter_msg = status.message()
         record.post_filter = status
