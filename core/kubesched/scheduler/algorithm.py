@@ -198,8 +198,8 @@ class SchedulingAlgorithm:
             found += min(len(ok_positions), need)
             if verdicts is not None:
                 rejected = np.flatnonzero(~ok[:cut])
-                rows = part[rejected]
-                diagnosis.add_rejected(name_array[rows], rows, verdicts[rejected])
+                at = part[rejected]
+                diagnosis.add_rejected(name_array[at], at, verdicts[rejected])
             # Most nodes failing means many more to look at: widen the next chunk.
             chunk = max(chunk * 2, to_find - found)
         chosen = np.concatenate(found_parts) if found_parts else np.empty(0, dtype=np.intp)
