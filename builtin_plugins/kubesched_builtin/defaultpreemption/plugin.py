@@ -426,7 +426,7 @@ class DefaultPreemption:
         prev = 0
         for r, (j, end) in enumerate(zip(play.tolist(), split, strict=True)):
             pods = potential[j]
-            victims = [pods[i] for i in chosen[prev:end]]
+            victims = list(map(pods.__getitem__, chosen[prev:end]))
             prev = end
             # As select_victims_on_node: most important first, re-sorted only when both
             # groups were non-empty.

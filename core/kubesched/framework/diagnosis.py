@@ -191,7 +191,7 @@ class FitError(Exception):
             # Nodes failing alike share a Status object: count the objects, then their
             # reasons once each.
             statuses = d.node_to_status.values()
-            by_object = {id(s): s for s in statuses}
+            by_object = dict(zip(map(id, statuses), statuses, strict=True))
             for key, n in Counter(map(id, statuses)).items():
                 for reason in by_object[key].reasons:
                     reasons[reason] += n
