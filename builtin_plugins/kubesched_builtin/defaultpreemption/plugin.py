@@ -421,18 +421,20 @@ class DefaultPreemption:
         num_violating = (victim & (np.arange(order.shape[1]) < violating[:, None])).sum(axis=1)
         rows, steps = np.nonzero(victim)
         out = []
-        split = np.cumsum(victim.sum(axis=1)).tolist()
+        ends = np.cumsum(victim.sum(axis=1)).tolist()
         chosen = order[rows, steps].tolist()
-        prev = 0
-        for r, (j, end) in enumerate(zip(play.tolist(), split, strict=True)):
-            pods = potential[j]
-            victims = list(map(pods.__getitem__, chosen[prev:end]))
-            prev = end
-            # As select_victims_on_node: most important first, re-sorted only when both
-            # groups were non-empty.
-            if 0 < violating[r] < lengths[r]:
+        # Both groups non-empty: the victims are re-sorted, as select_victims_on_node does.
+        resort = ((violating > 0) & (violating < lengths)).tolist()
+        fits = Status()  # shared: nodes that fit alike share a Status
+        start = 0
+        for j, end, n, again in zip(
+            play.tolist(), ends, num_violating.tolist(), resort, strict=True
+        ):
+            victims = list(map(potential[j].__getitem__, chosen[start:end]))
+            start = end
+            if again:
                 victims.sort(key=self.importance_key)
-            out.append((victims, int(num_violating[r]), Status()))
+            out.append((victims, n, fits))
         return out
 
     def ordered_score_funcs(

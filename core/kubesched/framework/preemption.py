@@ -148,6 +148,10 @@ class PreemptionExplanation:
     ``candidates``; ``rejected`` holds, per node tried without success, why. ``chosen``
     is the nominated node, ``decided_by`` the criterion that singled it out, ``victims``
     the pods deleted for it. ``message`` is the PostFilter status message.
+
+    ``candidates`` and ``rejected`` are built from the dry run's result when first read
+    (:meth:`set_tried`): most attempts' explanations are never read, and building them
+    cost a Python loop per candidate and per node tried on every preemption.
     """
 
     pod: str
@@ -157,12 +161,39 @@ class PreemptionExplanation:
     offset: int = 0
     wanted_candidates: int = 0
     nodes_tried: int = 0
-    candidates: list[CandidateExplanation] = field(default_factory=list)
-    rejected: dict[str, str] = field(default_factory=dict)
     chosen: str | None = None
     decided_by: str = ""
     victims: tuple[str, ...] = ()
     message: str = ""
+    _tried: tuple[Sequence[Candidate], Mapping[str, Status]] = field(
+        default=((), {}), repr=False, compare=False
+    )
+    _explained: tuple[list[CandidateExplanation], dict[str, str]] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def set_tried(self, candidates: Sequence[Candidate], statuses: Mapping[str, Status]) -> None:
+        """The dry run's candidates and the statuses of the nodes it tried in vain."""
+        self._tried, self._explained = (candidates, statuses), None
+
+    def _explain(self) -> tuple[list[CandidateExplanation], dict[str, str]]:
+        if self._explained is None:
+            candidates, statuses = self._tried
+            self._explained = (
+                [CandidateExplanation.of(c) for c in candidates],
+                {name: s.message() for name, s in statuses.items()},
+            )
+        return self._explained
+
+    @property
+    def candidates(self) -> list[CandidateExplanation]:
+        """The candidates found, PDB-respecting ones first, as ``simulate`` shows them."""
+        return self._explain()[0]
+
+    @property
+    def rejected(self) -> dict[str, str]:
+        """Per node tried without success, the message of its dry-run status."""
+        return self._explain()[1]
 
 
 class PreemptionInterface(Protocol):
@@ -577,8 +608,7 @@ class Evaluator:
         candidates = non_violating + violating
         if explanation is not None:
             explanation.nodes_tried = tried
-            explanation.candidates = [CandidateExplanation.of(c) for c in candidates]
-            explanation.rejected = {name: s.message() for name, s in statuses.items()}
+            explanation.set_tried(candidates, statuses)
         return candidates, statuses, errors
 
     def _select_victims(
