@@ -242,6 +242,44 @@ def test_replaced_decisions_batched_equal_per_node(c, replaced):
     assert batched == per_node
 
 
+def _pdb_cluster(num_nodes: int, allowed: int, disrupted: tuple[str, ...]):
+    """Nodes each running three app=a pods of which the preemptor leaves one, and a PDB
+    selecting them all: the budget is spent per node, most important pod first."""
+    nodes, pods = [], []
+    for i in range(num_nodes):
+        nodes.append(node(f"n{i}", cpu="2", pods="110").obj())
+        for j, start in enumerate((T2, T0, T1)):
+            pods.append(pod(f"n{i}-p{j}", 0, "400m", f"n{i}", start).labels(app="a").obj())
+    fw = make_framework(
+        *PLUGINS, **handle(pdbs=[pdb("pdb-a", {"app": "a"}, allowed, disrupted=disrupted)])
+    )
+    fw.set_snapshot(new_snapshot(pods, nodes))
+    return fw, PodInfo(pod("preemptor", 10, "1500m").obj())
+
+
+# Importance on each node: p1 (started T0), p2 (T1), p0 (T2); one of them fits back.
+@pytest.mark.parametrize(
+    ("num_nodes", "allowed", "disrupted", "want_victims", "want_violations"),
+    [
+        # p1 spends the budget, p2 and p0 violate: p2 is reprieved.
+        (3, 1, (), ["p1", "p0"], 1),
+        (3, 0, (), ["p2", "p0"], 2),
+        # Only p0 violates: it is tried first and reprieved.
+        (3, 2, (), ["p1", "p2"], 0),
+        (2, 1, ("n0-p1", "n1-p1"), ["p1", "p2"], 0),
+        (1, 1, ("n0-p2",), ["p1", "p2"], 0),
+    ],
+    ids=["one-allowed", "none-allowed", "two-allowed", "disrupted-spend-nothing", "one-node"],
+)
+def test_pdb_budget_is_spent_per_node(num_nodes, allowed, disrupted, want_victims, want_violations):
+    fw, pi = _pdb_cluster(num_nodes, allowed, disrupted)
+    batched, per_node = batched_and_per_node_victims(fw, pi)
+    assert batched == per_node
+    assert [(victims, violations) for victims, violations, *_ in batched] == [
+        ([f"default/n{i}-{p}" for p in want_victims], want_violations) for i in range(num_nodes)
+    ]
+
+
 def explained(fw, pi: PodInfo, per_node: bool, column: bool = False):
     """Filter, then PostFilter, as the scheduler runs them: what preemption decided.
     With ``column`` the statuses reach PostFilter as the scheduler passes them (a

@@ -30,7 +30,7 @@ from kubesched import (
     hookimpl,
     importance_key,
 )
-from kubesched.framework.preemption import pod_start_time
+from kubesched.framework.preemption import pdbs_spent_by, pod_start_time
 from kubesched.framework.preemption_batch import NodeCopies
 from kubesched.framework.status import not_none_mask
 from kubesched_builtin.names import DEFAULT_PREEMPTION
@@ -117,6 +117,29 @@ def _any_victim_eligible(node_info: NodeInfo, victim: PodInfo, preemptor: PodInf
 
 
 _PRIORITY = attrgetter("priority")
+
+
+def _pdb_violations(
+    flat: list[PodInfo],
+    pdbs: Sequence[PDBView],
+    ranked: np.ndarray,
+    owner: np.ndarray,
+    starts: np.ndarray,
+) -> np.ndarray:
+    """``filter_pods_with_pdb_violation`` on every node's pods at once: for the pods in
+    ``ranked`` order (each node's, ``owner``, contiguous from ``starts``, in importance
+    order), whether removing them violates a PDB. Each PDB's budget is spent per node, pod
+    by pod in that order: a pod violates when, counting it, more pods of its node spent
+    some PDB selecting it than the PDB allows."""
+    spends = np.zeros((len(flat), len(pdbs)), dtype=np.int64)
+    for q, pi in enumerate(flat):
+        spends[q, pdbs_spent_by(pi, pdbs)] = 1
+    spends = spends[ranked]
+    spent = np.cumsum(spends, axis=0)
+    # Counted per node: less what the nodes before it spent.
+    before = np.vstack((np.zeros((1, len(pdbs)), dtype=np.int64), spent))[starts[owner]]
+    allowed = np.array([p.disruptions_allowed for p in pdbs], dtype=np.int64)
+    return ((spends > 0) & (spent - before > allowed)).any(axis=1)
 
 
 class DefaultPreemption:
@@ -371,7 +394,7 @@ class DefaultPreemption:
         width = int(lengths.max())
         order = np.full((n, width), -1, dtype=np.intp)
         violating = np.zeros(n, dtype=np.intp)
-        if self.importance_key is importance_key and not pdbs:
+        if self.importance_key is importance_key:
             # Upstream's order, most important first (higher priority, then earlier start,
             # ties in the node's order: a stable sort) for all nodes with one lexsort.
             flat = list(chain.from_iterable(pods))
@@ -380,7 +403,13 @@ class DefaultPreemption:
             local = np.arange(len(flat), dtype=np.intp) - np.repeat(starts, lengths)
             priority = np.fromiter(map(_PRIORITY, flat), np.int64, len(flat))
             started = np.fromiter(map(pod_start_time, flat), np.float64, len(flat))
+            # ``ranked`` keeps each node's pods where ``flat`` has them, reordered.
             ranked = np.lexsort((local, started, -priority, owner))
+            if pdbs:
+                violated = _pdb_violations(flat, pdbs, ranked, owner, starts)
+                # The violating pods first, each group in importance order.
+                ranked = ranked[np.lexsort((np.arange(len(flat)), ~violated, owner))]
+                violating = np.bincount(owner, weights=violated, minlength=n).astype(np.intp)
             order[owner, local] = local[ranked]
             return order, lengths, violating
         for r, ps in enumerate(pods):

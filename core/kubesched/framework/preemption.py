@@ -289,20 +289,28 @@ def filter_pods_with_pdb_violation(
     non_violating: list[PodInfo] = []
     for pi in pod_infos:
         violated = False
-        # A pod without labels matches no PDB.
-        if pi.labels:
-            for i, pdb in enumerate(pdbs):
-                if pdb.namespace != pi.namespace or pdb.selector is None:
-                    continue
-                if not pdb.selector.matches(pi.labels):
-                    continue
-                if pi.name in pdb.disrupted_pods:
-                    continue
-                allowed[i] -= 1
-                if allowed[i] < 0:
-                    violated = True
+        for i in pdbs_spent_by(pi, pdbs):
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                violated = True
         (violating if violated else non_violating).append(pi)
     return violating, non_violating
+
+
+def pdbs_spent_by(pod_info: PodInfo, pdbs: Sequence[PDBView]) -> list[int]:
+    """The indices of the PDBs of ``pdbs`` whose ``disruptionsAllowed`` removing the pod
+    spends: those selecting it, unless it is already among their ``disruptedPods``."""
+    labels = pod_info.labels
+    if not labels:  # a pod without labels matches no PDB
+        return []
+    return [
+        i
+        for i, pdb in enumerate(pdbs)
+        if pdb.namespace == pod_info.namespace
+        and pdb.selector is not None
+        and pod_info.name not in pdb.disrupted_pods
+        and pdb.selector.matches(labels)
+    ]
 
 
 def _default_score_funcs(candidates: Sequence[Candidate]) -> list[Callable[[Candidate], float]]:
@@ -778,6 +786,7 @@ __all__ = [
     "importance_key",
     "more_important_pod",
     "nodes_where_preemption_might_help",
+    "pdbs_spent_by",
     "pick_one_node_for_preemption",
     "pick_one_node_for_preemption_explained",
     "pod_start_time",
