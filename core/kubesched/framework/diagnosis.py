@@ -37,7 +37,8 @@ class Diagnosis:
     rejected_rows: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list, repr=False)
     """Filter's rejections as columns, in the order recorded: per batch, the snapshot
     table rows and their statuses (an object array), as :meth:`add_rejected` put them
-    in ``node_to_status``; :meth:`post_filter_statuses` reads the rows by code."""
+    in ``node_to_status``; :meth:`post_filter_statuses` reads the rows by code. The
+    scheduler drops them once PostFilter ran: the attempt records keep the Diagnosis."""
 
     def add_rejected(self, names: np.ndarray, rows: np.ndarray, statuses: np.ndarray) -> None:
         """Record Filter's ``statuses`` of the nodes at table ``rows`` (named ``names``),

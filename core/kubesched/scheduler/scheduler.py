@@ -222,6 +222,8 @@ class Scheduler:
             result = self.algorithm.schedule_pod(fwk, state, pod_info, self.snapshot)
         except FitError as fit:
             self._post_filter(fwk, state, pod_info, fit, record)
+            # Only PostFilter's map reads Filter's rows; the attempt record keeps the dict.
+            fit.diagnosis.rejected_rows.clear()
             status = Status(Code.UNSCHEDULABLE, str(fit))
             record.diagnosis = fit.diagnosis
             self._fail(fwk, qpi, status, fit, record, cycle, started, record.nominated_node)
