@@ -59,10 +59,13 @@ def node(name: str, cpu: str = "4", pods: str = "110"):
     return make_node(name).capacity(cpu=cpu, memory="16Gi", pods=pods).labels({HOST: name})
 
 
-def pod(name: str, prio: int, cpu: str = "1", node_name: str | None = None, start: str = T0):
+def pod(name: str, prio: int, cpu: str = "1", node_name: str | None = None, start: str | None = T0):
+    """A pod; on ``node_name`` it started at ``start`` (``None``: not started yet)."""
     b = make_pod(name).uid(name).priority(prio).req(cpu=cpu)
     if node_name:
-        b = b.node(node_name).start_time(start)
+        b = b.node(node_name)
+        if start is not None:
+            b = b.start_time(start)
     return b
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesched import Code, NodeInfo, PodInfo, Status, hookimpl
+from kubesched import Code, Diagnosis, NodeInfo, PodInfo, Status, hookimpl
 from kubesched.cache import new_snapshot
 from kubesched.framework.listers import StaticLister
-from kubesched.framework.preemption import PREEMPTION_EXPLANATION_KEY
+from kubesched.framework.preemption import PREEMPTION_EXPLANATION_KEY, pod_start_time
 from kubesched.framework.preemption_batch import NodeCopies
 from kubesched.framework.runtime.framework import filter_depends_only_on_node
 from kubesched.framework.types import NodeBatch
@@ -85,7 +86,7 @@ PLUGINS = (
 """Node-only filters, a per-node filter reading the NodeInfo's ports (NodePorts), the
 vectorised resource fit and a pod-counting filter without declaration."""
 
-STARTS = (T0, T1, T2, T3)
+STARTS = (T0, T1, T2, T3, None)
 
 pod_spec = st.fixed_dictionaries(
     {
@@ -218,8 +219,71 @@ def test_batched_victims_equal_per_node_victims(c):
     assert batched == per_node
 
 
-def explained(fw, pi: PodInfo, per_node: bool):
-    """Filter, then PostFilter, as the scheduler runs them: what preemption decided."""
+def _latest_first(pod_info: PodInfo) -> tuple[int, float]:
+    # Importance by priority, ties broken the other way round (latest start first).
+    start = pod_start_time(pod_info)
+    return (-pod_info.priority, -start if start != float("inf") else -1e300)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster, st.sampled_from(("importance_key", "is_eligible_pod")))
+def test_replaced_decisions_batched_equal_per_node(c, replaced):
+    # A replaced importance key or eligibility takes the batch's per-node ordering.
+    fw, pi = build(c)
+    plugin = fw.plugin("DefaultPreemption")
+    if replaced == "importance_key":
+        plugin.importance_key = _latest_first
+    else:
+        plugin.is_eligible_pod = lambda node_info, victim, preemptor: (
+            victim.labels.get("app") == "b"
+        )
+    batched, per_node = batched_and_per_node_victims(fw, pi)
+    assert batched is not None
+    assert batched == per_node
+
+
+def _pdb_cluster(num_nodes: int, allowed: int, disrupted: tuple[str, ...]):
+    """Nodes each running three app=a pods of which the preemptor leaves one, and a PDB
+    selecting them all: the budget is spent per node, most important pod first."""
+    nodes, pods = [], []
+    for i in range(num_nodes):
+        nodes.append(node(f"n{i}", cpu="2", pods="110").obj())
+        for j, start in enumerate((T2, T0, T1)):
+            pods.append(pod(f"n{i}-p{j}", 0, "400m", f"n{i}", start).labels(app="a").obj())
+    fw = make_framework(
+        *PLUGINS, **handle(pdbs=[pdb("pdb-a", {"app": "a"}, allowed, disrupted=disrupted)])
+    )
+    fw.set_snapshot(new_snapshot(pods, nodes))
+    return fw, PodInfo(pod("preemptor", 10, "1500m").obj())
+
+
+# Importance on each node: p1 (started T0), p2 (T1), p0 (T2); one of them fits back.
+@pytest.mark.parametrize(
+    ("num_nodes", "allowed", "disrupted", "want_victims", "want_violations"),
+    [
+        # p1 spends the budget, p2 and p0 violate: p2 is reprieved.
+        (3, 1, (), ["p1", "p0"], 1),
+        (3, 0, (), ["p2", "p0"], 2),
+        # Only p0 violates: it is tried first and reprieved.
+        (3, 2, (), ["p1", "p2"], 0),
+        (2, 1, ("n0-p1", "n1-p1"), ["p1", "p2"], 0),
+        (1, 1, ("n0-p2",), ["p1", "p2"], 0),
+    ],
+    ids=["one-allowed", "none-allowed", "two-allowed", "disrupted-spend-nothing", "one-node"],
+)
+def test_pdb_budget_is_spent_per_node(num_nodes, allowed, disrupted, want_victims, want_violations):
+    fw, pi = _pdb_cluster(num_nodes, allowed, disrupted)
+    batched, per_node = batched_and_per_node_victims(fw, pi)
+    assert batched == per_node
+    assert [(victims, violations) for victims, violations, *_ in batched] == [
+        ([f"default/n{i}-{p}" for p in want_victims], want_violations) for i in range(num_nodes)
+    ]
+
+
+def explained(fw, pi: PodInfo, per_node: bool, column: bool = False):
+    """Filter, then PostFilter, as the scheduler runs them: what preemption decided.
+    With ``column`` the statuses reach PostFilter as the scheduler passes them (a
+    ``NodeStatusMap`` that knows the potential nodes as a column), else as a plain dict."""
     plugin = fw.plugin("DefaultPreemption")
     if per_node:
         plugin.select_victims_on_nodes = lambda *args: None
@@ -229,6 +293,15 @@ def explained(fw, pi: PodInfo, per_node: bool):
         s = fw.run_filter_plugins_with_nominated_pods(state, pi, ni)
         if not s.is_success():
             statuses[ni.name] = s
+    if column:
+        table = fw.snapshot.table
+        rows = np.array([table.index[name] for name in statuses], dtype=np.intp)
+        verdicts = np.empty(len(rows), dtype=object)
+        verdicts[:] = list(statuses.values())
+        diagnosis = Diagnosis()
+        diagnosis.add_rejected(table.name_array[rows], rows, verdicts)
+        statuses = diagnosis.post_filter_statuses(fw.snapshot.list(), table.name_array)
+        assert statuses.unschedulable_nodes(fw.snapshot.list()) is not None
     result, status = fw.run_post_filter_plugins(state, pi, statuses)
     e = state.get(PREEMPTION_EXPLANATION_KEY)
     deleted = [c.pod for c in fw.client.of("delete_pod")]
@@ -247,6 +320,12 @@ def explained(fw, pi: PodInfo, per_node: bool):
 @given(cluster)
 def test_batched_dry_run_equals_per_node_dry_run(c):
     assert explained(*build(c), per_node=False) == explained(*build(c), per_node=True)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster)
+def test_potential_nodes_column_equals_the_lookup(c):
+    assert explained(*build(c), per_node=False, column=True) == explained(*build(c), per_node=False)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

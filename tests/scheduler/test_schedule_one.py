@@ -54,6 +54,10 @@ def test_unschedulable_pod_gets_upstream_diagnosis_then_moves_on_node_add():
     failed = h.events("FailedScheduling")
     msg = "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
     assert [e.message for e in failed] == [msg]
+    # The record keeps the statuses, not the Filter rows only PostFilter's map reads.
+    diagnosis = h.records[-1].diagnosis
+    assert len(diagnosis.node_to_status) == 3
+    assert diagnosis.rejected_rows == []
     condition = next(c for c in h.pod("big").status.conditions if c.type == "PodScheduled")
     assert (condition.status, condition.reason, condition.message) == (
         "False",

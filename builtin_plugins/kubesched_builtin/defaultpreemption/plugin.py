@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from kubesched import (
@@ -27,7 +30,9 @@ from kubesched import (
     hookimpl,
     importance_key,
 )
+from kubesched.framework.preemption import pdbs_spent_by, pod_start_time
 from kubesched.framework.preemption_batch import NodeCopies
+from kubesched.framework.status import not_none_mask
 from kubesched_builtin.names import DEFAULT_PREEMPTION
 
 NAME = DEFAULT_PREEMPTION
@@ -106,6 +111,37 @@ def pod_terminating_by_preemption(pod_info: PodInfo) -> bool:
     return False
 
 
+def _any_victim_eligible(node_info: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
+    """Upstream's default ``IsEligiblePod``: no filtering beyond the priority."""
+    return True
+
+
+_PRIORITY = attrgetter("priority")
+
+
+def _pdb_violations(
+    flat: list[PodInfo],
+    pdbs: Sequence[PDBView],
+    ranked: np.ndarray,
+    owner: np.ndarray,
+    starts: np.ndarray,
+) -> np.ndarray:
+    """``filter_pods_with_pdb_violation`` on every node's pods at once: for the pods in
+    ``ranked`` order (each node's, ``owner``, contiguous from ``starts``, in importance
+    order), whether removing them violates a PDB. Each PDB's budget is spent per node, pod
+    by pod in that order: a pod violates when, counting it, more pods of its node spent
+    some PDB selecting it than the PDB allows."""
+    spends = np.zeros((len(flat), len(pdbs)), dtype=np.int64)
+    for q, pi in enumerate(flat):
+        spends[q, pdbs_spent_by(pi, pdbs)] = 1
+    spends = spends[ranked]
+    spent = np.cumsum(spends, axis=0)
+    # Counted per node: less what the nodes before it spent.
+    before = np.vstack((np.zeros((1, len(pdbs)), dtype=np.int64), spent))[starts[owner]]
+    allowed = np.array([p.disruptions_allowed for p in pdbs], dtype=np.int64)
+    return ((spends > 0) & (spent - before > allowed)).any(axis=1)
+
+
 class DefaultPreemption:
     """When a pod fits no node, finds the node where deleting the fewest, least important
     lower-priority pods lets it fit, deletes them and nominates the pod to that node.
@@ -126,9 +162,7 @@ class DefaultPreemption:
         self.handle = handle
         self.evaluator = Evaluator(NAME, handle, self)
         # Upstream's default: no filtering beyond "lower priority than the preemptor".
-        self.is_eligible_pod: Callable[[NodeInfo, PodInfo, PodInfo], bool] = (
-            lambda node_info, victim, preemptor: True
-        )
+        self.is_eligible_pod: Callable[[NodeInfo, PodInfo, PodInfo], bool] = _any_victim_eligible
         self.importance_key: Callable[[PodInfo], Any] = importance_key
 
     # -- extension points ------------------------------------------------------------------
@@ -309,69 +343,128 @@ class DefaultPreemption:
         added back and kept if the preemptor still fits. A Filter error returns
         ``None``, so that the per-node path reports it node by node.
         """
-        potential = [
-            [p for p in ni.pods if self.is_preemption_allowed(ni, p, pod_info)] for ni in nodes
-        ]
+        potential = self._potential_victims(nodes, pod_info)
         copies = NodeCopies.of(self.handle, state, nodes, potential, pod_info)
         if copies is None:
             return None
-        results: dict[int, tuple[list[PodInfo], int, Status]] = {}
-        for j, ps in enumerate(potential):
-            if not ps:
-                results[j] = ([], 0, Status.unresolvable(ERR_REASON_NO_VICTIMS))
-        at = [j for j, ps in enumerate(potential) if ps]
-        if not at:
-            return [results[j] for j in range(len(nodes))]
-        verdicts, error = copies.filter(state, pod_info, at)
+        k = len(nodes)
+        counts = np.fromiter(map(len, potential), dtype=np.intp, count=k)
+        # The nodes without a pod to preempt did not change: no need to evaluate them.
+        # They share one Status, as the nodes Filter rejects alike.
+        no_victims = Status.unresolvable(ERR_REASON_NO_VICTIMS)
+        results: list[tuple[list[PodInfo], int, Status] | None] = [None] * k
+        at = np.flatnonzero(counts)
+        verdicts, error = copies.filter(state, pod_info, at) if len(at) else (at, None)
         if error is not None:
             return None
-        # Every node still in play passed every Filter plugin; those that depend only on
-        # the node pass whatever pods are added back: the next steps need not run them.
-        state.skip_filter_plugins |= getattr(self.handle, "node_only_filters", frozenset())
-        # Per node still in play: the reprieve order (indices into its potential pods)
-        # and how many of them lead with a PDB violation.
-        plans: dict[int, tuple[list[int], int, bool]] = {}
-        victims: dict[int, list[PodInfo]] = {}
-        violations: dict[int, int] = {}
-        for j, verdict in zip(at, verdicts.tolist(), strict=True):
-            if verdict is not None:
-                results[j] = ([], 0, verdict)
-                continue
-            pods = potential[j]
-            index = {id(p): i for i, p in enumerate(pods)}
-            ordered = sorted(pods, key=self.importance_key)
-            violating, non_violating = filter_pods_with_pdb_violation(ordered, pdbs)
-            plans[j] = (
-                [index[id(p)] for p in (*violating, *non_violating)],
-                len(violating),
-                bool(violating and non_violating),
-            )
-            victims[j], violations[j] = [], 0
-        step = 0
-        while True:
-            at = [j for j, (order, _, _) in plans.items() if step < len(order)]
-            if not at:
-                break
-            trying = [plans[j][0][step] for j in at]
-            verdicts, error = copies.filter(state, pod_info, at, trying)
+        failed = not_none_mask(verdicts)
+        for j, verdict in zip(at[failed].tolist(), verdicts[failed].tolist(), strict=True):
+            results[j] = ([], 0, verdict)
+        play = at[~failed]
+        if len(play):
+            # Every node still in play passed every Filter plugin; those that depend only
+            # on the node pass whatever pods are added back: the steps need not run them.
+            state.skip_filter_plugins |= getattr(self.handle, "node_only_filters", frozenset())
+            victims = self._reprieve(state, pod_info, copies, potential, play, counts, pdbs)
+            if victims is None:
+                return None
+            for j, v in zip(play.tolist(), victims, strict=True):
+                results[j] = v
+        return [([], 0, no_victims) if r is None else r for r in results]
+
+    def _potential_victims(
+        self, nodes: Sequence[NodeInfo], pod_info: PodInfo
+    ) -> list[list[PodInfo]]:
+        """Per node, the pods the preemptor may preempt, in the node's order."""
+        if self.is_eligible_pod is _any_victim_eligible:
+            # Upstream's default: only the priority decides, compared inline.
+            priority = pod_info.priority
+            return [[p for p in ni.pods if p.priority < priority] for ni in nodes]
+        return [[p for p in ni.pods if self.is_preemption_allowed(ni, p, pod_info)] for ni in nodes]
+
+    def _reprieve_order(
+        self, potential: list[list[PodInfo]], play: np.ndarray, pdbs: Sequence[PDBView]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per node in ``play``, the reprieve order (indices into its potential pods)
+        and how many of them lead with a PDB violation: as ``(order, lengths,
+        violating)`` arrays, ``order`` padded with -1, one row per node."""
+        pods = [potential[j] for j in play.tolist()]
+        n = len(pods)
+        lengths = np.fromiter(map(len, pods), dtype=np.intp, count=n)
+        width = int(lengths.max())
+        order = np.full((n, width), -1, dtype=np.intp)
+        violating = np.zeros(n, dtype=np.intp)
+        if self.importance_key is importance_key:
+            # Upstream's order, most important first (higher priority, then earlier start,
+            # ties in the node's order: a stable sort) for all nodes with one lexsort.
+            flat = list(chain.from_iterable(pods))
+            owner = np.repeat(np.arange(n, dtype=np.intp), lengths)
+            starts = np.cumsum(lengths) - lengths
+            local = np.arange(len(flat), dtype=np.intp) - np.repeat(starts, lengths)
+            priority = np.fromiter(map(_PRIORITY, flat), np.int64, len(flat))
+            started = np.fromiter(map(pod_start_time, flat), np.float64, len(flat))
+            # ``ranked`` keeps each node's pods where ``flat`` has them, reordered.
+            ranked = np.lexsort((local, started, -priority, owner))
+            if pdbs:
+                violated = _pdb_violations(flat, pdbs, ranked, owner, starts)
+                # The violating pods first, each group in importance order.
+                ranked = ranked[np.lexsort((np.arange(len(flat)), ~violated, owner))]
+                violating = np.bincount(owner, weights=violated, minlength=n).astype(np.intp)
+            order[owner, local] = local[ranked]
+            return order, lengths, violating
+        for r, ps in enumerate(pods):
+            index = {id(p): i for i, p in enumerate(ps)}
+            ordered = sorted(ps, key=self.importance_key)
+            first, rest = filter_pods_with_pdb_violation(ordered, pdbs)
+            order[r, : len(ps)] = [index[id(p)] for p in (*first, *rest)]
+            violating[r] = len(first)
+        return order, lengths, violating
+
+    def _reprieve(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        copies: NodeCopies,
+        potential: list[list[PodInfo]],
+        play: np.ndarray,
+        counts: np.ndarray,
+        pdbs: Sequence[PDBView],
+    ) -> list[tuple[list[PodInfo], int, Status]] | None:
+        """The victims of the nodes at ``play`` (where the preemptor fits once all their
+        potential pods are gone): step ``s`` adds back each node's ``s``-th pod in
+        reprieve order, all nodes in one Filter run, and keeps it where the preemptor
+        still fits. ``None`` on a Filter error."""
+        order, lengths, violating = self._reprieve_order(potential, play, pdbs)
+        victim = np.zeros(order.shape, dtype=bool)
+        for step in range(order.shape[1]):
+            sel = np.flatnonzero(lengths > step)
+            positions, trying = play[sel], order[sel, step]
+            verdicts, error = copies.filter(state, pod_info, positions, trying)
             if error is not None:
                 return None
-            for j, i, verdict in zip(at, trying, verdicts.tolist(), strict=True):
-                if verdict is None:
-                    copies.add_back(j, i)
-                    continue
-                copies.keep_out(j, i)
-                victims[j].append(potential[j][i])
-                if step < plans[j][1]:
-                    violations[j] += 1
-            step += 1
-        for j, (_, _, resort) in plans.items():
-            # As select_victims_on_node: most important first, re-sorted only when both
-            # groups were non-empty.
-            if resort:
-                victims[j].sort(key=self.importance_key)
-            results[j] = (victims[j], violations[j], Status())
-        return [results[j] for j in range(len(nodes))]
+            fits = ~not_none_mask(verdicts)
+            copies.record(positions, trying, fits)
+            victim[sel, step] = ~fits
+        # The victims in reprieve order, and how many of them violate a PDB (those among
+        # a node's first ``violating`` pods).
+        num_violating = (victim & (np.arange(order.shape[1]) < violating[:, None])).sum(axis=1)
+        rows, steps = np.nonzero(victim)
+        out = []
+        ends = np.cumsum(victim.sum(axis=1)).tolist()
+        chosen = order[rows, steps].tolist()
+        # Both groups non-empty: the victims are re-sorted, as select_victims_on_node does.
+        resort = ((violating > 0) & (violating < lengths)).tolist()
+        fits = Status()  # shared: nodes that fit alike share a Status
+        start = 0
+        for j, end, n, again in zip(
+            play.tolist(), ends, num_violating.tolist(), resort, strict=True
+        ):
+            victims = list(map(potential[j].__getitem__, chosen[start:end]))
+            start = end
+            if again:
+                victims.sort(key=self.importance_key)
+            out.append((victims, n, fits))
+        return out
 
     def ordered_score_funcs(
         self, candidates: Sequence[Candidate]

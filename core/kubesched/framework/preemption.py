@@ -19,7 +19,11 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, Protocol
+
+import numpy as np
 
 from kubesched.api import PodDisruptionBudget, compile_label_selector
 from kubesched.api.selectors import LabelSelectorMatcher
@@ -144,6 +148,10 @@ class PreemptionExplanation:
     ``candidates``; ``rejected`` holds, per node tried without success, why. ``chosen``
     is the nominated node, ``decided_by`` the criterion that singled it out, ``victims``
     the pods deleted for it. ``message`` is the PostFilter status message.
+
+    ``candidates`` and ``rejected`` are built from the dry run's result when first read
+    (:meth:`set_tried`): most attempts' explanations are never read, and building them
+    cost a Python loop per candidate and per node tried on every preemption.
     """
 
     pod: str
@@ -153,12 +161,39 @@ class PreemptionExplanation:
     offset: int = 0
     wanted_candidates: int = 0
     nodes_tried: int = 0
-    candidates: list[CandidateExplanation] = field(default_factory=list)
-    rejected: dict[str, str] = field(default_factory=dict)
     chosen: str | None = None
     decided_by: str = ""
     victims: tuple[str, ...] = ()
     message: str = ""
+    _tried: tuple[Sequence[Candidate], Mapping[str, Status]] = field(
+        default=((), {}), repr=False, compare=False
+    )
+    _explained: tuple[list[CandidateExplanation], dict[str, str]] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def set_tried(self, candidates: Sequence[Candidate], statuses: Mapping[str, Status]) -> None:
+        """The dry run's candidates and the statuses of the nodes it tried in vain."""
+        self._tried, self._explained = (candidates, statuses), None
+
+    def _explain(self) -> tuple[list[CandidateExplanation], dict[str, str]]:
+        if self._explained is None:
+            candidates, statuses = self._tried
+            self._explained = (
+                [CandidateExplanation.of(c) for c in candidates],
+                {name: s.message() for name, s in statuses.items()},
+            )
+        return self._explained
+
+    @property
+    def candidates(self) -> list[CandidateExplanation]:
+        """The candidates found, PDB-respecting ones first, as ``simulate`` shows them."""
+        return self._explain()[0]
+
+    @property
+    def rejected(self) -> dict[str, str]:
+        """Per node tried without success, the message of its dry-run status."""
+        return self._explain()[1]
 
 
 class PreemptionInterface(Protocol):
@@ -254,20 +289,28 @@ def filter_pods_with_pdb_violation(
     non_violating: list[PodInfo] = []
     for pi in pod_infos:
         violated = False
-        # A pod without labels matches no PDB.
-        if pi.labels:
-            for i, pdb in enumerate(pdbs):
-                if pdb.namespace != pi.namespace or pdb.selector is None:
-                    continue
-                if not pdb.selector.matches(pi.labels):
-                    continue
-                if pi.name in pdb.disrupted_pods:
-                    continue
-                allowed[i] -= 1
-                if allowed[i] < 0:
-                    violated = True
+        for i in pdbs_spent_by(pi, pdbs):
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                violated = True
         (violating if violated else non_violating).append(pi)
     return violating, non_violating
+
+
+def pdbs_spent_by(pod_info: PodInfo, pdbs: Sequence[PDBView]) -> list[int]:
+    """The indices of the PDBs of ``pdbs`` whose ``disruptionsAllowed`` removing the pod
+    spends: those selecting it, unless it is already among their ``disruptedPods``."""
+    labels = pod_info.labels
+    if not labels:  # a pod without labels matches no PDB
+        return []
+    return [
+        i
+        for i, pdb in enumerate(pdbs)
+        if pdb.namespace == pod_info.namespace
+        and pdb.selector is not None
+        and pod_info.name not in pdb.disrupted_pods
+        and pdb.selector.matches(labels)
+    ]
 
 
 def _default_score_funcs(candidates: Sequence[Candidate]) -> list[Callable[[Candidate], float]]:
@@ -339,13 +382,27 @@ def nodes_where_preemption_might_help(
 ) -> list[NodeInfo]:
     """The nodes Filter rejected with ``UNSCHEDULABLE`` (not ``UNSCHEDULABLE_AND_UNRESOLVABLE``),
     in snapshot order. A node missing from ``node_to_status`` counts as unresolvable, as
-    upstream's default absent-nodes status."""
-    out = []
-    for ni in nodes:
-        status = node_to_status.get(ni.name)
-        if status is not None and status.code is Code.UNSCHEDULABLE:
-            out.append(ni)
-    return out
+    upstream's default absent-nodes status.
+
+    The scheduler's map (a :class:`~kubesched.framework.diagnosis.NodeStatusMap` built
+    for the snapshot's list) already holds these nodes as a column; for any other
+    mapping the statuses are looked up by name with C-level maps, no Python per node.
+    """
+    column = getattr(node_to_status, "unschedulable_nodes", None)
+    if column is not None:
+        found = column(nodes)
+        if found is not None:
+            return found
+    nodes = nodes if isinstance(nodes, Sequence) else list(nodes)
+    statuses = map(node_to_status.get, map(_NAME, nodes), repeat(_ABSENT))
+    codes = np.fromiter(map(_CODE, statuses), dtype=np.int8, count=len(nodes))
+    return list(map(nodes.__getitem__, np.flatnonzero(codes == Code.UNSCHEDULABLE).tolist()))
+
+
+_NAME = attrgetter("name")
+_CODE = attrgetter("code")
+_ABSENT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+"""The status :func:`nodes_where_preemption_might_help` gives a node missing from the map."""
 
 
 def _aggregate(messages: Sequence[str]) -> str:
@@ -521,7 +578,7 @@ class Evaluator:
         statuses: dict[str, Status] = {}
         errors: list[str] = []
         n = len(potential_nodes)
-        order = [potential_nodes[(offset + i) % n] for i in range(n)]
+        order = list(potential_nodes[offset:]) + list(potential_nodes[:offset])
         tried = found = 0
         pos = 0
         chunk = max(num_candidates, 1)
@@ -559,8 +616,7 @@ class Evaluator:
         candidates = non_violating + violating
         if explanation is not None:
             explanation.nodes_tried = tried
-            explanation.candidates = [CandidateExplanation.of(c) for c in candidates]
-            explanation.rejected = {name: s.message() for name, s in statuses.items()}
+            explanation.set_tried(candidates, statuses)
         return candidates, statuses, errors
 
     def _select_victims(
@@ -730,6 +786,7 @@ __all__ = [
     "importance_key",
     "more_important_pod",
     "nodes_where_preemption_might_help",
+    "pdbs_spent_by",
     "pick_one_node_for_preemption",
     "pick_one_node_for_preemption_explained",
     "pod_start_time",

@@ -17,6 +17,8 @@ such method, and the preemption plugin takes the per-node path.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain, repeat
+from operator import attrgetter, is_
 from typing import Any
 
 import numpy as np
@@ -35,7 +37,7 @@ class NodeCopies:
     ``pods[j]`` are the pods of ``nodes[j]`` the what-if may remove, in the node's order.
     At first all are removed; :meth:`filter` runs Filter (counting nominated pods) on the
     copies of chosen nodes, optionally with one more of their pods added (``trying``),
-    and :meth:`add_back` / :meth:`keep_out` record whether that pod stays. A plugin that
+    and :meth:`record` records, for a whole step, whether those pods stay. A plugin that
     reads a batch's ``infos`` gets NodeInfo copies built by replaying the same
     ``remove_pod``/``add_pod`` calls as the per-node dry run, so they equal its copies
     pod for pod; vectorised plugins only read the columns.
@@ -48,34 +50,46 @@ class NodeCopies:
         nodes: Sequence[NodeInfo],
         pods: Sequence[Sequence[PodInfo]],
         extensions: dict[str, Any] | None = None,
+        rows: np.ndarray | None = None,
     ) -> None:
         self.handle = handle
         # Per plugin with an active PreFilter extension, its states of the copies.
         self.extensions = extensions
         self.table = table
         self.nodes = list(nodes)
-        self.pods = [list(ps) for ps in pods]
-        self.rows = np.array([table.index[ni.name] for ni in nodes], dtype=np.intp)
-        self._position = {r: j for j, r in enumerate(self.rows.tolist())}
-        k, m = len(self.nodes), max((len(ps) for ps in self.pods), default=0)
-        # contribution[name][j, i]: what pod i of node j adds to column ``name``; one list
-        # comprehension and one numpy assignment per column.
-        flat = [p for ps in self.pods for p in ps]
-        js = [j for j, ps in enumerate(self.pods) for _ in ps]
-        ids = [i for ps in self.pods for i in range(len(ps))]
-        names = set(table.requested).union(*(p.requests for p in flat))
+        self.pods = list(map(list, pods))
+        self.rows = rows if rows is not None else _rows_of(table, self.nodes)
+        k = len(self.nodes)
+        self._position = dict(zip(self.rows.tolist(), range(k), strict=True))
+        counts = np.fromiter(map(len, self.pods), dtype=np.intp, count=k)
+        m = int(counts.max()) if k else 0
+        # contribution[name][j, i]: what pod i of node j adds to column ``name``; the pods
+        # flattened once, each column filled by one numpy assignment (C-level maps over
+        # the pods, no Python code per pod).
+        flat = list(chain.from_iterable(self.pods))
+        js = np.repeat(np.arange(k, dtype=np.intp), counts)
+        starts = np.cumsum(counts) - counts
+        ids = np.arange(len(flat), dtype=np.intp) - np.repeat(starts, counts)
+        requests = list(map(_REQUESTS, flat))
+        names = set(table.requested).union(*requests)
         self.contribution = {name: np.zeros((k, m), dtype=np.int64) for name in names}
         for name, col in self.contribution.items():
             if name != PODS:  # the table's pods column counts pods
-                col[js, ids] = [p.requests.get(name, 0) for p in flat]
+                col[js, ids] = np.fromiter(
+                    map(dict.get, requests, repeat(name), repeat(0)), np.int64, len(flat)
+                )
         self.contribution[PODS][js, ids] = 1
         self.non_zero_cpu = np.zeros((k, m), dtype=np.int64)
-        self.non_zero_cpu[js, ids] = [p.non_zero_cpu for p in flat]
+        self.non_zero_cpu[js, ids] = np.fromiter(map(_NON_ZERO_CPU, flat), np.int64, len(flat))
         self.non_zero_memory = np.zeros((k, m), dtype=np.int64)
-        self.non_zero_memory[js, ids] = [p.non_zero_memory for p in flat]
+        self.non_zero_memory[js, ids] = np.fromiter(
+            map(_NON_ZERO_MEMORY, flat), np.int64, len(flat)
+        )
         self.kept = np.zeros((k, m), dtype=bool)
-        # The add_pod / remove_pod calls after the removals, per node, for the copies.
-        self._log: list[list[tuple[bool, PodInfo]]] = [[] for _ in range(k)]
+        # The reprieve steps recorded so far, each ``(positions, pods tried, fits)``
+        # (positions ascending): the add_pod / remove_pod calls after the removals, for
+        # the NodeInfo copies.
+        self._steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._trying: dict[int, int] = {}
 
     @classmethod
@@ -96,21 +110,18 @@ class NodeCopies:
         table = getattr(getattr(handle, "snapshot", None), "table", None)
         if active is None or table is None:
             return None
-        index, infos = table.index, table.infos
-        rows = []
-        for ni in nodes:
-            row = index.get(ni.name)
-            if row is None or infos[row] is not ni:
-                return None
-            rows.append(row)
+        rows = _rows_of(table, nodes)
+        # Every node is the snapshot's own NodeInfo (identity tests in C).
+        if (rows < 0).any() or not all(map(is_, table.info_array[rows].tolist(), nodes)):
+            return None
         extensions = None
         if active(state):
             if pod_info is None:
                 return None
-            extensions = handle.pre_filter_copies(state, pod_info, table, rows, pods)
+            extensions = handle.pre_filter_copies(state, pod_info, table, rows.tolist(), pods)
             if extensions is None:
                 return None
-        copies = cls(handle, table, nodes, pods, extensions)
+        copies = cls(handle, table, nodes, pods, extensions, rows)
         if len(copies.contribution) != len(table.requested):
             return None
         return copies
@@ -152,16 +163,12 @@ class NodeCopies:
         batch = NodeBatch(table, rows, build=self._copy, copies=views)
         return self.handle.run_filter_batch_with_nominated_pods(state, pod_info, batch)
 
-    def add_back(self, j: int, i: int) -> None:
-        """Pod ``i`` of node ``j`` stays on the copy (it was reprieved)."""
-        self.kept[j, i] = True
-        self._log[j].append((True, self.pods[j][i]))
-
-    def keep_out(self, j: int, i: int) -> None:
-        """Pod ``i`` of node ``j`` was tried and taken off again (it is a victim)."""
-        pod = self.pods[j][i]
-        self._log[j].append((True, pod))
-        self._log[j].append((False, pod))
+    def record(self, positions: np.ndarray, trying: np.ndarray, fits: np.ndarray) -> None:
+        """One reprieve step: pod ``trying[x]`` of the node at ``positions[x]`` (ascending)
+        stays on its copy where ``fits[x]`` (it was reprieved), else it is taken off again
+        (it is a victim)."""
+        self.kept[positions[fits], trying[fits]] = True
+        self._steps.append((positions, trying, fits))
 
     def _copy(self, row: int) -> NodeInfo:
         """The NodeInfo copy of the node at ``row`` in its current state."""
@@ -169,15 +176,31 @@ class NodeCopies:
         copy = self.nodes[j].clone()
         for p in self.pods[j]:
             copy.remove_pod(p)
-        for add, p in self._log[j]:
-            if add:
+        # Replay the steps as the per-node dry run made them: add the pod tried, and
+        # remove it again unless it fitted.
+        for positions, trying, fits in self._steps:
+            x = int(np.searchsorted(positions, j))
+            if x < len(positions) and positions[x] == j:
+                p = self.pods[j][int(trying[x])]
                 copy.add_pod(p)
-            else:
-                copy.remove_pod(p)
+                if not fits[x]:
+                    copy.remove_pod(p)
         i = self._trying.get(j)
         if i is not None:
             copy.add_pod(self.pods[j][i])
         return copy
+
+
+_REQUESTS = attrgetter("requests")
+_NON_ZERO_CPU = attrgetter("non_zero_cpu")
+_NON_ZERO_MEMORY = attrgetter("non_zero_memory")
+_NAME = attrgetter("name")
+
+
+def _rows_of(table: NodeTable, nodes: Sequence[NodeInfo]) -> np.ndarray:
+    """The table rows of ``nodes`` by name, -1 for a name the table lacks."""
+    names = map(_NAME, nodes)
+    return np.fromiter(map(table.index.get, names, repeat(-1)), np.intp, len(nodes))
 
 
 __all__ = ["NodeCopies"]

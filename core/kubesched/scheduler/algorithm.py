@@ -198,13 +198,8 @@ class SchedulingAlgorithm:
             found += min(len(ok_positions), need)
             if verdicts is not None:
                 rejected = np.flatnonzero(~ok[:cut])
-                statuses = verdicts[rejected].tolist()
-                diagnosis.node_to_status.update(
-                    zip(name_array[part[rejected]].tolist(), statuses, strict=True)
-                )
-                # Nodes failing alike share a Status object: count each plugin once.
-                for status in {id(s): s for s in statuses}.values():
-                    diagnosis.add_plugin_status(status)
+                at = part[rejected]
+                diagnosis.add_rejected(name_array[at], at, verdicts[rejected])
             # Most nodes failing means many more to look at: widen the next chunk.
             chunk = max(chunk * 2, to_find - found)
         chosen = np.concatenate(found_parts) if found_parts else np.empty(0, dtype=np.intp)

@@ -269,6 +269,8 @@ class Scheduler:
             result = self.algorithm.schedule_pod(fwk, state, pod_info, self.snapshot)
         except FitError as fit:
             self._post_filter(fwk, state, pod_info, fit, record)
+            # Only PostFilter's map reads Filter's rows; the attempt record keeps the dict.
+            fit.diagnosis.rejected_rows.clear()
             status = Status(Code.UNSCHEDULABLE, str(fit))
             record.diagnosis = fit.diagnosis
             self._fail(fwk, qpi, status, fit, record, cycle, started, record.nominated_node)
@@ -322,10 +324,9 @@ class Scheduler:
         if not fwk.has_post_filter_plugins():
             return
         diagnosis = fit.diagnosis
-        statuses = dict(diagnosis.node_to_status)
-        if diagnosis.absent_nodes_status is not None:
-            for ni in self.snapshot.list():
-                statuses.setdefault(ni.name, diagnosis.absent_nodes_status)
+        statuses = diagnosis.post_filter_statuses(
+            self.snapshot.list(), self.snapshot.table.name_array
+        )
         result, status = fwk.run_post_filter_plugins(state, pod_info, statuses)
         diagnosis.post_filter_msg = status.message()
         record.post_filter = status
