@@ -5,9 +5,10 @@
 In this fresh process, builds the workload as ``kubesched bench`` does, sets the
 embedded cluster and scheduler up (every object admitted: ``setup_memory_mb``) and lets
 the informers list (every pod pending in the queue and the cache), and prints one JSON
-line: the growth of the resident set size (``VmRSS``) after each step over the size
-before building, in MiB. Run it with ``PODS`` 0 and with the pods: the difference of
-the ``listed`` figures, divided by the pods, is the RSS per pending pod.
+line: the growth of the resident set size (``rss_bytes``, as ``setup_memory_mb``) after
+each step over the size before building, in MiB. Run it with ``PODS`` 0 and with the
+pods: the difference of the ``listed`` figures, divided by the pods, is the RSS per
+pending pod.
 """
 
 from __future__ import annotations
@@ -17,15 +18,12 @@ import json
 import sys
 
 from kubesched.bench import WORKLOADS, bench_configuration, build_workload
+from kubesched.bench.runner import rss_bytes
 from kubesched.framework.registry import default_registry
 
 
 def _rss_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS in /proc/self/status")
+    return rss_bytes() / 2**20
 
 
 def main(argv: list[str]) -> int:

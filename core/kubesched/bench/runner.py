@@ -266,8 +266,9 @@ def _attempt_timer(sim: Simulation, latencies: list[float]) -> None:
 
 
 # -- one run -------------------------------------------------------------------------------
-def _rss_bytes() -> int:
-    """The current resident set size (Linux ``/proc``; 0 where unavailable)."""
+def rss_bytes() -> int:
+    """The current resident set size (Linux ``/proc``; 0 where unavailable): what
+    ``setup_memory_mb`` and ``peak_memory_mb`` are measured from."""
     try:
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -308,14 +309,14 @@ def run_once(
         registry, percentage_of_nodes_to_score, WORKLOADS[workload_name].plugins
     )
     gc.collect()
-    rss_before = _rss_bytes()
+    rss_before = rss_bytes()
 
     t0 = time.perf_counter()
     workload = build_workload(workload_name, nodes, pods, seed)
     t1 = time.perf_counter()
     sim = workload.simulation(config, registry, seed)
     t2 = time.perf_counter()
-    set_up = max(0, _rss_bytes() - rss_before) if rss_before else 0
+    set_up = max(0, rss_bytes() - rss_before) if rss_before else 0
     if sim.rejections:
         raise BenchError(
             f"workload {workload_name!r}: {len(sim.rejections)} object(s) rejected by "
