@@ -11,6 +11,7 @@ from kubesched.cli import live_cluster, output
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.cli.output import progress_bar, write_data
 from kubesched.errors import UserInputError
+from kubesched.notices import Notice, collecting_notices
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY, Simulation
 from kubesched.simulate.html import StoryCollector, write_html_report
@@ -111,7 +112,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_simulate)
 
 
+def _show_notice(n: Notice) -> None:
+    print(f"notice: {n}", file=sys.stderr)
+
+
 def _simulate(args: argparse.Namespace) -> int:
+    # Loading, admission and the controllers may each notice what they accept but
+    # change or pass over: one line on stderr each, and all of them in the report.
+    with collecting_notices(_show_notice) as notices:
+        return _simulate_collecting(args, notices)
+
+
+def _simulate_collecting(args: argparse.Namespace, notices: list[Notice]) -> int:
     explain = [parse_pod_key(k) for k in args.explain]
     registry = _registry()
     effective = load_config_argument(args.config, registry)[1]
@@ -156,6 +168,7 @@ def _simulate(args: argparse.Namespace) -> int:
         detail=args.detail,
         objects=objects,
         include_events=args.events,
+        notices=notices,
     )
     if args.reproducible and isinstance(report, dict):
         report["wallTimeSeconds"] = None

@@ -23,6 +23,7 @@ from kubesched.api.resources import node_allocatable
 from kubesched.api.volumeutil import pod_claim_names
 from kubesched.backend.protocol import BackendError, EventType, RecordedEvent, WatchEvent
 from kubesched.errors import UserInputError
+from kubesched.notices import Notice
 from kubesched.scheduler.records import AttemptRecord
 from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY
 from kubesched.simulate.whatif import build_evictions, build_timeline
@@ -361,6 +362,15 @@ class RejectionReport(_Model):
     message: str
 
 
+class NoticeReport(_Model):
+    """Input the run accepted but changed or passed over (an implicit namespace, a
+    defaulted label, a skipped custom resource): each was also one line on stderr."""
+
+    message: str
+    source: str | None = Field(None, description="The file, when known.")
+    object: str | None = Field(None, description="Kind namespace/name, when known.")
+
+
 class EventReport(_Model):
     """A Kubernetes Event recorded during the run."""
 
@@ -456,6 +466,10 @@ class SimulationReport(_Model):
     pods: list[PodReport]
     nodes: list[NodeReport]
     rejections: list[RejectionReport] = Field(default_factory=list)
+    notices: list[NoticeReport] = Field(
+        default_factory=list,
+        description="What the run accepted but changed or passed over, in the order noticed.",
+    )
     events: list[EventReport] | None = Field(
         None, description="Every Event recorded, when requested."
     )
@@ -718,18 +732,20 @@ def build_report(
     detail: str = DETAIL_FULL,
     objects: Iterable[KubeObject] | None = None,
     include_events: bool = False,
+    notices: Iterable[Notice] = (),
 ) -> SimulationReport:
     """Turn a finished ``SimulationRun`` into a :class:`SimulationReport`.
 
     ``detail="summary"`` leaves out every pod's filters, scores and history. ``explain``
     (pod keys ``namespace/name``) keeps those only for the pods named, and raises
     ``UserInputError`` when one of them is not in the run. ``objects`` (the input
-    manifests) lets the report give the labels and profile of pods admission refused.
+    manifests) lets the report give the labels and profile of pods admission refused;
+    ``notices`` (see :func:`kubesched.notices.collecting_notices`) are reported as given.
 
     A full report of a large run holds millions of per-node scores, each a pydantic
     object; :func:`build_report_data` gives the same content as plain data much faster.
     """
-    report, details = _assemble(run, explain, detail, objects, include_events)
+    report, details = _assemble(run, explain, detail, objects, include_events, notices)
     if details:
         report.pods = [
             PodReport.model_validate({**p.model_dump(by_alias=True), **d}) if d else p
@@ -745,11 +761,12 @@ def build_report_data(
     detail: str = DETAIL_FULL,
     objects: Iterable[KubeObject] | None = None,
     include_events: bool = False,
+    notices: Iterable[Notice] = (),
 ) -> dict[str, Any]:
     """What :func:`build_report` returns, as JSON-ready data (camelCase keys), built
     without a pydantic object per score: what ``simulate --output json`` prints. It
     validates as a :class:`SimulationReport`."""
-    report, details = _assemble(run, explain, detail, objects, include_events)
+    report, details = _assemble(run, explain, detail, objects, include_events, notices)
     data = report.to_dict()
     for pod, d in zip(data["pods"], details, strict=True):
         pod.update(d)
@@ -762,6 +779,7 @@ def _assemble(
     detail: str,
     objects: Iterable[KubeObject] | None,
     include_events: bool,
+    notices: Iterable[Notice],
 ) -> tuple[SimulationReport, list[dict[str, Any]]]:
     """The report without the pods' detail, and each pod's detail (same order) as data."""
     if detail not in (DETAIL_FULL, DETAIL_SUMMARY):
@@ -941,6 +959,7 @@ def _assemble(
         rejections=[
             RejectionReport(object=r.source_object_key, message=r.message) for r in run.rejections
         ],
+        notices=[NoticeReport(message=n.message, source=n.source, object=n.obj) for n in notices],
         events=[_event(e) for e in cluster.events] if include_events else None,
         evictions=evictions,
         timeline=(
