@@ -17,7 +17,10 @@ def test_notices_are_collected_in_order_and_shown_as_made() -> None:
         Notice("namespace created implicitly", None, 'Namespace "shop"'),
         Notice("skipped", "app.yaml", "Widget w"),
     ]
-    assert shown == ['Namespace "shop": namespace created implicitly', "app.yaml: Widget w: skipped"]
+    assert shown == [
+        'Namespace "shop": namespace created implicitly',
+        "app.yaml: Widget w: skipped",
+    ]
 
 
 def test_a_notice_outside_a_collection_is_logged(caplog) -> None:

@@ -11,8 +11,8 @@ from kubesched.cli import live_cluster, output
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.cli.output import progress_bar, write_data
 from kubesched.errors import UserInputError
-from kubesched.notices import Notice, collecting_notices
 from kubesched.framework.registry import PluginRegistry, default_registry
+from kubesched.notices import Notice, collecting_notices
 from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY, Simulation
 from kubesched.simulate.html import StoryCollector, write_html_report
 from kubesched.simulate.invariants import InvariantViolation
