@@ -43,7 +43,18 @@ from kubesched.framework.args import (
     required,
 )
 from kubesched.framework.diagnosis import Diagnosis, FitError
-from kubesched.framework.gomath import go_div, go_div_array, go_round, go_round_array
+from kubesched.framework.gomath import (
+    INT64_MAX,
+    INT64_MIN,
+    go_div,
+    go_div_array,
+    go_round,
+    go_round_array,
+    mul_div_array,
+    sat_add_array,
+    sat_sub_array,
+    saturate,
+)
 from kubesched.framework.handle import (
     ClusterClient,
     EventRecorder,
@@ -97,6 +108,8 @@ the SDK it was built for with a class attribute ``sdk_version = "1.0"``;
 
 __all__ = [
     "DISRUPTION_TARGET",
+    "INT64_MAX",
+    "INT64_MIN",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "PODS_TO_ACTIVATE_KEY",
@@ -170,9 +183,13 @@ __all__ = [
     "invalid",
     "label_name_errors",
     "more_important_pod",
+    "mul_div_array",
     "nodes_where_preemption_might_help",
     "not_supported",
     "pick_one_node_for_preemption",
     "raise_args_errors",
     "required",
+    "sat_add_array",
+    "sat_sub_array",
+    "saturate",
 ]

@@ -198,6 +198,14 @@ class Metrics:
             ["type"],
             registry=r,
         )
+        # kubesched's own (upstream has no such metric): named as upstream names a
+        # counter of the cache's.
+        self.cache_update_errors = Counter(
+            "scheduler_cache_update_errors",
+            "Number of times a node's totals could not be written into the scheduling "
+            "snapshot; the node is unschedulable until a later update of it succeeds.",
+            registry=r,
+        )
 
     def histogram(self, histogram: Histogram, *labels: str) -> BufferedChild:
         """A buffered child of one of these histograms for a hot path: its ``observe``

@@ -41,6 +41,7 @@ from kubesched import (
     not_supported,
     raise_args_errors,
     required,
+    sat_sub_array,
 )
 from kubesched.api import (
     CPU,
@@ -578,7 +579,7 @@ class NodeResourcesFit:
                     continue
                 total = column(table.allocatable, name)
                 have = column(table.requested, name)
-                checks.append((reason, want > total - have, (want, total)))
+                checks.append((reason, want > sat_sub_array(total, have), (want, total)))
         if not any(fails.any() for _, fails, _ in checks):
             return None  # every node fits (the usual answer)
         if len(checks) > _MAX_BATCH_CHECKS:

@@ -1,14 +1,15 @@
 """The LeastAllocated scoring strategy of NodeResourcesFit (upstream ``least_allocated.go``).
 
 Per resource ``(allocatable - requested) * 100 / allocatable`` (0 when over-committed),
-then the weighted average over the resources the node has, all in int64 division.
+then the weighted average over the resources the node has, all in int64 division
+(exact where the int64 product would overflow).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from kubesched import MAX_NODE_SCORE
+from kubesched import MAX_NODE_SCORE, mul_div_array, sat_sub_array
 
 from .resource_allocation import WeightedAverageScorer
 
@@ -21,4 +22,6 @@ class LeastAllocatedScorer(WeightedAverageScorer):
         ``leastRequestedScore``)."""
         # capacity > 0: truncating and flooring agree on the non-negative numerators,
         # and an over-committed resource (negative numerator) scores 0.
-        return np.maximum(capacity - requested, 0) * MAX_NODE_SCORE // capacity
+        return mul_div_array(
+            np.maximum(sat_sub_array(capacity, requested), 0), MAX_NODE_SCORE, capacity
+        )

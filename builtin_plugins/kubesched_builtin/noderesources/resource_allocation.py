@@ -10,6 +10,9 @@ Every strategy has two forms that must agree exactly: ``score`` on one node's li
 Both reproduce upstream's int64/float64 arithmetic: Go's integer division truncates
 toward zero (``kubesched.go_div``), ``math.Round`` rounds halves away from zero
 (``kubesched.go_round``), and ``float64(a) / float64(b)`` converts before dividing.
+Where Go's int64 would overflow (amounts near the int64 maximum), sums saturate and
+products are exact (``kubesched.sat_add_array``, ``kubesched.mul_div_array``), so a
+score stays on 0..100 and an amount too large to count never wraps into a small one.
 """
 
 from __future__ import annotations
@@ -21,7 +24,16 @@ from typing import Protocol
 import numpy as np
 from pydantic import Field, field_validator
 
-from kubesched import ArgsModel, NodeBatch, NodeInfo, NodeTable, PodInfo, go_div_array
+from kubesched import (
+    ArgsModel,
+    NodeBatch,
+    NodeInfo,
+    NodeTable,
+    PodInfo,
+    go_div_array,
+    sat_add_array,
+    saturate,
+)
 from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
 
 __all__ = [
@@ -86,7 +98,7 @@ class WeightedAverageScorer(ABC):
     resource, averaged with the resources' weights over the resources the node has
     (allocatable > 0), all in int64 arithmetic. Subclasses give the per-resource score,
     once, over numpy arrays; a single node is scored as a batch of one, so both paths
-    wrap on overflow exactly as Go's int64 does."""
+    agree to the unit, also where the amounts are near the int64 maximum."""
 
     def __init__(self, weights: Sequence[int]) -> None:
         self.weights = tuple(weights)
@@ -214,15 +226,20 @@ class ResourceAllocationScorer:
             alloc = ni.allocatable.scalar_resources.get(self.resources[i].name)
             if alloc is None:
                 return 0, 0
-            return alloc, ni.requested.scalar_resources.get(self.resources[i].name, 0) + pod_request
+            used = ni.requested.scalar_resources.get(self.resources[i].name, 0)
+            return saturate(alloc), saturate(used + pod_request)
         requested = ni.requested if self.use_requested else ni.non_zero_requested
+        # Saturated as the node table's columns are (the NodeInfo's totals are exact).
         if kind == _CPU:
-            return ni.allocatable.milli_cpu, requested.milli_cpu + pod_request
+            return saturate(ni.allocatable.milli_cpu), saturate(requested.milli_cpu + pod_request)
         if kind == _MEMORY:
-            return ni.allocatable.memory, requested.memory + pod_request
+            return saturate(ni.allocatable.memory), saturate(requested.memory + pod_request)
         if kind == _EPHEMERAL:
             # Upstream reads Requested here even when scoring with NonZeroRequested.
-            return ni.allocatable.ephemeral_storage, ni.requested.ephemeral_storage + pod_request
+            return (
+                saturate(ni.allocatable.ephemeral_storage),
+                saturate(ni.requested.ephemeral_storage + pod_request),
+            )
         return 0, 0
 
     def node_lists(
@@ -265,18 +282,22 @@ class ResourceAllocationScorer:
                     continue
                 req_col = table.requested.get(r.name)
                 alloc = nodes.take(alloc_col)
-                req = (nodes.take(req_col) if req_col is not None else 0) + pod_request
+                req = (
+                    sat_add_array(nodes.take(req_col), pod_request)
+                    if req_col is not None
+                    else np.full(n, pod_request, dtype=np.int64)
+                )
             elif kind == _CPU:
                 alloc = nodes.take(table.allocatable[CPU])
                 base = table.requested[CPU] if self.use_requested else table.non_zero_cpu
-                req = nodes.take(base) + pod_request
+                req = sat_add_array(nodes.take(base), pod_request)
             elif kind == _MEMORY:
                 alloc = nodes.take(table.allocatable[MEMORY])
                 base = table.requested[MEMORY] if self.use_requested else table.non_zero_memory
-                req = nodes.take(base) + pod_request
+                req = sat_add_array(nodes.take(base), pod_request)
             else:
                 alloc = nodes.take(table.allocatable[EPHEMERAL_STORAGE])
-                req = nodes.take(table.requested[EPHEMERAL_STORAGE]) + pod_request
+                req = sat_add_array(nodes.take(table.requested[EPHEMERAL_STORAGE]), pod_request)
             allocatable[i] = alloc
             # Nodes that do not have the resource request none of it: masked only when
             # some node's allocatable is 0 (rare: the check is cached per Node objects).

@@ -37,6 +37,16 @@ _NON_ZERO_DEFAULTS = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQ
 
 _NANO = 10**9
 _MILLI_NANOS = 10**6
+_INT64_MAX = 2**63 - 1
+_INT64_MIN = -(2**63)
+
+
+def _int64(value: int) -> int:
+    # The scheduler counts in int64, as upstream. apimachinery's AsScaledInt64 saturates
+    # an amount that does not fit (v1.36's MilliValue still wraps or gives 0, which lets
+    # a pod of "10P" cpu look like one requesting nothing, and its node like an empty
+    # one): an amount too large to count is held at the int64 maximum.
+    return _INT64_MAX if value > _INT64_MAX else _INT64_MIN if value < _INT64_MIN else value
 
 
 def _ceil_div(n: int, d: int) -> int:
@@ -49,7 +59,7 @@ def _ceil_div(n: int, d: int) -> int:
 def _to_units(name: str, nanos: int) -> int:
     # Rounded once on the total, as upstream sums Quantities and then calls
     # MilliValue()/Value() (so 3 x 0.5m of CPU is 2m, not 3m).
-    return _ceil_div(nanos, _MILLI_NANOS if name == CPU else _NANO)
+    return _int64(_ceil_div(nanos, _MILLI_NANOS if name == CPU else _NANO))
 
 
 def _to_nanos(name: str, units: int) -> int:
@@ -57,8 +67,9 @@ def _to_nanos(name: str, units: int) -> int:
 
 
 def resource_value(name: str, q: Quantity) -> int:
-    """``q`` in the scheduler's unit for ``name``: milli-cores for cpu, ``Value()`` otherwise."""
-    return q.milli_value() if name == CPU else q.value()
+    """``q`` in the scheduler's unit for ``name``: milli-cores for cpu, ``Value()`` otherwise,
+    held within int64 (``INT64_MAX`` for an amount beyond it)."""
+    return _int64(q.milli_value() if name == CPU else q.value())
 
 
 def _add(acc: dict[str, int], reqs: Mapping[str, Quantity]) -> None:
@@ -101,7 +112,8 @@ def pod_requests(
     set at pod level (cpu, memory, hugepages) replace that sum. Then ``spec.overhead`` is
     added.
 
-    Units: milli-cores for cpu, ``Quantity.value()`` for everything else. With
+    Units: milli-cores for cpu, ``Quantity.value()`` for everything else, each held
+    within int64 (an amount beyond it counts as the int64 maximum). With
     ``non_missing_defaults`` (in those units, e.g. ``{"cpu": 100, "memory": 200Mi}``),
     a container or init container that does not request one of those resources at all
     counts as requesting the default (an explicit 0 stays 0), as the

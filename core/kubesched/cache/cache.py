@@ -562,7 +562,8 @@ class Cache:
             infos[i] = new
             for index in pod_groups:
                 index.replace_node(old, new)
-            table.update_row(i, new)
+            if not table.update_row(i, new):
+                self._report_fenced(name, table.fence_errors[name])
             if not _patch_row_list(
                 aff,
                 snapshot._aff_rows,
@@ -627,8 +628,21 @@ class Cache:
         snapshot._pvc_counts = pvc_counts
         snapshot.used_pvc_set = set(pvc_counts)
         snapshot.table = NodeTable(infos)
+        for name, error in snapshot.table.fence_errors.items():
+            self._report_fenced(name, error)
         snapshot._pod_groups = {}
         snapshot._tree_version = self._tree.version
+
+    def _report_fenced(self, name: str, error: str) -> None:
+        """A node's row could not be written: say so (the table fenced the node)."""
+        log.error(
+            "node %r: its totals could not be written into the scheduling snapshot (%s); "
+            "it is unschedulable until its next update",
+            name,
+            error,
+        )
+        if self._metrics is not None:
+            self._metrics.cache_update_errors.inc()
 
     def _recopy_snapshot(self, snapshot: Snapshot) -> None:
         """Repair: copy every node afresh, as into a new snapshot."""

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from kubesched.framework.gomath import INT64_MAX, INT64_MIN
 from kubesched.framework.types import NodeInfo
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
@@ -34,6 +35,8 @@ class NodeTable:
         "_read_only",
         "all_rows",
         "allocatable",
+        "fence_errors",
+        "fenced",
         "index",
         "info_array",
         "infos",
@@ -43,6 +46,7 @@ class NodeTable:
         "non_zero_cpu",
         "non_zero_memory",
         "requested",
+        "saturated",
     )
 
     def __init__(self, infos: Sequence[NodeInfo]) -> None:
@@ -74,23 +78,50 @@ class NodeTable:
         self.non_zero_memory = np.zeros(n, dtype=np.int64)
         self._derived: dict[Hashable, Any] = {}
         self.node_version = 0
+        self.saturated = np.zeros(n, dtype=bool)
+        self.fenced = np.zeros(n, dtype=bool)
+        self.fence_errors: dict[str, str] = {}
         for i, ni in enumerate(infos):
-            self._write_allocatable(i, ni)
-            self._write_requested(i, ni)
+            self._write_row(i, ni, node_changed=True)
 
     def __len__(self) -> int:
         return len(self.names)
 
-    def update_row(self, i: int, node_info: NodeInfo) -> None:
-        """Copy ``node_info`` (the new version of row ``i``'s node) into the columns."""
+    def update_row(self, i: int, node_info: NodeInfo) -> bool:
+        """Copy ``node_info`` (the new version of row ``i``'s node) into the columns;
+        False when the row could not be written and is fenced instead."""
         old = self.infos[i]
         self.infos[i] = node_info
         self.info_array[i] = node_info
-        if old.node is not node_info.node:
-            self._write_allocatable(i, node_info)
+        changed = old.node is not node_info.node
+        if changed:
             self._derived.clear()
             self.node_version += 1
-        self._write_requested(i, node_info)
+        return self._write_row(i, node_info, node_changed=changed)
+
+    def _write_row(self, i: int, ni: NodeInfo, *, node_changed: bool) -> bool:
+        self.saturated[i] = False
+        try:
+            # Allocatable too when the row was fenced: its earlier write may have stopped
+            # half-way.
+            if node_changed or self.fenced[i]:
+                self._write_allocatable(i, ni)
+            self._write_requested(i, ni)
+        except Exception as err:  # any failure fences the row: never left stale
+            self.fenced[i] = True
+            self.fence_errors[self.names[i]] = f"{type(err).__name__}: {err}"
+            return False
+        if self.fenced[i]:
+            self.fenced[i] = False
+            del self.fence_errors[self.names[i]]
+        return True
+
+    def _put(self, col: np.ndarray, i: int, value: int) -> None:
+        """``col[i] = value``, saturated to int64 (and the row marked) when it does not fit."""
+        if value > INT64_MAX or value < INT64_MIN:
+            self.saturated[i] = True
+            value = INT64_MAX if value > 0 else INT64_MIN
+        col[i] = value
 
     def _pod_overlay(self) -> NodeTable:
         """A copy sharing what depends only on the Node objects (names, allocatable, the
@@ -101,6 +132,9 @@ class NodeTable:
         t.name_array = self.name_array
         t.all_rows = self.all_rows
         t._read_only = {}
+        t.saturated = self.saturated
+        t.fenced = self.fenced
+        t.fence_errors = self.fence_errors
         # A new dict of the same arrays: a scalar resource only the added pods request
         # gets its (zero) allocatable column there, not in this table.
         t.allocatable = dict(self.allocatable)
@@ -175,32 +209,34 @@ class NodeTable:
     def _write_allocatable(self, i: int, ni: NodeInfo) -> None:
         a = ni.allocatable
         al = self.allocatable
-        al[CPU][i] = a.milli_cpu
-        al[MEMORY][i] = a.memory
-        al[EPHEMERAL_STORAGE][i] = a.ephemeral_storage
-        al[PODS][i] = a.allowed_pod_number
+        put = self._put
+        put(al[CPU], i, a.milli_cpu)
+        put(al[MEMORY], i, a.memory)
+        put(al[EPHEMERAL_STORAGE], i, a.ephemeral_storage)
+        put(al[PODS], i, a.allowed_pod_number)
         for name, col in al.items():
             if name not in BASE_RESOURCES:
-                col[i] = a.scalar_resources.get(name, 0)
+                put(col, i, a.scalar_resources.get(name, 0))
         for name, value in a.scalar_resources.items():
             if name not in al:
-                self._column(al, name)[i] = value
+                put(self._column(al, name), i, value)
 
     def _write_requested(self, i: int, ni: NodeInfo) -> None:
         r = ni.requested
         rq = self.requested
-        rq[CPU][i] = r.milli_cpu
-        rq[MEMORY][i] = r.memory
-        rq[EPHEMERAL_STORAGE][i] = r.ephemeral_storage
+        put = self._put
+        put(rq[CPU], i, r.milli_cpu)
+        put(rq[MEMORY], i, r.memory)
+        put(rq[EPHEMERAL_STORAGE], i, r.ephemeral_storage)
         rq[PODS][i] = len(ni.pods)
         for name, col in rq.items():
             if name not in BASE_RESOURCES:
-                col[i] = r.scalar_resources.get(name, 0)
+                put(col, i, r.scalar_resources.get(name, 0))
         for name, value in r.scalar_resources.items():
             if name not in rq:
-                self._column(rq, name)[i] = value
-        self.non_zero_cpu[i] = ni.non_zero_requested.milli_cpu
-        self.non_zero_memory[i] = ni.non_zero_requested.memory
+                put(self._column(rq, name), i, value)
+        put(self.non_zero_cpu, i, ni.non_zero_requested.milli_cpu)
+        put(self.non_zero_memory, i, ni.non_zero_requested.memory)
 
 
 def _label_column(table: NodeTable, key: str) -> np.ndarray:

@@ -25,6 +25,7 @@ import numpy as np
 
 from kubesched.api import PODS
 from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.gomath import sat_add_array
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.status import Status
 from kubesched.framework.types import NodeBatch, NodeInfo, PodInfo
@@ -114,6 +115,10 @@ class NodeCopies:
         # Every node is the snapshot's own NodeInfo (identity tests in C).
         if (rows < 0).any() or not all(map(is_, table.info_array[rows].tolist(), nodes)):
             return None
+        # A saturated row is not the sum of its pods: taking a victim's requests off it
+        # would not give the copy's totals, which the per-node dry run counts exactly.
+        if table.saturated[rows].any():
+            return None
         extensions = None
         if active(state):
             if pod_info is None:
@@ -148,9 +153,9 @@ class NodeCopies:
         if trying is not None:
             t = np.asarray(trying, dtype=np.intp)
             for name, contribution in self.contribution.items():
-                values[name] += contribution[at, t]
-            nz_cpu += self.non_zero_cpu[at, t]
-            nz_memory += self.non_zero_memory[at, t]
+                values[name] = sat_add_array(values[name], contribution[at, t])
+            nz_cpu = sat_add_array(nz_cpu, self.non_zero_cpu[at, t])
+            nz_memory = sat_add_array(nz_memory, self.non_zero_memory[at, t])
             self._trying = dict(zip(at.tolist(), t.tolist(), strict=True))
         views = None
         if self.extensions is not None:

@@ -18,6 +18,9 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 """Upstream: look for at least this many feasible nodes, whatever the percentage."""
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 """Upstream: the adaptive percentage never drops below 5%."""
+ERR_REASON_NODE_NOT_ACCOUNTED = "node(s) had totals the scheduler could not account for"
+"""Why a node whose row of the snapshot's table is fenced (its totals could not be
+written) is passed over; no plugin runs on it, and preemption cannot help."""
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
@@ -163,6 +166,14 @@ class SchedulingAlgorithm:
         added (``run_filter_batch_with_nominated_pods``). Nodes after the last needed
         feasible node are not counted as evaluated.
         """
+        fenced = table.fenced[rows] if table.fenced.any() else None
+        if fenced is not None and fenced.any():
+            # Its row may not show what runs there: passing it over is the only choice
+            # that cannot over-commit it.
+            at = rows[fenced]
+            status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_NODE_NOT_ACCOUNTED)
+            diagnosis.add_rejected(table.name_array[at], at, np.full(len(at), status, dtype=object))
+            rows = rows[~fenced]
         n = len(rows)
         if n == 0:
             return [], rows

@@ -14,6 +14,7 @@ from kubesched.api import PODS
 from kubesched.errors import KubeschedError
 from kubesched.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
 from kubesched.framework.events import WILDCARD_EVENT, ClusterEvent, ClusterEventWithHint
+from kubesched.framework.gomath import sat_add_array, saturate
 from kubesched.framework.plugin import EXTENSION_POINTS
 from kubesched.framework.registry import PluginRegistry
 from kubesched.framework.results import (
@@ -1321,9 +1322,10 @@ class _NominatedNode:
             for name, value in p.requests.items():
                 if name != PODS:  # the pods column counts pods
                     requested[name] = requested.get(name, 0) + value
-        self.requested = requested
-        self.non_zero_cpu = sum(p.non_zero_cpu for p in pods)
-        self.non_zero_memory = sum(p.non_zero_memory for p in pods)
+        # Saturated as the table's columns: they are added to them.
+        self.requested = {name: saturate(value) for name, value in requested.items()}
+        self.non_zero_cpu = saturate(sum(p.non_zero_cpu for p in pods))
+        self.non_zero_memory = saturate(sum(p.non_zero_memory for p in pods))
 
     @classmethod
     def counted(cls, pods: list[PodInfo], priority: int, uid: str) -> _NominatedNode | None:
@@ -1413,12 +1415,12 @@ class _NominatedAdditions:
         requested = {name: col[rows] for name, col in table.requested.items()}
         for name, add in self.requested.items():
             have = requested.get(name)
-            requested[name] = add[rows] if have is None else have + add[rows]
+            requested[name] = add[rows] if have is None else sat_add_array(have, add[rows])
         overlay = table.with_requested(
             rows,
             requested,
-            table.non_zero_cpu[rows] + self.non_zero_cpu[rows],
-            table.non_zero_memory[rows] + self.non_zero_memory[rows],
+            sat_add_array(table.non_zero_cpu[rows], self.non_zero_cpu[rows]),
+            sat_add_array(table.non_zero_memory[rows], self.non_zero_memory[rows]),
         )
         position_of = dict(zip(rows.tolist(), positions.tolist(), strict=True))
 
