@@ -127,7 +127,11 @@ class SchedulerRunner:
                 self.metrics.registry,
                 address=server.address,
                 port=server.port,
-                ready_checks={"informer-sync": self._synced, "leaderElection": self._election},
+                ready_checks={
+                    "informer-sync": self._synced,
+                    "leaderElection": self._election,
+                    "scheduling": self.scheduler.scheduling_health,
+                },
                 tls_cert_file=server.tls_cert_file,
                 tls_key_file=server.tls_key_file,
             )

@@ -1,4 +1,5 @@
-"""Loading files: YAML and JSON, syntax errors with lines, apiVersion and kind, bad files."""
+"""Loading files: YAML and JSON, syntax errors with lines, bad files (apiVersion and kind:
+test_refusals.py)."""
 
 from __future__ import annotations
 
@@ -54,27 +55,6 @@ ERRORS = [
         "two documents",
         "apiVersion: kubescheduler.config.k8s.io/v1\n---\nkind: x\n",
         "2 YAML documents",
-    ),
-    (
-        "v1beta2",
-        "apiVersion: kubescheduler.config.k8s.io/v1beta2\nkind: KubeSchedulerConfiguration\n",
-        'apiVersion: "kubescheduler.config.k8s.io/v1beta2" is not supported: kubesched reads '
-        'only "kubescheduler.config.k8s.io/v1"',
-    ),
-    (
-        "other group",
-        "apiVersion: v1\nkind: KubeSchedulerConfiguration\n",
-        'apiVersion: "v1" is not a scheduler configuration',
-    ),
-    (
-        "wrong kind",
-        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: Pod\n",
-        'kind: "Pod" is not supported; expected "KubeSchedulerConfiguration"',
-    ),
-    (
-        "missing apiVersion and kind",
-        "parallelism: 3\n",
-        'apiVersion: Required value: must be "kubescheduler.config.k8s.io/v1"',
     ),
     (
         "wrong type",

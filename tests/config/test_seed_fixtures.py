@@ -1,10 +1,10 @@
 """The configuration examples of seed 002 (tests/fixtures/seed002/config-*.yaml).
 
 The seed's examples say ``kubescheduler.config.k8s.io/v1beta3`` (and one
-``v1alpha1``). kubesched reads v1beta3 as v1 (their fields are the same), so those
-files validate as written. The v1alpha1 example uses the long-removed
-``algorithmSource`` of the Policy API: it is rejected with a message that says so, and
-validates once its apiVersion is ``v1`` and ``algorithmSource`` is gone.
+``v1alpha1``). Like kube-scheduler v1.36, kubesched reads only ``v1``: those files are
+refused as written, in kube-scheduler's words, and validate once their apiVersion is
+``v1`` (v1beta3's fields are v1's). The v1alpha1 example also uses the long-removed
+``algorithmSource`` of the Policy API, which is then refused by name.
 """
 
 from __future__ import annotations
@@ -30,12 +30,15 @@ def test_fixtures_exist() -> None:
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
 def test_seed_example_as_written(path: Path, registry: PluginRegistry) -> None:
     data = yaml.safe_load(path.read_text())
-    if data["apiVersion"] in (V1, V1 + "beta3"):
+    if data["apiVersion"] == V1:
         assert effective_configuration(load_config(path, registry), registry).profiles
         return
     with pytest.raises(UserInputError) as excinfo:
         load_config(path, registry)
-    assert "is not supported: kubesched reads only" in str(excinfo.value)
+    assert (
+        f'no kind "KubeSchedulerConfiguration" is registered for version "{data["apiVersion"]}"'
+        in str(excinfo.value)
+    )
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])

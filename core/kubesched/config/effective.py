@@ -29,6 +29,11 @@ MAX_TOTAL_SCORE = 2**63 - 1
 """Upstream's bound of the sum of weighted scores (``math.MaxInt64``)."""
 
 
+def _go_int64(x: int) -> int:
+    """``x`` wrapped to int64 as Go's arithmetic wraps it."""
+    return (x + 2**63) % 2**64 - 2**63
+
+
 @dataclass(frozen=True)
 class EnabledPlugin:
     """A plugin at an extension point of a profile.
@@ -181,14 +186,17 @@ class _ProfileBuilder:
             # A weight of 0 is not permitted: a plugin is disabled explicitly instead.
             weight = plugin.weight or 1
             weights[plugin.name] = weight
-            if weight * MAX_NODE_SCORE > MAX_TOTAL_SCORE - total:
+            # In int64 as upstream: after a negative weight, MaxTotalScore - total wraps
+            # below any weight, so a negative weight followed by any other Score plugin
+            # is refused with this message (kube-scheduler v1.36 does exactly that).
+            if weight * MAX_NODE_SCORE > _go_int64(MAX_TOTAL_SCORE - total):
                 self.problems.append(
                     FieldProblem(
                         self._set_path("score"), "total score of Score plugins could overflow"
                     )
                 )
                 break
-            total += weight * MAX_NODE_SCORE
+            total = _go_int64(total + weight * MAX_NODE_SCORE)
         for name in score_plugins:
             weights.setdefault(name, 1)
         return weights

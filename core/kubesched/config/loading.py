@@ -9,7 +9,7 @@ import yaml
 from pydantic import ValidationError
 
 from kubesched.config.defaults import default_configuration, set_defaults
-from kubesched.config.types import API_VERSION, KIND, KubeSchedulerConfiguration
+from kubesched.config.types import API_VERSION, KIND, KubeSchedulerConfiguration, not_registered
 from kubesched.config.validation import validate_configuration, validation_error_problems
 from kubesched.errors import FieldProblem, UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
@@ -85,11 +85,10 @@ def config_from_dict(
     Raises ``UserInputError`` listing every problem with its field path.
     """
     registry = default_registry() if registry is None else registry
-    problems: list[FieldProblem] = []
-    if "apiVersion" not in data:
-        problems.append(FieldProblem("apiVersion", f'Required value: must be "{API_VERSION}"'))
-    if "kind" not in data:
-        problems.append(FieldProblem("kind", f'Required value: must be "{KIND}"'))
+    problems = _type_problems(data)
+    if problems:
+        # As kube-scheduler's decoder: a file of another kind or version is not read.
+        raise UserInputError("invalid configuration", source=source, obj=OBJECT, problems=problems)
     try:
         config = KubeSchedulerConfiguration.model_validate(data, context={"from_file": True})
     except ValidationError as err:
@@ -104,6 +103,28 @@ def config_from_dict(
     if problems:
         raise UserInputError("invalid configuration", source=source, obj=OBJECT, problems=problems)
     return config
+
+
+def _type_problems(data: dict[str, Any]) -> list[FieldProblem]:
+    """The file's ``apiVersion`` and ``kind``, in kube-scheduler's words when they are
+    missing or not ``KubeSchedulerConfiguration`` ``v1``."""
+    version, kind = data.get("apiVersion"), data.get("kind")
+    problems = []
+    if version is None:
+        problems.append(
+            FieldProblem(
+                "apiVersion", f"Object 'apiVersion' is missing (must be \"{API_VERSION}\")"
+            )
+        )
+    if kind is None:
+        problems.append(FieldProblem("kind", f"Object 'Kind' is missing (must be \"{KIND}\")"))
+    if problems:
+        return problems
+    if version != API_VERSION:
+        return [FieldProblem("apiVersion", not_registered(str(kind), str(version)))]
+    if kind != KIND:
+        return [FieldProblem("kind", not_registered(str(kind), str(version)))]
+    return []
 
 
 def load_config(

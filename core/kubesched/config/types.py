@@ -11,10 +11,8 @@ from kubesched.config.duration import Duration
 
 API_GROUP = "kubescheduler.config.k8s.io"
 API_VERSION = f"{API_GROUP}/v1"
-COMPATIBLE_API_VERSION = f"{API_GROUP}/v1beta3"
-"""Read as ``v1``: its fields are the same, and the upstream documentation's examples
-(seed 002) still use it, so users copying them get a working file."""
-"""The only configuration version kubesched reads."""
+"""The only configuration version kubesched reads, as kube-scheduler v1.36 (which no
+longer serves ``v1beta3``)."""
 KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 """The scheduler name of the single default profile (``spec.schedulerName`` of a pod)."""
@@ -248,22 +246,26 @@ class KubeSchedulerConfiguration(ConfigModel):
     @field_validator("api_version")
     @classmethod
     def _check_api_version(cls, value: str) -> str:
-        if value in (API_VERSION, COMPATIBLE_API_VERSION):
-            return value
-        if value.startswith(f"{API_GROUP}/"):
-            raise ValueError(
-                f'"{value}" is not supported: kubesched reads only "{API_VERSION}" '
-                "(the v1alpha* and v1beta* versions were removed upstream; their fields are "
-                f"largely the same, so try apiVersion: {API_VERSION})"
-            )
-        raise ValueError(f'"{value}" is not a scheduler configuration; expected "{API_VERSION}"')
+        if value != API_VERSION:
+            raise ValueError(not_registered(KIND, value))
+        return value
 
     @field_validator("kind")
     @classmethod
     def _check_kind(cls, value: str) -> str:
         if value != KIND:
-            raise ValueError(f'"{value}" is not supported; expected "{KIND}"')
+            raise ValueError(not_registered(value, API_VERSION))
         return value
+
+
+def not_registered(kind: str, version: str) -> str:
+    """kube-scheduler's words for a file of another kind or version than
+    ``KubeSchedulerConfiguration`` ``v1``, with what kubesched reads instead."""
+    message = f'no kind "{kind}" is registered for version "{version}"'
+    if version.startswith(f"{API_GROUP}/") and version != API_VERSION:
+        # v1beta3, the last beta, was removed in Kubernetes 1.29; its fields are v1's.
+        message += f' (kube-scheduler v1.36 reads only "{API_VERSION}")'
+    return message
 
     @field_validator("profiles", "extenders", mode="before")
     @classmethod

@@ -44,6 +44,11 @@ ASSIGNED_POD_DELETE = ClusterEvent(
 CLEAR_NOMINATION = ""
 """Nominating info that clears a pod's nominated node (upstream ``ModeOverride`` with "")."""
 
+UNHEALTHY_AFTER_ERRORS = 10
+"""How many scheduling attempts in a row ending in an error (not a mere "does not fit")
+turn :meth:`Scheduler.scheduling_health` unhealthy: kubesched's own readiness check,
+which upstream does not have (kube-scheduler stays ready while every cycle fails)."""
+
 
 @dataclass
 class _Binding:
@@ -183,6 +188,8 @@ class Scheduler:
         )
         self._in_binding = 0
         self._lock = threading.Lock()
+        self._errors_in_a_row = 0
+        self._last_error = ""
 
     # -- the loop -----------------------------------------------------------------------
     def framework_for(self, pod: Any) -> Framework | None:
@@ -380,14 +387,33 @@ class Scheduler:
         self._update_pod_status(
             pod, PodCondition("PodScheduled", "False", reason, message), nominating
         )
-        self._count_attempt(result, fwk.profile_name, started)
+        self._count_attempt(result, fwk.profile_name, started, status)
         record.result = result
         record.status = status
         record.message = message
         self._finish(record)
 
-    def _count_attempt(self, result: str, profile: str, started: float) -> None:
-        """``schedule_attempts`` and ``scheduling_attempt_duration`` for one attempt."""
+    def scheduling_health(self) -> tuple[bool, str]:
+        """A readiness check: unhealthy while the last :data:`UNHEALTHY_AFTER_ERRORS`
+        attempts or more all ended in an error, healthy again after any attempt that
+        did not (a pod scheduled, or found not to fit)."""
+        with self._lock:
+            errors, last = self._errors_in_a_row, self._last_error
+        if errors >= UNHEALTHY_AFTER_ERRORS:
+            return False, f"the last {errors} scheduling attempts ended in an error: {last}"
+        return True, ""
+
+    def _count_attempt(
+        self, result: str, profile: str, started: float, status: Status | None = None
+    ) -> None:
+        """``schedule_attempts`` and ``scheduling_attempt_duration`` for one attempt, and
+        the run of attempts ending in an error that :meth:`scheduling_health` reads."""
+        with self._lock:
+            if result == RESULT_ERROR:
+                self._errors_in_a_row += 1
+                self._last_error = status.message() if status is not None else ""
+            else:
+                self._errors_in_a_row = 0
         metrics = self.metrics
         metrics.schedule_attempts.labels(result, profile).inc()
         metrics.histogram(metrics.scheduling_attempt_duration, result, profile).observe(
