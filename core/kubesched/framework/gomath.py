@@ -44,8 +44,10 @@ def go_div(a: int, b: int) -> int:
 
 def go_div_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """:func:`go_div` element-wise on int64 arrays (``b`` nowhere zero)."""
-    q = np.abs(a) // np.abs(b)
-    return np.where((a < 0) != (b < 0), -q, q)
+    # numpy floors; truncation differs by one where the signs differ and it is not
+    # exact. (Not through abs(): abs(INT64_MIN) overflows.)
+    q = a // b
+    return q + (((a % b) != 0) & ((a < 0) != (b < 0)))
 
 
 def go_round(x: float) -> int:
@@ -92,8 +94,8 @@ def sat_sub_array(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
 
 
 def mul_div_array(a: np.ndarray, m: int, b: np.ndarray) -> np.ndarray:
-    """Go's ``a * m / b`` element-wise (int64 arrays ``a`` and ``b``, ``b`` nowhere
-    zero, ``m`` > 0), computed exactly where the int64 product would overflow and
+    """Go's ``a * m / b`` element-wise (int64 arrays ``a`` and ``b``, ``b`` > 0 everywhere
+    as a capacity is, ``m`` > 0), computed exactly where the int64 product would overflow and
     saturated to int64: scores such as ``(capacity - requested) * 100 / capacity``
     stay in their range for any capacity."""
     limit = INT64_MAX // m
