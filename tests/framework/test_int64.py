@@ -6,7 +6,7 @@ import logging
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesched import (
@@ -20,6 +20,7 @@ from kubesched import (
     saturate,
 )
 from kubesched.api import CPU, MEMORY, node_allocatable, pod_requests
+from kubesched.api.quantity import parse_quantity
 from kubesched.cache import Cache, Snapshot
 from kubesched.clock import FakeClock
 from kubesched.framework.node_table import NodeTable
@@ -51,6 +52,7 @@ def test_saturate(x: int, expected: int) -> None:
     assert saturate(x) == expected
 
 
+@settings(deadline=None)
 @given(st.lists(st.tuples(edgy, edgy), min_size=1, max_size=8))
 def test_saturating_add_and_sub_are_exact_then_held_at_the_rails(pairs) -> None:
     a = np.array([p[0] for p in pairs], dtype=np.int64)
@@ -59,6 +61,7 @@ def test_saturating_add_and_sub_are_exact_then_held_at_the_rails(pairs) -> None:
     assert sat_sub_array(a, b).tolist() == [saturate(x - y) for x, y in pairs]
 
 
+@settings(deadline=None)
 @given(
     st.lists(st.tuples(edgy, edgy.filter(lambda b: b > 0)), min_size=1, max_size=8),
     st.sampled_from([1, 10, 100, 1000]),
@@ -89,12 +92,39 @@ def test_a_score_stays_on_0_to_100_for_any_capacity() -> None:
         ("10P", INT64_MAX),
         ("9223372036854775807", INT64_MAX),
         ("1e30", INT64_MAX),
+        # kube-apiserver stores these as given ("10e99999"): read at once, never raising.
+        ("1e100000", INT64_MAX),
+        ("1e2147483647", INT64_MAX),
+        ("9" * 5000, INT64_MAX),
+        ("12345678901234567890123Ei", INT64_MAX),
+        ("1e-100000", 1),
+        ("0." + "0" * 5000 + "1", 1),
     ],
-    ids=["1", "max-milli-value", "int64-max-m", "int64-max+1-m", "10P", "int64-max", "1e30"],
+    ids=[
+        "1",
+        "max-milli-value",
+        "int64-max-m",
+        "int64-max+1-m",
+        "10P",
+        "int64-max",
+        "1e30",
+        "1e100000",
+        "int32-max-exponent",
+        "5000-digits",
+        "huge-binary",
+        "1e-100000",
+        "5000-decimals",
+    ],
 )
 def test_quantities_beyond_int64_count_as_its_maximum(quantity: str, milli_cpu: int) -> None:
     assert pod_requests(make_pod().req(cpu=quantity).obj())[CPU] == milli_cpu
     assert node_allocatable(make_node().capacity(cpu=quantity).obj())[CPU] == milli_cpu
+
+
+@pytest.mark.parametrize("text", ["1e2147483648", "1e-2147483649", "1e18446744073709551615"])
+def test_an_exponent_beyond_int32_is_refused_as_upstream_refuses_it(text: str) -> None:
+    with pytest.raises(ValueError, match=r"^unable to parse quantity's suffix$"):
+        parse_quantity(text)
 
 
 def _node_info(cpu: str, *pod_cpus: str) -> NodeInfo:

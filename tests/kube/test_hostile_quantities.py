@@ -8,8 +8,6 @@ cores. Neither may make kubesched over-commit the node or stop scheduling.
 from __future__ import annotations
 
 import subprocess
-import urllib.error
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -19,18 +17,13 @@ from kubesched.testing import make_node, make_pod
 from kubesched.testing.envtest import ControlPlane
 
 from .conftest import Api, bound, kubesched_process, wait_for, write_config
+from .test_run_process import _get
 
 pytestmark = pytest.mark.envtest
 
 
 def _readyz(port: int) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz?verbose", timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-    except OSError:
-        return 0, ""
+    return _get(port, "/readyz?verbose")
 
 
 def _stop(proc: subprocess.Popen) -> str:

@@ -43,8 +43,16 @@ _BINARY_BY_POWER = {0: "", **{power: letter for letter, power in _BINARY_SUFFIXE
 _NANO = 10**9
 # BinarySI quantities are capped at the int64 maximum (apimachinery's maxAllowed).
 _MAX_BINARY_NANOS = (2**63 - 1) * _NANO
-# Far beyond anything real; stops "1e999999999" from building a giant integer.
-_MAX_ABS_EXPONENT = 1000
+# kube-apiserver accepts any int32 exponent ("1e100000" is stored as "10e99999") and
+# mantissas of thousands of digits; exact integers of that size would take minutes (and
+# Python refuses to read more than 4300 digits). Beyond these bounds a value is held at
+# their edge: it stays far past int64 (the scheduler saturates it) or rounds up to one
+# nano-unit (as upstream rounds every non-zero value), so what the scheduler counts is
+# unchanged; only canonical() of such a quantity is approximate.
+_MAX_DIGITS = 1000
+_MAX_DECIMAL_EXPONENT = 1000
+_MIN_DECIMAL_EXPONENT = -(_MAX_DIGITS + 1000)
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 def _ceil_div(n: int, d: int) -> int:
@@ -250,20 +258,35 @@ def _parse_text(text: str) -> Quantity:
         em = _EXPONENT_RE.fullmatch(suffix)
         if em is None:
             raise ValueError(ERR_SUFFIX)
-        base, exponent = 10, int(em.group(1))
-        if abs(exponent) > _MAX_ABS_EXPONENT:
-            raise ValueError(f"quantity exponent {exponent} is out of the supported range")
-    mantissa = int((num or "0") + denom)
-    # value = mantissa * 10**-len(denom) * base**exponent, in nanos, rounded up to a whole
-    # nano (away from zero): "so that if you want some resources, you get some" (upstream).
+        text_exponent = em.group(1)
+        # Upstream parses the exponent as an int32 and refuses the suffix otherwise.
+        if len(text_exponent.lstrip("+-").lstrip("0")) > 10:
+            raise ValueError(ERR_SUFFIX)
+        base, exponent = 10, int(text_exponent)
+        if not _INT32_MIN <= exponent <= _INT32_MAX:
+            raise ValueError(ERR_SUFFIX)
+    # value = digits * 10**scale * base**exponent, in nanos, rounded up to a whole nano
+    # (away from zero): "so that if you want some resources, you get some" (upstream).
+    digits = ((num or "") + denom).lstrip("0") or "0"
+    scale = -len(denom)
+    if len(digits) > _MAX_DIGITS:
+        # The first digits, rounded up where the rest is not all zeros.
+        rest = digits[_MAX_DIGITS:]
+        scale += len(rest)
+        mantissa = int(digits[:_MAX_DIGITS]) + (1 if rest.strip("0") else 0)
+    else:
+        mantissa = int(digits)
+    if base == 10:
+        scale += exponent
+    scale = min(max(scale, _MIN_DECIMAL_EXPONENT), _MAX_DECIMAL_EXPONENT)
     numer = mantissa * _NANO
-    den = 10 ** len(denom)
+    den = 1
     if base == 2:
         numer <<= exponent
-    elif exponent >= 0:
-        numer *= 10**exponent
+    if scale >= 0:
+        numer *= 10**scale
     else:
-        den *= 10**-exponent
+        den = 10**-scale
     nanos = -(-numer // den)
     if binary and nanos > _MAX_BINARY_NANOS:
         nanos = _MAX_BINARY_NANOS
