@@ -45,7 +45,7 @@ def _one_cpu_pods(count: int) -> list[dict]:
     return [make_pod(f"p{i}").req(cpu="1").manifest() for i in range(count)]
 
 
-@pytest.mark.parametrize("hostile_cpu", ["10000000000000000", "9223372036854775807"])
+@pytest.mark.parametrize("hostile_cpu", ["10000000000000000", "9223372036854775807", "1e100000"])
 def test_a_pod_bound_with_a_huge_request_fills_its_node(
     control_plane: ControlPlane, api: Api, tmp_path: Path, hostile_cpu: str
 ) -> None:
