@@ -112,16 +112,8 @@ class SchedulerRunner:
             cluster.may_write = self.elector.is_leader
         else:
             self.leading.set()
+        self.serving = server
         self.server: HealthServer | None = None
-        if server is not None:
-            self.server = secure_server(
-                server,
-                self.metrics.registry,
-                cluster.client,
-                ready_checks={"informer-sync": self._synced, "leaderElection": self._election},
-                configz=self._configz,
-                profiling=config.config.enable_profiling,
-            )
         self.lost_lease = False
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -144,12 +136,28 @@ class SchedulerRunner:
         return config_to_dict(self.config.config)
 
     # -- life cycle ---------------------------------------------------------------------
+    def listen(self) -> None:
+        """Make the HTTPS server of the serving options, if any: its port bound, its
+        certificate loaded or made, the client CA looked up (``run`` does it if not done
+        before). Raises ``OSError`` when the port is taken."""
+        if self.serving is None or self.server is not None:
+            return
+        self.server = secure_server(
+            self.serving,
+            self.metrics.registry,
+            self.cluster.client,
+            ready_checks={"informer-sync": self._synced, "leaderElection": self._election},
+            configz=self._configz,
+            profiling=self.config.config.enable_profiling,
+        )
+
     def stop(self) -> None:
         """Ask the runner to stop (signal handlers call this)."""
         self._stop.set()
 
     def run(self) -> int:
         """Run until ``stop()`` or a lost lease; the exit status (0, or 1 for a lost lease)."""
+        self.listen()
         if self.server is not None:
             self.server.start()
             log.info("serving securely on %s:%d", self.server.address, self.server.port)

@@ -69,25 +69,26 @@ def _run(args: argparse.Namespace) -> int:
     le = config.leader_election
     runner = None
     try:
-        try:
-            # Builds the profiles: the cluster learns which kinds their plugins need.
-            runner = SchedulerRunner(
-                effective,
-                registry,
-                cluster,
-                metrics=metrics,
-                identity=args.identity,
-                server=serving,
-            )
-        except OSError as err:
-            raise KubeschedError(
-                f"cannot serve on {args.bind_address}:{args.secure_port}: {err.strerror or err}"
-            ) from err
+        # Builds the profiles: the cluster learns which kinds their plugins need.
+        runner = SchedulerRunner(
+            effective,
+            registry,
+            cluster,
+            metrics=metrics,
+            identity=args.identity,
+            server=serving,
+        )
         # Fail at once, in one line, on an unreachable server or missing permissions,
         # rather than retrying forever in the informers.
         cluster.check_access(
             leases=(le.resource_namespace, le.resource_name) if le.leader_elect else None
         )
+        try:
+            runner.listen()
+        except OSError as err:
+            raise KubeschedError(
+                f"cannot serve on {args.bind_address}:{args.secure_port}: {err.strerror or err}"
+            ) from err
     except BaseException:
         if runner is not None and runner.server is not None:
             runner.server.stop()
