@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from kubesched.testing.envtest import ControlPlane
+from tests.server.certs import ca_and_client
 
 from .conftest import Api, kubesched_process, wait_for, write_config
 
@@ -234,3 +235,47 @@ def test_readyz_verbose_says_leader_and_standby(
             if proc is not None:
                 code, err = _stop(proc)
                 assert code == 0, err
+
+
+AUTH_CONFIGMAP = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
+
+
+@pytest.mark.parametrize("source", ["configmap", "flag"])
+def test_client_certificates_of_the_client_ca(
+    control_plane: ControlPlane, api: Api, tmp_path: Path, source: str
+) -> None:
+    """A client certificate signed by the client CA — looked up in kube-system's
+    extension-apiserver-authentication as upstream, or given by --client-ca-file — is
+    its CommonName with its Organizations as groups; the API server authorizes that
+    user (here in system:masters) by SubjectAccessReview."""
+    ca, crt, key = ca_and_client(tmp_path, "cert-admin", ["system:masters"])
+    extra: tuple[str, ...] = ()
+    if source == "configmap":
+        api.delete(AUTH_CONFIGMAP)
+        api.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": "extension-apiserver-authentication",
+                    "namespace": "kube-system",
+                },
+                "data": {"client-ca-file": ca},
+            }
+        )
+    else:
+        (tmp_path / "ca.crt").write_text(ca)
+        extra = (f"--client-ca-file={tmp_path / 'ca.crt'}",)
+    proc, port = kubesched_process(control_plane.kubeconfig, write_config(tmp_path), *extra)
+    try:
+        wait_for(lambda: _ready(port), 60, "/readyz ok")
+        context = ssl._create_unverified_context()
+        context.load_cert_chain(str(crt), str(key))
+        request = urllib.request.Request(f"https://127.0.0.1:{port}/metrics")
+        with urllib.request.urlopen(request, timeout=30, context=context) as resp:
+            assert resp.status == 200
+        assert _get(port, "/metrics")[0] == 403, "no certificate: anonymous"
+    finally:
+        api.delete(AUTH_CONFIGMAP)
+        code, err = _stop(proc)
+    assert code == 0, err
