@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -77,6 +77,18 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"{text!r}: not true or false")
 
 
+def _add_bool(group: Any, flag: str, default: bool, help: str) -> None:
+    """A Go-style boolean flag: ``--flag``, ``--flag=true`` or ``--flag=false``."""
+    group.add_argument(
+        flag, nargs="?", const=True, default=default, type=_bool, metavar="BOOL", help=help
+    )
+
+
+def _add_duration(group: Any, flag: str, default: float, help: str) -> None:
+    """A Go duration flag (``10s``, ``1m30s``), in seconds."""
+    group.add_argument(flag, type=_duration(flag), default=default, metavar="DURATION", help=help)
+
+
 def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
     """Add kube-scheduler's secure serving, authentication and authorization flags."""
     d = ServingOptions()
@@ -110,30 +122,23 @@ def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="kubeconfig allowed to create tokenreviews (default: the scheduler's own)",
     )
-    group.add_argument(
+    _add_bool(
+        group,
         "--authentication-skip-lookup",
-        nargs="?",
-        const=True,
-        default=d.authentication_skip_lookup,
-        type=_bool,
-        metavar="BOOL",
-        help="do not read the client CA from kube-system/extension-apiserver-authentication",
+        d.authentication_skip_lookup,
+        "do not read the client CA from kube-system/extension-apiserver-authentication",
     )
-    group.add_argument(
+    _add_bool(
+        group,
         "--authentication-tolerate-lookup-failure",
-        nargs="?",
-        const=True,
-        default=d.authentication_tolerate_lookup_failure,
-        type=_bool,
-        metavar="BOOL",
-        help="go on without client certificates when that lookup fails (default: true)",
+        d.authentication_tolerate_lookup_failure,
+        "go on without client certificates when that lookup fails (default: true)",
     )
-    group.add_argument(
+    _add_duration(
+        group,
         "--authentication-token-webhook-cache-ttl",
-        type=_duration("--authentication-token-webhook-cache-ttl"),
-        default=d.authentication_token_webhook_cache_ttl,
-        metavar="DURATION",
-        help="how long TokenReview answers are kept (default: 10s)",
+        d.authentication_token_webhook_cache_ttl,
+        "how long TokenReview answers are kept (default: 10s)",
     )
     group.add_argument(
         "--client-ca-file",
@@ -155,19 +160,17 @@ def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated paths served without authorization; a trailing * matches a "
         f"prefix (default: {','.join(d.authorization_always_allow_paths)})",
     )
-    group.add_argument(
+    _add_duration(
+        group,
         "--authorization-webhook-cache-authorized-ttl",
-        type=_duration("--authorization-webhook-cache-authorized-ttl"),
-        default=d.authorization_webhook_cache_authorized_ttl,
-        metavar="DURATION",
-        help="how long allowed SubjectAccessReview answers are kept (default: 10s)",
+        d.authorization_webhook_cache_authorized_ttl,
+        "how long allowed SubjectAccessReview answers are kept (default: 10s)",
     )
-    group.add_argument(
+    _add_duration(
+        group,
         "--authorization-webhook-cache-unauthorized-ttl",
-        type=_duration("--authorization-webhook-cache-unauthorized-ttl"),
-        default=d.authorization_webhook_cache_unauthorized_ttl,
-        metavar="DURATION",
-        help="how long denied SubjectAccessReview answers are kept (default: 10s)",
+        d.authorization_webhook_cache_unauthorized_ttl,
+        "how long denied SubjectAccessReview answers are kept (default: 10s)",
     )
 
 
@@ -189,24 +192,8 @@ def serving_options(args: argparse.Namespace) -> ServingOptions | None:
         path = getattr(args, flag)
         if path and not os.path.isfile(path):
             raise UserInputError("no such file", source=path, obj="--" + flag.replace("_", "-"))
-    return ServingOptions(
-        bind_address=args.bind_address,
-        secure_port=args.secure_port,
-        cert_dir=args.cert_dir,
-        tls_cert_file=args.tls_cert_file,
-        tls_private_key_file=args.tls_private_key_file,
-        client_ca_file=args.client_ca_file,
-        authentication_kubeconfig=args.authentication_kubeconfig,
-        authentication_skip_lookup=args.authentication_skip_lookup,
-        authentication_tolerate_lookup_failure=args.authentication_tolerate_lookup_failure,
-        authentication_token_webhook_cache_ttl=args.authentication_token_webhook_cache_ttl,
-        authorization_kubeconfig=args.authorization_kubeconfig,
-        authorization_always_allow_paths=args.authorization_always_allow_paths,
-        authorization_webhook_cache_authorized_ttl=args.authorization_webhook_cache_authorized_ttl,
-        authorization_webhook_cache_unauthorized_ttl=(
-            args.authorization_webhook_cache_unauthorized_ttl
-        ),
-    )
+    # The flags' destinations are the options' field names.
+    return ServingOptions(**{f.name: getattr(args, f.name) for f in fields(ServingOptions)})
 
 
 def _review_client(kubeconfig: str | None, default: KubeClient) -> KubeClient:
