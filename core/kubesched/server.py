@@ -149,7 +149,9 @@ class HealthServer:
 
     def stop(self) -> None:
         """Stop serving (if started) and close the socket; requests in flight are not
-        waited for."""
+        waited for. Stopping twice does nothing more."""
+        if self._closing.is_set():
+            return
         self._closing.set()
         self._wake_w.send(b"x")
         if self._thread is not None:
