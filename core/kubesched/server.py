@@ -239,8 +239,7 @@ class HealthServer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            sock.setblocking(True)
-            sock.settimeout(remaining)
+            sock.settimeout(remaining)  # blocking reads, each bounded by the deadline
             with self._lock:
                 self._reading[fd] = deadline
             conn = sock
