@@ -179,6 +179,7 @@ if [ "$RUN_CHECK" = 1 ]; then
 import json
 import os
 import shlex
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -224,7 +225,8 @@ with ControlPlane() as cp, tempfile.TemporaryDirectory() as tmp:
          "--ulimit", "nofile=8192:8192", "--ulimit", "nproc=4096:4096",
          "--volume", f"{etc}:/etc/kubesched:ro",
          os.environ["IMAGE"], "run", "--config", "/etc/kubesched/config.yaml",
-         "--bind-address", "127.0.0.1", "--port", str(port)],
+         "--bind-address", "127.0.0.1", "--secure-port", str(port),
+         "--authentication-skip-lookup"],
         check=True, stdout=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -237,7 +239,10 @@ with ControlPlane() as cp, tempfile.TemporaryDirectory() as tmp:
             time.sleep(1)
         probes = {}
         for path in ("/healthz", "/readyz"):
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+            # The image's self-signed certificate, made at its start.
+            insecure = ssl._create_unverified_context()
+            url = f"https://127.0.0.1:{port}{path}"
+            with urllib.request.urlopen(url, timeout=10, context=insecure) as r:
                 probes[path] = (r.status, r.read().decode().strip())
         lease = client.request(
             "GET", "/apis/coordination.k8s.io/v1/namespaces/kubesched/leases/kubesched"

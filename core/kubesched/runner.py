@@ -8,16 +8,17 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 
 from kubesched.backend.kube.cluster import KubeCluster
 from kubesched.config import EffectiveConfiguration
+from kubesched.config.serialize import config_to_dict
 from kubesched.framework.events import EventResource
 from kubesched.framework.registry import PluginRegistry
 from kubesched.leaderelection import LeaderElectionMetrics, LeaderElector
 from kubesched.metrics import Metrics
 from kubesched.scheduler import EventHandlers, Scheduler
 from kubesched.server import HealthServer
+from kubesched.serving.options import ServingOptions, secure_server
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +56,6 @@ def cluster_needs(scheduler: Scheduler) -> tuple[set[str], set[str]]:
     return kinds, writes
 
 
-@dataclass
-class ServerOptions:
-    """Where the HTTP server listens (``--bind-address``, ``--port``, TLS files)."""
-
-    address: str = "127.0.0.1"
-    port: int = 10259
-    tls_cert_file: str | None = None
-    tls_key_file: str | None = None
-
-
 class SchedulerRunner:
     """Schedules a cluster until ``stop()``: kube-scheduler's ``Run``.
 
@@ -84,7 +75,7 @@ class SchedulerRunner:
         *,
         metrics: Metrics | None = None,
         identity: str | None = None,
-        server: ServerOptions | None = None,
+        server: ServingOptions | None = None,
     ) -> None:
         self.config = config
         self.cluster = cluster
@@ -121,20 +112,8 @@ class SchedulerRunner:
             cluster.may_write = self.elector.is_leader
         else:
             self.leading.set()
+        self.serving = server
         self.server: HealthServer | None = None
-        if server is not None:
-            self.server = HealthServer(
-                self.metrics.registry,
-                address=server.address,
-                port=server.port,
-                ready_checks={
-                    "informer-sync": self._synced,
-                    "leaderElection": self._election,
-                    "scheduling": self.scheduler.scheduling_health,
-                },
-                tls_cert_file=server.tls_cert_file,
-                tls_key_file=server.tls_key_file,
-            )
         self.lost_lease = False
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -148,22 +127,44 @@ class SchedulerRunner:
             return True, "disabled"
         if self.lost_lease:
             return False, "lost the lease"
-        role = "leader" if self.elector.is_leader() else "standby"
-        return True, f"{role} (leader: {self.elector.reported_leader or 'unknown'})"
+        if self.elector.is_leader():
+            return True, "leader"
+        return True, f"standby (leader: {self.elector.reported_leader or 'unknown'})"
+
+    def _configz(self) -> dict:
+        """``/configz``: the configuration this run uses, defaults filled in."""
+        return config_to_dict(self.config.config)
 
     # -- life cycle ---------------------------------------------------------------------
+    def listen(self) -> None:
+        """Make the HTTPS server of the serving options, if any: its port bound, its
+        certificate loaded or made, the client CA looked up (``run`` does it if not done
+        before). Raises ``OSError`` when the port is taken."""
+        if self.serving is None or self.server is not None:
+            return
+        self.server = secure_server(
+            self.serving,
+            self.metrics.registry,
+            self.cluster.client,
+            ready_checks={
+                "informer-sync": self._synced,
+                "leaderElection": self._election,
+                "scheduling": self.scheduler.scheduling_health,
+            },
+            configz=self._configz,
+            profiling=self.config.config.enable_profiling,
+        )
+
     def stop(self) -> None:
         """Ask the runner to stop (signal handlers call this)."""
         self._stop.set()
 
     def run(self) -> int:
         """Run until ``stop()`` or a lost lease; the exit status (0, or 1 for a lost lease)."""
+        self.listen()
         if self.server is not None:
             self.server.start()
-            log.info(
-                "serving /metrics, /healthz, /readyz on %s:%d",
-                *self.server.httpd.server_address[:2],
-            )
+            log.info("serving securely on %s:%d", self.server.address, self.server.port)
         try:
             if self.elector is not None:
                 self._spawn("leader-election", self._elect)

@@ -252,7 +252,8 @@ def in_process(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Callable
 def kubesched_process(
     kubeconfig: Path, config: Path, *extra: str, port: int | None = None
 ) -> tuple[subprocess.Popen, int]:
-    """``kubesched run`` as a child process, and the port of its HTTP server."""
+    """``kubesched run`` as a child process, and the port of its HTTPS server (on
+    127.0.0.1, a self-signed certificate made at start)."""
     port = free_port() if port is None else port
     cmd = [
         sys.executable,
@@ -263,7 +264,9 @@ def kubesched_process(
         str(config),
         "--kubeconfig",
         str(kubeconfig),
-        "--port",
+        "--bind-address",
+        "127.0.0.1",
+        "--secure-port",
         str(port),
         *extra,
     ]

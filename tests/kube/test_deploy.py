@@ -4,6 +4,9 @@ exactly enough for ``kubesched run`` (it schedules and binds) and deny everythin
 from __future__ import annotations
 
 import signal
+import ssl
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +50,19 @@ def test_no_wildcards_and_a_hardened_deployment() -> None:
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
     }
-    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    # HTTPS on kube-scheduler's port; the health paths need no token.
+    assert {"name": "https", "containerPort": 10259} in container["ports"]
+    assert "--secure-port=10259" in container["args"]
+    assert container["livenessProbe"]["httpGet"] == {
+        "path": "/healthz",
+        "port": "https",
+        "scheme": "HTTPS",
+    }
+    assert container["readinessProbe"]["httpGet"] == {
+        "path": "/readyz",
+        "port": "https",
+        "scheme": "HTTPS",
+    }
     assert container["resources"]["requests"] and container["resources"]["limits"]
 
 
@@ -116,17 +130,50 @@ def deployed(control_plane: ControlPlane) -> Api:
     return api
 
 
-def _service_account_kubeconfig(control_plane: ControlPlane, api: Api, tmp_path: Path) -> Path:
+def _service_account_token(api: Api, name: str = "kubesched", namespace: str = NAMESPACE) -> str:
     answer = api.client.request(
         "POST",
-        f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/kubesched/token",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
         body={
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenRequest",
             "spec": {"expirationSeconds": 3600},
         },
     )
-    return control_plane.write_kubeconfig(tmp_path / "sa.kubeconfig", answer["status"]["token"])
+    return answer["status"]["token"]
+
+
+def _service_account_kubeconfig(control_plane: ControlPlane, api: Api, tmp_path: Path) -> Path:
+    return control_plane.write_kubeconfig(tmp_path / "sa.kubeconfig", _service_account_token(api))
+
+
+def _scrape(port: int, token: str | None) -> int:
+    """The status of GET /metrics on kubesched's HTTPS server with ``token``."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(f"https://127.0.0.1:{port}/metrics", headers=headers)
+    try:
+        with urllib.request.urlopen(
+            request, timeout=30, context=ssl._create_unverified_context()
+        ) as resp:
+            return resp.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def _prometheus_scraper(api: Api) -> str:
+    """deploy/prometheus-rbac.yaml applied as shipped, its ServiceAccount made: a token of
+    that scraper."""
+    for doc in (
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "monitoring"}},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "prometheus-k8s", "namespace": "monitoring"},
+        },
+        *yaml.safe_load_all((DEPLOY / "prometheus-rbac.yaml").read_text()),
+    ):
+        api.create(doc)
+    return _service_account_token(api, "prometheus-k8s", "monitoring")
 
 
 def _config_from_the_config_map(api: Api, tmp_path: Path) -> Path:
@@ -144,7 +191,10 @@ def test_the_service_account_schedules_and_binds(
     api.nodes(3)
     api.create_many([pod_manifest(f"p{i}", scheduler_name="kubesched") for i in range(10)])
     api.create(pod_manifest("not-mine"))  # default-scheduler's: left alone
-    proc, _ = kubesched_process(kubeconfig, config, "--identity", "deploy-test")
+    scraper = _prometheus_scraper(deployed)
+    proc, port = kubesched_process(
+        kubeconfig, config, "--identity", "deploy-test", "--authentication-skip-lookup"
+    )
     try:
         bound = wait_for(
             lambda: (
@@ -160,6 +210,11 @@ def test_the_service_account_schedules_and_binds(
             "GET", f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/kubesched"
         )
         assert lease["spec"]["holderIdentity"] == "deploy-test"
+        # The ServiceAccount may review tokens and access (auth-delegator.yaml): the
+        # scraper of prometheus-rbac.yaml reads /metrics; no one else does.
+        assert _scrape(port, scraper) == 200
+        assert _scrape(port, _service_account_token(api)) == 403
+        assert _scrape(port, None) == 403
     finally:
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=60)

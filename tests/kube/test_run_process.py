@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import ssl
 import subprocess
 import threading
 import time
@@ -14,7 +15,7 @@ import pytest
 import yaml
 
 from kubesched.backend.protocol import ConflictError
-from kubesched.testing.envtest import ControlPlane, free_port
+from kubesched.testing.envtest import ADMIN_TOKEN, ControlPlane, free_port
 
 from .conftest import Api, all_bound, bound, kubesched_process, pod_manifest, wait_for, write_config
 
@@ -23,6 +24,9 @@ pytestmark = pytest.mark.envtest
 ROOT = Path(__file__).resolve().parents[2]
 RBAC = ROOT / "docs" / "run-rbac.yaml"
 DOCS = ROOT / "docs" / "run.md"
+
+UNVERIFIED = ssl._create_unverified_context()
+"""The scheduler's certificate is self-signed, made at its start."""
 
 LEADER_ELECTION = {
     "leaderElect": True,
@@ -35,8 +39,13 @@ LEADER_ELECTION = {
 
 
 def _get(port: int, path: str) -> tuple[int, str]:
+    """GET ``path`` of the scheduler's HTTPS server: the health paths anonymously (open to
+    all), the others as the admin (allowed everything)."""
+    health = path.split("?")[0] in ("/healthz", "/livez", "/readyz")
+    headers = {} if health else {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    request = urllib.request.Request(f"https://127.0.0.1:{port}{path}", headers=headers)
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
+        with urllib.request.urlopen(request, timeout=5, context=UNVERIFIED) as resp:
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode()

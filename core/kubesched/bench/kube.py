@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -266,10 +267,13 @@ def start_kubesched(
     path.write_text(yaml.safe_dump(data))
     port = free_port()
     log = (workdir / "kubesched.log").open("w")
+    # Its HTTPS server on 127.0.0.1 only, /metrics open to this local reader (no token).
     cmd = [sys.executable, "-m", "kubesched.cli.main", "run", "--config", str(path),
-           "--port", str(port), "--log-level", "warning"]  # fmt: skip
+           "--bind-address", "127.0.0.1", "--secure-port", str(port),
+           "--authorization-always-allow-paths", "/healthz,/readyz,/livez,/metrics",
+           "--log-level", "warning"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
-    return proc, f"http://127.0.0.1:{port}/metrics"
+    return proc, f"https://127.0.0.1:{port}/metrics"
 
 
 def latency_quantiles(metrics_text: str) -> dict[str, float]:
@@ -514,7 +518,9 @@ def run_on_api_server(
                 watch.wait(expected, max(0.0, deadline - time.monotonic()))
             latency: dict[str, float] = {}
             if scheduler == "kubesched":
-                with urllib.request.urlopen(metrics_url, timeout=10) as resp:
+                # kubesched's certificate is self-signed at its start.
+                insecure = ssl._create_unverified_context()
+                with urllib.request.urlopen(metrics_url, timeout=10, context=insecure) as resp:
                     latency = latency_quantiles(resp.read().decode())
     finally:
         if proc is not None:

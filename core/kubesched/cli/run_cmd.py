@@ -13,7 +13,8 @@ from kubesched.cli.config_option import add_config_argument, load_config_argumen
 from kubesched.errors import KubeschedError, UserInputError
 from kubesched.framework.registry import default_registry
 from kubesched.metrics import Metrics
-from kubesched.runner import SchedulerRunner, ServerOptions
+from kubesched.runner import SchedulerRunner
+from kubesched.serving.options import add_serving_arguments, serving_options
 
 log = logging.getLogger(__name__)
 
@@ -35,21 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="kubeconfig of the cluster (default: clientConnection.kubeconfig, then "
         "in-cluster, then $KUBECONFIG or ~/.kube/config)",
     )
-    parser.add_argument(
-        "--bind-address",
-        default="127.0.0.1",
-        metavar="ADDR",
-        help="address of the /metrics, /healthz, /livez, /readyz server (default: 127.0.0.1)",
-    )
-    parser.add_argument(
-        "--port",
-        type=int,
-        default=10259,
-        metavar="N",
-        help="port of that server; 0 picks a free one, -1 disables it (default: 10259)",
-    )
-    parser.add_argument("--tls-cert-file", metavar="FILE", help="serve HTTPS with this cert")
-    parser.add_argument("--tls-private-key-file", metavar="FILE", help="the cert's private key")
+    add_serving_arguments(parser)
     parser.add_argument("--identity", help="leader-election identity (default: hostname_uuid)")
     parser.add_argument(
         "--log-level",
@@ -63,13 +50,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _check_args(args: argparse.Namespace) -> None:
     if args.kubeconfig and not os.path.isfile(args.kubeconfig):
         raise UserInputError("no such file", source=args.kubeconfig, obj="--kubeconfig")
-    if not -1 <= args.port <= 65535:
-        raise UserInputError(f"--port {args.port}: must be between 0 and 65535 (or -1: off)")
-    if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
-        raise UserInputError("--tls-cert-file and --tls-private-key-file go together")
-    for path in (args.tls_cert_file, args.tls_private_key_file):
-        if path and not os.path.isfile(path):
-            raise UserInputError("no such file", source=path, obj="TLS")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -78,6 +58,7 @@ def _run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
     )
     _check_args(args)
+    serving = serving_options(args)
     registry = default_registry()
     config, effective = load_config_argument(args.config, registry)
     connection = config.client_connection
@@ -88,30 +69,26 @@ def _run(args: argparse.Namespace) -> int:
     le = config.leader_election
     runner = None
     try:
-        server = None
-        if args.port >= 0:
-            server = ServerOptions(
-                args.bind_address, args.port, args.tls_cert_file, args.tls_private_key_file
-            )
-        try:
-            # Builds the profiles: the cluster learns which kinds their plugins need.
-            runner = SchedulerRunner(
-                effective,
-                registry,
-                cluster,
-                metrics=metrics,
-                identity=args.identity,
-                server=server,
-            )
-        except OSError as err:
-            raise KubeschedError(
-                f"cannot serve on {args.bind_address}:{args.port}: {err.strerror or err}"
-            ) from err
+        # Builds the profiles: the cluster learns which kinds their plugins need.
+        runner = SchedulerRunner(
+            effective,
+            registry,
+            cluster,
+            metrics=metrics,
+            identity=args.identity,
+            server=serving,
+        )
         # Fail at once, in one line, on an unreachable server or missing permissions,
         # rather than retrying forever in the informers.
         cluster.check_access(
             leases=(le.resource_namespace, le.resource_name) if le.leader_elect else None
         )
+        try:
+            runner.listen()
+        except OSError as err:
+            raise KubeschedError(
+                f"cannot serve on {args.bind_address}:{args.secure_port}: {err.strerror or err}"
+            ) from err
     except BaseException:
         if runner is not None and runner.server is not None:
             runner.server.stop()
