@@ -7,7 +7,9 @@ import logging
 import os
 import signal
 
-from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
+from kubesched import logsafe
+from kubesched.backend.kube import KubeClient, KubeCluster
+from kubesched.backend.kube.client import load_configuration_and_source
 from kubesched.backend.protocol import BackendError
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.errors import KubeschedError, UserInputError
@@ -77,15 +79,16 @@ def _run(args: argparse.Namespace) -> int:
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
     )
+    logsafe.install()
     _check_args(args)
     registry = default_registry()
     config, effective = load_config_argument(args.config, registry)
     connection = config.client_connection
     metrics = Metrics()
     kubeconfig = args.kubeconfig or connection.kubeconfig or None
-    client = KubeClient(load_configuration(kubeconfig), connection, metrics.registry)
+    configuration, credentials = load_configuration_and_source(kubeconfig)
+    client = KubeClient(configuration, connection, metrics.registry, credentials=credentials)
     cluster = KubeCluster(client)
-    le = config.leader_election
     runner = None
     try:
         server = None
@@ -107,11 +110,6 @@ def _run(args: argparse.Namespace) -> int:
             raise KubeschedError(
                 f"cannot serve on {args.bind_address}:{args.port}: {err.strerror or err}"
             ) from err
-        # Fail at once, in one line, on an unreachable server or missing permissions,
-        # rather than retrying forever in the informers.
-        cluster.check_access(
-            leases=(le.resource_namespace, le.resource_name) if le.leader_elect else None
-        )
     except BaseException:
         if runner is not None and runner.server is not None:
             runner.server.stop()
