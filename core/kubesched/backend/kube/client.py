@@ -248,6 +248,10 @@ class KubeClient:
         self._prefix = urlsplit(self.host).path
         """The server's path prefix, if any (``https://host/k8s/clusters/c-1``)."""
         self.limiter = TokenBucket(connection.qps, connection.burst)
+        self.election_limiter = TokenBucket(connection.qps, connection.burst)
+        """The leader election's own bucket (kube-scheduler gives its elector a client of
+        its own): renewals never queue behind binds and events, so a busy leader does
+        not lose its lease to its own rate limit."""
         # kubesched decodes JSON only: a protobuf content type (upstream's default) is
         # asked for with JSON as the fallback the server then always picks.
         accept = connection.accept_content_types or connection.content_type or JSON
@@ -347,16 +351,23 @@ class KubeClient:
         content_type: str = JSON,
         timeout: float = DEFAULT_TIMEOUT,
         fenced: bool = False,
+        election: bool = False,
     ) -> Any:
         """One request; the decoded JSON answer. Raises ``BackendError`` subclasses with
         the API server's message (404, 409, 403, 410, ...) or ``UnreachableError``; a
-        ``fenced`` one raises ``NotLeaderError``, unsent, when ``fence`` says no."""
+        ``fenced`` one raises ``NotLeaderError``, unsent, when ``fence`` says no; an
+        ``election`` one (the Lease) waits in ``election_limiter``."""
         limiter_latency, latency, _ = self._observe(method)
+        fence = self.fence if fenced else None
+        if fence is not None and not fence():
+            # Already not leading: no wait in the rate limiter for a write never sent.
+            raise NotLeaderError(f"not the leader any more: {method} {path} not sent")
         started = time.monotonic()
-        self.limiter.take()
+        (self.election_limiter if election else self.limiter).take()
         waited = time.monotonic()
         limiter_latency.observe(waited - started)
-        if fenced and self.fence is not None and not self.fence():
+        if fence is not None and not fence():
+            # Asked again after the wait: the lease may have been lost meanwhile.
             raise NotLeaderError(f"not the leader any more: {method} {path} not sent")
         data = orjson.dumps(body) if body is not None else None
         try:

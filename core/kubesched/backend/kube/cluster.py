@@ -614,7 +614,9 @@ class KubeCluster:
     def get_lease(self, namespace: str, name: str) -> Lease | None:
         """The Lease, or None."""
         try:
-            data = self.client.request("GET", _resource_path("Lease", namespace, name))
+            data = self.client.request(
+                "GET", _resource_path("Lease", namespace, name), election=True
+            )
         except NotFoundError:
             return None
         return Lease.model_validate(data)
@@ -626,6 +628,7 @@ class KubeCluster:
             "POST",
             f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
             body=_lease_body(lease),
+            election=True,
         )
         return Lease.model_validate(data)
 
@@ -635,6 +638,7 @@ class KubeCluster:
             "PUT",
             _resource_path("Lease", lease.namespace or "default", lease.name),
             body=_lease_body(lease),
+            election=True,
         )
         return Lease.model_validate(data)
 
