@@ -9,15 +9,16 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from kubesched.backend.protocol import BackendError, NotFoundError
+from kubesched.backend.kube import EventBroadcaster, KubeClient, load_configuration
+from kubesched.backend.protocol import BackendError, NotFoundError, RecordedEvent
 from kubesched.testing.envtest import ControlPlane, free_port
 
-from .conftest import Api, all_bound, bound, pod_manifest, wait_for, write_config
+from .conftest import FAST, Api, all_bound, bound, pod_manifest, wait_for, write_config
 
 pytestmark = pytest.mark.envtest
 
@@ -277,3 +278,87 @@ def test_bad_credentials_are_retried_and_said(
         assert f"credentials: kubeconfig {kubeconfig}" in line
     finally:
         assert replica.stop() == 0
+
+
+def test_a_hostile_lease_holder_is_logged_escaped_and_bounded(api: Api, tmp_path: Path) -> None:
+    """Another holder's identity with ESC, NUL, a newline forging a log line and 64 KiB:
+    the standby logs it on one short line, escaped."""
+    holder = (
+        "\x1b[2J\x1b]0;pwned\x07evil\x00\n2026-01-01 00:00:00,000 I kubesched.runner] forged"
+        + ("x" * 65536)
+    )
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    api.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "kubesched-ops", "namespace": "kube-system"},
+            "spec": {
+                "holderIdentity": holder,
+                "leaseDurationSeconds": 3600,
+                "acquireTime": now,
+                "renewTime": now,
+            },
+        }
+    )
+    replica = Replica(
+        api.cp.kubeconfig,
+        write_config(tmp_path, {"leaderElection": LEADER_ELECTION}),
+        tmp_path / "run.log",
+    )
+    try:
+        wait_for(lambda: "new leader of" in replica.output(), 60, "the holder logged")
+        wait_for(lambda: replica.ready()[0] == 200, 60, "a ready standby")
+    finally:
+        assert replica.stop() == 0
+    raw = replica.log.read_bytes()
+    assert b"\x1b" not in raw and b"\x00" not in raw and b"\x07" not in raw
+    lines = raw.decode().splitlines()
+    assert not [line for line in lines if "forged" in line and "new leader of" not in line]
+    (line,) = [line for line in lines if "new leader of" in line]
+    assert "evil\\x00\\n2026-01-01 00:00:00,000 I kubesched.runner] forged" in line
+    assert line.endswith("more characters]") and len(line) < 1000
+
+
+def _seconds(micro_time: str) -> float:
+    return datetime.fromisoformat(micro_time.replace("Z", "+00:00")).timestamp()
+
+
+def test_events_carry_wall_clock_times_and_outlive_an_api_server_outage(
+    control_plane: ControlPlane, api: Api
+) -> None:
+    """eventTime and series.lastObservedTime as the API server stores them are now; an
+    event recorded while the API server is down is written once it is back."""
+    client = KubeClient(load_configuration(str(control_plane.kubeconfig)), FAST)
+    events = EventBroadcaster(client, retry_sleep=1.0)
+    failed = RecordedEvent(
+        "Pod", "default", "p", "Warning", "FailedScheduling", "no nodes", action="Scheduling"
+    )
+    try:
+        before = time.time()
+        events.record(failed)
+        events.record(failed)
+        events.flush()
+        (stored,) = wait_for(
+            lambda: [e for e in api.events() if e.get("series")], 10, "the series written"
+        )
+        after = time.time()
+        assert before - 1 <= _seconds(stored["eventTime"]) <= after + 1
+        assert before - 1 <= _seconds(stored["series"]["lastObservedTime"]) <= after + 1
+        down = threading.Thread(target=control_plane.restart_apiserver, kwargs={"down_for": 5})
+        down.start()
+        wait_for(lambda: not _answers(control_plane), 30, "the API server is down")
+        events.record(
+            RecordedEvent("Pod", "default", "q", "Normal", "Scheduled", "on n0", action="Binding")
+        )
+        wait_for(lambda: events.pending_retries(), 10, "a write waiting to be retried")
+        down.join()
+        wait_for(
+            lambda: [e for e in api.events() if e["regarding"]["name"] == "q"],
+            60,
+            "the event written after the outage",
+        )
+        assert (events.written, events.given_up, events.pending_retries()) == (3, 0, 0)
+    finally:
+        events.close()
+        client.close()
