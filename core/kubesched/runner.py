@@ -194,6 +194,11 @@ class SchedulerRunner:
                     if self._stop.is_set():
                         return EXIT_LOST_LEASE if self.lost_lease else 0
             self.cluster.start()
+            # The informers retry with backoff (and log why) if the API server goes away
+            # now; a signal still stops the wait.
+            while not self.cluster.wait_for_sync(1.0):
+                if self._stop.is_set():
+                    return EXIT_LOST_LEASE if self.lost_lease else 0
             self.handlers.connect(self.cluster)
             self.cluster.start_dispatch()
             log.info("informers synced; pid %d, identity %s", os.getpid(), self.identity)

@@ -182,29 +182,6 @@ def test_leader_killed_standby_takes_over_and_never_both_bind(
     assert len(scheduled) == len(set(scheduled))
 
 
-def test_token_without_rbac_rights_waits_and_says_what_is_missing(
-    control_plane: ControlPlane, api: Api, tmp_path: Path
-) -> None:
-    """Missing permissions are retried as kube-scheduler's informers retry (RBAC may be
-    applied after the Deployment): not ready, a log line naming the permission and the
-    credentials, and a clean stop on SIGTERM."""
-    kubeconfig = control_plane.add_user("nobody")
-    proc, port = kubesched_process(kubeconfig, write_config(tmp_path))
-    try:
-        wait_for(lambda: _get(port, "/readyz")[0] == 500, 60, "/readyz answering 500")
-        time.sleep(2)  # at least a second attempt
-        assert proc.poll() is None
-    finally:
-        code, err = _stop(proc)
-    assert code == 0
-    assert (
-        "cannot start (attempt 2): the user may not list nodes (missing RBAC permission; "
-        "see docs/run.md for the ClusterRole kubesched needs); "
-        f'credentials: kubeconfig {kubeconfig}, user "envtest-user" (bearer token); '
-        "retrying in "
-    ) in err
-
-
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

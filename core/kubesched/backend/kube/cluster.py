@@ -344,7 +344,7 @@ class KubeCluster:
                 group_name = f"{group}/" if group else ""
                 raise ForbiddenError(
                     f"the user may not {verb} {group_name}{what} (missing RBAC permission; "
-                    "see docs/run.md for the ClusterRole kubesched needs)"
+                    "bind system:kube-scheduler and system:volume-scheduler, see docs/run.md)"
                 )
 
     def start(self) -> None:
