@@ -277,6 +277,9 @@ class SchedulerRunner:
         self._stop.set()
         started = time.monotonic()
         self.scheduler.close()
+        # The queued events go out while this replica still leads: once the lease is
+        # released, every write, events included, is fenced off.
+        self.cluster.events.close()
         if self.elector is not None and not self.lost_lease:
             self.elector.release()
         self.handlers.disconnect()
