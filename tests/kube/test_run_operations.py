@@ -375,3 +375,24 @@ def test_events_carry_wall_clock_times_and_outlive_an_api_server_outage(
     finally:
         events.close()
         client.close()
+
+
+def test_events_queued_at_sigterm_are_written_before_the_lease_is_released(
+    api: Api, in_process
+) -> None:
+    # 10 requests a second: the events are still queued when the runner is told to stop.
+    run = in_process(
+        {"leaderElection": LEADER_ELECTION, "clientConnection": {"qps": 10, "burst": 1}}
+    )
+    wait_for(run.runner.elector.is_leader, 30, "leading")
+    for i in range(20):
+        run.cluster.record_event(
+            RecordedEvent(
+                "Pod", "default", f"p{i}", "Normal", "Scheduled", "on n0", action="Binding"
+            )
+        )
+    assert run.stop() == 0
+    assert not _holder(api)  # released
+    assert sorted(e["regarding"]["name"] for e in api.events()) == sorted(
+        f"p{i}" for i in range(20)
+    )
