@@ -245,7 +245,7 @@ with ControlPlane() as cp, tempfile.TemporaryDirectory() as tmp:
             with urllib.request.urlopen(url, timeout=10, context=insecure) as r:
                 probes[path] = (r.status, r.read().decode().strip())
         lease = client.request(
-            "GET", "/apis/coordination.k8s.io/v1/namespaces/kubesched/leases/kubesched"
+            "GET", "/apis/coordination.k8s.io/v1/namespaces/kubesched/leases/kube-scheduler"
         )
         user = subprocess.run([*podman, "exec", name, "id", "-u"], capture_output=True,
                               text=True, check=True).stdout.strip()  # fmt: skip

@@ -16,6 +16,7 @@ from kubesched.api import Lease, LeaseSpec, ObjectMeta
 from kubesched.backend.protocol import BackendError
 from kubesched.config.types import LeaderElectionConfiguration
 from kubesched.config.validation import JITTER_FACTOR
+from kubesched.logsafe import safe
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +154,7 @@ class LeaderElector:
         try:
             current = self.backend.get_lease(self.namespace, self.name)
         except BackendError as err:
-            log.error("error retrieving resource lock %s: %s", self.description, err)
+            log.error("error retrieving resource lock %s: %s", self.description, safe(err))
             return False
         if current is None:
             lease = Lease(
@@ -163,7 +164,7 @@ class LeaderElector:
             try:
                 created = self.backend.create_lease(lease)
             except BackendError as err:
-                log.error("error initially creating leader election record: %s", err)
+                log.error("error initially creating leader election record: %s", safe(err))
                 return False
             self._observe(created, started, renewed=True)
             return True
@@ -184,7 +185,7 @@ class LeaderElector:
         i_hold = holder == self.identity
         duration = spec.lease_duration_seconds or self.config.lease_duration
         if holder and not i_hold and self._observed_time + duration > started:
-            log.debug("lock is held by %s and has not yet expired", holder)
+            log.debug("lock is held by %s and has not yet expired", safe(holder))
             return False
         transitions = spec.lease_transitions or 0
         if i_hold:
@@ -195,7 +196,7 @@ class LeaderElector:
         try:
             written = self.backend.update_lease(updated)
         except BackendError as err:
-            log.error("failed to update lock %s: %s", self.description, err)
+            log.error("failed to update lock %s: %s", self.description, safe(err))
             return False
         self._observe(written, started, renewed=True)
         return True
@@ -230,9 +231,9 @@ class LeaderElector:
         if holder and holder != self.reported_leader:
             self.reported_leader = holder
             if holder == self.identity:
-                log.info("this replica (%s) is the leader of %s", holder, self.description)
+                log.info("this replica (%s) is the leader of %s", safe(holder), self.description)
             else:
-                log.info("new leader of %s: %s", self.description, holder)
+                log.info("new leader of %s: %s", self.description, safe(holder))
 
     def release(self) -> bool:
         """Give the lease up (client-go ``ReleaseOnCancel``): empty holder, 1 s duration."""
@@ -256,7 +257,7 @@ class LeaderElector:
             )
             self.backend.update_lease(current.model_copy(update={"spec": spec}))
         except BackendError as err:
-            log.error("failed to release lock %s: %s", self.description, err)
+            log.error("failed to release lock %s: %s", self.description, safe(err))
             return False
         log.info("released lease %s", self.description)
         return True

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import socket
 import threading
 import time
 import uuid
 
 from kubesched.backend.kube.cluster import KubeCluster
+from kubesched.backend.protocol import BackendError
 from kubesched.config import EffectiveConfiguration
 from kubesched.config.serialize import config_to_dict
 from kubesched.framework.events import EventResource
 from kubesched.framework.registry import PluginRegistry
 from kubesched.leaderelection import LeaderElectionMetrics, LeaderElector
+from kubesched.logsafe import safe
 from kubesched.metrics import Metrics
 from kubesched.scheduler import EventHandlers, Scheduler
 from kubesched.server import HealthServer
@@ -27,6 +30,11 @@ HOUSEKEEPING_PERIOD = 1.0
 
 EXIT_LOST_LEASE = 1
 """Exit status when leadership was lost (upstream exits with "leaderelection lost")."""
+
+STARTUP_BACKOFF = (0.8, 30.0)
+"""First and longest wait, in seconds, between two start-up attempts to reach the API
+server (doubling, with up to 20 % jitter): the informers' relist backoff, as
+kube-scheduler's reflectors wait for a server that is not there yet."""
 
 
 def default_identity() -> str:
@@ -109,16 +117,25 @@ class SchedulerRunner:
                 on_started_leading=self.leading.set,
                 on_stopped_leading=self.leading.clear,
             )
-            cluster.may_write = self.elector.is_leader
+            # Fencing: every bind, status patch, delete and event asks this at the moment
+            # it is sent, after any wait in the client's rate limiter.
+            cluster.client.fence = self.elector.is_leader
         else:
             self.leading.set()
         self.serving = server
         self.server: HealthServer | None = None
         self.lost_lease = False
+        self.startup_error = "not checked yet"
+        """Why the start-up check of the API server failed last ("" once it passed)."""
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
     # -- health ---------------------------------------------------------------------------
+    def _api_checked(self) -> tuple[bool, str]:
+        if self.startup_error:
+            return False, f"waiting for the API server: {self.startup_error}"
+        return True, ""
+
     def _synced(self) -> tuple[bool, str]:
         return (True, "") if self.cluster.synced() else (False, "informers not synced")
 
@@ -129,7 +146,7 @@ class SchedulerRunner:
             return False, "lost the lease"
         if self.elector.is_leader():
             return True, "leader"
-        return True, f"standby (leader: {self.elector.reported_leader or 'unknown'})"
+        return True, f"standby (leader: {safe(self.elector.reported_leader or 'unknown')})"
 
     def _configz(self) -> dict:
         """``/configz``: the configuration this run uses, defaults filled in."""
@@ -147,6 +164,7 @@ class SchedulerRunner:
             self.metrics.registry,
             self.cluster.client,
             ready_checks={
+                "api-server": self._api_checked,
                 "informer-sync": self._synced,
                 "leaderElection": self._election,
                 "scheduling": self.scheduler.scheduling_health,
@@ -166,6 +184,8 @@ class SchedulerRunner:
             self.server.start()
             log.info("serving securely on %s:%d", self.server.address, self.server.port)
         try:
+            if not self._wait_for_api_server():
+                return 0
             if self.elector is not None:
                 self._spawn("leader-election", self._elect)
             if self.config.config.delay_cache_until_active and self.elector is not None:
@@ -176,6 +196,11 @@ class SchedulerRunner:
                     if self._stop.is_set():
                         return EXIT_LOST_LEASE if self.lost_lease else 0
             self.cluster.start()
+            # The informers retry with backoff (and log why) if the API server goes away
+            # now; a signal still stops the wait.
+            while not self.cluster.wait_for_sync(1.0):
+                if self._stop.is_set():
+                    return EXIT_LOST_LEASE if self.lost_lease else 0
             self.handlers.connect(self.cluster)
             self.cluster.start_dispatch()
             log.info("informers synced; pid %d, identity %s", os.getpid(), self.identity)
@@ -185,6 +210,42 @@ class SchedulerRunner:
         finally:
             self._shutdown()
         return EXIT_LOST_LEASE if self.lost_lease else 0
+
+    def _wait_for_api_server(self) -> bool:
+        """Check, until it works or ``stop()``, that the API server answers and allows all
+        ``kubesched run`` needs; False if stopped first. Each failure is one log line
+        naming the request, the server's answer and where the credentials came from, as
+        kube-scheduler keeps retrying (in a Deployment a crash loop would only slow the
+        start down once the API server or the credentials are fixed)."""
+        le = self.config.config.leader_election
+        leases = (le.resource_namespace, le.resource_name) if le.leader_elect else None
+        delay, longest = STARTUP_BACKOFF
+        attempt = 0
+        while not self._stop.is_set():
+            attempt += 1
+            try:
+                self.cluster.check_access(leases=leases)
+            except BackendError as err:
+                self.startup_error = safe(err)
+                wait = delay * (1 + 0.2 * random.random())
+                log.error(
+                    "cannot start (attempt %d): %s; credentials: %s; retrying in %.1fs",
+                    attempt,
+                    self.startup_error,
+                    safe(self.cluster.client.credentials or "unknown"),
+                    wait,
+                )
+                self._stop.wait(wait)
+                delay = min(delay * 2, longest)
+                continue
+            self.startup_error = ""
+            log.info(
+                "the API server at %s allows what kubesched needs (credentials: %s)",
+                self.cluster.client.host,
+                safe(self.cluster.client.credentials or "unknown"),
+            )
+            return True
+        return False
 
     def _spawn(self, name: str, target: object) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)  # type: ignore[arg-type]
@@ -218,6 +279,9 @@ class SchedulerRunner:
         self._stop.set()
         started = time.monotonic()
         self.scheduler.close()
+        # The queued events go out while this replica still leads: once the lease is
+        # released, every write, events included, is fenced off.
+        self.cluster.events.close()
         if self.elector is not None and not self.lost_lease:
             self.elector.release()
         self.handlers.disconnect()

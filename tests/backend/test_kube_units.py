@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import datetime
 
 import pytest
 
@@ -11,11 +12,18 @@ from kubesched.api import PersistentVolumeClaim
 from kubesched.backend.kube.client import (
     ForbiddenError,
     GoneError,
+    NotLeaderError,
     TokenBucket,
+    UnauthorizedError,
+    UnreachableError,
     status_error,
 )
 from kubesched.backend.kube.cluster import RESOURCES, KubeCluster, merge_patch
-from kubesched.backend.kube.events import MAX_QUEUED_EVENTS, EventBroadcaster
+from kubesched.backend.kube.events import (
+    MAX_QUEUED_EVENTS,
+    MAX_TRIES_PER_EVENT,
+    EventBroadcaster,
+)
 from kubesched.backend.protocol import BackendError, ConflictError, NotFoundError, RecordedEvent
 
 
@@ -56,8 +64,9 @@ def test_token_bucket(qps, burst, requests, at_least, at_most) -> None:
         (410, b'{"message":"too old resource version"}', GoneError, "too old resource version"),
         (500, b"not json", BackendError, "not json"),
         (503, b"", BackendError, "HTTP 503"),
+        (401, b'{"message": "Unauthorized"}', UnauthorizedError, "Unauthorized"),
     ],
-    ids=["404", "409", "403", "410", "500-text", "503-empty"],
+    ids=["404", "409", "403", "410", "500-text", "503-empty", "401"],
 )
 def test_status_error(code, body, cls, message) -> None:
     err = status_error(code, body)
@@ -121,6 +130,128 @@ def test_a_full_queue_drops_instead_of_blocking() -> None:
     finally:
         api.gate.set()
         events.close(timeout=1)
+
+
+class FlakyApi(FakeApi):
+    """Fails the first requests with the errors given, in order, then succeeds."""
+
+    def __init__(self, *errors: BackendError) -> None:
+        super().__init__()
+        self.errors = list(errors)
+
+    def request(self, method, path, *, body=None, **kw):
+        self.requests.append((method, path, body))
+        if self.errors:
+            raise self.errors.pop(0)
+        return body
+
+
+def _settle(events: EventBroadcaster, api: FakeApi, count: int, timeout: float = 5) -> None:
+    deadline = time.monotonic() + timeout
+    while len(api.requests) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    events.flush()
+    time.sleep(0.1)
+
+
+@pytest.mark.parametrize(
+    ("errors", "requests", "written", "given_up"),
+    [
+        ([UnreachableError("refused")] * 3, ["POST"] * 4, 1, 0),
+        ([UnreachableError("refused")] * MAX_TRIES_PER_EVENT, ["POST"] * MAX_TRIES_PER_EVENT, 0, 1),
+        ([BackendError("bad note", 422)], ["POST"], 0, 0),
+        ([ForbiddenError("no")], ["POST"], 0, 0),
+        ([NotLeaderError("not sent")], ["POST"], 0, 0),
+    ],
+    ids=["transport-retried", "gives-up-after-12", "refused-422", "forbidden", "not-leader"],
+)
+def test_a_write_is_retried_only_on_transport_errors(errors, requests, written, given_up) -> None:
+    api = FlakyApi(*errors)
+    events = EventBroadcaster(api, retry_sleep=0.01)
+    try:
+        events.record(_event())
+        _settle(events, api, len(requests))
+        assert [m for m, _p, _b in api.requests] == requests
+        assert (events.written, events.given_up, events.pending_retries()) == (written, given_up, 0)
+    finally:
+        events.close()
+
+
+@pytest.mark.parametrize(
+    ("errors", "requests"),
+    [
+        ([NotFoundError("gone")], ["POST", "PATCH", "POST"]),
+        ([NotFoundError("gone"), ConflictError("exists")], ["POST", "PATCH", "POST", "PATCH"]),
+        ([UnreachableError("down")], ["POST", "PATCH", "PATCH"]),
+    ],
+    ids=["deleted-event-created-again", "already-exists-retried", "transport-retried"],
+)
+def test_a_series_write_recovers_as_client_go(errors, requests) -> None:
+    api = FlakyApi()
+    events = EventBroadcaster(api, retry_sleep=0.01)
+    try:
+        events.record(_event())
+        _settle(events, api, 1)
+        api.errors = list(errors)
+        events.record(_event())
+        _settle(events, api, len(requests))
+        assert [m for m, _p, _b in api.requests] == requests
+        assert api.requests[-1][2]["series"]["count"] == 2
+    finally:
+        events.close()
+
+
+def test_times_are_the_wall_clock() -> None:
+    api = FakeApi()
+    events = EventBroadcaster(api)
+    try:
+        before = time.time()
+        events.record(_event())
+        events.record(_event())
+        events.flush()
+        after = time.time()
+        created, patched = api.requests[0][2], api.requests[1][2]
+        for stamp in (created["eventTime"], patched["series"]["lastObservedTime"]):
+            assert stamp.endswith("Z") and len(stamp) == len("2026-01-01T00:00:00.000000Z")
+            seconds = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+            assert before - 1e-6 <= seconds <= after + 1e-6
+    finally:
+        events.close()
+
+
+def test_the_cache_forgets_the_least_recently_seen_beyond_its_size() -> None:
+    api = FakeApi()
+    events = EventBroadcaster(api, cache_size=3)
+    try:
+        for name in ("a", "b", "c", "a", "d"):  # "a" seen again: "b" is the oldest
+            events.record(_event(name=name))
+        events.flush()
+        assert events.cached == 3
+        events.record(_event(name="b"))  # forgotten: a new event, not a series
+        events.record(_event(name="a"))  # remembered: its series goes on (count 3)
+        events.flush()
+        posts = [b["regarding"]["name"] for m, _p, b in api.requests if m == "POST"]
+        assert posts == ["a", "b", "c", "d", "b"]
+    finally:
+        events.close()
+
+
+def test_finished_series_are_written_and_forgotten() -> None:
+    api = FakeApi()
+    events = EventBroadcaster(api, finish=0.3)
+    try:
+        for _ in range(5):
+            events.record(_event())
+        events.record(_event(name="single"))
+        events.flush()
+        deadline = time.monotonic() + 5
+        while events.cached and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert events.cached == 0
+        patches = [b["series"]["count"] for m, _p, b in api.requests if m == "PATCH"]
+        assert patches == [2, 5]  # the last count is written when the series ends
+    finally:
+        events.close()
 
 
 @pytest.mark.parametrize(

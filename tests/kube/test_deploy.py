@@ -1,5 +1,6 @@
-"""deploy/: the manifests apply to a real API server, and the ServiceAccount's rights are
-exactly enough for ``kubesched run`` (it schedules and binds) and deny everything else."""
+"""deploy/: the manifests apply to a real API server, and the ServiceAccount, bound to the
+API server's own roles for kube-scheduler only, runs ``kubesched run`` (it schedules and
+binds) and is denied the rest."""
 
 from __future__ import annotations
 
@@ -66,51 +67,23 @@ def test_no_wildcards_and_a_hardened_deployment() -> None:
     assert container["resources"]["requests"] and container["resources"]["limits"]
 
 
-VOLUME_AND_DRA_RESOURCES = {
-    ("", "persistentvolumes"),
-    ("", "persistentvolumeclaims"),
-    ("storage.k8s.io", "storageclasses"),
-    ("storage.k8s.io", "csinodes"),
-    ("storage.k8s.io", "csidrivers"),
-    ("storage.k8s.io", "csistoragecapacities"),
-    ("resource.k8s.io", "deviceclasses"),
-    ("resource.k8s.io", "resourceslices"),
-    ("resource.k8s.io", "resourceclaims"),
-    ("resource.k8s.io", "resourceclaims/status"),
-}
-LEFT_OUT = {("resource.k8s.io", "resourceclaims"): {"create", "delete"}}
-"""Upstream's verbs for DRA features kubesched does not have (extended resources backed
-by DRA create and delete claims)."""
+UPSTREAM_ROLES = {"system:kube-scheduler", "system:volume-scheduler"}
+"""The API server's own ClusterRoles for kube-scheduler: all kubesched is granted."""
 
 
-def _verbs(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
-    out: dict[tuple[str, str], set[str]] = {}
-    for rule in rules:
-        if rule.get("resourceNames"):
-            continue
-        for group in rule.get("apiGroups", ()):
-            for resource in rule.get("resources", ()):
-                out.setdefault((group, resource), set()).update(rule["verbs"])
-    return out
-
-
-def test_volume_and_dra_verbs_are_upstreams(control_plane: ControlPlane) -> None:
-    """On volumes, claims, storage and resource.k8s.io objects, deploy/ and docs/ grant
-    the verbs of the API server's own system:kube-scheduler and system:volume-scheduler."""
+def test_deploy_and_docs_bind_exactly_upstreams_roles(control_plane: ControlPlane) -> None:
+    """deploy/ and docs/run-rbac.yaml define no role of their own: they bind the API
+    server's built-in roles for kube-scheduler (which this API server has), nothing else."""
     api = Api(control_plane)
-    upstream: dict[tuple[str, str], set[str]] = {}
-    for role in ("system:kube-scheduler", "system:volume-scheduler"):
-        rules = api.client.request(
-            "GET", f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}"
-        )["rules"]
-        for key, verbs in _verbs(rules).items():
-            upstream.setdefault(key, set()).update(verbs)
-    (deploy_role,) = [d for d in kustomization_documents() if d["kind"] == "ClusterRole"]
-    docs_role = next(yaml.safe_load_all((DEPLOY.parent / "docs" / "run-rbac.yaml").read_text()))
-    for role in (deploy_role, docs_role):
-        ours = _verbs(role["rules"])
-        for key in VOLUME_AND_DRA_RESOURCES:
-            assert ours.get(key) == upstream[key] - LEFT_OUT.get(key, set()), key
+    for role in UPSTREAM_ROLES:
+        api.client.request("GET", f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}")
+    docs_rbac = list(yaml.safe_load_all((DEPLOY.parent / "docs" / "run-rbac.yaml").read_text()))
+    for documents in (kustomization_documents(), docs_rbac):
+        assert not [d for d in documents if d["kind"] in ("ClusterRole", "Role")]
+        bindings = [d for d in documents if d["kind"] in ("ClusterRoleBinding", "RoleBinding")]
+        assert {(b["kind"], b["roleRef"]["kind"], b["roleRef"]["name"]) for b in bindings} == {
+            ("ClusterRoleBinding", "ClusterRole", role) for role in UPSTREAM_ROLES
+        }
 
 
 @pytest.fixture(scope="module")
@@ -207,10 +180,10 @@ def test_the_service_account_schedules_and_binds(
         )
         assert bound["not-mine"] is None
         lease = api.client.request(
-            "GET", f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/kubesched"
+            "GET", f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/kube-scheduler"
         )
         assert lease["spec"]["holderIdentity"] == "deploy-test"
-        # The ServiceAccount may review tokens and access (auth-delegator.yaml): the
+        # The ServiceAccount may review tokens and access (system:kube-scheduler): the
         # scraper of prometheus-rbac.yaml reads /metrics; no one else does.
         assert _scrape(port, scraper) == 200
         assert _scrape(port, _service_account_token(api)) == 403
@@ -229,7 +202,6 @@ def test_the_service_account_schedules_and_binds(
         ("DELETE", "/api/v1/nodes/n0"),
         ("PATCH", "/api/v1/nodes/n0"),
         ("GET", "/api/v1/namespaces/kubesched/configmaps"),
-        ("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler"),
         ("GET", "/apis/coordination.k8s.io/v1/namespaces/kubesched/leases/someone-else"),
         ("DELETE", "/apis/apps/v1/namespaces/kubesched/deployments/kubesched"),
         ("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles"),
@@ -240,7 +212,6 @@ def test_the_service_account_schedules_and_binds(
         "delete-nodes",
         "patch-nodes",
         "read-configmaps",
-        "take-kube-scheduler-lease",
         "read-another-lease",
         "delete-itself",
         "escalate",

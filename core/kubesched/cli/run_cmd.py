@@ -7,7 +7,9 @@ import logging
 import os
 import signal
 
-from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
+from kubesched import logsafe
+from kubesched.backend.kube import KubeClient, KubeCluster
+from kubesched.backend.kube.client import load_configuration_and_source
 from kubesched.backend.protocol import BackendError
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.errors import KubeschedError, UserInputError
@@ -57,6 +59,7 @@ def _run(args: argparse.Namespace) -> int:
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
     )
+    logsafe.install()
     _check_args(args)
     serving = serving_options(args)
     registry = default_registry()
@@ -64,9 +67,9 @@ def _run(args: argparse.Namespace) -> int:
     connection = config.client_connection
     metrics = Metrics()
     kubeconfig = args.kubeconfig or connection.kubeconfig or None
-    client = KubeClient(load_configuration(kubeconfig), connection, metrics.registry)
+    configuration, credentials = load_configuration_and_source(kubeconfig)
+    client = KubeClient(configuration, connection, metrics.registry, credentials=credentials)
     cluster = KubeCluster(client)
-    le = config.leader_election
     runner = None
     try:
         # Builds the profiles: the cluster learns which kinds their plugins need.
@@ -78,11 +81,8 @@ def _run(args: argparse.Namespace) -> int:
             identity=args.identity,
             server=serving,
         )
-        # Fail at once, in one line, on an unreachable server or missing permissions,
-        # rather than retrying forever in the informers.
-        cluster.check_access(
-            leases=(le.resource_namespace, le.resource_name) if le.leader_elect else None
-        )
+        # The API server is not asked here: run() waits for it, with /readyz false
+        # meanwhile, as kube-scheduler does.
         try:
             runner.listen()
         except OSError as err:

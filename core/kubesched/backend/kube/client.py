@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 import orjson
 import urllib3
+import yaml
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kubesched.backend.protocol import BackendError, ConflictError, NotFoundError
@@ -63,7 +65,22 @@ class UnreachableError(BackendError):
         super().__init__(message, 0)
 
 
+class UnauthorizedError(BackendError):
+    """The API server did not accept the credentials (401): wrong, expired or revoked."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 401)
+
+
+class NotLeaderError(BackendError):
+    """A write not sent because this replica no longer holds its lease."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 503)
+
+
 _ERRORS: dict[int, type[BackendError]] = {
+    401: UnauthorizedError,
     403: ForbiddenError,
     404: NotFoundError,
     409: ConflictError,
@@ -126,6 +143,10 @@ class ClientMetrics:
         )
 
 
+IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+"""The service account token file of a pod (what in-cluster configuration reads)."""
+
+
 def load_configuration(kubeconfig: str | None) -> k8s_client.Configuration:
     """The official client's configuration from ``kubeconfig`` (or ``$KUBECONFIG``/
     ``~/.kube/config``), or in-cluster when there is none and we run in a pod.
@@ -133,6 +154,13 @@ def load_configuration(kubeconfig: str | None) -> k8s_client.Configuration:
     The kubernetes client handles client certificates, bearer tokens, token files and
     exec credential plugins. Raises ``BackendError`` with one line saying what is wrong.
     """
+    return load_configuration_and_source(kubeconfig)[0]
+
+
+def load_configuration_and_source(kubeconfig: str | None) -> tuple[k8s_client.Configuration, str]:
+    """``load_configuration`` and where its credentials come from, for log lines: the
+    kubeconfig file and its user (token, token file, client certificate or exec plugin),
+    or the in-cluster service account's token file."""
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
     from kubernetes.config.config_exception import ConfigException
@@ -141,15 +169,44 @@ def load_configuration(kubeconfig: str | None) -> k8s_client.Configuration:
     try:
         if kubeconfig:
             k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-        else:
-            try:
-                k8s_config.load_incluster_config(client_configuration=configuration)
-            except ConfigException:
-                k8s_config.load_kube_config(client_configuration=configuration)
+            return configuration, _kubeconfig_source(kubeconfig)
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        except ConfigException:
+            k8s_config.load_kube_config(client_configuration=configuration)
+            default = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+            return configuration, _kubeconfig_source(default)
     except (ConfigException, OSError, ValueError, TypeError) as err:
         where = f"kubeconfig {kubeconfig}" if kubeconfig else "in-cluster or default kubeconfig"
         raise BackendError(f"cannot load the {where}: {_one_line(err)}", 0) from err
-    return configuration
+    return configuration, f"in-cluster service account (token file {IN_CLUSTER_TOKEN})"
+
+
+def _kubeconfig_source(path: str) -> str:
+    """``kubeconfig PATH, user "U" (HOW)``: the current context's user and its kind of
+    credentials (never the credentials themselves)."""
+    try:
+        with open(path.split(os.pathsep)[0], encoding="utf-8") as f:
+            config = yaml.safe_load(f) or {}
+        contexts = {c["name"]: c.get("context") or {} for c in config.get("contexts") or ()}
+        user_name = contexts[config["current-context"]]["user"]
+        users = {u["name"]: u.get("user") or {} for u in config.get("users") or ()}
+        user = users[user_name]
+    except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError):
+        return f"kubeconfig {path}"
+    if "tokenFile" in user:
+        how = f"token file {user['tokenFile']}"
+    elif "token" in user:
+        how = "bearer token"
+    elif "client-certificate" in user or "client-certificate-data" in user:
+        how = "client certificate"
+    elif "exec" in user:
+        how = f"exec plugin {(user['exec'] or {}).get('command', '?')}"
+    elif "auth-provider" in user:
+        how = f"auth provider {(user['auth-provider'] or {}).get('name', '?')}"
+    else:
+        how = "no credentials"
+    return f'kubeconfig {path}, user "{user_name}" ({how})'
 
 
 class KubeClient:
@@ -165,9 +222,13 @@ class KubeClient:
         configuration: k8s_client.Configuration,
         connection: ClientConnectionConfiguration | None = None,
         registry: CollectorRegistry | None = None,
+        *,
+        credentials: str = "",
     ) -> None:
         connection = connection or ClientConnectionConfiguration()
         self.configuration = configuration
+        self.credentials = credentials
+        """Where the credentials come from, for log lines (``load_configuration_and_source``)."""
         # Binding threads, informers and the event writer share the pool.
         configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 32)
         from kubernetes import client as k8s_client
@@ -187,6 +248,10 @@ class KubeClient:
         self._prefix = urlsplit(self.host).path
         """The server's path prefix, if any (``https://host/k8s/clusters/c-1``)."""
         self.limiter = TokenBucket(connection.qps, connection.burst)
+        self.election_limiter = TokenBucket(connection.qps, connection.burst)
+        """The leader election's own bucket (kube-scheduler gives its elector a client of
+        its own): renewals never queue behind binds and events, so a busy leader does
+        not lose its lease to its own rate limit."""
         # kubesched decodes JSON only: a protobuf content type (upstream's default) is
         # asked for with JSON as the fallback the server then always picks.
         accept = connection.accept_content_types or connection.content_type or JSON
@@ -201,6 +266,10 @@ class KubeClient:
         # ``labels`` call takes the metric's lock, contended by the binding threads).
         self._observers: dict[str, tuple[Any, Any, dict[str, Any]]] = {}
         self._timeouts: dict[float, urllib3.Timeout] = {}
+        self.fence: Callable[[], bool] | None = None
+        """When set, a ``fenced`` request is sent only while it returns True, asked after
+        the rate limiter's wait, right before the request goes out (a replica that lost
+        its lease sends none of the writes it queued while it led)."""
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -281,14 +350,25 @@ class KubeClient:
         body: Any = None,
         content_type: str = JSON,
         timeout: float = DEFAULT_TIMEOUT,
+        fenced: bool = False,
+        election: bool = False,
     ) -> Any:
         """One request; the decoded JSON answer. Raises ``BackendError`` subclasses with
-        the API server's message (404, 409, 403, 410, ...) or ``UnreachableError``."""
+        the API server's message (404, 409, 403, 410, ...) or ``UnreachableError``; a
+        ``fenced`` one raises ``NotLeaderError``, unsent, when ``fence`` says no; an
+        ``election`` one (the Lease) waits in ``election_limiter``."""
         limiter_latency, latency, _ = self._observe(method)
+        fence = self.fence if fenced else None
+        if fence is not None and not fence():
+            # Already not leading: no wait in the rate limiter for a write never sent.
+            raise NotLeaderError(f"not the leader any more: {method} {path} not sent")
         started = time.monotonic()
-        self.limiter.take()
+        (self.election_limiter if election else self.limiter).take()
         waited = time.monotonic()
         limiter_latency.observe(waited - started)
+        if fence is not None and not fence():
+            # Asked again after the wait: the lease may have been lost meanwhile.
+            raise NotLeaderError(f"not the leader any more: {method} {path} not sent")
         data = orjson.dumps(body) if body is not None else None
         try:
             resp = self._send(

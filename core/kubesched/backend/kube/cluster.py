@@ -7,7 +7,7 @@ import queue
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -95,12 +95,14 @@ BASE_KINDS: tuple[str, ...] = (
     "Namespace",
     "Service",
     "ReplicationController",
-    "PriorityClass",
     "PodDisruptionBudget",
     "ReplicaSet",
     "StatefulSet",
 )
 """The kinds always watched: the scheduler's and the default plugins' (preemption included).
+PriorityClasses are not among them: the API server's Priority admission writes a pod's
+``spec.priority``, which is all the scheduler reads (upstream's ``system:kube-scheduler``
+role does not let it list them).
 The others of ``RESOURCES`` are watched only when a profile needs them (``watch_kinds``),
 as upstream starts an informer only for the listers its plugins asked for."""
 
@@ -133,6 +135,11 @@ REQUIRED_ACCESS: tuple[tuple[str, str, str, str], ...] = (
 )
 """The writes ``kubesched run`` always makes (a subset of upstream's ``system:kube-scheduler``
 role); ``list``/``watch`` of each watched kind and the plugins' writes come on top."""
+
+
+ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+"""Where the start-up check asks for each permission (any authenticated user may: the
+built-in ``system:basic-user`` role)."""
 
 
 def _resource_path(kind: str, namespace: str, name: str, sub: str = "") -> str:
@@ -218,7 +225,9 @@ class KubeCluster:
     dispatch thread, in the order the changes happened per kind, so the scheduler's
     handlers never race each other (the scheduling loop and binding threads run beside
     them, as upstream's informer goroutines beside ``scheduleOne``). Writes (binding,
-    status, deletes, events, leases) go straight to the API server.
+    status, deletes, events, leases) go straight to the API server; all but the leases'
+    are ``fenced``: the client's ``fence`` (the leader elector's ``is_leader``) is asked
+    at the moment each is sent.
     """
 
     def __init__(
@@ -246,9 +255,6 @@ class KubeCluster:
         """Kinds plugins write through ``update`` (``Kind`` or ``Kind/status``): their
         permissions are checked at start-up too."""
         self.events = EventBroadcaster(client)
-        self.may_write: Callable[[], bool] | None = None
-        """When set, binds, status writes and deletes are refused while it returns False
-        (a replica that lost its lease never acts on it)."""
         self._dispatcher: threading.Thread | None = None
         self._started = False
         self.watch_kinds((*BASE_KINDS, *kinds))
@@ -308,7 +314,8 @@ class KubeCluster:
     def check_access(self, *, leases: tuple[str, str] | None = None) -> None:
         """Raise ``ForbiddenError`` naming the first permission the user lacks (a
         SelfSubjectAccessReview per permission of ``required_access``; the Lease
-        ``leases=(namespace, name)`` when electing a leader)."""
+        ``leases=(namespace, name)`` when electing a leader), or a ``BackendError`` naming
+        the request when the API server cannot be asked (unreachable, credentials refused)."""
         for verb, group, resource, sub, name in self.required_access(leases):
             attrs: dict[str, Any] = {"verb": verb, "group": group, "resource": resource}
             if sub:
@@ -317,21 +324,27 @@ class KubeCluster:
                 attrs["namespace"] = leases[0]
             if name:
                 attrs["name"] = name
-            review = self.client.request(
-                "POST",
-                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-                body={
-                    "apiVersion": "authorization.k8s.io/v1",
-                    "kind": "SelfSubjectAccessReview",
-                    "spec": {"resourceAttributes": attrs},
-                },
-            )
+            try:
+                review = self.client.request(
+                    "POST",
+                    ACCESS_REVIEWS,
+                    body={
+                        "apiVersion": "authorization.k8s.io/v1",
+                        "kind": "SelfSubjectAccessReview",
+                        "spec": {"resourceAttributes": attrs},
+                    },
+                )
+            except BackendError as err:
+                # Name the request: "Unauthorized" alone says neither what nor where.
+                raise BackendError(
+                    f"POST {self.client.url(ACCESS_REVIEWS)}: {err}", err.code
+                ) from err
             if not (review.get("status") or {}).get("allowed"):
                 what = f"{resource}/{sub}" if sub else resource
                 group_name = f"{group}/" if group else ""
                 raise ForbiddenError(
                     f"the user may not {verb} {group_name}{what} (missing RBAC permission; "
-                    "see docs/run.md for the ClusterRole kubesched needs)"
+                    "bind system:kube-scheduler and system:volume-scheduler, see docs/run.md)"
                 )
 
     def start(self) -> None:
@@ -442,10 +455,6 @@ class KubeCluster:
             self.lister.add(ev.object)
 
     # -- writes -------------------------------------------------------------------------
-    def _check_leading(self, what: str) -> None:
-        if self.may_write is not None and not self.may_write():
-            raise BackendError(f"not the leader any more: {what} not sent", 503)
-
     def get(self, kind: str, namespace: str | None, name: str) -> KubeObject:
         """The object as the API server has it now (a GET, not the informer's copy);
         ``NotFoundError`` if it does not exist."""
@@ -467,7 +476,6 @@ class KubeCluster:
         resource = resource_for(kind)
         if resource is None:
             raise BackendError(f"kubesched does not write {kind} on a cluster", 400)
-        self._check_leading(f"update of {kind} {obj.key}")
         base = self._base_version(resource, obj)
         new, old = obj.to_dict(), base.to_dict()
         rv = obj.metadata.resource_version
@@ -487,6 +495,7 @@ class KubeCluster:
                 resource.object_path(obj.namespace, obj.name, sub),
                 body=patch,
                 content_type=MERGE_PATCH,
+                fenced=True,
             )
             data.setdefault("kind", kind)
             written = resource.model.model_validate(data)
@@ -504,7 +513,6 @@ class KubeCluster:
 
     def bind(self, pod: Pod, node_name: str) -> None:
         """POST the pod's ``binding`` (409 ``ConflictError`` if bound, 404 if gone)."""
-        self._check_leading(f"binding of {pod.key}")
         ns, name = pod.namespace or "default", pod.name
         self.client.request(
             "POST",
@@ -515,6 +523,7 @@ class KubeCluster:
                 "metadata": {"name": name, "namespace": ns, "uid": pod.metadata.uid},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
             },
+            fenced=True,
         )
 
     def update_pod_status(
@@ -555,12 +564,12 @@ class KubeCluster:
             status["nominatedNodeName"] = nominated_node_name
         if not status:
             return
-        self._check_leading(f"status of {pod.key}")
         self.client.request(
             "PATCH",
             _resource_path("Pod", pod.namespace or "default", pod.name, "status"),
             body={"metadata": {"uid": pod.metadata.uid}, "status": status},
             content_type=STRATEGIC_MERGE_PATCH,
+            fenced=True,
         )
 
     def delete_pod(self, pod: Pod, grace_period_seconds: float | None = None) -> None:
@@ -570,11 +579,13 @@ class KubeCluster:
             "kind": "DeleteOptions",
             "preconditions": {"uid": pod.metadata.uid},
         }
-        self._check_leading(f"deletion of {pod.key}")
         if grace_period_seconds is not None:
             body["gracePeriodSeconds"] = int(grace_period_seconds)
         self.client.request(
-            "DELETE", _resource_path("Pod", pod.namespace or "default", pod.name), body=body
+            "DELETE",
+            _resource_path("Pod", pod.namespace or "default", pod.name),
+            body=body,
+            fenced=True,
         )
 
     def evict_pod(self, pod: Pod) -> EvictionResult:
@@ -589,6 +600,7 @@ class KubeCluster:
                     "kind": "Eviction",
                     "metadata": {"name": name, "namespace": ns},
                 },
+                fenced=True,
             )
         except BackendError as err:
             return EvictionResult(err.code, str(err))
@@ -602,7 +614,9 @@ class KubeCluster:
     def get_lease(self, namespace: str, name: str) -> Lease | None:
         """The Lease, or None."""
         try:
-            data = self.client.request("GET", _resource_path("Lease", namespace, name))
+            data = self.client.request(
+                "GET", _resource_path("Lease", namespace, name), election=True
+            )
         except NotFoundError:
             return None
         return Lease.model_validate(data)
@@ -614,6 +628,7 @@ class KubeCluster:
             "POST",
             f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
             body=_lease_body(lease),
+            election=True,
         )
         return Lease.model_validate(data)
 
@@ -623,6 +638,7 @@ class KubeCluster:
             "PUT",
             _resource_path("Lease", lease.namespace or "default", lease.name),
             body=_lease_body(lease),
+            election=True,
         )
         return Lease.model_validate(data)
 

@@ -14,6 +14,7 @@ import urllib3
 from kubesched.api import KubeObject
 from kubesched.backend.kube.client import GoneError, KubeClient
 from kubesched.backend.protocol import BackendError, EventType, WatchEvent
+from kubesched.logsafe import safe
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ class Informer:
                     "%s list/watch failed, relisting in %.1fs: %s",
                     self.resource.kind,
                     delay,
-                    str(err).splitlines()[0] if str(err) else type(err).__name__,
+                    safe(str(err).splitlines()[0] if str(err) else type(err).__name__),
                 )
                 must_list = True
                 self._stop.wait(delay * (1 + random.random() * 0.2))
