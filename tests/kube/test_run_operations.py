@@ -62,7 +62,9 @@ class Replica:
                     str(config),
                     "--kubeconfig",
                     str(kubeconfig),
-                    "--port",
+                    "--bind-address",
+                    "127.0.0.1",
+                    "--secure-port",
                     str(self.port),
                     *extra,
                 ],
@@ -73,12 +75,17 @@ class Replica:
 
     def ready(self) -> tuple[int, str]:
         """``/readyz?verbose``: status and body (0 when it does not answer)."""
+        import ssl
         import urllib.error
         import urllib.request
 
+        # The HTTPS server's certificate is self-signed, made at start.
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
         try:
-            url = f"http://127.0.0.1:{self.port}/readyz?verbose"
-            with urllib.request.urlopen(url, timeout=5) as resp:
+            url = f"https://127.0.0.1:{self.port}/readyz?verbose"
+            with urllib.request.urlopen(url, timeout=5, context=context) as resp:
                 return resp.status, resp.read().decode()
         except urllib.error.HTTPError as err:
             return err.code, err.read().decode()
