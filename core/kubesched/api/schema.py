@@ -1,0 +1,453 @@
+"""The API's own schema, recorded from kube-apiserver, and strict decoding of manifests against it.
+
+``openapi/kube-apiserver.json.gz`` holds the OpenAPI v3 schema the real kube-apiserver
+serves (every group-version of a default v1.36 server), trimmed to its structure by
+``tests/fixtures/apiserver/record_openapi.py``. From it this module knows which
+``apiVersion``/``kind`` pairs the server serves (and whether they are namespaced), and
+decodes a manifest as the server does with ``fieldValidation=Strict`` (``kubectl
+apply``'s default): a field the schema does not have is ``unknown field "spec.x"``, a
+key given twice is a duplicate, a value of the wrong JSON type is Go's ``json: cannot
+unmarshal ...``. Each schema definition is compiled once, on first use, into a checker.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+from .validation.field import FieldError
+from .validation.raw import RAW_CHECKS
+
+__all__ = [
+    "DecodeErrors",
+    "DuplicateKeys",
+    "ServedKind",
+    "decode_errors",
+    "served_kind",
+    "served_kinds",
+    "server_version",
+    "serves_group",
+]
+
+_DATA = "kube-apiserver.json.gz"
+
+
+@cache
+def _data() -> dict[str, Any]:
+    raw = files("kubesched.api").joinpath("openapi", _DATA).read_bytes()
+    return json.loads(gzip.decompress(raw))
+
+
+def server_version() -> str:
+    """The version of kube-apiserver whose schema was recorded (``v1.36.2``)."""
+    return _data()["server"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServedKind:
+    """A kind the API server serves at one ``apiVersion``: its schema ``definition``,
+    REST ``resource`` (plural) and whether it is ``namespaced``."""
+
+    api_version: str
+    kind: str
+    definition: str
+    resource: str
+    namespaced: bool
+
+    @property
+    def group(self) -> str:
+        """The API group ("" for the core group)."""
+        return self.api_version.rpartition("/")[0]
+
+
+@cache
+def _served() -> dict[tuple[str, str], ServedKind]:
+    return {
+        (api_version, kind): ServedKind(api_version, kind, **entry)
+        for api_version, kinds in _data()["kinds"].items()
+        for kind, entry in kinds.items()
+    }
+
+
+def served_kind(api_version: str, kind: str) -> ServedKind | None:
+    """The kind as the server serves it at ``api_version``; None if it does not."""
+    return _served().get((api_version, kind))
+
+
+def served_kinds() -> list[ServedKind]:
+    """Every kind a client can create, in every served version."""
+    return list(_served().values())
+
+
+@cache
+def _groups() -> frozenset[str]:
+    return frozenset(k.group for k in _served().values())
+
+
+def serves_group(group: str) -> bool:
+    """Whether the server serves some version of API group ``group`` ("" is the core)."""
+    return group in _groups()
+
+
+class DuplicateKeys(dict[str, Any]):
+    """A mapping read from a document that gave some keys more than once (the last value
+    kept, as the server keeps it); ``duplicates`` lists each repeat: its key and, read
+    from YAML, its 1-based line (None from JSON)."""
+
+    __slots__ = ("duplicates",)
+
+    def __init__(self, items: Any, duplicates: list[tuple[str, int | None]]) -> None:
+        super().__init__(items)
+        self.duplicates = duplicates
+
+
+@dataclass
+class DecodeErrors:
+    """What strict decoding found in one object: Go's first type error (which stops
+    decoding, as ``json.Unmarshal`` does), the YAML duplicate keys (``line 3: key "a"
+    already set in map``) and the unknown or duplicate fields, in the server's order."""
+
+    type_error: str | None = None
+    yaml_duplicates: list[str] | None = None
+    fields: list[tuple[str, str]] | None = None
+    """``(path, message)``: ``("spec.x", 'unknown field "spec.x"')``."""
+    invalid: list[FieldError] = field(default_factory=list)
+    """What the checks registered for a definition (:func:`register_check`) found: the
+    server's validation errors (HTTP 422) of fields no model reads, once decoded."""
+
+    @property
+    def failed(self) -> bool:
+        """Whether decoding itself failed (HTTP 400; validation never runs)."""
+        return bool(self.type_error or self.yaml_duplicates or self.fields)
+
+    def message(self, served: ServedKind) -> str:
+        """The server's refusal: ``Pod in version "v1" cannot be handled as a Pod: ...``."""
+        version = served.api_version.rpartition("/")[2]
+        head = f'{served.kind} in version "{version}" cannot be handled as a {served.kind}: '
+        if self.type_error:
+            return head + self.type_error
+        parts = []
+        if self.yaml_duplicates:
+            parts.append("yaml: unmarshal errors:\n  " + "\n  ".join(self.yaml_duplicates))
+        parts.extend(text for _, text in self.fields or ())
+        return head + "strict decoding error: " + ", ".join(parts)
+
+
+class _TypeError(Exception):
+    """Go's ``json.UnmarshalTypeError``: ends the walk (the first one is reported)."""
+
+
+class _Walk:
+    """The state of one document's walk: the errors so far and the key order."""
+
+    __slots__ = ("errors", "sort_keys")
+
+    def __init__(self, sort_keys: bool) -> None:
+        self.errors = DecodeErrors()
+        self.sort_keys = sort_keys
+
+    def field(self, path: str, text: str) -> None:
+        if self.errors.fields is None:
+            self.errors.fields = []
+        self.errors.fields.append((path, text))
+
+
+# A checker: (value, path, go_path, walk) -> None; ``path`` is the field path with list
+# indices (``spec.containers[0]``), ``go_path`` the struct and field Go's type errors name
+# (``Container.spec.containers``).
+Checker = Callable[[Any, str, str, _Walk], None]
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _type_error(value: Any, go_path: str, go_type: str, shown: str | None = None) -> _TypeError:
+    what = shown or _json_kind(value)
+    where = f"Go struct field {go_path}" if go_path else "Go value"
+    return _TypeError(f"json: cannot unmarshal {what} into {where} of type {go_type}")
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
+class _Compiler:
+    """Compiles schema nodes into checkers, one per definition (shared, built once)."""
+
+    def __init__(self, definitions: dict[str, Any]) -> None:
+        self.definitions = definitions
+        self.by_name: dict[str, Checker] = {}
+
+    def go_type(self, node: dict[str, Any]) -> str:
+        """The Go type a node decodes into, as Go's type errors name it."""
+        ref = node.get("ref")
+        if ref is not None:
+            target = self.definitions[ref]
+            if "properties" in target:
+                pkg, _, name = ref.rpartition(".")
+                return f"{pkg.rpartition('.')[2]}.{name}"
+            return self.go_type(target)
+        kind = node.get("type")
+        if kind == "array":
+            return "[]" + self.go_type(node.get("items") or {})
+        if kind == "object" and "additionalProperties" in node:
+            return "map[string]" + self.go_type(node["additionalProperties"])
+        if kind == "string":
+            return "[]uint8" if node.get("format") == "byte" else "string"
+        if kind == "integer":
+            return node.get("format") or "int"
+        if kind == "number":
+            return "float64"
+        if kind == "boolean":
+            return "bool"
+        return "interface {}"
+
+    def definition(self, name: str) -> Checker:
+        checker = self.by_name.get(name)
+        if checker is None:
+            # Recursive definitions (JSONSchemaProps) reach themselves: a late-bound stub.
+            def late(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+                self.by_name[name](value, path, go_path, walk)
+
+            self.by_name[name] = late
+            checker = self.node(self.definitions[name], name)
+            checks = RAW_CHECKS.get(name)
+            if checks:
+                checker = _with_checks(checker, checks)
+            self.by_name[name] = checker
+        return checker
+
+    def node(self, node: dict[str, Any], struct: str | None = None) -> Checker:
+        """The checker of ``node``; ``struct`` is the definition it is (for Go's names)."""
+        ref = node.get("ref")
+        if ref is not None:
+            return self.definition(ref)
+        kind = node.get("type")
+        if node.get("intOrString") or node.get("format") == "int-or-string":
+            return _int_or_string
+        if kind == "object":
+            if "properties" in node:
+                return self._struct(node, struct or "")
+            if "additionalProperties" in node:
+                return self._map(node["additionalProperties"])
+            return _anything
+        if kind == "array":
+            return self._list(node.get("items") or {})
+        if kind in ("string", "integer", "number", "boolean"):
+            return self._scalar(node)
+        return _anything
+
+    def _struct(self, node: dict[str, Any], definition: str) -> Checker:
+        props = {key: self.node(sub) for key, sub in node["properties"].items()}
+        open_ended = bool(node.get("preserveUnknown"))
+        pkg, _, name = definition.rpartition(".")
+        go_type = f"{pkg.rpartition('.')[2]}.{name}"
+
+        def check(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+            if not isinstance(value, dict):
+                raise _type_error(value, go_path, go_type)
+            keys = sorted(value) if walk.sort_keys else value
+            dups = value.duplicates if type(value) is DuplicateKeys else None
+            if dups and not walk.sort_keys:
+                for key, _ in dups:
+                    walk.field(_join(path, key), f'duplicate field "{_join(path, key)}"')
+            for key in keys:
+                sub = props.get(key)
+                if sub is None:
+                    if not open_ended:
+                        where = _join(path, key)
+                        walk.field(where, f'unknown field "{where}"')
+                    continue
+                item = value[key]
+                if item is not None:
+                    sub(item, _join(path, key), f"{name}.{_strip(path, key)}", walk)
+
+        return check
+
+    def _map(self, node: dict[str, Any]) -> Checker:
+        sub = self.node(node)
+        go_type = "map[string]" + self.go_type(node)
+
+        def check(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+            if not isinstance(value, dict):
+                raise _type_error(value, go_path, go_type)
+            dups = value.duplicates if type(value) is DuplicateKeys else None
+            if dups and not walk.sort_keys:
+                for key, _ in dups:
+                    walk.field(_join(path, key), f'duplicate field "{_join(path, key)}"')
+            for key in sorted(value) if walk.sort_keys else value:
+                item = value[key]
+                if item is not None:
+                    sub(item, _join(path, key), go_path, walk)
+
+        return check
+
+    def _list(self, node: dict[str, Any]) -> Checker:
+        sub = self.node(node)
+        go_type = "[]" + self.go_type(node)
+
+        def check(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+            if not isinstance(value, list):
+                raise _type_error(value, go_path, go_type)
+            for i, item in enumerate(value):
+                if item is not None:
+                    sub(item, f"{path}[{i}]", go_path, walk)
+
+        return check
+
+    def _scalar(self, node: dict[str, Any]) -> Checker:
+        kind, fmt = node["type"], node.get("format")
+        go_type = self.go_type(node)
+        if kind == "string":
+            if fmt == "byte":
+                return _base64
+            return _typed(str, go_type)
+        if kind == "boolean":
+            return _typed(bool, go_type)
+        if kind == "number":
+            return _number
+        low, high = _INT_RANGES.get(fmt or "int64", _INT_RANGES["int64"])
+
+        def integer(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise _type_error(value, go_path, go_type)
+            if isinstance(value, float) or not low <= value <= high:
+                raise _type_error(value, go_path, go_type, f"number {_go_number(value)}")
+
+        return integer
+
+
+def _strip(path: str, key: str) -> str:
+    """A field path as Go's type errors write it: no list indices."""
+    full = _join(path, key)
+    if "[" not in full:
+        return full
+    out, depth = [], 0
+    for ch in full:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+def _go_number(value: float) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return repr(value).removesuffix(".0")
+    return repr(value)
+
+
+def _with_checks(checker: Checker, checks: list[Any]) -> Checker:
+    """``checker``, then the validation checks registered for its definition."""
+
+    def check(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+        checker(value, path, go_path, walk)
+        if isinstance(value, dict):
+            for fn in checks:
+                walk.errors.invalid.extend(fn(value, path))
+
+    return check
+
+
+def _anything(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+    """A free-form value (RawExtension, JSON, Quantity: decoded by its own type)."""
+
+
+def _int_or_string(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise _type_error(value, go_path, "int32")
+
+
+def _number(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _type_error(value, go_path, "float64")
+
+
+def _base64(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+    if not isinstance(value, str):
+        raise _type_error(value, go_path, "[]uint8")
+    try:
+        base64.b64decode(value, validate=True)
+    except binascii.Error:
+        raise _TypeError(f"illegal base64 data at input byte {_bad_base64_at(value)}") from None
+
+
+def _bad_base64_at(value: str) -> int:
+    """The offset Go's ``base64.CorruptInputError`` names: the first byte that is not of
+    the alphabet, or the end when only the padding is wrong."""
+    alphabet = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+    for i, ch in enumerate(value):
+        if ch not in alphabet:
+            return i if ch != "=" else (i // 4) * 4
+    return len(value) - len(value) % 4
+
+
+def _typed(cls: type, go_type: str) -> Checker:
+    def check(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+        if not isinstance(value, cls) or (cls is not bool and isinstance(value, bool)):
+            raise _type_error(value, go_path, go_type)
+
+    return check
+
+
+@cache
+def _compiler() -> _Compiler:
+    return _Compiler(_data()["definitions"])
+
+
+def decode_errors(doc: dict[str, Any], served: ServedKind, *, yaml: bool) -> DecodeErrors:
+    """Strictly decode ``doc`` as an object of ``served``: every unknown and duplicate
+    field, or the first value of the wrong type (empty when the server would decode it).
+
+    ``yaml``: the document was YAML, which the server turns into JSON with its keys
+    sorted, so the fields are listed in key order and repeated keys by line; JSON keeps
+    the document's order and names repeated keys by field path.
+    """
+    walk = _Walk(sort_keys=yaml)
+    if yaml:
+        lines = sorted(_yaml_duplicates(doc))
+        if lines:
+            walk.errors.yaml_duplicates = [
+                f'line {n}: key "{k}" already set in map' for n, k in lines
+            ]
+    try:
+        _compiler().definition(served.definition)(doc, "", "", walk)
+    except _TypeError as err:
+        return DecodeErrors(type_error=str(err))
+    return walk.errors
+
+
+def _yaml_duplicates(value: Any) -> list[tuple[int, str]]:
+    """Every repeated key of a YAML document, as (line, key)."""
+    out: list[tuple[int, str]] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if type(item) is DuplicateKeys:
+                out.extend((line or 0, key) for key, line in item.duplicates)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return out
