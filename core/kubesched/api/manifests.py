@@ -291,7 +291,17 @@ def _kind_of(
     return kind, served
 
 
-def _parse_one(doc: Any, source: str | None, label: str | None, yaml: bool) -> KubeObject | None:
+def _preferred_version(kind: str) -> str | None:
+    """The apiVersion a built-in or plugin kind is read at when a Python caller leaves
+    it out (files must give it, as kubectl requires)."""
+    served = _served_by_kind().get(kind)
+    if served is not None:
+        return served.api_version
+    cls = resolve_kind(kind)
+    return cls.model_fields["api_version"].default if cls is not None else None
+
+
+def _parse_one(doc: Any, source: str | None, label: str | None, form: str) -> KubeObject | None:
     """One document as an object; None for a custom resource no plugin reads (noticed)."""
     if not isinstance(doc, dict):
         raise UserInputError(
@@ -305,16 +315,18 @@ def _parse_one(doc: Any, source: str | None, label: str | None, yaml: bool) -> K
         raise UserInputError(f"{kind} must be read with parse_objects", source=source, obj=obj)
     # Name the document too: several documents may carry the same object name.
     where = obj if label is None or obj == label else f"{label} ({obj})"
+    if form == "python" and not doc.get("apiVersion") and isinstance(kind, str):
+        doc = {**doc, "apiVersion": _preferred_version(kind)}
     kind, served = _kind_of(doc, source, where)
     raw_errors = []
     if served is not None:
-        decoded = schema.decode_errors(doc, served, yaml=yaml)
+        decoded = schema.decode_errors(doc, served, yaml=form == "yaml")
         if decoded.failed:
             raise DecodingError(
                 decoded.message(served),
                 source=source,
                 obj=where,
-                problems=[FieldProblem(path, text) for path, text in decoded.fields or ()],
+                problems=[FieldProblem(path, text) for path, text in decoded.problems],
             )
         raw_errors = decoded.invalid
         cls = KINDS.get(kind) or kept_kind(served)
@@ -364,7 +376,7 @@ def parse_object(
     ``kind: List`` document is refused here: use :func:`parse_objects`, as for a custom
     resource no plugin reads (which :func:`parse_objects` skips with a notice).
     """
-    parsed = _parse_one(doc, source, _doc_label(index), yaml=False)
+    parsed = _parse_one(doc, source, _doc_label(index), "python")
     if parsed is None:
         raise UserInputError(
             f"{doc['apiVersion']} {doc['kind']} is a custom resource kubesched does not read",
@@ -379,17 +391,19 @@ def parse_objects(
     *,
     source: str | None = None,
     index: int | None = None,
-    yaml: bool = False,
+    form: str = "python",
 ) -> list[KubeObject]:
     """Like :func:`parse_object`, but a ``List`` (or ``*List``) with ``items`` expands,
     and a custom resource that no plugin reads is skipped with a notice.
 
-    ``yaml``: ``doc`` was read from YAML (the server lists its unknown fields in key
-    order, and its repeated keys by line), not JSON or Python.
+    ``form`` says where ``doc`` comes from: ``"yaml"`` or ``"json"`` text, which must
+    give ``apiVersion`` (as ``kubectl`` requires; YAML's unknown fields are listed in key
+    order, its repeated keys by line, as the server lists them), or ``"python"``, a
+    program's dict, read at its kind's preferred version when it gives none.
     """
     label = _doc_label(index)
     if not (isinstance(doc, dict) and _is_list(doc)):
-        parsed = _parse_one(doc, source, label, yaml)
+        parsed = _parse_one(doc, source, label, form)
         return [] if parsed is None else [parsed]
     items = doc.get("items") or []
     if not isinstance(items, list):
@@ -399,7 +413,7 @@ def parse_objects(
     prefix = f"{label} " if label else ""
     out = []
     for i, item in enumerate(items):
-        parsed = _parse_one(item, source, f"{prefix}items[{i}]", yaml)
+        parsed = _parse_one(item, source, f"{prefix}items[{i}]", form)
         if parsed is not None:
             out.append(parsed)
     return out
@@ -477,7 +491,7 @@ def parse_manifests(text: str, *, source: str = "<string>") -> list[KubeObject]:
     for i, doc in enumerate(_yaml_documents(text, source)):
         if doc is None:
             continue
-        out.extend(parse_objects(doc, source=source, index=i, yaml=True))
+        out.extend(parse_objects(doc, source=source, index=i, form="yaml"))
     return out
 
 
@@ -506,7 +520,7 @@ def _parse_json(text: str, source: str) -> list[KubeObject]:
         raise UserInputError("invalid JSON: nested too deeply", source=source) from None
     if doc is None:
         return []
-    return parse_objects(doc, source=source)
+    return parse_objects(doc, source=source, form="json")
 
 
 def _read_file(path: Path) -> list[KubeObject]:

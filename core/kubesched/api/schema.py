@@ -115,12 +115,20 @@ class DecodeErrors:
     already set in map``) and the unknown or duplicate fields, in the server's order."""
 
     type_error: str | None = None
+    type_error_path: str = ""
     yaml_duplicates: list[str] | None = None
     fields: list[tuple[str, str]] | None = None
     """``(path, message)``: ``("spec.x", 'unknown field "spec.x"')``."""
     invalid: list[FieldError] = field(default_factory=list)
     """What the checks registered for a definition (:func:`register_check`) found: the
     server's validation errors (HTTP 422) of fields no model reads, once decoded."""
+
+    @property
+    def problems(self) -> list[tuple[str, str]]:
+        """``(path, message)`` of each field that failed to decode."""
+        if self.type_error:
+            return [(self.type_error_path, self.type_error)]
+        return list(self.fields or ())
 
     @property
     def failed(self) -> bool:
@@ -141,7 +149,12 @@ class DecodeErrors:
 
 
 class _TypeError(Exception):
-    """Go's ``json.UnmarshalTypeError``: ends the walk (the first one is reported)."""
+    """Go's ``json.UnmarshalTypeError``: ends the walk (the first one is reported).
+    ``path`` is the field's path with list indices, for the problem's location."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class _Walk:
@@ -177,10 +190,12 @@ def _json_kind(value: Any) -> str:
     return "object"
 
 
-def _type_error(value: Any, go_path: str, go_type: str, shown: str | None = None) -> _TypeError:
+def _type_error(
+    value: Any, path: str, go_path: str, go_type: str, shown: str | None = None
+) -> _TypeError:
     what = shown or _json_kind(value)
     where = f"Go struct field {go_path}" if go_path else "Go value"
-    return _TypeError(f"json: cannot unmarshal {what} into {where} of type {go_type}")
+    return _TypeError(f"json: cannot unmarshal {what} into {where} of type {go_type}", path)
 
 
 def _join(path: str, key: str) -> str:
@@ -264,7 +279,7 @@ class _Compiler:
 
         def check(value: Any, path: str, go_path: str, walk: _Walk) -> None:
             if not isinstance(value, dict):
-                raise _type_error(value, go_path, go_type)
+                raise _type_error(value, path, go_path, go_type)
             keys = sorted(value) if walk.sort_keys else value
             dups = value.duplicates if type(value) is DuplicateKeys else None
             if dups and not walk.sort_keys:
@@ -289,7 +304,7 @@ class _Compiler:
 
         def check(value: Any, path: str, go_path: str, walk: _Walk) -> None:
             if not isinstance(value, dict):
-                raise _type_error(value, go_path, go_type)
+                raise _type_error(value, path, go_path, go_type)
             dups = value.duplicates if type(value) is DuplicateKeys else None
             if dups and not walk.sort_keys:
                 for key, _ in dups:
@@ -307,7 +322,7 @@ class _Compiler:
 
         def check(value: Any, path: str, go_path: str, walk: _Walk) -> None:
             if not isinstance(value, list):
-                raise _type_error(value, go_path, go_type)
+                raise _type_error(value, path, go_path, go_type)
             for i, item in enumerate(value):
                 if item is not None:
                     sub(item, f"{path}[{i}]", go_path, walk)
@@ -329,9 +344,9 @@ class _Compiler:
 
         def integer(value: Any, path: str, go_path: str, walk: _Walk) -> None:
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise _type_error(value, go_path, go_type)
+                raise _type_error(value, path, go_path, go_type)
             if isinstance(value, float) or not low <= value <= high:
-                raise _type_error(value, go_path, go_type, f"number {_go_number(value)}")
+                raise _type_error(value, path, go_path, go_type, f"number {_go_number(value)}")
 
         return integer
 
@@ -376,21 +391,23 @@ def _anything(value: Any, path: str, go_path: str, walk: _Walk) -> None:
 
 def _int_or_string(value: Any, path: str, go_path: str, walk: _Walk) -> None:
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise _type_error(value, go_path, "int32")
+        raise _type_error(value, path, go_path, "int32")
 
 
 def _number(value: Any, path: str, go_path: str, walk: _Walk) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _type_error(value, go_path, "float64")
+        raise _type_error(value, path, go_path, "float64")
 
 
 def _base64(value: Any, path: str, go_path: str, walk: _Walk) -> None:
     if not isinstance(value, str):
-        raise _type_error(value, go_path, "[]uint8")
+        raise _type_error(value, path, go_path, "[]uint8")
     try:
         base64.b64decode(value, validate=True)
     except binascii.Error:
-        raise _TypeError(f"illegal base64 data at input byte {_bad_base64_at(value)}") from None
+        raise _TypeError(
+            f"illegal base64 data at input byte {_bad_base64_at(value)}", path
+        ) from None
 
 
 def _bad_base64_at(value: str) -> int:
@@ -406,7 +423,7 @@ def _bad_base64_at(value: str) -> int:
 def _typed(cls: type, go_type: str) -> Checker:
     def check(value: Any, path: str, go_path: str, walk: _Walk) -> None:
         if not isinstance(value, cls) or (cls is not bool and isinstance(value, bool)):
-            raise _type_error(value, go_path, go_type)
+            raise _type_error(value, path, go_path, go_type)
 
     return check
 
@@ -434,7 +451,7 @@ def decode_errors(doc: dict[str, Any], served: ServedKind, *, yaml: bool) -> Dec
     try:
         _compiler().definition(served.definition)(doc, "", "", walk)
     except _TypeError as err:
-        return DecodeErrors(type_error=str(err))
+        return DecodeErrors(type_error=str(err), type_error_path=err.path)
     return walk.errors
 
 
