@@ -275,7 +275,9 @@ def test_directory_is_recursive_sorted_and_filtered(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     (tmp_path / "a.yaml").write_text("apiVersion: v1\nkind: Node\nmetadata: {name: a}\n")
     (tmp_path / "b" / "c.yml").write_text("apiVersion: v1\nkind: Node\nmetadata: {name: c}\n")
-    (tmp_path / "b" / "b.json").write_text('{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "b"}}')
+    (tmp_path / "b" / "b.json").write_text(
+        '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "b"}}'
+    )
     (tmp_path / "notes.txt").write_text("apiVersion: v1\nkind: Secret\n")
     (tmp_path / "README.md").write_text("# not a manifest\n")
     assert [o.key for o in load_manifests([tmp_path])] == ["a", "b", "c"]
@@ -294,12 +296,16 @@ def test_missing_path() -> None:
 
 
 def test_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n"))
+    monkeypatch.setattr(
+        "sys.stdin", io.StringIO("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n")
+    )
     assert [o.key for o in load_manifests(["-"])] == ["n"]
 
 
 def test_stdin_errors_name_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO("apiVersion: v1\nkind: Pod\nspec: {priority: x}\n"))
+    monkeypatch.setattr(
+        "sys.stdin", io.StringIO("apiVersion: v1\nkind: Pod\nspec: {priority: x}\n")
+    )
     with pytest.raises(UserInputError) as exc:
         load_manifests(["-"])
     assert exc.value.source == "<stdin>"
@@ -363,9 +369,13 @@ BILLION_LAUGHS = (
     ("text", "message"),
     [
         (BILLION_LAUGHS, "YAML aliases expand a document beyond 1000000 nodes"),
-        ("apiVersion: v1\nkind: Pod\nspec: " + "[" * 5000 + "]" * 5000 + "\n", "exceeded maximum nesting depth"),
         (
-            "apiVersion: v1\nkind: Pod\nspec:\n" + "".join("  " * (i + 1) + "k:\n" for i in range(2000)),
+            "apiVersion: v1\nkind: Pod\nspec: " + "[" * 5000 + "]" * 5000 + "\n",
+            "exceeded maximum nesting depth",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nspec:\n"
+            + "".join("  " * (i + 1) + "k:\n" for i in range(2000)),
             "exceeded maximum nesting depth",
         ),
     ],
@@ -388,7 +398,9 @@ def test_hostile_yaml_is_refused_quickly(text: str, message: str) -> None:
 
 def test_deep_json_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "deep.json"
-    path.write_text('{"apiVersion": "v1", "kind": "Pod", "spec": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    path.write_text(
+        '{"apiVersion": "v1", "kind": "Pod", "spec": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    )
     with pytest.raises(UserInputError, match="nested too deeply") as exc:
         load_manifests([path])
     assert exc.value.source == str(path)
