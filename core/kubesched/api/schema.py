@@ -116,7 +116,8 @@ class DecodeErrors:
 
     type_error: str | None = None
     type_error_path: str = ""
-    yaml_duplicates: list[str] | None = None
+    yaml_duplicates: list[tuple[str, str]] | None = None
+    """``(path, message)``: ``("spec.replicas", 'line 6: key "replicas" already set in map')``."""
     fields: list[tuple[str, str]] | None = None
     """``(path, message)``: ``("spec.x", 'unknown field "spec.x"')``."""
     invalid: list[FieldError] = field(default_factory=list)
@@ -128,7 +129,7 @@ class DecodeErrors:
         """``(path, message)`` of each field that failed to decode."""
         if self.type_error:
             return [(self.type_error_path, self.type_error)]
-        return list(self.fields or ())
+        return [*(self.yaml_duplicates or ()), *(self.fields or ())]
 
     @property
     def failed(self) -> bool:
@@ -143,7 +144,8 @@ class DecodeErrors:
             return head + self.type_error
         parts = []
         if self.yaml_duplicates:
-            parts.append("yaml: unmarshal errors:\n  " + "\n  ".join(self.yaml_duplicates))
+            lines = (text for _, text in self.yaml_duplicates)
+            parts.append("yaml: unmarshal errors:\n  " + "\n  ".join(lines))
         parts.extend(text for _, text in self.fields or ())
         return head + "strict decoding error: " + ", ".join(parts)
 
@@ -443,10 +445,10 @@ def decode_errors(doc: dict[str, Any], served: ServedKind, *, yaml: bool) -> Dec
     """
     walk = _Walk(sort_keys=yaml)
     if yaml:
-        lines = sorted(_yaml_duplicates(doc))
-        if lines:
+        repeats = sorted(_yaml_duplicates(doc))
+        if repeats:
             walk.errors.yaml_duplicates = [
-                f'line {n}: key "{k}" already set in map' for n, k in lines
+                (path, f'line {n}: key "{k}" already set in map') for n, k, path in repeats
             ]
     try:
         _compiler().definition(served.definition)(doc, "", "", walk)
@@ -455,16 +457,16 @@ def decode_errors(doc: dict[str, Any], served: ServedKind, *, yaml: bool) -> Dec
     return walk.errors
 
 
-def _yaml_duplicates(value: Any) -> list[tuple[int, str]]:
-    """Every repeated key of a YAML document, as (line, key)."""
-    out: list[tuple[int, str]] = []
-    stack = [value]
+def _yaml_duplicates(value: Any) -> list[tuple[int, str, str]]:
+    """Every repeated key of a YAML document, as (line, key, field path)."""
+    out: list[tuple[int, str, str]] = []
+    stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
-        item = stack.pop()
+        item, path = stack.pop()
         if isinstance(item, dict):
             if type(item) is DuplicateKeys:
-                out.extend((line or 0, key) for key, line in item.duplicates)
-            stack.extend(item.values())
+                out.extend((line or 0, key, _join(path, key)) for key, line in item.duplicates)
+            stack.extend((v, _join(path, str(k))) for k, v in item.items())
         elif isinstance(item, list):
-            stack.extend(item)
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
     return out
