@@ -51,7 +51,8 @@ REFUSED = {
     ),
     "duplicate-keys": (
         POD + "spec:\n  priority: 1\n  priority: 2\n" + CONTAINERS,
-        'strict decoding error: yaml: unmarshal errors:\n  line 6: key "priority" already set in map',
+        "strict decoding error: yaml: unmarshal errors:\n"
+        '  line 6: key "priority" already set in map',
     ),
     "duplicate-keys-then-unknown-fields": (
         POD + "spec:\n  priority: 1\n  priority: 2\n  foo: 1\n" + CONTAINERS,
@@ -188,7 +189,7 @@ def test_a_program_may_leave_out_the_api_version() -> None:
     spec = {"containers": [{"name": "c", "image": "i"}]}
     pod = parse_object({"kind": "Pod", "metadata": {"name": "x"}, "spec": spec})
     assert pod.kind == "Pod"
-    with pytest.raises(DecodingError, match='unknown field "spec.nodeSelectr"'):
+    with pytest.raises(DecodingError, match=r'unknown field "spec\.nodeSelectr"'):
         parse_object({"kind": "Pod", "metadata": {"name": "x"}, "spec": {"nodeSelectr": {}}})
 
 
@@ -206,7 +207,9 @@ ACCEPTED = {
         "    ports: [{name: http, containerPort: 80}]\n"
     ),
     "nulls": "  nodeSelector: null\n  containers: [{name: c, image: i, env: null}]\n",
-    "int-or-string": "  containers:\n  - {name: c, image: i, readinessProbe: {tcpSocket: {port: web}}}\n",
+    "int-or-string": (
+        "  containers:\n  - {name: c, image: i, readinessProbe: {tcpSocket: {port: web}}}\n"
+    ),
 }
 
 
