@@ -149,19 +149,24 @@ class ControlPlane:
         """The bearer token of ``user``."""
         return ADMIN_TOKEN if user == "admin" else f"token-{user}"
 
-    def dry_run_create(self, manifest: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def dry_run_create(
+        self, manifest: dict[str, Any], *, yaml_text: str | None = None
+    ) -> tuple[int, dict[str, Any]]:
         """POST ``manifest`` with ``dryRun=All`` and ``fieldValidation=Strict`` (as
         ``kubectl apply`` does) as the admin: the HTTP status and the answer (the object as
         it would be stored, or the ``Status`` of a refusal, whose ``details.causes`` list
-        every field error). Nothing is stored."""
+        every field error). Nothing is stored. ``yaml_text``: send this YAML (the same
+        object, written with what JSON cannot say, such as repeated keys) instead."""
+        body, content_type = (
+            (yaml_text.encode(), "application/yaml")
+            if yaml_text is not None
+            else (json.dumps(manifest).encode(), "application/json")
+        )
         request = urllib.request.Request(
             f"{self.url}{collection_path(manifest)}?dryRun=All&fieldValidation=Strict",
-            data=json.dumps(manifest).encode(),
+            data=body,
             method="POST",
-            headers={
-                "Authorization": f"Bearer {ADMIN_TOKEN}",
-                "Content-Type": "application/json",
-            },
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": content_type},
         )
         try:
             with urllib.request.urlopen(request, context=_insecure_context(), timeout=30) as resp:
