@@ -30,6 +30,7 @@ __all__ = [
     "DuplicateKeys",
     "ServedKind",
     "decode_errors",
+    "load",
     "served_kind",
     "served_kinds",
     "server_version",
@@ -159,6 +160,35 @@ class _TypeError(Exception):
         self.path = path
 
 
+# Where a value is: None at the top, else (parent, key, step) with ``step`` one of these.
+# Kept as a chain of tuples and rendered only for an error: most documents have none.
+_FIELD, _INDEX, _KEY = 0, 1, 2
+Loc = tuple[Any, str | int, int] | None
+
+
+def _path(loc: Loc) -> str:
+    """The field path of ``loc`` as the server writes it: ``spec.containers[0].name``,
+    map keys as fields (``spec.nodeSelector.zone``)."""
+    parts: list[str] = []
+    while loc is not None:
+        loc, key, step = loc
+        parts.append(f"[{key}]" if step == _INDEX else f".{key}")
+    return "".join(reversed(parts)).removeprefix(".")
+
+
+def _go_path(loc: Loc, struct: str) -> str:
+    """The struct field Go's type errors name: the innermost struct's name, then the
+    path's fields without list indices or map keys (``Container.spec.containers.args``)."""
+    parts: list[str] = []
+    while loc is not None:
+        loc, key, step = loc
+        if step == _FIELD:
+            parts.append(str(key))
+        elif step == _KEY:
+            parts.clear()  # a map value's errors name the map field
+    return ".".join([struct, *reversed(parts)]) if parts else ""
+
+
 class _Walk:
     """The state of one document's walk: the errors so far and the key order."""
 
@@ -168,16 +198,17 @@ class _Walk:
         self.errors = DecodeErrors()
         self.sort_keys = sort_keys
 
-    def field(self, path: str, text: str) -> None:
+    def field(self, loc: Loc, what: str) -> None:
+        """Record ``unknown field "path"`` or ``duplicate field "path"``."""
         if self.errors.fields is None:
             self.errors.fields = []
-        self.errors.fields.append((path, text))
+        path = _path(loc)
+        self.errors.fields.append((path, f'{what} field "{path}"'))
 
 
-# A checker: (value, path, go_path, walk) -> None; ``path`` is the field path with list
-# indices (``spec.containers[0]``), ``go_path`` the struct and field Go's type errors name
-# (``Container.spec.containers``).
-Checker = Callable[[Any, str, str, _Walk], None]
+# A checker: (value, loc, struct, walk) -> None; ``struct`` is the Go struct that holds
+# the value's field (``ContainerPort``), for Go's type errors.
+Checker = Callable[[Any, Loc, str, _Walk], None]
 
 
 def _json_kind(value: Any) -> str:
@@ -193,15 +224,12 @@ def _json_kind(value: Any) -> str:
 
 
 def _type_error(
-    value: Any, path: str, go_path: str, go_type: str, shown: str | None = None
+    value: Any, loc: Loc, struct: str, go_type: str, shown: str | None = None
 ) -> _TypeError:
     what = shown or _json_kind(value)
+    go_path = _go_path(loc, struct)
     where = f"Go struct field {go_path}" if go_path else "Go value"
-    return _TypeError(f"json: cannot unmarshal {what} into {where} of type {go_type}", path)
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+    return _TypeError(f"json: cannot unmarshal {what} into {where} of type {go_type}", _path(loc))
 
 
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
@@ -242,8 +270,8 @@ class _Compiler:
         checker = self.by_name.get(name)
         if checker is None:
             # Recursive definitions (JSONSchemaProps) reach themselves: a late-bound stub.
-            def late(value: Any, path: str, go_path: str, walk: _Walk) -> None:
-                self.by_name[name](value, path, go_path, walk)
+            def late(value: Any, loc: Loc, struct: str, walk: _Walk) -> None:
+                self.by_name[name](value, loc, struct, walk)
 
             self.by_name[name] = late
             checker = self.node(self.definitions[name], name)
@@ -279,24 +307,22 @@ class _Compiler:
         pkg, _, name = definition.rpartition(".")
         go_type = f"{pkg.rpartition('.')[2]}.{name}"
 
-        def check(value: Any, path: str, go_path: str, walk: _Walk) -> None:
-            if not isinstance(value, dict):
-                raise _type_error(value, path, go_path, go_type)
-            keys = sorted(value) if walk.sort_keys else value
-            dups = value.duplicates if type(value) is DuplicateKeys else None
-            if dups and not walk.sort_keys:
-                for key, _ in dups:
-                    walk.field(_join(path, key), f'duplicate field "{_join(path, key)}"')
-            for key in keys:
+        def check(value: Any, loc: Loc, struct: str, walk: _Walk) -> None:
+            if type(value) is not dict:
+                if not isinstance(value, dict):
+                    raise _type_error(value, loc, struct, go_type)
+                if type(value) is DuplicateKeys and not walk.sort_keys:
+                    for key, _ in value.duplicates:
+                        walk.field((loc, key, _FIELD), "duplicate")
+            for key in sorted(value) if walk.sort_keys else value:
                 sub = props.get(key)
                 if sub is None:
                     if not open_ended:
-                        where = _join(path, key)
-                        walk.field(where, f'unknown field "{where}"')
+                        walk.field((loc, key, _FIELD), "unknown")
                     continue
                 item = value[key]
                 if item is not None:
-                    sub(item, _join(path, key), f"{name}.{_strip(path, key)}", walk)
+                    sub(item, (loc, key, _FIELD), name, walk)
 
         return check
 
@@ -304,17 +330,17 @@ class _Compiler:
         sub = self.node(node)
         go_type = "map[string]" + self.go_type(node)
 
-        def check(value: Any, path: str, go_path: str, walk: _Walk) -> None:
-            if not isinstance(value, dict):
-                raise _type_error(value, path, go_path, go_type)
-            dups = value.duplicates if type(value) is DuplicateKeys else None
-            if dups and not walk.sort_keys:
-                for key, _ in dups:
-                    walk.field(_join(path, key), f'duplicate field "{_join(path, key)}"')
+        def check(value: Any, loc: Loc, struct: str, walk: _Walk) -> None:
+            if type(value) is not dict:
+                if not isinstance(value, dict):
+                    raise _type_error(value, loc, struct, go_type)
+                if type(value) is DuplicateKeys and not walk.sort_keys:
+                    for key, _ in value.duplicates:
+                        walk.field((loc, key, _KEY), "duplicate")
             for key in sorted(value) if walk.sort_keys else value:
                 item = value[key]
                 if item is not None:
-                    sub(item, _join(path, key), go_path, walk)
+                    sub(item, (loc, key, _KEY), struct, walk)
 
         return check
 
@@ -322,12 +348,12 @@ class _Compiler:
         sub = self.node(node)
         go_type = "[]" + self.go_type(node)
 
-        def check(value: Any, path: str, go_path: str, walk: _Walk) -> None:
-            if not isinstance(value, list):
-                raise _type_error(value, path, go_path, go_type)
+        def check(value: Any, loc: Loc, struct: str, walk: _Walk) -> None:
+            if type(value) is not list and not isinstance(value, list | tuple):
+                raise _type_error(value, loc, struct, go_type)
             for i, item in enumerate(value):
                 if item is not None:
-                    sub(item, f"{path}[{i}]", go_path, walk)
+                    sub(item, (loc, i, _INDEX), struct, walk)
 
         return check
 
@@ -344,29 +370,14 @@ class _Compiler:
             return _number
         low, high = _INT_RANGES.get(fmt or "int64", _INT_RANGES["int64"])
 
-        def integer(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+        def integer(value: Any, loc: Loc, struct: str, walk: _Walk) -> None:
+            if type(value) is int and low <= value <= high:
+                return
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise _type_error(value, path, go_path, go_type)
-            if isinstance(value, float) or not low <= value <= high:
-                raise _type_error(value, path, go_path, go_type, f"number {_go_number(value)}")
+                raise _type_error(value, loc, struct, go_type)
+            raise _type_error(value, loc, struct, go_type, f"number {_go_number(value)}")
 
         return integer
-
-
-def _strip(path: str, key: str) -> str:
-    """A field path as Go's type errors write it: no list indices."""
-    full = _join(path, key)
-    if "[" not in full:
-        return full
-    out, depth = [], 0
-    for ch in full:
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out)
 
 
 def _go_number(value: float) -> str:
@@ -378,37 +389,37 @@ def _go_number(value: float) -> str:
 def _with_checks(checker: Checker, checks: list[Any]) -> Checker:
     """``checker``, then the validation checks registered for its definition."""
 
-    def check(value: Any, path: str, go_path: str, walk: _Walk) -> None:
-        checker(value, path, go_path, walk)
-        if isinstance(value, dict):
-            for fn in checks:
-                walk.errors.invalid.extend(fn(value, path))
+    def check(value: Any, loc: Loc, struct: str, walk: _Walk) -> None:
+        checker(value, loc, struct, walk)
+        path = _path(loc)
+        for fn in checks:
+            walk.errors.invalid.extend(fn(value, path))
 
     return check
 
 
-def _anything(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+def _anything(value: Any, loc: Loc, struct: str, walk: _Walk) -> None:
     """A free-form value (RawExtension, JSON, Quantity: decoded by its own type)."""
 
 
-def _int_or_string(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+def _int_or_string(value: Any, loc: Loc, struct: str, walk: _Walk) -> None:
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise _type_error(value, path, go_path, "int32")
+        raise _type_error(value, loc, struct, "int32")
 
 
-def _number(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+def _number(value: Any, loc: Loc, struct: str, walk: _Walk) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _type_error(value, path, go_path, "float64")
+        raise _type_error(value, loc, struct, "float64")
 
 
-def _base64(value: Any, path: str, go_path: str, walk: _Walk) -> None:
+def _base64(value: Any, loc: Loc, struct: str, walk: _Walk) -> None:
     if not isinstance(value, str):
-        raise _type_error(value, path, go_path, "[]uint8")
+        raise _type_error(value, loc, struct, "[]uint8")
     try:
         base64.b64decode(value, validate=True)
     except binascii.Error:
         raise _TypeError(
-            f"illegal base64 data at input byte {_bad_base64_at(value)}", path
+            f"illegal base64 data at input byte {_bad_base64_at(value)}", _path(loc)
         ) from None
 
 
@@ -423,9 +434,9 @@ def _bad_base64_at(value: str) -> int:
 
 
 def _typed(cls: type, go_type: str) -> Checker:
-    def check(value: Any, path: str, go_path: str, walk: _Walk) -> None:
-        if not isinstance(value, cls) or (cls is not bool and isinstance(value, bool)):
-            raise _type_error(value, path, go_path, go_type)
+    def check(value: Any, loc: Loc, struct: str, walk: _Walk) -> None:
+        if type(value) is not cls:
+            raise _type_error(value, loc, struct, go_type)
 
     return check
 
@@ -433,6 +444,14 @@ def _typed(cls: type, go_type: str) -> Checker:
 @cache
 def _compiler() -> _Compiler:
     return _Compiler(_data()["definitions"])
+
+
+def load() -> None:
+    """Read the schema and compile the checker of every served kind now, rather than on
+    first use (a tenth of a second), e.g. before timing a run or a test."""
+    compiler = _compiler()
+    for served in _served().values():
+        compiler.definition(served.definition)
 
 
 def decode_errors(doc: dict[str, Any], served: ServedKind, *, yaml: bool) -> DecodeErrors:
@@ -451,7 +470,7 @@ def decode_errors(doc: dict[str, Any], served: ServedKind, *, yaml: bool) -> Dec
                 (path, f'line {n}: key "{k}" already set in map') for n, k, path in repeats
             ]
     try:
-        _compiler().definition(served.definition)(doc, "", "", walk)
+        _compiler().definition(served.definition)(doc, None, "", walk)
     except _TypeError as err:
         return DecodeErrors(type_error=str(err), type_error_path=err.path)
     return walk.errors
@@ -460,13 +479,14 @@ def decode_errors(doc: dict[str, Any], served: ServedKind, *, yaml: bool) -> Dec
 def _yaml_duplicates(value: Any) -> list[tuple[int, str, str]]:
     """Every repeated key of a YAML document, as (line, key, field path)."""
     out: list[tuple[int, str, str]] = []
-    stack: list[tuple[Any, str]] = [(value, "")]
+    stack: list[tuple[Any, Loc]] = [(value, None)]
     while stack:
-        item, path = stack.pop()
+        item, loc = stack.pop()
         if isinstance(item, dict):
             if type(item) is DuplicateKeys:
-                out.extend((line or 0, key, _join(path, key)) for key, line in item.duplicates)
-            stack.extend((v, _join(path, str(k))) for k, v in item.items())
+                for key, line in item.duplicates:
+                    out.append((line or 0, key, _path((loc, key, _FIELD))))
+            stack.extend((v, (loc, str(k), _FIELD)) for k, v in item.items())
         elif isinstance(item, list):
-            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+            stack.extend((v, (loc, i, _INDEX)) for i, v in enumerate(item))
     return out
