@@ -174,12 +174,14 @@ def test_bad_quantity_names_file_object_and_field_path() -> None:
         parse_object(doc, source="pods.yaml", index=2)
     err = exc.value
     assert err.source == "pods.yaml"
-    assert err.obj == "Pod default/web-0"
+    assert err.obj == "document 3 (Pod default/web-0)"
     assert [str(p) for p in err.problems] == [
         "spec.containers[0].resources.requests.cpu: quantities must match the regular "
         "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
     ]
-    assert str(err).startswith("pods.yaml: Pod default/web-0: invalid object: spec.containers[0]")
+    assert str(err).startswith(
+        "pods.yaml: document 3 (Pod default/web-0): invalid object: spec.containers[0]"
+    )
 
 
 def test_nameless_object_is_named_by_document_number() -> None:

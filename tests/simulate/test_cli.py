@@ -119,7 +119,8 @@ BAD_INPUT = {
             "  - name: c\n    resources: {requests: {cpu: lots}}\n"
         },
         ["{tmp}/p.yaml"],
-        "p.yaml: Pod default/x: invalid object: spec.containers[0].resources.requests.cpu",
+        "p.yaml: document 1 (Pod default/x): invalid object: "
+        "spec.containers[0].resources.requests.cpu",
     ),
     "invalid-per-api-server": (
         {

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import ConfigDict, ValidationError
@@ -301,7 +301,11 @@ def _preferred_version(kind: str) -> str | None:
     return cls.model_fields["api_version"].default if cls is not None else None
 
 
-def _parse_one(doc: Any, source: str | None, label: str | None, form: str) -> KubeObject | None:
+Form = Literal["yaml", "json", "python"]
+"""Where a document comes from: YAML or JSON text, or a program's dict."""
+
+
+def _parse_one(doc: Any, source: str | None, label: str | None, form: Form) -> KubeObject | None:
     """One document as an object; None for a custom resource no plugin reads (noticed)."""
     if not isinstance(doc, dict):
         raise UserInputError(
@@ -349,7 +353,7 @@ def _parse_one(doc: Any, source: str | None, label: str | None, form: str) -> Ku
         raise UserInputError(
             "invalid object",
             source=source,
-            obj=obj,
+            obj=where,
             problems=problems_from_validation_error(err),
         ) from None
     errs = validate_object(parsed) + raw_errors
@@ -391,7 +395,7 @@ def parse_objects(
     *,
     source: str | None = None,
     index: int | None = None,
-    form: str = "python",
+    form: Form = "python",
 ) -> list[KubeObject]:
     """Like :func:`parse_object`, but a ``List`` (or ``*List``) with ``items`` expands,
     and a custom resource that no plugin reads is skipped with a notice.
