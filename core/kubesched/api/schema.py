@@ -232,6 +232,18 @@ def _type_error(
     return _TypeError(f"json: cannot unmarshal {what} into {where} of type {go_type}", _path(loc))
 
 
+def _not_plain_mapping(
+    value: Any, loc: Loc, struct: str, go_type: str, step: int, walk: _Walk
+) -> None:
+    """For a value that is not a plain dict: Go's type error unless it is a mapping;
+    a JSON mapping's repeated keys (YAML's are listed by line, beforehand)."""
+    if not isinstance(value, dict):
+        raise _type_error(value, loc, struct, go_type)
+    if type(value) is DuplicateKeys and not walk.sort_keys:
+        for key, _ in value.duplicates:
+            walk.field((loc, key, step), "duplicate")
+
+
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
@@ -309,11 +321,7 @@ class _Compiler:
 
         def check(value: Any, loc: Loc, struct: str, walk: _Walk) -> None:
             if type(value) is not dict:
-                if not isinstance(value, dict):
-                    raise _type_error(value, loc, struct, go_type)
-                if type(value) is DuplicateKeys and not walk.sort_keys:
-                    for key, _ in value.duplicates:
-                        walk.field((loc, key, _FIELD), "duplicate")
+                _not_plain_mapping(value, loc, struct, go_type, _FIELD, walk)
             for key in sorted(value) if walk.sort_keys else value:
                 sub = props.get(key)
                 if sub is None:
@@ -332,11 +340,7 @@ class _Compiler:
 
         def check(value: Any, loc: Loc, struct: str, walk: _Walk) -> None:
             if type(value) is not dict:
-                if not isinstance(value, dict):
-                    raise _type_error(value, loc, struct, go_type)
-                if type(value) is DuplicateKeys and not walk.sort_keys:
-                    for key, _ in value.duplicates:
-                        walk.field((loc, key, _KEY), "duplicate")
+                _not_plain_mapping(value, loc, struct, go_type, _KEY, walk)
             for key in sorted(value) if walk.sort_keys else value:
                 item = value[key]
                 if item is not None:
