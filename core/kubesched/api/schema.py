@@ -395,9 +395,10 @@ def _with_checks(checker: Checker, checks: list[Any]) -> Checker:
 
     def check(value: Any, loc: Loc, struct: str, walk: _Walk) -> None:
         checker(value, loc, struct, walk)
-        path = _path(loc)
         for fn in checks:
-            walk.errors.invalid.extend(fn(value, path))
+            errs = fn(value, lambda: _path(loc))
+            if errs:
+                walk.errors.invalid.extend(errs)
 
     return check
 

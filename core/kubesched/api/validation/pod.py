@@ -12,7 +12,7 @@ contexts...) are not made.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..core import (
     Affinity,
@@ -621,10 +621,10 @@ enum_check(_CORE + "SeccompProfile", "type", ("Localhost", "RuntimeDefault", "Un
 
 
 @register_raw_check(_CORE + "PodSpec")
-def _pod_os(spec: dict[str, object], path: str) -> list[FieldError]:
+def _pod_os(spec: dict[str, object], where: Callable[[], str]) -> list[FieldError]:
     # Upstream names the error at spec.os, not spec.os.name.
     pod_os = spec.get("os")
     name = pod_os.get("name") if isinstance(pod_os, dict) else None
     if not name or name in ("linux", "windows"):
         return []
-    return [not_supported(f"{path}.os", name, ("linux", "windows"))]
+    return [not_supported(f"{where()}.os", name, ("linux", "windows"))]

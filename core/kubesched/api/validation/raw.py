@@ -17,15 +17,16 @@ from .field import FieldError, not_supported
 
 __all__ = ["RAW_CHECKS", "RawCheck", "register_raw_check"]
 
-RawCheck = Callable[[dict[str, Any], str], list[FieldError]]
-"""``check(value, path)``: the errors of one decoded value at ``path``."""
+RawCheck = Callable[[dict[str, Any], Callable[[], str]], list[FieldError]]
+"""``check(value, where)``: the errors of one decoded value; ``where()`` is its field
+path (worked out only when asked: most values have no error)."""
 
 RAW_CHECKS: dict[str, list[RawCheck]] = {}
 """The checks of each OpenAPI definition, by its name."""
 
 
 def register_raw_check(definition: str) -> Callable[[RawCheck], RawCheck]:
-    """Decorator: run ``check(value, path)`` on every value of ``definition``."""
+    """Decorator: run ``check(value, where)`` on every value of ``definition``."""
 
     def deco(fn: RawCheck) -> RawCheck:
         RAW_CHECKS.setdefault(definition, []).append(fn)
@@ -39,8 +40,9 @@ def enum_check(definition: str, field: str, supported: tuple[str, ...]) -> None:
     ``supported`` (listed in the server's order, which is its source's, not sorted)."""
 
     @register_raw_check(definition)
-    def check(value: dict[str, Any], path: str) -> list[FieldError]:
+    def check(value: dict[str, Any], where: Callable[[], str]) -> list[FieldError]:
         got = value.get(field)
         if not got or got in supported:
             return []
+        path = where()
         return [not_supported(f"{path}.{field}" if path else field, got, supported)]
