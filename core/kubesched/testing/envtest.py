@@ -149,6 +149,14 @@ class ControlPlane:
         """The bearer token of ``user``."""
         return ADMIN_TOKEN if user == "admin" else f"token-{user}"
 
+    def get(self, path: str) -> Any:
+        """GET ``path`` (``/openapi/v3``, ``/version``...) as the admin: the JSON answer."""
+        request = urllib.request.Request(
+            f"{self.url}{path}", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        )
+        with urllib.request.urlopen(request, context=_insecure_context(), timeout=60) as resp:
+            return json.loads(resp.read())
+
     def dry_run_create(
         self, manifest: dict[str, Any], *, yaml_text: str | None = None
     ) -> tuple[int, dict[str, Any]]:
