@@ -121,6 +121,7 @@ metadata: {name: n1}
 ---
 # only a comment
 ---
+apiVersion: v1
 kind: Pod
 metadata: {name: p1, namespace: ns}
 spec: {containers: [{name: c, image: busybox}]}
@@ -173,12 +174,14 @@ def test_bad_quantity_names_file_object_and_field_path() -> None:
         parse_object(doc, source="pods.yaml", index=2)
     err = exc.value
     assert err.source == "pods.yaml"
-    assert err.obj == "Pod default/web-0"
+    assert err.obj == "document 3 (Pod default/web-0)"
     assert [str(p) for p in err.problems] == [
         "spec.containers[0].resources.requests.cpu: quantities must match the regular "
         "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
     ]
-    assert str(err).startswith("pods.yaml: Pod default/web-0: invalid object: spec.containers[0]")
+    assert str(err).startswith(
+        "pods.yaml: document 3 (Pod default/web-0): invalid object: spec.containers[0]"
+    )
 
 
 def test_nameless_object_is_named_by_document_number() -> None:
@@ -190,6 +193,26 @@ def test_nameless_object_is_named_by_document_number() -> None:
 
 def test_several_problems_are_all_reported() -> None:
     text = """
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  overhead: {cpu: lots}
+  containers:
+  - resources: {limits: {memory: 1x}}
+"""
+    with pytest.raises(UserInputError) as exc:
+        parse_manifests(text, source="p.yaml")
+    assert {p.path for p in exc.value.problems} == {
+        "spec.overhead.cpu",
+        "spec.containers[0].resources.limits.memory",
+    }
+
+
+def test_a_value_of_the_wrong_type_stops_decoding_as_the_server_does() -> None:
+    # kube-apiserver reports Go's first type error alone, before any validation.
+    text = """
+apiVersion: v1
 kind: Pod
 metadata: {name: p}
 spec:
@@ -199,22 +222,21 @@ spec:
 """
     with pytest.raises(UserInputError) as exc:
         parse_manifests(text, source="p.yaml")
-    assert {p.path for p in exc.value.problems} == {
-        "spec.priority",
-        "spec.containers[0].resources.limits.memory",
-    }
+    assert [p.path for p in exc.value.problems] == ["spec.priority"]
+    assert str(exc.value) == (
+        'p.yaml: document 1 (Pod default/p): Pod in version "v1" cannot be handled as a Pod: '
+        "json: cannot unmarshal string into Go struct field PodSpec.spec.priority of type int32"
+    )
 
 
 @pytest.mark.parametrize(
     ("doc", "message"),
     [
         (
-            {"kind": "Secret", "metadata": {"name": "s"}},
-            "unsupported kind 'Secret'; supported kinds: "
-            "DaemonSet, Deployment, Job, Lease, Namespace, Node, Pod, PodDisruptionBudget, "
-            "PriorityClass, ReplicaSet, ReplicationController, RuntimeClass, Service, StatefulSet",
+            {"apiVersion": "v1", "kind": "Widget", "metadata": {"name": "s"}},
+            'no matches for kind "Widget" in version "v1"',
         ),
-        ({"metadata": {"name": "x"}}, "missing 'kind'"),
+        ({"metadata": {"name": "x"}}, "error validating data: apiVersion not set, kind not set"),
         (["a", "b"], "expected a mapping"),
         ("just text", "expected a mapping"),
     ],
@@ -227,43 +249,45 @@ def test_bad_documents(doc, message: str) -> None:
 
 def test_unknown_kind_names_the_object() -> None:
     with pytest.raises(UserInputError) as exc:
-        parse_object({"kind": "Secret", "metadata": {"name": "s", "namespace": "x"}})
-    assert exc.value.obj == "Secret s"
+        parse_object({"kind": "Widget", "metadata": {"name": "s", "namespace": "x"}})
+    assert exc.value.obj == "Widget s"
 
 
 def test_yaml_syntax_error_names_file_and_line(tmp_path: Path) -> None:
     f = tmp_path / "bad.yaml"
-    f.write_text("kind: Pod\nmetadata:\n  name: p\n  labels: {a: b\nspec: {}\n")
+    f.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {a: b\nspec: {}\n")
     with pytest.raises(UserInputError) as exc:
         load_manifests([f])
     assert exc.value.source == str(f)
     assert "invalid YAML" in exc.value.message
-    assert "line 5" in exc.value.message
+    assert "line 6" in exc.value.message
 
 
 def test_json_file_and_json_error(tmp_path: Path) -> None:
     good = tmp_path / "node.json"
-    good.write_text('{"kind": "Node", "metadata": {"name": "n1"}}')
+    good.write_text('{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}')
     assert [o.key for o in load_manifests([good])] == ["n1"]
     bad = tmp_path / "bad.json"
-    bad.write_text('{"kind": "Node",\n "metadata": }')
+    bad.write_text('{"apiVersion": "v1", "kind": "Node",\n "metadata": }')
     with pytest.raises(UserInputError, match=r"invalid JSON: .*line 2"):
         load_manifests([bad])
 
 
 def test_directory_is_recursive_sorted_and_filtered(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
-    (tmp_path / "a.yaml").write_text("kind: Node\nmetadata: {name: a}\n")
-    (tmp_path / "b" / "c.yml").write_text("kind: Node\nmetadata: {name: c}\n")
-    (tmp_path / "b" / "b.json").write_text('{"kind": "Node", "metadata": {"name": "b"}}')
-    (tmp_path / "notes.txt").write_text("kind: Secret\n")
+    (tmp_path / "a.yaml").write_text("apiVersion: v1\nkind: Node\nmetadata: {name: a}\n")
+    (tmp_path / "b" / "c.yml").write_text("apiVersion: v1\nkind: Node\nmetadata: {name: c}\n")
+    (tmp_path / "b" / "b.json").write_text(
+        '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "b"}}'
+    )
+    (tmp_path / "notes.txt").write_text("apiVersion: v1\nkind: Secret\n")
     (tmp_path / "README.md").write_text("# not a manifest\n")
     assert [o.key for o in load_manifests([tmp_path])] == ["a", "b", "c"]
 
 
 def test_paths_are_read_in_the_order_given(tmp_path: Path) -> None:
-    (tmp_path / "1.yaml").write_text("kind: Node\nmetadata: {name: one}\n")
-    (tmp_path / "2.yaml").write_text("kind: Node\nmetadata: {name: two}\n")
+    (tmp_path / "1.yaml").write_text("apiVersion: v1\nkind: Node\nmetadata: {name: one}\n")
+    (tmp_path / "2.yaml").write_text("apiVersion: v1\nkind: Node\nmetadata: {name: two}\n")
     objs = load_manifests([str(tmp_path / "2.yaml"), tmp_path / "1.yaml"])
     assert [o.key for o in objs] == ["two", "one"]
 
@@ -274,12 +298,16 @@ def test_missing_path() -> None:
 
 
 def test_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO("kind: Node\nmetadata: {name: n}\n"))
+    monkeypatch.setattr(
+        "sys.stdin", io.StringIO("apiVersion: v1\nkind: Node\nmetadata: {name: n}\n")
+    )
     assert [o.key for o in load_manifests(["-"])] == ["n"]
 
 
 def test_stdin_errors_name_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO("kind: Pod\nspec: {priority: x}\n"))
+    monkeypatch.setattr(
+        "sys.stdin", io.StringIO("apiVersion: v1\nkind: Pod\nspec: {priority: x}\n")
+    )
     with pytest.raises(UserInputError) as exc:
         load_manifests(["-"])
     assert exc.value.source == "<stdin>"
@@ -290,26 +318,29 @@ def test_stdin_errors_name_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
     ("doc", "problems"),
     [
         (
-            "kind: PersistentVolume\nmetadata: {name: v}\nspec:\n  capacity: {storage: lots}\n"
+            "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: v}\nspec:\n"
+            "  capacity: {storage: lots}\n"
             "  accessModes: [ReadWriteOncePod, Sometimes]\n",
             ["spec.capacity.storage"],
         ),
         (
-            "kind: PersistentVolume\nmetadata: {name: v}\nspec:\n  capacity: {storage: 1Gi}\n"
+            "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: v}\nspec:\n"
+            "  capacity: {storage: 1Gi}\n"
             "  accessModes: [ReadWriteOncePod, Sometimes]\n  csi: {driver: d, volumeHandle: h}\n",
             ["spec.accessModes", "spec.accessModes"],
         ),
         (
-            "kind: StorageClass\nmetadata: {name: s}\nvolumeBindingMode: Later\n",
+            "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: s}\n"
+            "volumeBindingMode: Later\n",
             ["provisioner", "volumeBindingMode"],
         ),
         (
-            "kind: CSINode\nmetadata: {name: n}\nspec:\n  drivers:\n"
+            "apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata: {name: n}\nspec:\n  drivers:\n"
             "  - {name: d, allocatable: {count: -1}}\n",
             ["spec.drivers[0].nodeID", "spec.drivers[0].allocatable.count"],
         ),
         (
-            "kind: Pod\nmetadata: {name: p}\nspec:\n  volumes:\n"
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  volumes:\n"
             "  - {name: v, gcePersistentDisk: {pdName: d, readOnly: maybe}}\n",
             ["spec.volumes[0].gcePersistentDisk.readOnly"],
         ),
@@ -318,7 +349,7 @@ def test_stdin_errors_name_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
 )
 def test_storage_objects_report_field_paths(doc: str, problems: list[str]) -> None:
     with pytest.raises(UserInputError) as excinfo:
-        parse_manifests("apiVersion: v1\n" + doc, source="s.yaml")
+        parse_manifests(doc, source="s.yaml")
     assert [p.path for p in excinfo.value.problems] == problems
     assert excinfo.value.source == "s.yaml"
 
@@ -326,7 +357,7 @@ def test_storage_objects_report_field_paths(doc: str, problems: list[str]) -> No
 # --- hostile input: bombs, depth, size -------------------------------------------------------
 
 BILLION_LAUGHS = (
-    "kind: Pod\nmetadata: {name: x}\nspec:\n  containers: [{name: c, image: i}]\n"
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers: [{name: c, image: i}]\n"
     "  volumes:\n  - name: v\n    ephemeral:\n"
     '      a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
     + "".join(
@@ -340,9 +371,13 @@ BILLION_LAUGHS = (
     ("text", "message"),
     [
         (BILLION_LAUGHS, "YAML aliases expand a document beyond 1000000 nodes"),
-        ("kind: Pod\nspec: " + "[" * 5000 + "]" * 5000 + "\n", "exceeded maximum nesting depth"),
         (
-            "kind: Pod\nspec:\n" + "".join("  " * (i + 1) + "k:\n" for i in range(2000)),
+            "apiVersion: v1\nkind: Pod\nspec: " + "[" * 5000 + "]" * 5000 + "\n",
+            "exceeded maximum nesting depth",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nspec:\n"
+            + "".join("  " * (i + 1) + "k:\n" for i in range(2000)),
             "exceeded maximum nesting depth",
         ),
     ],
@@ -365,7 +400,9 @@ def test_hostile_yaml_is_refused_quickly(text: str, message: str) -> None:
 
 def test_deep_json_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "deep.json"
-    path.write_text('{"kind": "Pod", "spec": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    path.write_text(
+        '{"apiVersion": "v1", "kind": "Pod", "spec": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    )
     with pytest.raises(UserInputError, match="nested too deeply") as exc:
         load_manifests([path])
     assert exc.value.source == str(path)
@@ -383,7 +420,7 @@ def test_huge_file_is_refused_unread(tmp_path: Path) -> None:
 
 def test_aliases_that_do_not_explode_are_fine() -> None:
     text = (
-        "kind: Node\nmetadata: {name: n, labels: &l {a: b}}\n"
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: &l {a: b}}\n"
         "status: {capacity: &c {cpu: '1'}, allocatable: *c}\n"
     )
     (node,) = parse_manifests(text)

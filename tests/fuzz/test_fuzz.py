@@ -17,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesched.api import MANIFEST_SUFFIXES, parse_manifests, parse_object
+from kubesched.api import MANIFEST_SUFFIXES, parse_manifests, parse_object, schema
 from kubesched.config import config_from_dict
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import default_registry
@@ -29,6 +29,9 @@ EXAMPLE_FILES = sorted(
     p for p in EXAMPLES.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file()
 )
 REGISTRY = default_registry()
+# Compiled once per process on first use; done here so that it is not the first
+# example's time against the deadline.
+schema.load()
 
 
 def _fuzz(examples: int) -> Any:

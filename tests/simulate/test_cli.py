@@ -111,7 +111,7 @@ BAD_INPUT = {
     "unknown-kind": (
         {"w.yaml": "apiVersion: v1\nkind: Widget\nmetadata: {name: x}\n"},
         ["{ex}", "{tmp}/w.yaml"],
-        "w.yaml: Widget x: unsupported kind 'Widget'",
+        'w.yaml: document 1 (Widget x): no matches for kind "Widget" in version "v1"',
     ),
     "bad-field": (
         {
@@ -119,7 +119,8 @@ BAD_INPUT = {
             "  - name: c\n    resources: {requests: {cpu: lots}}\n"
         },
         ["{tmp}/p.yaml"],
-        "p.yaml: Pod default/x: invalid object: spec.containers[0].resources.requests.cpu",
+        "p.yaml: document 1 (Pod default/x): invalid object: "
+        "spec.containers[0].resources.requests.cpu",
     ),
     "invalid-per-api-server": (
         {
@@ -196,7 +197,7 @@ def test_bad_input(
 
 def test_every_error_of_an_invalid_object_is_listed(tmp_path: Path, capsys) -> None:
     (tmp_path / "p.yaml").write_text(
-        "kind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n"
         "  - {name: c, image: i, resources: {requests: {cpu: '-1', memory: 2Gi}, "
         "limits: {memory: 1Gi}}}\n  tolerations: [{key: k, operator: Exists, value: v}]\n"
     )

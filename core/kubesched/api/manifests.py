@@ -7,13 +7,16 @@ import logging
 import sys
 import threading
 from collections.abc import Iterable, Iterator
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import ValidationError
+from pydantic import ConfigDict, ValidationError
 
-from ..errors import FieldProblem, UserInputError, problems_from_validation_error
+from ..errors import ErrorType, FieldProblem, UserInputError, problems_from_validation_error
+from ..notices import notice
+from . import schema
 from .cluster import Lease, PodDisruptionBudget, PriorityClass, RuntimeClass
 from .core import Namespace, Node, Pod, Service
 from .kubelet import KubeletConfiguration
@@ -34,6 +37,10 @@ __all__ = [
     "KINDS",
     "KIND_ENTRY_POINT_GROUP",
     "MANIFEST_SUFFIXES",
+    "DecodingError",
+    "KeptObject",
+    "kept_kind",
+    "kept_kinds",
     "load_manifests",
     "parse_manifests",
     "parse_object",
@@ -135,18 +142,100 @@ def _load_extra_kinds() -> None:
 
 def resolve_kind(kind: str) -> type[KubeObject] | None:
     """The model class of ``kind``, consulting the ``kubesched.kinds`` entry points (once)
-    for a kind that is not built in; None when no one knows it."""
+    for a kind that is not built in, then the kinds kube-apiserver serves that kubesched
+    keeps without modelling (:func:`kept_kind`); None when no one knows it."""
     cls = KINDS.get(kind)
     if cls is None and not _extra_kinds_loaded:
         _load_extra_kinds()
         cls = KINDS.get(kind)
+    if cls is None:
+        served = _served_by_kind().get(kind)
+        if served is not None:
+            cls = kept_kind(served)
     return cls
+
+
+class KeptObject(KubeObject):
+    """An object of a built-in kind that kubesched validates and keeps but does not
+    simulate (a ConfigMap, a Role, an Ingress...): its metadata as a model, every other
+    field as read. Each such kind has its own subclass (:func:`kept_kind`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+_KEPT: dict[str, type[KeptObject]] = {}
+
+
+@cache
+def _served_by_kind() -> dict[str, schema.ServedKind]:
+    """The served kinds by name, the preferred (first recorded) version of each."""
+    out: dict[str, schema.ServedKind] = {}
+    for served in schema.served_kinds():
+        out.setdefault(served.kind, served)
+    return out
+
+
+def kept_kind(served: schema.ServedKind) -> type[KeptObject]:
+    """The :class:`KeptObject` subclass of ``served``'s kind (made once per kind)."""
+    cls = _KEPT.get(served.kind)
+    if cls is None:
+        cls = _KEPT[served.kind] = type(
+            served.kind,
+            (KeptObject,),
+            {
+                "__doc__": f"A kept {served.kind} (not simulated).",
+                "__module__": __name__,
+                "namespaced": served.namespaced,
+                "__annotations__": {"api_version": str | None, "kind": str | None},
+                "api_version": served.api_version,
+                "kind": served.kind,
+            },
+        )
+    return cls
+
+
+def kept_kinds() -> list[str]:
+    """The kinds read so far as :class:`KeptObject` (validated and kept, not simulated)."""
+    return list(_KEPT)
+
+
+class DecodingError(UserInputError):
+    """A document refused before validation, as ``kubectl apply`` and kube-apiserver
+    refuse it: apiVersion or kind not set or not served, unknown or duplicate fields, a
+    value of the wrong type (HTTP 400). ``message`` is their own text; each field is also
+    a problem (``path``), but the text already names them, so it is shown alone."""
+
+    def __str__(self) -> str:
+        where = ": ".join(p for p in (self.source, self.obj) if p)
+        return f"{where}: {self.message}" if where else self.message
 
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 """File suffixes read from a directory."""
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """The safe YAML loader, keeping note of keys a mapping repeats (the API server
+    refuses them: ``key "a" already set in map``) where the plain loader keeps the last."""
+
+
+def _construct_mapping(loader: Any, node: yaml.MappingNode) -> Iterator[dict[str, Any]]:
+    seen: set[Any] = set()
+    repeats = []
+    for key_node, _ in node.value:
+        if isinstance(key_node, yaml.ScalarNode) and key_node.tag != _MERGE_TAG:
+            if key_node.value in seen:
+                repeats.append((key_node.value, key_node.start_mark.line + 1))
+            seen.add(key_node.value)
+    data: dict[str, Any] = schema.DuplicateKeys({}, repeats) if repeats else {}
+    yield data  # first, as PyYAML's own constructor does, for recursive documents
+    data.update(loader.construct_mapping(node))
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
 
 
 def _describe(doc: dict[str, Any], kind: str | None, fallback: str | None) -> str:
@@ -165,6 +254,7 @@ def _describe(doc: dict[str, Any], kind: str | None, fallback: str | None) -> st
 
 
 def _is_list(doc: dict[str, Any]) -> bool:
+    """A ``List`` or ``*List`` (with ``items``) that expands into its objects."""
     kind = doc.get("kind")
     return isinstance(kind, str) and kind.endswith("List") and "items" in doc
 
@@ -173,7 +263,50 @@ def _doc_label(index: int | None) -> str | None:
     return f"document {index + 1}" if index is not None else None
 
 
-def _parse_one(doc: Any, source: str | None, label: str | None) -> KubeObject:
+def _kind_of(
+    doc: dict[str, Any], source: str | None, obj: str
+) -> tuple[str, schema.ServedKind | None]:
+    """The document's kind and, when kube-apiserver serves its apiVersion and kind, how;
+    refuses what ``kubectl apply`` refuses before anything reaches the server."""
+    kind, api_version = doc.get("kind"), doc.get("apiVersion")
+    missing = [f for f, v in (("apiVersion", api_version), ("kind", kind)) if not v]
+    if missing:
+        raise DecodingError(
+            "error validating data: " + ", ".join(f"{f} not set" for f in missing),
+            source=source,
+            obj=obj,
+            problems=[FieldProblem(f, "Required value", ErrorType.REQUIRED) for f in missing],
+        )
+    if not isinstance(kind, str) or not isinstance(api_version, str):
+        raise DecodingError("apiVersion and kind must be strings", source=source, obj=obj)
+    served = schema.served_kind(api_version, kind)
+    if served is None:
+        group, _, version = api_version.rpartition("/")
+        # A group the server serves, or one without a domain (extensions/v1beta1), is
+        # Kubernetes' own: an unknown version or kind there is an error, not a CRD.
+        if schema.serves_group(group) or "." not in group or not version:
+            raise DecodingError(
+                f'no matches for kind "{kind}" in version "{api_version}"', source=source, obj=obj
+            )
+    return kind, served
+
+
+def _preferred_version(kind: str) -> str | None:
+    """The apiVersion a built-in or plugin kind is read at when a Python caller leaves
+    it out (files must give it, as kubectl requires)."""
+    served = _served_by_kind().get(kind)
+    if served is not None:
+        return served.api_version
+    cls = resolve_kind(kind)
+    return cls.model_fields["api_version"].default if cls is not None else None
+
+
+Form = Literal["yaml", "json", "python"]
+"""Where a document comes from: YAML or JSON text, or a program's dict."""
+
+
+def _parse_one(doc: Any, source: str | None, label: str | None, form: Form) -> KubeObject | None:
+    """One document as an object; None for a custom resource no plugin reads (noticed)."""
     if not isinstance(doc, dict):
         raise UserInputError(
             f"expected a mapping (a Kubernetes object), got {type(doc).__name__}",
@@ -182,33 +315,49 @@ def _parse_one(doc: Any, source: str | None, label: str | None) -> KubeObject:
         )
     kind = doc.get("kind")
     obj = _describe(doc, kind if isinstance(kind, str) else None, label)
-    if not isinstance(kind, str) or not kind:
-        _load_extra_kinds()
-        raise UserInputError(
-            "missing 'kind'; supported kinds: " + ", ".join(sorted(KINDS)), source=source, obj=obj
-        )
     if _is_list(doc):
         raise UserInputError(f"{kind} must be read with parse_objects", source=source, obj=obj)
-    cls = resolve_kind(kind)
-    if cls is None:
-        raise UserInputError(
-            f"unsupported kind {kind!r}; supported kinds: " + ", ".join(sorted(KINDS)),
-            source=source,
-            obj=obj,
-        )
+    # Name the document too: several documents may carry the same object name.
+    where = obj if label is None or obj == label else f"{label} ({obj})"
+    if form == "python" and not doc.get("apiVersion") and isinstance(kind, str):
+        doc = {**doc, "apiVersion": _preferred_version(kind)}
+    kind, served = _kind_of(doc, source, where)
+    raw_errors = []
+    if served is not None:
+        decoded = schema.decode_errors(doc, served, yaml=form == "yaml")
+        if decoded.failed:
+            raise DecodingError(
+                decoded.message(served),
+                source=source,
+                obj=where,
+                problems=[FieldProblem(path, text) for path, text in decoded.problems],
+            )
+        raw_errors = decoded.invalid
+        cls = KINDS.get(kind) or kept_kind(served)
+    else:
+        # A kind of a group the server does not serve: a plugin's kind (or one of
+        # kubesched's own files, KubeletConfiguration), else a custom resource. A
+        # built-in kind's name in a foreign group is a custom resource too.
+        cls = resolve_kind(kind)
+        if cls is None or kind in _served_by_kind():
+            notice(
+                f"custom resource {doc['apiVersion']} {kind} is not a kind kubesched reads "
+                "(no plugin registers it); skipped",
+                source=source,
+                obj=where,
+            )
+            return None
     try:
         parsed = cls.model_validate(doc)
     except ValidationError as err:
         raise UserInputError(
             "invalid object",
             source=source,
-            obj=obj,
+            obj=where,
             problems=problems_from_validation_error(err),
         ) from None
-    errs = validate_object(parsed)
+    errs = validate_object(parsed) + raw_errors
     if errs:
-        # Name the document too: several documents may carry the same object name.
-        where = obj if label is None or obj == label else f"{label} ({obj})"
         refusal = InvalidObjectError.of(parsed, errs)
         raise UserInputError(
             f'{refusal.kind} "{refusal.name}" is invalid',
@@ -228,25 +377,50 @@ def parse_object(
     ``source`` (a file name) and ``index`` (0-based position of the document in it,
     shown 1-based as ``document 3``) only serve the error message. Raises
     ``UserInputError`` naming the source, the object and each field path. A
-    ``kind: List`` document is refused here: use :func:`parse_objects`.
+    ``kind: List`` document is refused here: use :func:`parse_objects`, as for a custom
+    resource no plugin reads (which :func:`parse_objects` skips with a notice).
     """
-    return _parse_one(doc, source, _doc_label(index))
+    parsed = _parse_one(doc, source, _doc_label(index), "python")
+    if parsed is None:
+        raise UserInputError(
+            f"{doc['apiVersion']} {doc['kind']} is a custom resource kubesched does not read",
+            source=source,
+            obj=_describe(doc, doc["kind"], _doc_label(index)),
+        )
+    return parsed
 
 
 def parse_objects(
-    doc: dict[str, Any], *, source: str | None = None, index: int | None = None
+    doc: dict[str, Any],
+    *,
+    source: str | None = None,
+    index: int | None = None,
+    form: Form = "python",
 ) -> list[KubeObject]:
-    """Like :func:`parse_object`, but a ``List`` (or ``*List``) with ``items`` expands."""
+    """Like :func:`parse_object`, but a ``List`` (or ``*List``) with ``items`` expands,
+    and a custom resource that no plugin reads is skipped with a notice.
+
+    ``form`` says where ``doc`` comes from: ``"yaml"`` or ``"json"`` text, which must
+    give ``apiVersion`` (as ``kubectl`` requires; YAML's unknown fields are listed in key
+    order, its repeated keys by line, as the server lists them), or ``"python"``, a
+    program's dict, read at its kind's preferred version when it gives none.
+    """
     label = _doc_label(index)
     if not (isinstance(doc, dict) and _is_list(doc)):
-        return [_parse_one(doc, source, label)]
+        parsed = _parse_one(doc, source, label, form)
+        return [] if parsed is None else [parsed]
     items = doc.get("items") or []
     if not isinstance(items, list):
         raise UserInputError(
             "items: expected a list", source=source, obj=_describe(doc, doc.get("kind"), label)
         )
     prefix = f"{label} " if label else ""
-    return [_parse_one(item, source, f"{prefix}items[{i}]") for i, item in enumerate(items)]
+    out = []
+    for i, item in enumerate(items):
+        parsed = _parse_one(item, source, f"{prefix}items[{i}]", form)
+        if parsed is not None:
+            out.append(parsed)
+    return out
 
 
 MAX_MANIFEST_BYTES = 256 * 1024 * 1024
@@ -321,13 +495,27 @@ def parse_manifests(text: str, *, source: str = "<string>") -> list[KubeObject]:
     for i, doc in enumerate(_yaml_documents(text, source)):
         if doc is None:
             continue
-        out.extend(parse_objects(doc, source=source, index=i))
+        out.extend(parse_objects(doc, source=source, index=i, form="yaml"))
     return out
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, noting the keys it repeats (the server refuses them)."""
+    data = dict(pairs)
+    if len(data) == len(pairs):
+        return data
+    seen: set[str] = set()
+    repeats = []
+    for key, _ in pairs:
+        if key in seen:
+            repeats.append((key, None))
+        seen.add(key)
+    return schema.DuplicateKeys(data, repeats)
 
 
 def _parse_json(text: str, source: str) -> list[KubeObject]:
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_json_object)
     except json.JSONDecodeError as err:
         raise UserInputError(
             f"invalid JSON: {err.msg} (line {err.lineno}, column {err.colno})", source=source
@@ -336,7 +524,7 @@ def _parse_json(text: str, source: str) -> list[KubeObject]:
         raise UserInputError("invalid JSON: nested too deeply", source=source) from None
     if doc is None:
         return []
-    return parse_objects(doc, source=source)
+    return parse_objects(doc, source=source, form="json")
 
 
 def _read_file(path: Path) -> list[KubeObject]:

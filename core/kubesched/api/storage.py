@@ -122,6 +122,20 @@ class PersistentVolumeSpec(InTreeVolumeSources):
     local: dict[str, Any] | None = None
     host_path: dict[str, Any] | None = None
     nfs: dict[str, Any] | None = None
+    # The other in-tree sources v1.36 still accepts: read only to count the volume's
+    # sources (a PV has exactly one), as the API server does.
+    glusterfs: dict[str, Any] | None = None
+    flocker: dict[str, Any] | None = None
+    quobyte: dict[str, Any] | None = None
+    cephfs: dict[str, Any] | None = None
+    fc: dict[str, Any] | None = None
+    flex_volume: dict[str, Any] | None = None
+    azure_file: dict[str, Any] | None = None
+    vsphere_volume: dict[str, Any] | None = None
+    photon_persistent_disk: dict[str, Any] | None = None
+    portworx_volume: dict[str, Any] | None = None
+    scale_io: dict[str, Any] | None = Field(None, alias="scaleIO")
+    storageos: dict[str, Any] | None = None
 
     def storage_capacity(self) -> int:
         """``capacity.storage`` in bytes (0 when not set)."""

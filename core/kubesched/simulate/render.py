@@ -132,6 +132,10 @@ def render_summary(
     if report.evictions:
         console.print()
         _evictions_list(report.evictions, console, max_pending_rows)
+    if report.not_simulated:
+        console.print()
+        kept = ", ".join(f"{k.kind} {k.count}" for k in report.not_simulated)
+        console.print(Text.assemble(("Kept, not simulated", "bold"), f": {kept}"), soft_wrap=True)
     if report.rejections:
         console.print()
         console.print(Text(f"Rejected by admission ({len(report.rejections)})", style="bold"))

@@ -30,6 +30,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from kubesched.api.schema import served_kind
 from kubesched.errors import KubeschedError
 
 ASSETS_ENV = "KUBEBUILDER_ASSETS"
@@ -148,18 +149,32 @@ class ControlPlane:
         """The bearer token of ``user``."""
         return ADMIN_TOKEN if user == "admin" else f"token-{user}"
 
-    def dry_run_create(self, manifest: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        """POST ``manifest`` with ``dryRun=All`` as the admin: the HTTP status and the
-        answer (the object as it would be stored, or the ``Status`` of a refusal, whose
-        ``details.causes`` list every field error). Nothing is stored."""
+    def get(self, path: str) -> Any:
+        """GET ``path`` (``/openapi/v3``, ``/version``...) as the admin: the JSON answer."""
         request = urllib.request.Request(
-            f"{self.url}{collection_path(manifest)}?dryRun=All",
-            data=json.dumps(manifest).encode(),
+            f"{self.url}{path}", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        )
+        with urllib.request.urlopen(request, context=_insecure_context(), timeout=60) as resp:
+            return json.loads(resp.read())
+
+    def dry_run_create(
+        self, manifest: dict[str, Any], *, yaml_text: str | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        """POST ``manifest`` with ``dryRun=All`` and ``fieldValidation=Strict`` (as
+        ``kubectl apply`` does) as the admin: the HTTP status and the answer (the object as
+        it would be stored, or the ``Status`` of a refusal, whose ``details.causes`` list
+        every field error). Nothing is stored. ``yaml_text``: send this YAML (the same
+        object, written with what JSON cannot say, such as repeated keys) instead."""
+        body, content_type = (
+            (yaml_text.encode(), "application/yaml")
+            if yaml_text is not None
+            else (json.dumps(manifest).encode(), "application/json")
+        )
+        request = urllib.request.Request(
+            f"{self.url}{collection_path(manifest)}?dryRun=All&fieldValidation=Strict",
+            data=body,
             method="POST",
-            headers={
-                "Authorization": f"Bearer {ADMIN_TOKEN}",
-                "Content-Type": "application/json",
-            },
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": content_type},
         )
         try:
             with urllib.request.urlopen(request, context=_insecure_context(), timeout=30) as resp:
@@ -170,11 +185,13 @@ class ControlPlane:
     def verdict(self, manifest: dict[str, Any]) -> tuple[str | None, list[str]]:
         """What the API server says of creating ``manifest`` (a dry run): its refusal's
         message (None when it would accept the object) and the causes as
-        ``field: message``, one per field error. Raises ``EnvtestError`` on an answer
-        other than acceptance or 422 Invalid."""
+        ``field: message``, one per field error (none when it cannot decode the object:
+        400 BadRequest). Raises ``EnvtestError`` on any other answer."""
         code, answer = self.dry_run_create(manifest)
         if code < 300:
             return None, []
+        if code == 400:
+            return answer["message"], []
         if code != 422:
             raise EnvtestError(f"HTTP {code} for a {manifest.get('kind')}: {answer.get('message')}")
         causes = [
@@ -443,10 +460,19 @@ _VERSIONED_COLLECTIONS = {
 
 
 def collection_path(manifest: dict[str, Any]) -> str:
-    """The API path a ``manifest`` of a kind the tests create is POSTed to."""
+    """The API path a ``manifest`` is POSTed to: of a kind the tests create, or of any
+    kind the recorded API schema serves at the manifest's apiVersion."""
     namespace = (manifest.get("metadata") or {}).get("namespace") or "default"
     versioned = _VERSIONED_COLLECTIONS.get((manifest.get("apiVersion"), manifest["kind"]))
-    return (versioned or _COLLECTIONS[manifest["kind"]]).format(ns=namespace)
+    path = versioned or _COLLECTIONS.get(manifest["kind"])
+    if path is None:
+        served = served_kind(manifest.get("apiVersion") or "", manifest["kind"])
+        if served is None:
+            raise KeyError(f"no collection for {manifest.get('apiVersion')} {manifest['kind']}")
+        root = f"/apis/{served.api_version}" if served.group else "/api/v1"
+        scope = "/namespaces/{ns}" if served.namespaced else ""
+        path = f"{root}{scope}/{served.resource}"
+    return path.format(ns=namespace)
 
 
 def create_object(client: Any, manifest: dict[str, Any]) -> dict[str, Any]:

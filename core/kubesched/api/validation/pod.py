@@ -3,14 +3,16 @@
 Covered: containers (names, images, ports, resources), volumes' names, restartPolicy,
 nodeSelector, node and pod (anti-)affinity, scheduling gates, topology spread
 constraints, service account / node / host names, tolerations, priorityClassName,
-runtimeClassName, overhead and pod-level resources. Checks on fields kubesched does not
-model (probes, env, security contexts, DNS config...) are not made: the models drop
-those fields.
+runtimeClassName, overhead and pod-level resources. Fields kubesched does not model are
+checked on the decoded document (:mod:`.raw`): the enumerations the server validates
+(DNS policy, image pull and termination message policies, probe schemes, proc mount,
+seccomp profile type, OS name); their other rules (env, probes' numbers, security
+contexts...) are not made.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..core import (
     Affinity,
@@ -37,6 +39,7 @@ from .field import (
     required,
 )
 from .meta import validate_label_selector, validate_selector_requirement_values
+from .raw import enum_check, register_raw_check
 from .syntax import (
     is_dns1123_label,
     is_dns1123_subdomain,
@@ -603,3 +606,25 @@ def validate_pod_spec(
 
 _JOB_RESTART_POLICIES = ("OnFailure", "Never")
 """A Job's template: upstream words its refusal as a Required value listing these."""
+
+
+# -- fields no model reads, checked on the decoded document ---------------------------------
+_CORE = "io.k8s.api.core.v1."
+enum_check(
+    _CORE + "PodSpec", "dnsPolicy", ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+)
+enum_check(_CORE + "Container", "imagePullPolicy", ("Always", "IfNotPresent", "Never"))
+enum_check(_CORE + "Container", "terminationMessagePolicy", ("File", "FallbackToLogsOnError"))
+enum_check(_CORE + "HTTPGetAction", "scheme", ("HTTP", "HTTPS"))
+enum_check(_CORE + "SecurityContext", "procMount", ("Default", "Unmasked"))
+enum_check(_CORE + "SeccompProfile", "type", ("Localhost", "RuntimeDefault", "Unconfined"))
+
+
+@register_raw_check(_CORE + "PodSpec")
+def _pod_os(spec: dict[str, object], where: Callable[[], str]) -> list[FieldError]:
+    # Upstream names the error at spec.os, not spec.os.name.
+    pod_os = spec.get("os")
+    name = pod_os.get("name") if isinstance(pod_os, dict) else None
+    if not name or name in ("linux", "windows"):
+        return []
+    return [not_supported(f"{where()}.os", name, ("linux", "windows"))]
