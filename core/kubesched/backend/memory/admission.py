@@ -489,8 +489,7 @@ def _bound_violations(
         r, li, b = _comparable(req or zero, lim or zero, bound)
         if req is None:
             out.append(
-                f"minimum {name} usage per {scope} is {bound.canonical()}, but "
-                "no request is specified"
+                f"minimum {name} usage per {scope} is {bound.canonical()}.  No request is specified"
             )
         elif r < b:
             out.append(
@@ -507,8 +506,7 @@ def _bound_violations(
         r, li, b = _comparable(req or zero, lim or zero, bound)
         if lim is None:
             out.append(
-                f"maximum {name} usage per {scope} is {bound.canonical()}, but "
-                "no limit is specified"
+                f"maximum {name} usage per {scope} is {bound.canonical()}.  No limit is specified"
             )
         elif li > b:
             out.append(
