@@ -7,7 +7,7 @@ from ..quota import LimitRange, ResourceQuota
 from .field import FieldError, duplicate, forbidden, invalid, not_supported, required
 from .meta import validate_object_meta
 from .objects import register_validator
-from .pod import _resource_name_errors, validate_quantity
+from .pod import _overcommit_allowed, _resource_name_errors, validate_quantity
 from .syntax import is_qualified_name
 
 __all__ = [
@@ -119,11 +119,7 @@ _MAX_MILLI = (2**63 - 1) // 1000
 """``resource.MaxMilliValue``: the largest value whose thousandths fit an int64."""
 
 
-def _overcommit_allowed(name: str) -> bool:
-    return ("/" not in name or "kubernetes.io/" in name) and not name.startswith("hugepages-")
-
-
-def _item_errors(item_path: str, item_type: str, bounds: dict[str, dict[str, Quantity]]) -> list:
+def _item_errors(item_path: str, bounds: dict[str, dict[str, Quantity]]) -> list[FieldError]:
     """The cross-field rules of one item, resource by resource (sorted)."""
     errs: list[FieldError] = []
     keys = sorted({k for field in bounds.values() for k in field})
@@ -237,7 +233,7 @@ def _limit_range(lr: LimitRange) -> list[FieldError]:
         for name in fields:
             for k in sorted(bounds[name]):
                 errs.extend(_limit_resource_name(item.type, k, f"{path}.{name}[{k}]"))
-        errs.extend(_item_errors(path, item.type, bounds))
+        errs.extend(_item_errors(path, bounds))
     return errs
 
 
