@@ -284,8 +284,9 @@ def _resource_quota(rq: ResourceQuota) -> list[FieldError]:
             if set(pair) <= set(spec.scopes):
                 errs.append(invalid("spec.scopes", spec.scopes, "conflicting scopes"))
     selector = spec.scope_selector
-    for i, req in enumerate(selector.match_expressions if selector is not None else ()):
-        path = f"spec.scopeSelector.matchExpressions[{i}]"
+    for req in selector.match_expressions if selector is not None else ():
+        # Upstream names no index here (sic).
+        path = "spec.scopeSelector.matchExpressions"
         if req.scope_name not in QUOTA_SCOPES:
             errs.append(invalid(f"{path}.scopeName", req.scope_name, "unsupported scope"))
         if req.operator not in _SELECTOR_OPERATORS:
