@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..quantity import Quantity
 from ..quota import LimitRange, ResourceQuota
-from .field import FieldError, duplicate, forbidden, invalid, not_supported, required
+from .field import FieldError, duplicate, forbidden, invalid, required
 from .meta import validate_object_meta
 from .objects import register_validator
 from .pod import _overcommit_allowed, _resource_name_errors, validate_quantity
@@ -290,7 +290,7 @@ def _resource_quota(rq: ResourceQuota) -> list[FieldError]:
         if req.scope_name not in QUOTA_SCOPES:
             errs.append(invalid(f"{path}.scopeName", req.scope_name, "unsupported scope"))
         if req.operator not in _SELECTOR_OPERATORS:
-            errs.append(not_supported(f"{path}.operator", req.operator, _SELECTOR_OPERATORS))
+            errs.append(invalid(f"{path}.operator", req.operator, "not a valid selector operator"))
         elif req.operator in ("In", "NotIn") and not req.values:
             errs.append(
                 required(
