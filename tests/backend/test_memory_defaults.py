@@ -94,9 +94,8 @@ def test_many_nodes_make_one_notice(cluster: MemoryCluster) -> None:
     with collecting_notices() as notices:
         cluster.apply([node(f"n{i}", capacity=CAPACITY) for i in range(1000)])
     assert [str(n) for n in notices] == [
-        "1000 Nodes (n0, n1, n2 and 997 more): no kubelet labels; set those every kubelet "
-        "sets: kubernetes.io/hostname=<node name>, kubernetes.io/os=linux, "
-        "kubernetes.io/arch=amd64"
+        "1000 Nodes (n0, n1, n2 and 997 more): lacks labels every kubelet sets; set "
+        "kubernetes.io/hostname=<node name>, kubernetes.io/os=linux, kubernetes.io/arch=amd64"
     ]
     assert cluster.get("Node", None, "n999").metadata.labels["kubernetes.io/hostname"] == "n999"
 

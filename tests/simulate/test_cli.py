@@ -98,7 +98,8 @@ def test_same_seed_same_json(example_dir: Path, capsys) -> None:
 
 def test_no_progress_output_when_not_a_tty(example_dir: Path, capsys) -> None:
     code, _, err = run_cli(capsys, "simulate", str(example_dir), "-o", "json")
-    assert code == 0 and err == ""
+    # The example's nodes lack the kubelet labels: only the notice saying so is there.
+    assert code == 0 and all(line.startswith("notice: ") for line in err.splitlines())
 
 
 # name: (files to write, arguments ({tmp}: their directory, {ex}: the good example), message)

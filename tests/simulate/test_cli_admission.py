@@ -48,7 +48,7 @@ def test_defaults_and_implicit_namespace_are_noticed(tmp_path: Path, capsys) -> 
     assert err.splitlines() == [
         'notice: Namespace shop: namespace "shop" is not defined: created it (first used by '
         "Pod shop/web)",
-        "notice: Node n1: no kubelet labels; set those every kubelet sets: "
+        "notice: Node n1: lacks labels every kubelet sets; set "
         "kubernetes.io/hostname=<node name>, kubernetes.io/os=linux, kubernetes.io/arch=amd64",
     ]
     report = json.loads(out)

@@ -100,7 +100,7 @@ class ObjectDefaults:
             labels = _kubelet_labels(obj)
             if labels:
                 self._note(
-                    "no kubelet labels; set those every kubelet sets: " + ", ".join(labels),
+                    "lacks labels every kubelet sets; set " + ", ".join(labels),
                     obj.name,
                 )
             resources = _allocatable(obj)
