@@ -55,6 +55,8 @@ def test_kinds_cover_the_objects_we_read() -> None:
         "ResourceClaim",
         "ResourceClaimTemplate",
         "ResourceSlice",
+        "LimitRange",
+        "ResourceQuota",
     }
     assert all(cls.model_fields["kind"].default == kind for kind, cls in KINDS.items())
 

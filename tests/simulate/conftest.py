@@ -153,3 +153,11 @@ def preemption_objects(tmp_path: Path) -> list:
     path = tmp_path / "preemption.yaml"
     path.write_text(PREEMPTION)
     return load_manifests([path])
+
+
+def without_notices(err: str) -> str:
+    """Standard error without the ``notice:`` lines (the example's nodes lack the labels
+    every kubelet sets, which a run says)."""
+    return "".join(
+        line for line in err.splitlines(keepends=True) if not line.startswith("notice: ")
+    )

@@ -23,6 +23,8 @@ from kubesched.simulate.html import (
     write_html_report,
 )
 
+from .conftest import without_notices
+
 
 def page_data(page: str) -> dict:
     """The data a page carries (what its script unpacks)."""
@@ -220,7 +222,7 @@ def test_cli_summary_detail_still_explains(example_dir: Path, tmp_path: Path, ca
 def test_cli_errors(example_dir: Path, tmp_path: Path, capsys, extra: list, message: str) -> None:
     argv = ["simulate", str(example_dir), *[a.replace("{tmp}", str(tmp_path)) for a in extra]]
     assert main(argv) == 1
-    err = capsys.readouterr().err
+    err = without_notices(capsys.readouterr().err)
     assert err.startswith("error: ") and message in err
     assert "Traceback" not in err
 

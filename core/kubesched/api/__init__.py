@@ -78,6 +78,7 @@ from .nodeaffinity import (
     RequiredNodeAffinity,
 )
 from .quantity import Quantity, parse_quantity
+from .quota import LimitRange, LimitRangeItem, ResourceQuota
 from .resource import (
     RESOURCE_CLAIM_FINALIZER,
     AllocationResult,
@@ -245,6 +246,8 @@ __all__ = [
     "LabelSelectorRequirement",
     "Lease",
     "LeaseSpec",
+    "LimitRange",
+    "LimitRangeItem",
     "Namespace",
     "NamespaceSpec",
     "NamespaceStatus",
@@ -298,6 +301,7 @@ __all__ = [
     "ResourceClaim",
     "ResourceClaimConsumerReference",
     "ResourceClaimTemplate",
+    "ResourceQuota",
     "ResourceRequirements",
     "ResourceSlice",
     "RuntimeClass",

@@ -34,6 +34,7 @@ __all__ = [
     "NodeSelectorTerm",
     "NodeSpec",
     "NodeStatus",
+    "NodeSystemInfo",
     "PersistentVolumeClaimVolumeSource",
     "Pod",
     "PodAffinity",
@@ -297,6 +298,7 @@ class PodSpec(KubeModel):
     resource_claims: NullableList[PodResourceClaim] = Field(default_factory=list)
     """DRA claims (``spec.resourceClaims``): by name, or generated from a template."""
     termination_grace_period_seconds: int | None = 30
+    active_deadline_seconds: int | None = None
     host_network: bool = False
     restart_policy: str = "Always"
     service_account_name: str | None = None
@@ -393,6 +395,13 @@ class NodeCondition(KubeModel):
     last_transition_time: datetime | None = None
 
 
+class NodeSystemInfo(KubeModel):
+    """``v1.NodeSystemInfo``: what the kubelet reports of its machine (the parts read)."""
+
+    operating_system: str | None = None
+    architecture: str | None = None
+
+
 class NodeStatus(KubeModel):
     """``v1.NodeStatus``: capacity, allocatable, images, conditions."""
 
@@ -400,6 +409,7 @@ class NodeStatus(KubeModel):
     allocatable: NullableDict[str, Quantity] = Field(default_factory=dict)
     images: NullableList[ContainerImage] = Field(default_factory=list)
     conditions: NullableList[NodeCondition] = Field(default_factory=list)
+    node_info: NodeSystemInfo | None = None
 
 
 class Node(KubeObject):

@@ -21,6 +21,7 @@ from .cluster import Lease, PodDisruptionBudget, PriorityClass, RuntimeClass
 from .core import Namespace, Node, Pod, Service
 from .kubelet import KubeletConfiguration
 from .meta import KubeObject
+from .quota import LimitRange, ResourceQuota
 from .resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .storage import (
     CSIDriver,
@@ -79,6 +80,8 @@ KINDS: dict[str, type[KubeObject]] = {
         ResourceClaim,
         ResourceClaimTemplate,
         ResourceSlice,
+        LimitRange,
+        ResourceQuota,
     )
 }
 """The object kinds kubesched reads, by ``kind``: the built-in ones, and those that

@@ -176,7 +176,8 @@ class WorkloadSpec:
 
 # -- object factories ---------------------------------------------------------------------
 def node_manifest(i: int) -> dict[str, Any]:
-    """Upstream's default node ``node-{i}`` with hostname, zone and region labels."""
+    """Upstream's default node ``node-{i}`` with zone and region labels and those every
+    kubelet sets (so that the embedded cluster has nothing to default)."""
     name = f"node-{i}"
     amounts = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "pods": NODE_PODS}
     return {
@@ -188,6 +189,7 @@ def node_manifest(i: int) -> dict[str, Any]:
             "labels": {
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
                 "topology.kubernetes.io/region": REGION,
                 "topology.kubernetes.io/zone": ZONES[i % len(ZONES)],
             },

@@ -23,6 +23,7 @@ from kubesched.cli.config_option import add_config_argument, load_config_argumen
 from kubesched.config import EffectiveConfiguration
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
+from kubesched.notices import collecting_notices
 
 MAX_NODE_ROWS = 20
 """Nodes listed in the text answer of ``capacity fit`` (the rest are counted)."""
@@ -123,10 +124,14 @@ def _answer(
     """Compute ``ask(progress)`` under a progress bar on stderr (``what``: its label and
     unit), then print the report as ``--output`` says."""
     progress, stop = output.progress_bar(not args.no_progress and sys.stderr.isatty(), *what)
-    try:
-        report = ask(progress)
-    finally:
-        stop()
+    with collecting_notices() as notices:
+        try:
+            report = ask(progress)
+        finally:
+            stop()
+    # Every plan simulated builds its cluster afresh and would repeat the same notices.
+    for n in dict.fromkeys(notices):
+        print(f"notice: {n}", file=sys.stderr)
     if args.output != "text":
         output.write_data(report.to_dict(), args.output)
     else:

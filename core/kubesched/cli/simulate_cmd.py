@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from kubesched.api import load_manifests
+from kubesched.api import MANIFEST_SUFFIXES, KubeObject, load_manifests
+from kubesched.backend.memory.store import SYSTEM_NAMESPACES
 from kubesched.cli import live_cluster, output
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.cli.output import progress_bar, write_data
@@ -100,6 +101,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="play a Timeline (kubesched.io/v1alpha1) of timed steps: node failures, taints, "
         "drains, usage, scaling; the report gains the evictions and a time axis",
     )
+    parser.add_argument(
+        "--strict-namespaces",
+        action="store_true",
+        help="refuse, as kube-apiserver does, an object whose namespace no Namespace manifest "
+        "defines (default, kube-system, kube-public and kube-node-lease always exist); "
+        "without it such a namespace is created, with a notice",
+    )
     parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     live_cluster.add_arguments(parser)
     parser.add_argument(
@@ -110,6 +118,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "offline in a browser",
     )
     parser.set_defaults(func=_simulate)
+
+
+def _manifest_files(paths: list[str]) -> list[str]:
+    """The files ``load_manifests`` reads for ``paths``, in its order (``-`` stays)."""
+    out: list[str] = []
+    for p in paths:
+        path = Path(p)
+        if p != "-" and path.is_dir():
+            out.extend(
+                str(f)
+                for f in sorted(path.rglob("*"))
+                if f.is_file() and f.suffix in MANIFEST_SUFFIXES
+            )
+        else:
+            out.append(p)
+    return out
+
+
+def _check_namespaces(objects: list[tuple[str, KubeObject]]) -> None:
+    """NamespaceLifecycle: refuse the first object (with its file) whose namespace is
+    neither defined among ``objects`` nor one every cluster has."""
+    defined = set(SYSTEM_NAMESPACES) | {o.name for _, o in objects if o.kind == "Namespace"}
+    for source, o in objects:
+        if type(o).namespaced and o.namespace not in defined:
+            raise UserInputError(
+                f'namespaces "{o.namespace}" not found (--strict-namespaces: define the '
+                "Namespace, or leave the flag out to have it created)",
+                source=source,
+                obj=f"{o.kind} {o.key}",
+            )
 
 
 def _show_notice(n: Notice) -> None:
@@ -129,7 +167,13 @@ def _simulate_collecting(args: argparse.Namespace, notices: list[Notice]) -> int
     effective = load_config_argument(args.config, registry)[1]
     if not args.paths and not args.from_cluster:
         raise UserInputError("give manifests (PATH...), --from-cluster, or both")
-    objects = [*live_cluster.objects(args), *load_manifests(args.paths)]
+    captured = list(live_cluster.objects(args))
+    if args.strict_namespaces:
+        loaded = [(f, o) for f in _manifest_files(args.paths) for o in load_manifests([f])]
+        _check_namespaces([*(("--from-cluster", o) for o in captured), *loaded])
+        objects = [*captured, *(o for _, o in loaded)]
+    else:
+        objects = [*captured, *load_manifests(args.paths)]
     if not objects:
         raise UserInputError(
             "no Kubernetes objects found", source=" ".join(args.paths) or "--from-cluster"

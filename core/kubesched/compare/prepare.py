@@ -12,6 +12,7 @@ from kubesched.backend.kube.snapshot import SNAPSHOT_KINDS
 from kubesched.backend.memory import MemoryCluster
 from kubesched.clock import FakeClock
 from kubesched.errors import UserInputError
+from kubesched.notices import collecting_notices
 
 COPIED_KINDS: tuple[str, ...] = tuple(kind for _, kind, _ in SNAPSHOT_KINDS if kind != "Pod")
 """Kinds created in the API server as they are: what the scheduler and its plugins read
@@ -107,7 +108,10 @@ def prepare(objects: Iterable[KubeObject], prefix: str) -> Plan:
             )
         moved.append(parse_object(_renamed(obj.to_dict(), prefix, type(obj).namespaced)))
     cluster = MemoryCluster(FakeClock(0.0))
-    refused = cluster.apply(moved)
+    # The scratch namespaces are created implicitly on purpose, and what the embedded
+    # cluster defaults goes to the API server as it is: nothing here to tell a user.
+    with collecting_notices():
+        refused = cluster.apply(moved)
     if refused:
         raise UserInputError(
             "the manifests hold objects that kube-apiserver would refuse: "

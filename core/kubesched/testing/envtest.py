@@ -440,6 +440,8 @@ _COLLECTIONS = {
     "ResourceClaim": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims",
     "ResourceClaimTemplate": "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates",
     "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
+    "LimitRange": "/api/v1/namespaces/{ns}/limitranges",
+    "ResourceQuota": "/api/v1/namespaces/{ns}/resourcequotas",
 }
 
 

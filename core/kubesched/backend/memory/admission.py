@@ -2,29 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kubesched.api import (
+    Container,
     LabelSelectorRequirement,
+    LimitRange,
+    LimitRangeItem,
     Pod,
     PodAffinityTerm,
     PodSpec,
     PriorityClass,
+    Quantity,
     RuntimeClass,
     Toleration,
 )
+from kubesched.api.validation import InvalidObjectError, validate_object
 from kubesched.backend.protocol import BackendError
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
     "DEFAULT_TOLERATION_SECONDS",
+    "LIMIT_RANGER_ANNOTATION",
     "PREEMPT_LOWER_PRIORITY",
     "SYSTEM_PRIORITY_CLASSES",
     "AdmissionError",
     "PodAdmission",
     "forbidden",
+    "go_add",
     "is_best_effort",
+    "limit_range_violations",
+    "pod_resource_totals",
     "validate_priority_class",
 ]
 
@@ -74,10 +83,11 @@ def is_best_effort(pod: Pod) -> bool:
 
 
 class AdmissionError(BackendError):
-    """An admission plugin refused the object (HTTP 403 Forbidden)."""
+    """An admission plugin refused the object (HTTP 403 Forbidden), or the object its
+    mutations made is invalid (422: a LimitRange's default limit below a request)."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, 403)
+    def __init__(self, message: str, code: int = 403) -> None:
+        super().__init__(message, code)
 
 
 def forbidden(resource: str, name: str, reason: str) -> AdmissionError:
@@ -130,9 +140,13 @@ class PodAdmission:
     """The admission chain a new Pod goes through, with the cluster's classes as lookups.
 
     In order: the pod strategy's defaults (schedulerName, matchLabelKeys merged into pod
-    affinity selectors), ``Priority`` (priorityClassName → priority and
+    affinity selectors), ``LimitRanger``'s defaults (the namespace's LimitRanges' default
+    requests and limits), ``Priority`` (priorityClassName → priority and
     preemptionPolicy, or the globalDefault class, else 0), ``RuntimeClass``
-    (overhead, nodeSelector, tolerations) and ``DefaultTolerationSeconds``.
+    (overhead, nodeSelector, tolerations) and ``DefaultTolerationSeconds``. A pod that
+    LimitRanger's defaults changed is validated again, as kube-apiserver validates
+    after the mutating plugins. The validating plugins (``LimitRanger``'s bounds,
+    ``ResourceQuota``) run after the name is generated: :meth:`validate`.
 
     ``lenient`` accepts what kube-apiserver refuses but tests find handy: an explicit
     ``spec.priority`` with no class (kept as given) and an explicit ``spec.overhead``
@@ -142,6 +156,8 @@ class PodAdmission:
     priority_class: Callable[[str], PriorityClass | None]
     priority_classes: Callable[[], Iterable[PriorityClass]]
     runtime_class: Callable[[str], RuntimeClass | None]
+    limit_ranges: Callable[[str], Iterable[LimitRange]] = lambda namespace: ()
+    """The LimitRanges of a namespace."""
     lenient: bool = False
     default_toleration_seconds: bool = True
     memory_pressure_toleration: bool = True
@@ -157,6 +173,11 @@ class PodAdmission:
         if copy:
             pod = pod.model_copy(deep=True)
         self._defaults(pod)
+        limit_ranges = list(self.limit_ranges(pod.namespace))
+        if limit_ranges and _limit_range_defaults(pod, limit_ranges):
+            errs = validate_object(pod)
+            if errs:
+                raise AdmissionError(str(InvalidObjectError.of(pod, errs)), 422)
         self._priority(pod)
         self._runtime_class(pod)
         if self.default_toleration_seconds:
@@ -165,6 +186,16 @@ class PodAdmission:
             self._memory_pressure_toleration(pod)
         self._share_with_previous(pod)
         return pod
+
+    def validate(self, pod: Pod) -> None:
+        """``LimitRanger``'s validation: refuse ``pod`` (admitted, named) if it breaks a
+        bound of a LimitRange of its namespace; the first such LimitRange (by name)
+        gives the message, all of its violations in one."""
+        for lr in sorted(self.limit_ranges(pod.namespace), key=lambda lr: lr.name):
+            problems = limit_range_violations(pod, lr)
+            if problems:
+                text = problems[0] if len(problems) == 1 else f"[{', '.join(problems)}]"
+                raise forbidden("pods", pod.name, text)
 
     def _share_with_previous(self, pod: Pod) -> None:
         # Not an admission step upstream: a saving of the embedded store. Pods come in
@@ -324,3 +355,199 @@ class PodAdmission:
         for key in (_NOT_READY, _UNREACHABLE):
             if not tolerates(key):
                 tols.append(_ADMITTED_TOLERATIONS[key])
+
+
+# -- LimitRanger ---------------------------------------------------------------------------
+
+LIMIT_RANGER_ANNOTATION = "kubernetes.io/limit-ranger"
+"""The annotation LimitRanger leaves on a pod it gave default requests or limits."""
+
+_BINARY_SUFFIXES = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_NANO = 10**9
+_MAX_MILLI = (2**63 - 1) // 1000
+"""``resource.MaxMilliValue``."""
+
+
+def go_add(a: Quantity, b: Quantity, sign: int = 1) -> Quantity:
+    """``a.Add(b)`` (``a.Sub(b)`` with ``sign=-1``) as upstream: the result keeps ``a``'s
+    format and reads as the API server prints it: ``256Mi + 2Gi`` is ``2304Mi``."""
+    total = a.nanos + sign * b.nanos
+    if str(a).endswith(_BINARY_SUFFIXES) and total % (1024 * _NANO) == 0 and total:
+        return Quantity(Quantity(f"{total // (1024 * _NANO)}Ki").canonical())
+    return Quantity(Quantity.from_nanos(total).canonical())
+
+
+def _add_into(acc: dict[str, Quantity], values: Mapping[str, Quantity]) -> None:
+    for name, q in values.items():
+        cur = acc.get(name)
+        acc[name] = q if cur is None else go_add(cur, q)
+
+
+def _max_into(acc: dict[str, Quantity], values: Mapping[str, Quantity]) -> None:
+    for name, q in values.items():
+        cur = acc.get(name)
+        if cur is None or q > cur:
+            acc[name] = q
+
+
+def _pod_level(name: str) -> bool:
+    # The resources pod-level ``spec.resources`` may set (PodLevelResources).
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+
+def pod_resource_totals(pod: Pod, *, limits: bool = False) -> dict[str, Quantity]:
+    """``resourcehelper.PodRequests`` (or ``PodLimits``) as quantities: the containers' sum,
+    at least the largest init container's figure (with the sidecars started before it),
+    sidecars added; pod-level values replace the sum; the overhead is added (to limits,
+    only of the resources that have one)."""
+    spec = pod.spec
+
+    def of(c: Container) -> Mapping[str, Quantity]:
+        return c.resources.limits if limits else c.resources.requests
+
+    total: dict[str, Quantity] = {}
+    for c in spec.containers:
+        _add_into(total, of(c))
+    init_max: dict[str, Quantity] = {}
+    sidecars: dict[str, Quantity] = {}
+    for c in spec.init_containers:
+        if c.restart_policy == "Always":
+            _add_into(total, of(c))
+            _add_into(sidecars, of(c))
+            use = dict(sidecars)
+        else:
+            use = dict(of(c))
+            _add_into(use, sidecars)
+        _max_into(init_max, use)
+    _max_into(total, init_max)
+    if spec.resources is not None:
+        level = spec.resources.limits if limits else spec.resources.requests
+        total.update({k: q for k, q in level.items() if _pod_level(k)})
+    for name, q in (spec.overhead or {}).items():
+        if not limits or name in total:
+            _add_into(total, {name: q})
+    return total
+
+
+def _defaults_of(lr: LimitRange) -> tuple[dict[str, Quantity], dict[str, Quantity]]:
+    requests: dict[str, Quantity] = {}
+    limits: dict[str, Quantity] = {}
+    for item in lr.spec.limits:
+        if item.type == "Container":
+            requests.update(item.default_request)
+            limits.update(item.default)
+    return requests, limits
+
+
+def _limit_range_defaults(pod: Pod, limit_ranges: Iterable[LimitRange]) -> bool:
+    """LimitRanger's mutation: each container's missing requests and limits from the
+    LimitRanges' Container defaults, noted in the pod's annotation. Whether any was set."""
+    notes: list[str] = []
+    for lr in limit_ranges:
+        requests, limits = _defaults_of(lr)
+        if not requests and not limits:
+            continue
+        for what, containers in (
+            ("container", pod.spec.containers),
+            ("init container", pod.spec.init_containers),
+        ):
+            for c in containers:
+                res = c.resources
+                set_requests = sorted(k for k in requests if k not in res.requests)
+                set_limits = sorted(k for k in limits if k not in res.limits)
+                if set_requests:
+                    res.requests = {**res.requests, **{k: requests[k] for k in set_requests}}
+                    notes.append(f"{', '.join(set_requests)} request for {what} {c.name}")
+                if set_limits:
+                    res.limits = {**res.limits, **{k: limits[k] for k in set_limits}}
+                    notes.append(f"{', '.join(set_limits)} limit for {what} {c.name}")
+    if notes:
+        pod.metadata.annotations[LIMIT_RANGER_ANNOTATION] = "LimitRanger plugin set: " + "; ".join(
+            notes
+        )
+    return bool(notes)
+
+
+def _comparable(*qs: Quantity) -> list[int]:
+    """Values at a common precision (thousandths when none overflows), as upstream."""
+    if all(q.value() <= _MAX_MILLI for q in qs):
+        return [q.milli_value() for q in qs]
+    return [q.value() for q in qs]
+
+
+def _bound_violations(
+    item: LimitRangeItem,
+    scope: str,
+    requests: Mapping[str, Quantity],
+    limits: Mapping[str, Quantity],
+) -> list[str]:
+    """The min, max and maxLimitRequestRatio violations of one container (or the pod)."""
+    out: list[str] = []
+    zero = Quantity("0")
+    for name in sorted(item.min):
+        bound, req, lim = item.min[name], requests.get(name), limits.get(name)
+        r, li, b = _comparable(req or zero, lim or zero, bound)
+        if req is None:
+            out.append(
+                f"minimum {name} usage per {scope} is {bound.canonical()}.  No request is specified"
+            )
+        elif r < b:
+            out.append(
+                f"minimum {name} usage per {scope} is {bound.canonical()}, but "
+                f"request is {req.canonical()}"
+            )
+        elif lim is not None and li < b:
+            out.append(
+                f"minimum {name} usage per {scope} is {bound.canonical()}, but "
+                f"limit is {lim.canonical()}"
+            )
+    for name in sorted(item.max):
+        bound, req, lim = item.max[name], requests.get(name), limits.get(name)
+        r, li, b = _comparable(req or zero, lim or zero, bound)
+        if lim is None:
+            out.append(
+                f"maximum {name} usage per {scope} is {bound.canonical()}.  No limit is specified"
+            )
+        elif li > b:
+            out.append(
+                f"maximum {name} usage per {scope} is {bound.canonical()}, but "
+                f"limit is {lim.canonical()}"
+            )
+        elif req is not None and r > b:
+            out.append(
+                f"maximum {name} usage per {scope} is {bound.canonical()}, but "
+                f"request is {req.canonical()}"
+            )
+    for name in sorted(item.max_limit_request_ratio):
+        bound, req, lim = item.max_limit_request_ratio[name], requests.get(name), limits.get(name)
+        r, li = _comparable(req or zero, lim or zero)
+        head = f"{name} max limit to request ratio per {scope} is {bound.canonical()}"
+        if req is None or r == 0:
+            out.append(f"{head}, but no request is specified or request is 0")
+        elif lim is None or li == 0:
+            out.append(f"{head}, but no limit is specified or limit is 0")
+        else:
+            ratio = li / r
+            limit = bound.milli_value() / 1000 if bound.value() <= _MAX_MILLI else bound.value()
+            if ratio > limit:
+                out.append(f"{head}, but provided ratio is {ratio:f}")
+    return out
+
+
+def limit_range_violations(pod: Pod, lr: LimitRange) -> list[str]:
+    """``PodValidateLimitFunc``: what of ``pod`` breaks ``lr``'s Container and Pod items,
+    each as kube-apiserver words it (``maximum cpu usage per Container is 2, but limit
+    is 3``)."""
+    out: list[str] = []
+    for item in lr.spec.limits:
+        if item.type == "Container":
+            for c in (*pod.spec.containers, *pod.spec.init_containers):
+                res = c.resources
+                out.extend(_bound_violations(item, "Container", res.requests, res.limits))
+        elif item.type == "Pod":
+            out.extend(
+                _bound_violations(
+                    item, "Pod", pod_resource_totals(pod), pod_resource_totals(pod, limits=True)
+                )
+            )
+    return out

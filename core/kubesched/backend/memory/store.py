@@ -23,6 +23,7 @@ from kubesched.api import (
     PriorityClass,
     ReplicaSet,
     ReplicationController,
+    ResourceQuota,
     Service,
     StatefulSet,
     resolve_kind,
@@ -31,12 +32,14 @@ from kubesched.api import PodCondition as ApiPodCondition
 from kubesched.api.validation import InvalidObjectError, validate_object, validate_update
 from kubesched.backend.memory.admission import AdmissionError, PodAdmission, validate_priority_class
 from kubesched.backend.memory.controllers import WorkloadControllers
+from kubesched.backend.memory.defaults import ObjectDefaults
 from kubesched.backend.memory.disruption import DisruptionController
 from kubesched.backend.memory.evictions import EvictionRecord
 from kubesched.backend.memory.kubelet import KubeletEvictionManager
 from kubesched.backend.memory.naming import deterministic_uid, random_suffix, timestamp
 from kubesched.backend.memory.nodelifecycle import NodeLifecycleController
 from kubesched.backend.memory.resourceclaims import ResourceClaimController
+from kubesched.backend.memory.resourcequota import ResourceQuotaController
 from kubesched.backend.memory.tainteviction import TaintEvictionController
 from kubesched.backend.memory.volumes import VolumeControllers
 from kubesched.backend.protocol import (
@@ -51,8 +54,15 @@ from kubesched.backend.protocol import (
     WatchHandler,
 )
 from kubesched.clock import Clock
+from kubesched.notices import notice
 
-__all__ = ["APPLY_ORDER", "DEFAULT_EVENT_LOG_SIZE", "AdmissionRejection", "MemoryCluster"]
+__all__ = [
+    "APPLY_ORDER",
+    "DEFAULT_EVENT_LOG_SIZE",
+    "SYSTEM_NAMESPACES",
+    "AdmissionRejection",
+    "MemoryCluster",
+]
 
 APPLY_ORDER: dict[str, int] = {
     "Namespace": 0,
@@ -71,6 +81,8 @@ APPLY_ORDER: dict[str, int] = {
     "Service": 3,
     "PodDisruptionBudget": 3,
     "Lease": 3,
+    "LimitRange": 1,
+    "ResourceQuota": 1,
     "ResourceClaimTemplate": 3,
     "ResourceClaim": 3,
     "Deployment": 4,
@@ -82,6 +94,9 @@ APPLY_ORDER: dict[str, int] = {
     "Pod": 5,
 }
 """The order in which :meth:`MemoryCluster.apply` creates kinds (stable within a kind)."""
+
+SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+"""The namespaces kube-apiserver creates at start-up (here, on first use, without notice)."""
 
 DEFAULT_EVENT_LOG_SIZE = 100_000
 """How many watch events the cluster keeps for watches that resume from an older rv."""
@@ -246,9 +261,12 @@ class MemoryCluster:
             priority_class=lambda name: self.try_get("PriorityClass", "", name),  # type: ignore[arg-type,return-value]
             priority_classes=lambda: self._objects["PriorityClass"].values(),  # type: ignore[arg-type,return-value]
             runtime_class=lambda name: self.try_get("RuntimeClass", "", name),  # type: ignore[arg-type,return-value]
+            limit_ranges=lambda namespace: self.iter_objects("LimitRange", namespace),  # type: ignore[arg-type,return-value]
             lenient=lenient_admission,
             default_toleration_seconds=default_toleration_seconds,
         )
+        self.defaults = ObjectDefaults()
+        self.quota = ResourceQuotaController(self, resource_name)
         self.controllers = WorkloadControllers(self)
         self.volumes = VolumeControllers(self)
         self.disruption = DisruptionController(self)
@@ -544,15 +562,26 @@ class MemoryCluster:
             self._index_labels(old, obj)  # type: ignore[arg-type]
         self._objects[kind][obj.key] = obj
         self._index_owners(obj, add=True)
+        self.quota.observe(old, obj)
         etype = EventType.ADDED if old is None else EventType.MODIFIED
         self._emit(kind, WatchEvent(etype, obj, old))
+        self.quota.flush()
         return obj
 
-    def _ensure_namespace(self, namespace: str) -> None:
-        # Upstream refuses objects in a missing namespace; the simulator creates it so a
-        # workload file does not need its Namespace (documented convenience).
-        if namespace and namespace not in self._objects["Namespace"]:
-            self.create(Namespace.model_validate({"metadata": {"name": namespace}}))
+    def _ensure_namespace(self, obj: KubeObject) -> None:
+        # Upstream's NamespaceLifecycle refuses objects in a missing namespace; the
+        # simulator creates it, so that a workload file needs no Namespace, and says so
+        # unless it is one every cluster has.
+        namespace = obj.metadata.namespace or "default"
+        if namespace in self._objects["Namespace"]:
+            return
+        self.create(Namespace.model_validate({"metadata": {"name": namespace}}))
+        if namespace not in SYSTEM_NAMESPACES:
+            notice(
+                f'namespace "{namespace}" is not defined: created it (first used by '
+                f"{_describe(obj)})",
+                obj=f"Namespace {namespace}",
+            )
 
     def create(self, obj: KubeObject, *, owned: bool = False) -> KubeObject:
         """Create ``obj`` (a copy of it) and return the stored object.
@@ -575,19 +604,26 @@ class MemoryCluster:
             if errs:
                 raise BackendError(str(InvalidObjectError.of(obj, errs)), 422)
         if type(obj).namespaced:
-            self._ensure_namespace(obj.metadata.namespace or "default")
+            self._ensure_namespace(obj)
         # Admission works on (and returns) a copy; other kinds are copied here.
         if isinstance(obj, Pod):
             obj = self.admission.admit(obj, copy=not owned)
         elif not owned:
             obj = obj.model_copy(deep=True)
+        self.defaults.apply(obj)
         meta = obj.metadata
         if not meta.name:
             if not meta.generate_name:
                 raise BackendError(f"{resource_name(kind)}: name or generateName is required", 422)
             meta.name = self._generate_name(kind, meta.namespace, meta.generate_name)
+        # The validating admission plugins see the generated name, as upstream's do.
+        if isinstance(obj, Pod):
+            self.admission.validate(obj)
+        self.quota.admit(obj)
         if obj.key in self._objects[kind]:
             raise ConflictError(f'{resource_name(kind)} "{meta.name}" already exists')
+        if isinstance(obj, ResourceQuota):
+            self.quota.prepare(obj)
         if isinstance(obj, PriorityClass):
             validate_priority_class(obj, self._objects["PriorityClass"].values())  # type: ignore[arg-type]
         now = self.clock.now()
@@ -659,6 +695,9 @@ class MemoryCluster:
             if errs:
                 raise BackendError(str(InvalidObjectError.of(obj, errs)), 422)
         new = obj.model_copy(deep=True)
+        self.defaults.apply(new)
+        if isinstance(new, ResourceQuota):
+            self.quota.prepare(new)
         if isinstance(new, PriorityClass):
             validate_priority_class(new, self._objects["PriorityClass"].values())  # type: ignore[arg-type]
         new.metadata.uid = old.metadata.uid
@@ -707,7 +746,9 @@ class MemoryCluster:
         self._rv += 1
         gone = current.model_copy(deep=False, update={"metadata": current.metadata.model_copy()})
         gone.metadata.resource_version = str(self._rv)
+        self.quota.observe(current, None)
         self._emit(kind, WatchEvent(EventType.DELETED, gone, None))
+        self.quota.flush()
         uid = current.metadata.uid
         if uid:
             for dep in self.dependents(uid):
@@ -900,7 +941,7 @@ class MemoryCluster:
         start = len(self.rejections)
         if not in_order:
             objects = sorted(objects, key=lambda o: APPLY_ORDER.get(o.kind or "", 4))
-        with self.paused_controllers():
+        with self.paused_controllers(), self.defaults.grouped():
             for obj in objects:
                 try:
                     if not isinstance(obj, Pod) and self.try_get(
