@@ -28,7 +28,15 @@ from .storage import (
     StorageClass,
 )
 from .validation import InvalidObjectError, validate_object
-from .workloads import DaemonSet, Deployment, Job, ReplicaSet, ReplicationController, StatefulSet
+from .workloads import (
+    CronJob,
+    DaemonSet,
+    Deployment,
+    Job,
+    ReplicaSet,
+    ReplicationController,
+    StatefulSet,
+)
 
 __all__ = [
     "KINDS",
@@ -56,6 +64,7 @@ KINDS: dict[str, type[KubeObject]] = {
         StatefulSet,
         DaemonSet,
         Job,
+        CronJob,
         ReplicationController,
         PriorityClass,
         PodDisruptionBudget,
