@@ -77,7 +77,7 @@ def test_wait_for_first_consumer_waits_for_the_selected_node() -> None:
     assert [(r.key, r.values) for r in term.match_expressions] == [
         ("topology.kubernetes.io/zone", ["b"])
     ]
-    assert [e.reason for e in c.events] == ["ProvisioningSucceeded"]
+    assert [e.reason for e in c.events] == ["ExternalProvisioning", "ProvisioningSucceeded"]
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,7 @@ def test_provisioning_is_bounded_by_storage_capacity(room, provisioned) -> None:
         assert str(left) == str(30 * 1024**3)
     else:
         assert got.status.phase == "Pending" and ANN_SELECTED_NODE not in got.metadata.annotations
-        assert [e.reason for e in c.events] == ["ProvisioningFailed"]
+        assert [e.reason for e in c.events] == ["ExternalProvisioning", "ProvisioningFailed"]
         assert str(left) == "5Gi"
 
 

@@ -254,6 +254,7 @@ class WorkloadControllers:
         self._job_backoff: dict[str, tuple[int, float]] = {}
         # namespace -> keys of its pods without a controller: the candidates for adoption.
         self._orphans: dict[str, dict[str, None]] = {}
+        self._refused: set[str] = set()  # uids of the owners refused for the pod limit
 
     # -- dispatch --------------------------------------------------------------------------
 
@@ -306,7 +307,9 @@ class WorkloadControllers:
             return
         owner = self._find_owner(pod.namespace, ref.kind, ref.name, ref.uid)
         if owner is not None:
-            self.sync(owner)
+            # Relabelled: the owner may have to release it.
+            relabelled = old is not None and old.metadata.labels != pod.metadata.labels
+            self.sync(owner, adopt=relabelled)
 
     def _find_owner(self, namespace: str, kind: str, name: str, uid: str) -> KubeObject | None:
         if kind not in _SYNCERS:
@@ -466,6 +469,9 @@ class WorkloadControllers:
         total = len(self.cluster._objects["Pod"]) + count
         if limit is None or total <= limit:
             return True
+        if owner.metadata.uid in self._refused:
+            return False  # said once: every later sync would say it again
+        self._refused.add(owner.metadata.uid or "")
         who = f"{owner.kind} {owner.key}"
         ref = owner.metadata.controller_ref
         if ref is not None:
