@@ -255,6 +255,9 @@ class WorkloadControllers:
         # namespace -> keys of its pods without a controller: the candidates for adoption.
         self._orphans: dict[str, dict[str, None]] = {}
         self._refused: set[str] = set()  # uids of the owners refused for the pod limit
+        # (kind, uid) of the objects being synced -> None, or whether a sync asked for
+        # meanwhile adopts: it runs once the current one is done.
+        self._again: dict[tuple[str, str], bool | None] = {}
 
     # -- dispatch --------------------------------------------------------------------------
 
@@ -321,13 +324,33 @@ class WorkloadControllers:
 
     def sync(self, obj: KubeObject, *, adopt: bool = False) -> None:
         """Reconcile one workload object; with ``adopt``, first claim the matching
-        orphans of its namespace (when it is created or changed, and on a resync)."""
-        if adopt:
-            if obj.kind in ADOPTING_KINDS:
-                self._adopt_pods(obj)
-            elif obj.kind == "Deployment":
-                self._adopt_replica_sets(obj)  # type: ignore[arg-type]
-        getattr(self, _SYNCERS[obj.kind or ""])(obj)
+        orphans of its namespace (when it is created or changed, and on a resync).
+
+        A sync that a sync's own writes ask for (outside a watch dispatch, writes are
+        handled at once) runs after it, on the object as it is then: one sync of an
+        object at a time, as upstream's work queue guarantees."""
+        key = (obj.kind or "", obj.metadata.uid or "")
+        if key in self._again:
+            self._again[key] = self._again[key] or adopt
+            return
+        self._again[key] = None
+        try:
+            while True:
+                if adopt:
+                    if obj.kind in ADOPTING_KINDS:
+                        self._adopt_pods(obj)
+                    elif obj.kind == "Deployment":
+                        self._adopt_replica_sets(obj)  # type: ignore[arg-type]
+                getattr(self, _SYNCERS[obj.kind or ""])(obj)
+                again = self._again[key]
+                if again is None:
+                    return
+                cur = self.cluster.try_get(obj.kind or "", obj.metadata.namespace, obj.name)
+                if cur is None or cur.metadata.uid != obj.metadata.uid:
+                    return
+                obj, adopt, self._again[key] = cur, again, None
+        finally:
+            del self._again[key]
 
     def resync_all(self) -> None:
         """Reconcile every workload (after a batch load, or when a class appears)."""
@@ -849,8 +872,9 @@ class WorkloadControllers:
         status.terminating = len(terminating)
         if indexed:
             status.completed_indexes = _index_ranges(done_indexes) or None
-        if status != job.status:
-            self.cluster.update(job.model_copy(update={"status": status}))
+        cur = self.cluster.try_get("Job", job.namespace, job.name)
+        if cur is not None and cur.metadata.uid == uid and status != cur.status:  # type: ignore[attr-defined]
+            self.cluster.update(cur.model_copy(update={"status": status}))
 
     def _job_condition(
         self, job: Job, status: Any, ctype: str, why: tuple[str | None, str | None]
@@ -895,7 +919,8 @@ class WorkloadControllers:
         parallelism = spec.parallelism or 0
         indexed = spec.completion_mode == "Indexed" and spec.completions is not None
         if spec.completions is None:
-            want = 0 if succeeded else parallelism
+            # A work queue: after a success, what runs runs on, nothing new starts.
+            want = len(active) if succeeded else parallelism
         elif indexed:
             want = min(parallelism, spec.completions - len(done_indexes))
         else:

@@ -46,6 +46,7 @@ class CronJobController:
         self.cluster = cluster
         self._timers: set[tuple[str, float]] = set()  # (CronJob uid, due) already set
         self._noticed: set[str] = set()
+        self._again: dict[str, bool] = {}  # CronJobs being synced: whether to sync again
 
     def on_event(self, kind: str, event: WatchEvent) -> None:
         """Sync a CronJob that changed, or whose Job changed."""
@@ -66,9 +67,24 @@ class CronJobController:
             self._sync_current(cj.metadata.namespace, cj.name, cj.metadata.uid)
 
     def _sync_current(self, namespace: str | None, name: str, uid: str | None) -> None:
-        cur = self.cluster.try_get("CronJob", namespace, name)
-        if cur is not None and (not uid or cur.metadata.uid == uid):
-            self.sync(cur)  # type: ignore[arg-type]
+        """Sync the CronJob as it is now; asked for during its own sync (whose writes are
+        handled at once outside a watch dispatch), once more after it."""
+        key = f"{namespace}/{name}"
+        if key in self._again:
+            self._again[key] = True
+            return
+        self._again[key] = False
+        try:
+            while True:
+                cur = self.cluster.try_get("CronJob", namespace, name)
+                if cur is None or (uid and cur.metadata.uid != uid):
+                    return
+                self.sync(cur)  # type: ignore[arg-type]
+                if not self._again[key]:
+                    return
+                self._again[key] = False
+        finally:
+            del self._again[key]
 
     # -- the sync --------------------------------------------------------------------------
 
