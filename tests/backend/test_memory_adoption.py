@@ -223,33 +223,38 @@ def test_deployment_adopts_a_matching_replica_set(cluster: MemoryCluster):
 
 
 @pytest.mark.parametrize(
-    ("kind", "spec", "who"),
+    ("kind", "spec", "who", "wanted", "of"),
     [
         (
             "Deployment",
             {"replicas": 100_000_000, "selector": {"matchLabels": {"app": "w"}}},
             "ReplicaSet default/big-",
+            100_000_000,
+            " (of Deployment default/big)",
         ),
         (
             "StatefulSet",
             {"replicas": 11, "serviceName": "big", "selector": {"matchLabels": {"app": "w"}}},
             "StatefulSet default/big",
+            11,
+            "",
         ),
-        ("Job", {"parallelism": 11, "completions": 20}, "Job default/big"),
+        ("Job", {"parallelism": 11, "completions": 20}, "Job default/big", 11, ""),
     ],
     ids=["deployment", "statefulset", "job"],
 )
 def test_a_workload_past_the_pod_limit_is_refused_before_any_pod(
-    cluster: MemoryCluster, kind: str, spec: dict, who: str
+    cluster: MemoryCluster, kind: str, spec: dict, who: str, wanted: int, of: str
 ):
     cluster.max_pods = 10
     restart = {"restartPolicy": "Never"} if kind == "Job" else {}
     cluster.create(obj(kind, "big", spec={**spec, "template": template({"app": "w"}, **restart)}))
     assert cluster.pods() == []
     (rejection,) = cluster.rejections
-    assert rejection.message.startswith(who)
-    assert "more than the limit of 10 pods for the run (--max-pods); none created" in (
-        rejection.message
+    assert rejection.source_object_key.startswith(who)
+    assert rejection.message == (
+        f"{wanted} pods{of} would make {wanted} in the run, more than its limit of 10 pods "
+        "(--max-pods); none created"
     )
     (event,) = [e for e in cluster.events if e.reason == "FailedCreate"]
     assert "--max-pods" in event.message

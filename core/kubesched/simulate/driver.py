@@ -128,8 +128,11 @@ class Simulation:
             # CronJobs run their schedules within the timeline's window only.
             self.cluster.schedule_until = timeline.horizon()
         with self.cluster.paused_controllers():
-            self.rejections = self.cluster.apply(objects, owned=owned)
-            self.rejections += self.cluster.apply(pods, owned=owned, in_order=True)
+            self.cluster.apply(objects, owned=owned)
+            self.cluster.apply(pods, owned=owned, in_order=True)
+        # Every refusal: the loaded objects', and the controllers' (pods they could not
+        # create, a workload past the pod limit), also those of the run to come.
+        self.rejections = self.cluster.rejections
         self.scheduler = Scheduler(
             self.effective,
             self.registry,

@@ -271,6 +271,9 @@ class WorkloadControllers:
                 self.sync(cur, adopt=True)
         elif kind == "Pod":
             self._on_pod(event)
+        elif kind == "Job":  # deleted: forget its count of finished pods
+            self._job_done.pop(obj.metadata.uid or "", None)
+            self._job_backoff.pop(obj.metadata.uid or "", None)
         elif kind == "Node":
             for ds in self.cluster.objects("DaemonSet"):
                 self.sync_daemon_set(ds)  # type: ignore[arg-type]
@@ -291,7 +294,7 @@ class WorkloadControllers:
             return
         if ref is None:
             return
-        if ref.kind == "Job":
+        if ref.kind == "Job" and self._find_owner(pod.namespace, "Job", ref.name, ref.uid):
             self._count_job_pod(ref.uid, pod, event.type)
         if event.type == EventType.MODIFIED and old is not None:
             # Binding and status chatter do not change what a ReplicaSet counts; only a
@@ -495,15 +498,13 @@ class WorkloadControllers:
         if owner.metadata.uid in self._refused:
             return False  # said once: every later sync would say it again
         self._refused.add(owner.metadata.uid or "")
-        who = f"{owner.kind} {owner.key}"
         ref = owner.metadata.controller_ref
-        if ref is not None:
-            who += f" (of {ref.kind} {owner.namespace}/{ref.name})"
+        of = f" (of {ref.kind} {owner.namespace}/{ref.name})" if ref is not None else ""
         self.cluster._reject(
             owner,
             PodLimitExceeded(
-                f"{who} would create {count} pods, {total} in all: more than the limit of "
-                f"{limit} pods for the run (--max-pods); none created"
+                f"{count} pods{of} would make {total} in the run, more than its limit of "
+                f"{limit} pods (--max-pods); none created"
             ),
         )
         return False
