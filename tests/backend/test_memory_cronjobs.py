@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from kubesched.api import CronJobStatus
 from kubesched.backend.memory import MemoryCluster
 from kubesched.backend.memory.cronjobs import SCHEDULED_TIMESTAMP_ANNOTATION
 from kubesched.backend.memory.kubelet import RUN_SECONDS_ANNOTATION
@@ -117,3 +118,16 @@ def test_without_a_time_window_nothing_runs_and_a_notice_says_so(cluster: Memory
     assert jobs(cluster) == []
     (n,) = notices
     assert n.obj == "CronJob default/report" and "--timeline" in n.message
+
+
+@pytest.mark.parametrize("schedule", ["*/10 * * * *", "@every 10m"], ids=["cron-fields", "every"])
+def test_a_long_gap_since_the_last_schedule_starts_only_the_latest(
+    cluster: MemoryCluster, schedule: str
+):
+    cluster.schedule_until = 3600
+    cj = cron_job(schedule=schedule)
+    # Captured a year after its last run: 52,560 start times were missed.
+    cj.status = CronJobStatus.model_validate({"lastScheduleTime": "2025-01-01T00:00:00Z"})
+    cluster.create(cj)
+    assert jobs(cluster) == ["report-29453760"]  # 2026-01-01T00:00, the latest
+    assert "TooManyMissedTimes" in reasons(cluster)

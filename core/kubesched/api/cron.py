@@ -83,6 +83,17 @@ class Schedule:
         nxt: datetime = croniter(self.fields, local).get_next(datetime)
         return nxt.astimezone(UTC)
 
+    def last_at_or_before(self, moment: datetime, first: datetime, zone: tzinfo = UTC) -> datetime:
+        """The latest scheduled time not after ``moment``, for a schedule whose first time
+        is ``first`` (an ``@every`` schedule counts its delays from there)."""
+        if self.every is not None:
+            steps = (moment - first) // self.every
+            return first + steps * self.every
+        # Times are whole minutes: the latest before a second past ``moment``.
+        local = (moment + timedelta(seconds=1)).astimezone(zone)
+        prev: datetime = croniter(self.fields, local).get_prev(datetime)
+        return prev.astimezone(UTC)
+
 
 def _go_atoi(text: str) -> int:
     if not _GO_INT.fullmatch(text):

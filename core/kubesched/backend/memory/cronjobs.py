@@ -160,13 +160,16 @@ class CronJobController:
         if deadline is not None:
             earliest = max(earliest, timestamp(now - deadline))
         moment = timestamp(now)
+        first = schedule.next_after(earliest, zone)
         found: datetime | None = None
         missed = 0
-        t = schedule.next_after(earliest, zone)
-        while t <= moment:
+        t = first
+        while t <= moment and missed <= MAX_MISSED_START_TIMES:
             found, missed = t, missed + 1
             t = schedule.next_after(t, zone)
         if missed > MAX_MISSED_START_TIMES:
+            # A long gap (a captured CronJob's old lastScheduleTime): jump to the latest.
+            found = schedule.last_at_or_before(moment, first, zone)
             self._event(
                 cj,
                 "Warning",
