@@ -194,3 +194,19 @@ def test_a_bad_run_time_is_noticed_and_the_pod_runs_on(cluster: MemoryCluster):
     assert cluster.get("Pod", "default", "p").status.phase == "Running"
     (n,) = notices
     assert "'soon' is not a number of seconds" in n.message and n.obj == "Pod default/p"
+
+
+def test_a_controller_gets_one_notice_for_all_its_pods(cluster: MemoryCluster):
+    t = template({"app": "web"})
+    t["metadata"]["annotations"] = {RUN_SECONDS_ANNOTATION: "5"}
+    with collecting_notices() as notices:
+        cluster.create(
+            obj(
+                "ReplicaSet",
+                "web",
+                spec={"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": t},
+            )
+        )
+        run(cluster)
+    assert [n.obj for n in notices] == ["ReplicaSet default/web"]
+    assert {p.status.phase for p in cluster.pods()} == {"Running"}

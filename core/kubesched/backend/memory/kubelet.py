@@ -575,6 +575,17 @@ class PodRunner:
 
     def __init__(self, cluster: MemoryCluster) -> None:
         self.cluster = cluster
+        self._noticed: set[str] = set()  # pods (or their controllers) told about
+
+    def _notice(self, pod: Pod, message: str) -> None:
+        """One notice per bare pod, or per controller for all its pods."""
+        ref = pod.metadata.controller_ref
+        key = ref.uid if ref is not None else (pod.metadata.uid or pod.key)
+        if key in self._noticed:
+            return
+        self._noticed.add(key)
+        who = f"{ref.kind} {pod.namespace}/{ref.name}" if ref is not None else f"Pod {pod.key}"
+        notice(message, obj=who)
 
     def on_event(self, kind: str, event: WatchEvent) -> None:
         """Start the clock of a pod that has just started running."""
@@ -588,10 +599,10 @@ class PodRunner:
         if seconds is None:
             return
         if pod.spec.restart_policy == "Always":
-            notice(
+            self._notice(
+                pod,
                 f"{RUN_SECONDS_ANNOTATION} is ignored: with restartPolicy Always the kubelet "
                 "restarts the container, so the pod runs on",
-                obj=f"Pod {pod.key}",
             )
             return
         started = pod.status.start_time
@@ -613,9 +624,9 @@ class PodRunner:
                 seconds = math.nan
             if math.isfinite(seconds) and seconds >= 0:
                 return seconds
-            notice(
+            self._notice(
+                pod,
                 f"{RUN_SECONDS_ANNOTATION}: {text!r} is not a number of seconds; the pod runs on",
-                obj=f"Pod {pod.key}",
             )
             return None
         ref = pod.metadata.controller_ref
