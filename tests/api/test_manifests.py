@@ -39,6 +39,7 @@ def test_kinds_cover_the_objects_we_read() -> None:
         "StatefulSet",
         "DaemonSet",
         "Job",
+        "CronJob",
         "ReplicationController",
         "PriorityClass",
         "PodDisruptionBudget",

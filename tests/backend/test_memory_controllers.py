@@ -325,11 +325,24 @@ def test_job_replaces_deleted_pods_up_to_the_backoff_limit(cluster: MemoryCluste
     cluster.create(
         obj("Job", "j", spec={"backoffLimit": 1, "template": template({}, restartPolicy="Never")})
     )
-    for _ in range(2):
-        (p,) = [x for x in cluster.pods() if x.metadata.deletion_timestamp is None]
-        cluster.delete("Pod", "default", p.name)
-    # Two failures > backoffLimit 1: no more pods.
+    (p,) = cluster.pods()
+    cluster.delete("Pod", "default", p.name)
+    # The replacement waits for the pod failure backoff: 10 s after the first failure.
     assert names(cluster) == []
+    cluster.clock.set(10)
+    cluster.advance()
+    (p,) = cluster.pods()
+    cluster.delete("Pod", "default", p.name)
+    # Two failures > backoffLimit 1: the job fails, no more pods.
+    cluster.clock.set(40)
+    cluster.advance()
+    assert names(cluster) == []
+    (job,) = cluster.objects("Job")
+    assert [(c.type, c.reason) for c in job.status.conditions] == [
+        ("FailureTarget", "BackoffLimitExceeded"),
+        ("Failed", "BackoffLimitExceeded"),
+    ]
+    assert job.status.failed == 2
 
 
 # --- DaemonSet ------------------------------------------------------------------------------

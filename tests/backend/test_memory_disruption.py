@@ -153,8 +153,12 @@ def test_percent_budgets_and_pods_without_scale(
         job_pod = next(p for p in cluster.pods() if p.metadata.controller_ref.kind == "Job")
         cluster.bind(job_pod, "n1")
     else:
-        cluster.bind(cluster.create(pod("loose", labels={"app": "web"})), "n1")
-    cluster.create(pdb(minAvailable="50%"))
+        # Not app=web: the ReplicaSet would adopt it.
+        cluster.bind(cluster.create(pod("loose", labels={"app": "web-loose"})), "n1")
+    either = {
+        "matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "web-loose"]}]
+    }
+    cluster.create(pdb(minAvailable="50%", selector=either))
     assert status(cluster)[3] == want_allowed
 
 
@@ -224,14 +228,14 @@ def test_eviction_of_a_missing_pod(cluster: MemoryCluster):
     ],
 )
 def test_eviction_special_cases(cluster: MemoryCluster, prepare: str, code: int):
-    web_rs(3, 3, cluster)
+    # A fourth, unbound pod of the ReplicaSet is the pending one.
+    web_rs(4 if prepare == "pending" else 3, 3, cluster)
     policy = {"unhealthyPodEvictionPolicy": "AlwaysAllow"} if "always" in prepare else {}
     min_available = 3 if "short" in prepare else 1
     cluster.create(pdb(minAvailable=min_available, **policy))
     target = cluster.pods()[0]
     if prepare == "pending":
-        cluster.create(pod("pending", labels={"app": "web"}))
-        target = cluster.get("Pod", "default", "pending")
+        (target,) = [p for p in cluster.pods() if not p.spec.node_name]
     elif prepare == "terminating":
         cluster.delete_pod(target)
         target = cluster.get("Pod", "default", target.name)

@@ -7,9 +7,13 @@ import pytest
 
 from kubesched.api import ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER, StatefulSet, parse_object
 from kubesched.backend.memory import MemoryCluster
+from kubesched.backend.memory.volumes import PROVISIONER_RUNNING_ANNOTATION
 from kubesched.clock import FakeClock
+from kubesched.notices import collecting_notices
+from kubesched.simulate.driver import simulate
 from tests.plugins.volume_objects import (
     capacity,
+    claim_volume,
     csi_driver,
     csi_node,
     pod_with,
@@ -77,7 +81,7 @@ def test_wait_for_first_consumer_waits_for_the_selected_node() -> None:
     assert [(r.key, r.values) for r in term.match_expressions] == [
         ("topology.kubernetes.io/zone", ["b"])
     ]
-    assert [e.reason for e in c.events] == ["ProvisioningSucceeded"]
+    assert [e.reason for e in c.events] == ["ExternalProvisioning", "ProvisioningSucceeded"]
 
 
 @pytest.mark.parametrize(
@@ -98,7 +102,7 @@ def test_provisioning_is_bounded_by_storage_capacity(room, provisioned) -> None:
         assert str(left) == str(30 * 1024**3)
     else:
         assert got.status.phase == "Pending" and ANN_SELECTED_NODE not in got.metadata.annotations
-        assert [e.reason for e in c.events] == ["ProvisioningFailed"]
+        assert [e.reason for e in c.events] == ["ExternalProvisioning", "ProvisioningFailed"]
         assert str(left) == "5Gi"
 
 
@@ -231,3 +235,61 @@ def test_ephemeral_volume_gets_a_claim_owned_by_the_pod() -> None:
     pod = c.get("Pod", "default", "p")
     assert (owner.kind, owner.uid) == ("Pod", pod.metadata.uid)
     assert got.spec.storage_class_name == "w"
+
+
+# --- which classes the simulated provisioner serves ------------------------------------------
+
+WAITING = (
+    "Waiting for a volume to be created either by the external provisioner '{}' or manually "
+    "by the system administrator. If volume creation is delayed, please verify that the "
+    "provisioner is running and correctly registered."
+)
+
+
+@pytest.mark.parametrize(
+    ("provisioner", "annotation", "provisioned", "noticed"),
+    [
+        ("disk.csi.example.com", None, True, False),
+        ("disk.csi.example.com", "false", False, False),
+        ("disk.csi.example.com", "true", True, False),
+        ("k8s.io/minikube-hostpath", None, False, True),
+    ],
+    ids=["csi-driver", "switched-off", "switched-on", "not-a-csi-driver-name"],
+)
+def test_claims_of_a_class_without_a_provisioner_stay_pending(
+    provisioner: str, annotation: str | None, provisioned: bool, noticed: bool
+) -> None:
+    sc = storage_class("std", mode="Immediate", provisioner=provisioner)
+    if annotation is not None:
+        sc.metadata.annotations[PROVISIONER_RUNNING_ANNOTATION] = annotation
+    with collecting_notices() as notices:
+        c = cluster(sc, pvc("data", cls="std"))
+    got = claim(c, "data")
+    assert got.status.phase == ("Bound" if provisioned else "Pending")
+    assert bool(c.objects("PersistentVolume")) == provisioned
+    waiting = [e for e in c.events if e.reason == "ExternalProvisioning"]
+    assert [(e.type, e.message, e.reporting_controller) for e in waiting] == [
+        ("Normal", WAITING.format(provisioner), "persistentvolume-controller")
+    ]
+    assert [n.obj for n in notices] == (["StorageClass std"] if noticed else [])
+    if noticed:
+        assert "is not a CSI driver name" in notices[0].message
+
+
+def test_a_pod_of_an_unserved_claim_stays_pending_and_the_run_goes_on() -> None:
+    objects = [
+        parse_object(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": "n1"},
+                "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+            }
+        ),
+        storage_class("std", mode="Immediate", provisioner="k8s.io/minikube-hostpath"),
+        pvc("data", cls="std"),
+        pod_with(claim_volume("data"), name="app", uid=""),
+    ]
+    run = simulate(objects)
+    assert run.cluster.get("Pod", "default", "app").spec.node_name is None
+    assert claim(run.cluster, "data").status.phase == "Pending"

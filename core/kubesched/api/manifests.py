@@ -32,7 +32,15 @@ from .storage import (
     StorageClass,
 )
 from .validation import InvalidObjectError, validate_object
-from .workloads import DaemonSet, Deployment, Job, ReplicaSet, ReplicationController, StatefulSet
+from .workloads import (
+    CronJob,
+    DaemonSet,
+    Deployment,
+    Job,
+    ReplicaSet,
+    ReplicationController,
+    StatefulSet,
+)
 
 __all__ = [
     "KINDS",
@@ -64,6 +72,7 @@ KINDS: dict[str, type[KubeObject]] = {
         StatefulSet,
         DaemonSet,
         Job,
+        CronJob,
         ReplicationController,
         PriorityClass,
         PodDisruptionBudget,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -11,12 +12,18 @@ from .meta import KubeModel, KubeObject, LabelSelector, NullableList, ObjectMeta
 from .volumes import PersistentVolumeClaimTemplate
 
 __all__ = [
+    "CronJob",
+    "CronJobSpec",
+    "CronJobStatus",
     "DaemonSet",
     "DaemonSetSpec",
     "Deployment",
     "DeploymentSpec",
     "Job",
+    "JobCondition",
     "JobSpec",
+    "JobStatus",
+    "JobTemplateSpec",
     "PodTemplateSpec",
     "ReplicaSet",
     "ReplicaSetSpec",
@@ -134,8 +141,13 @@ class JobSpec(KubeModel):
     parallelism: int | None = None
     completions: int | None = None
     backoff_limit: int = 6
+    active_deadline_seconds: int | None = None
+    """Seconds from the job's start after which it fails (``DeadlineExceeded``)."""
     completion_mode: str = "NonIndexed"
     suspend: bool = False
+    manual_selector: bool | None = None
+    """With true, ``selector`` is the user's (and adopts matching orphan pods); otherwise
+    the controller selects its pods by ``controller-uid``."""
     selector: LabelSelector | None = None
     template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
 
@@ -149,6 +161,36 @@ class JobSpec(KubeModel):
         return self
 
 
+class JobCondition(KubeModel):
+    """``batch/v1.JobCondition``: ``Complete``, ``Failed``, ``SuccessCriteriaMet``,
+    ``FailureTarget`` or ``Suspended``, with the controller's reason and message."""
+
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+    last_probe_time: datetime | None = None
+    last_transition_time: datetime | None = None
+
+
+class JobStatus(KubeModel):
+    """``batch/v1.JobStatus``: what the Job controller reports."""
+
+    conditions: NullableList[JobCondition] = Field(default_factory=list)
+    start_time: datetime | None = None
+    completion_time: datetime | None = None
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    ready: int | None = None
+    terminating: int | None = None
+    completed_indexes: str | None = None
+
+    def condition(self, ctype: str) -> JobCondition | None:
+        """The condition of type ``ctype`` whose status is True, if any."""
+        return next((c for c in self.conditions if c.type == ctype and c.status == "True"), None)
+
+
 class Job(KubeObject):
     """``batch/v1.Job``."""
 
@@ -157,6 +199,63 @@ class Job(KubeObject):
     api_version: str | None = "batch/v1"
     kind: str | None = "Job"
     spec: JobSpec = Field(default_factory=JobSpec)
+    status: JobStatus = Field(default_factory=JobStatus)
+
+    @property
+    def finished(self) -> str | None:
+        """``Complete`` or ``Failed`` once the job has finished, else None."""
+        for ctype in ("Complete", "Failed"):
+            if self.status.condition(ctype) is not None:
+                return ctype
+        return None
+
+
+class JobTemplateSpec(KubeModel):
+    """``batch/v1.JobTemplateSpec``: the metadata and spec of the Jobs a CronJob creates."""
+
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: JobSpec = Field(default_factory=JobSpec)
+
+
+class CronJobSpec(KubeModel):
+    """``batch/v1.CronJobSpec`` with the API server's defaults (concurrencyPolicy Allow,
+    history limits 3 successful and 1 failed)."""
+
+    schedule: str = ""
+    time_zone: str | None = None
+    starting_deadline_seconds: int | None = None
+    concurrency_policy: str = "Allow"
+    suspend: bool = False
+    job_template: JobTemplateSpec = Field(default_factory=JobTemplateSpec)
+    successful_jobs_history_limit: int = 3
+    failed_jobs_history_limit: int = 1
+
+    @model_validator(mode="after")
+    def _default_policy(self) -> CronJobSpec:
+        # SetDefaults_CronJob: an empty concurrencyPolicy is Allow, as when left out.
+        if not self.concurrency_policy:
+            self.concurrency_policy = "Allow"
+        return self
+
+
+class CronJobStatus(KubeModel):
+    """``batch/v1.CronJobStatus``: the running jobs and the last schedule and success."""
+
+    active: NullableList[dict[str, Any]] = Field(default_factory=list)
+    """References (kind, namespace, name, uid, apiVersion) to the Jobs still running."""
+    last_schedule_time: datetime | None = None
+    last_successful_time: datetime | None = None
+
+
+class CronJob(KubeObject):
+    """``batch/v1.CronJob``."""
+
+    namespaced: ClassVar[bool] = True
+
+    api_version: str | None = "batch/v1"
+    kind: str | None = "CronJob"
+    spec: CronJobSpec = Field(default_factory=CronJobSpec)
+    status: CronJobStatus = Field(default_factory=CronJobStatus)
 
 
 class ReplicationControllerSpec(KubeModel):

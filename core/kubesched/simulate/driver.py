@@ -125,9 +125,14 @@ class Simulation:
         self.timeline = timeline
         if timeline is not None:
             timeline.cluster = self.cluster
+            # CronJobs run their schedules within the timeline's window only.
+            self.cluster.schedule_until = timeline.horizon()
         with self.cluster.paused_controllers():
-            self.rejections = self.cluster.apply(objects, owned=owned)
-            self.rejections += self.cluster.apply(pods, owned=owned, in_order=True)
+            self.cluster.apply(objects, owned=owned)
+            self.cluster.apply(pods, owned=owned, in_order=True)
+        # Every refusal: the loaded objects', and the controllers' (pods they could not
+        # create, a workload past the pod limit), also those of the run to come.
+        self.rejections = self.cluster.rejections
         self.scheduler = Scheduler(
             self.effective,
             self.registry,
@@ -227,7 +232,8 @@ class Simulation:
                 if when is None or retried_at_mark == self._progress_mark or not periodic_retry:
                     break
                 retried_at_mark = self._progress_mark
-            if when - last_progress_at > STALL_AFTER:
+            # Waiting for a pod's run to end or a CronJob's schedule is no stall.
+            if when - last_progress_at > STALL_AFTER and when != self.cluster.next_progress_time():
                 stop_reason = STOP_STALLED
                 break
             self._advance(when)

@@ -102,7 +102,7 @@ def render_summary(
         console.print(
             Text(
                 "Stopped at the timeline's horizon (spec.runFor, or an hour after its last "
-                "step) while pods were still being evicted or replaced.",
+                "step) while pods were still running, being evicted or replaced.",
                 style="bold yellow",
             )
         )

@@ -427,6 +427,7 @@ _COLLECTIONS = {
     "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
     "DaemonSet": "/apis/apps/v1/namespaces/{ns}/daemonsets",
     "Job": "/apis/batch/v1/namespaces/{ns}/jobs",
+    "CronJob": "/apis/batch/v1/namespaces/{ns}/cronjobs",
     "ReplicationController": "/api/v1/namespaces/{ns}/replicationcontrollers",
     "RuntimeClass": "/apis/node.k8s.io/v1/runtimeclasses",
     "Lease": "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",

@@ -18,8 +18,8 @@ from .syntax import (
     validate_labels,
 )
 
-# The storage, DRA and quota kinds register their validators on import.
-from . import dra, quota, storage  # noqa: F401  isort: skip
+# The storage, DRA, quota and batch kinds register their validators on import.
+from . import batch, dra, quota, storage  # noqa: F401  isort: skip
 from .update import UPDATE_VALIDATORS, register_update_validator, validate_update  # isort: skip
 
 __all__ = [

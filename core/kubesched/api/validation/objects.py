@@ -389,6 +389,7 @@ def _job(job: Job) -> list[FieldError]:
     errs.extend(_nonnegative(spec.parallelism, "spec.parallelism"))
     errs.extend(_nonnegative(spec.completions, "spec.completions"))
     errs.extend(_nonnegative(spec.backoff_limit, "spec.backoffLimit"))
+    errs.extend(_nonnegative(spec.active_deadline_seconds, "spec.activeDeadlineSeconds"))
     if spec.completion_mode not in ("NonIndexed", "Indexed"):
         errs.append(
             not_supported("spec.completionMode", spec.completion_mode, ("NonIndexed", "Indexed"))

@@ -1,4 +1,4 @@
-"""Node-pressure eviction: the kubelets' eviction managers, from declared resource usage."""
+"""The kubelets: pods running to their end in virtual time, and node-pressure eviction."""
 
 from __future__ import annotations
 
@@ -19,17 +19,22 @@ from kubesched.api import (
 )
 from kubesched.api.kubelet import KUBELET_CONFIG_ANNOTATION, Threshold
 from kubesched.backend.memory.evictions import BY_KUBELET, EvictionRecord, with_disruption_target
-from kubesched.backend.memory.naming import timestamp
+from kubesched.backend.memory.naming import EPOCH, timestamp
 from kubesched.backend.protocol import EventType, RecordedEvent, WatchEvent
+from kubesched.notices import notice
 
 if TYPE_CHECKING:
     from kubesched.backend.memory.store import MemoryCluster
 
 __all__ = [
     "CAPACITY_ANNOTATION_PREFIX",
+    "DEFAULT_JOB_POD_RUN_SECONDS",
+    "EXIT_CODE_ANNOTATION",
     "HOUSEKEEPING_INTERVAL",
+    "RUN_SECONDS_ANNOTATION",
     "USAGE_ANNOTATION_PREFIX",
     "KubeletEvictionManager",
+    "PodRunner",
     "format_binary",
     "rank_pods",
 ]
@@ -43,6 +48,17 @@ CAPACITY_ANNOTATION_PREFIX = "capacity.kubesched.io/"
 """Node capacities the Node object does not carry: ``imagefs`` (a dedicated image
 filesystem; without it images share nodefs), ``inodes`` (of nodefs), ``pids`` (pid_max).
 A signal whose capacity is unknown is not observed, as the kubelet without stats."""
+
+RUN_SECONDS_ANNOTATION = "kubesched.io/run-seconds"
+"""On a Pod (or a workload's pod template): how many seconds its containers run once it
+has started on a node, then they exit and the pod ends (``restartPolicy`` Never or
+OnFailure); a duration such as ``90``, ``1.5``. Without it a pod runs on, except a Job's
+pods, which run :data:`DEFAULT_JOB_POD_RUN_SECONDS`."""
+EXIT_CODE_ANNOTATION = "kubesched.io/exit-code"
+"""On a Pod (or pod template): the exit code its containers end with after their run;
+``0`` (the default) makes the pod Succeeded, any other Failed."""
+DEFAULT_JOB_POD_RUN_SECONDS = 60.0
+"""How long a Job's pod runs when its template does not say (:data:`RUN_SECONDS_ANNOTATION`)."""
 
 HOUSEKEEPING_INTERVAL = 10.0
 """``--housekeeping-interval``: how often the eviction manager synchronizes."""
@@ -543,3 +559,97 @@ def _fmt(resource: str, n: int) -> str:
 
 def _fmt_request(q: Any) -> str:
     return str(q) if q is not None else "0"
+
+
+class PodRunner:
+    """The kubelets running pods to their end, in virtual time.
+
+    A pod bound to a node starts at once (phase Running, ``startTime``); one whose run
+    has a length (:data:`RUN_SECONDS_ANNOTATION`, or a Job's pod) ends that long after
+    its start: its containers exit with :data:`EXIT_CODE_ANNOTATION` and the pod becomes
+    Succeeded (code 0) or Failed, ``Ready`` false with reason ``PodCompleted``. A pod
+    whose ``restartPolicy`` is Always never ends (its container would restart); with
+    OnFailure a non-zero exit fails the pod (the kubelet's restarts in place are not
+    modelled). A pod deleted before its end goes as any deleted pod.
+    """
+
+    def __init__(self, cluster: MemoryCluster) -> None:
+        self.cluster = cluster
+        self._noticed: set[str] = set()  # pods (or their controllers) told about
+
+    def _notice(self, pod: Pod, message: str) -> None:
+        """One notice per bare pod, or per controller for all its pods."""
+        ref = pod.metadata.controller_ref
+        key = ref.uid if ref is not None else (pod.metadata.uid or pod.key)
+        if key in self._noticed:
+            return
+        self._noticed.add(key)
+        who = f"{ref.kind} {pod.namespace}/{ref.name}" if ref is not None else f"Pod {pod.key}"
+        notice(message, obj=who)
+
+    def on_event(self, kind: str, event: WatchEvent) -> None:
+        """Start the clock of a pod that has just started running."""
+        if kind != "Pod" or event.type is EventType.DELETED:
+            return
+        pod: Pod = event.object  # type: ignore[assignment]
+        old: Pod | None = event.old  # type: ignore[assignment]
+        if not _running(pod) or (old is not None and _running(old)):
+            return
+        seconds = self.run_seconds(pod)
+        if seconds is None:
+            return
+        if pod.spec.restart_policy == "Always":
+            self._notice(
+                pod,
+                f"{RUN_SECONDS_ANNOTATION} is ignored: with restartPolicy Always the kubelet "
+                "restarts the container, so the pod runs on",
+            )
+            return
+        started = pod.status.start_time
+        begin = (started - EPOCH).total_seconds() if started is not None else self.cluster.now()
+        uid = pod.metadata.uid
+        self.cluster.call_at(
+            max(begin + seconds, self.cluster.now()),
+            lambda: self._finish(pod.namespace, pod.name, uid),
+            progress=True,
+        )
+
+    def run_seconds(self, pod: Pod) -> float | None:
+        """How long ``pod`` runs once started, or None when it runs on."""
+        text = pod.metadata.annotations.get(RUN_SECONDS_ANNOTATION)
+        if text is not None:
+            try:
+                seconds = float(text)
+            except ValueError:
+                seconds = math.nan
+            if math.isfinite(seconds) and seconds >= 0:
+                return seconds
+            self._notice(
+                pod,
+                f"{RUN_SECONDS_ANNOTATION}: {text!r} is not a number of seconds; the pod runs on",
+            )
+            return None
+        ref = pod.metadata.controller_ref
+        if ref is not None and ref.kind == "Job":
+            return DEFAULT_JOB_POD_RUN_SECONDS
+        return None
+
+    def _finish(self, namespace: str, name: str, uid: str | None) -> None:
+        cluster = self.cluster
+        cur: Pod | None = cluster.try_get("Pod", namespace, name)  # type: ignore[assignment]
+        if cur is None or cur.metadata.uid != uid or not _running(cur):
+            return
+        code = cur.metadata.annotations.get(EXIT_CODE_ANNOTATION, "0").strip()
+        done = cur.model_copy(deep=True)
+        done.status.phase = "Succeeded" if code in ("0", "") else "Failed"
+        stamp = timestamp(cluster.now())
+        for c in done.status.conditions:
+            if c.type in ("Ready", "ContainersReady") and c.status != "False":
+                c.status = "False"
+                c.reason = "PodCompleted"
+                c.last_transition_time = stamp
+        cluster._write(done, cur)
+
+
+def _running(pod: Pod) -> bool:
+    return bool(pod.spec.node_name) and pod.status.phase == "Running"

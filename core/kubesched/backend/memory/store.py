@@ -31,11 +31,12 @@ from kubesched.api import (
 from kubesched.api import PodCondition as ApiPodCondition
 from kubesched.api.validation import InvalidObjectError, validate_object, validate_update
 from kubesched.backend.memory.admission import AdmissionError, PodAdmission, validate_priority_class
-from kubesched.backend.memory.controllers import WorkloadControllers
+from kubesched.backend.memory.controllers import CONTROLLER_NAMES, WorkloadControllers
+from kubesched.backend.memory.cronjobs import CronJobController
 from kubesched.backend.memory.defaults import ObjectDefaults
 from kubesched.backend.memory.disruption import DisruptionController
 from kubesched.backend.memory.evictions import EvictionRecord
-from kubesched.backend.memory.kubelet import KubeletEvictionManager
+from kubesched.backend.memory.kubelet import KubeletEvictionManager, PodRunner
 from kubesched.backend.memory.naming import deterministic_uid, random_suffix, timestamp
 from kubesched.backend.memory.nodelifecycle import NodeLifecycleController
 from kubesched.backend.memory.resourceclaims import ResourceClaimController
@@ -91,6 +92,7 @@ APPLY_ORDER: dict[str, int] = {
     "StatefulSet": 4,
     "DaemonSet": 4,
     "Job": 4,
+    "CronJob": 4,
     "Pod": 5,
 }
 """The order in which :meth:`MemoryCluster.apply` creates kinds (stable within a kind)."""
@@ -103,6 +105,10 @@ DEFAULT_EVENT_LOG_SIZE = 100_000
 
 DEFAULT_TERMINATION_GRACE_PERIOD = 30
 
+DEFAULT_MAX_PODS = 1_000_000
+"""The most pods a run may hold (:attr:`MemoryCluster.max_pods`): a workload whose pods
+would go past it is refused before any is created."""
+
 # Kinds whose metadata.generation counts spec changes (PDB status reports observedGeneration).
 _GENERATION_KINDS = frozenset(
     {
@@ -112,6 +118,7 @@ _GENERATION_KINDS = frozenset(
         "StatefulSet",
         "DaemonSet",
         "Job",
+        "CronJob",
         "PodDisruptionBudget",
     }
 )
@@ -127,6 +134,7 @@ _RESOURCES = {
     "StatefulSet": "statefulsets.apps",
     "DaemonSet": "daemonsets.apps",
     "Job": "jobs.batch",
+    "CronJob": "cronjobs.batch",
     "ReplicationController": "replicationcontrollers",
     "PriorityClass": "priorityclasses.scheduling.k8s.io",
     "PodDisruptionBudget": "poddisruptionbudgets.policy",
@@ -245,6 +253,7 @@ class MemoryCluster:
         # timers due at the same moment in the order they were set.
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._timer_seq = itertools.count()
+        self._progress_timers: list[float] = []  # heap of the due times of progress timers
         self._dependents: dict[str, dict[tuple[str, str], None]] = {}
         self._pods_by_node: dict[str, dict[str, None]] = {}  # node -> keys of its pods
         # label key -> (namespace, value) -> keys of the pods with that label; a label key
@@ -257,6 +266,14 @@ class MemoryCluster:
         """Every object admission refused, in order (also those of controllers)."""
         self.evictions: list[EvictionRecord] = []
         """Every eviction (taint manager, kubelet, drain, pod GC), in order."""
+        self.max_pods: int | None = DEFAULT_MAX_PODS
+        """The most pods the cluster may hold: a workload whose pods would go past it is
+        refused (a rejection naming it and the limit) before any is created; None: no
+        limit."""
+        self.schedule_until: float | None = None
+        """The end of the run's time window (virtual seconds): CronJobs start their Jobs
+        on schedule up to it; None: no scheduled run at all (nothing says how long the
+        cluster lives)."""
         self.admission = PodAdmission(
             priority_class=lambda name: self.try_get("PriorityClass", "", name),  # type: ignore[arg-type,return-value]
             priority_classes=lambda: self._objects["PriorityClass"].values(),  # type: ignore[arg-type,return-value]
@@ -268,6 +285,8 @@ class MemoryCluster:
         self.defaults = ObjectDefaults()
         self.quota = ResourceQuotaController(self, resource_name)
         self.controllers = WorkloadControllers(self)
+        self.cron_jobs = CronJobController(self)
+        self.pod_runner = PodRunner(self)
         self.volumes = VolumeControllers(self)
         self.disruption = DisruptionController(self)
         self.taint_eviction = TaintEvictionController(self)
@@ -462,8 +481,10 @@ class MemoryCluster:
                     for w in tuple(self._watches[kind]):
                         if w.active and rv > w.from_rv:
                             w.handler(event)
+                    self.pod_runner.on_event(kind, event)
                     if not self._paused:
                         self.controllers.on_event(kind, event)
+                        self.cron_jobs.on_event(kind, event)
                         self.volumes.on_event(kind, event)
                         self.resource_claims.on_event(kind, event)
                     self.taint_eviction.on_event(kind, event)
@@ -493,6 +514,7 @@ class MemoryCluster:
         if not self._paused:
             self.volumes.resync_all()
             self.controllers.resync_all()
+            self.cron_jobs.resync_all()
             self.resource_claims.resync_all()
             self.disruption.sync_all()
 
@@ -857,13 +879,26 @@ class MemoryCluster:
         """Evict ``pod`` through the Eviction API, honouring PodDisruptionBudgets."""
         return self.disruption.evict(pod)
 
-    def call_at(self, when: float, callback: Callable[[], None]) -> None:
+    def call_at(self, when: float, callback: Callable[[], None], *, progress: bool = False) -> None:
         """Run ``callback`` when :meth:`advance` reaches ``when`` (a controller's timer).
 
         A callback that must not run any more checks that itself (timers are not
-        cancelled, as the stale deletions of :attr:`_deletions` are not).
+        cancelled, as the stale deletions of :attr:`_deletions` are not). ``progress``:
+        the timer moves a workload on (a pod finishing its run, a Job's deadline, a
+        CronJob's schedule), however long after the last change it is due
+        (:meth:`next_progress_time`).
         """
         heapq.heappush(self._timers, (when, next(self._timer_seq), callback))
+        if progress:
+            heapq.heappush(self._progress_timers, when)
+
+    def next_progress_time(self) -> float | None:
+        """When the next timer that moves a workload on is due, or None: a run waiting
+        for it is not stalled, however long the wait."""
+        now = self.clock.now()
+        while self._progress_timers and self._progress_timers[0] < now:
+            heapq.heappop(self._progress_timers)
+        return self._progress_timers[0] if self._progress_timers else None
 
     def _next_deletion_time(self) -> float | None:
         while self._deletions:
@@ -967,7 +1002,7 @@ class MemoryCluster:
                 type="Warning",
                 reason="FailedCreate",
                 message=f"Error creating: {err}",
-                reporting_controller=_CONTROLLER_NAMES.get(source.kind or "", "controller"),
+                reporting_controller=CONTROLLER_NAMES.get(source.kind or "", "controller"),
             )
         )
 
@@ -998,16 +1033,6 @@ class MemoryCluster:
                 f'leases.coordination.k8s.io "{lease.name}": resourceVersion is required'
             )
         return self.update(lease)  # type: ignore[return-value]
-
-
-_CONTROLLER_NAMES = {
-    "ReplicaSet": "replicaset-controller",
-    "ReplicationController": "replication-controller",
-    "StatefulSet": "statefulset-controller",
-    "DaemonSet": "daemonset-controller",
-    "Job": "job-controller",
-    "Deployment": "deployment-controller",
-}
 
 
 _PENDING = PodStatus(phase="Pending")

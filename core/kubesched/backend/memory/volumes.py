@@ -21,6 +21,8 @@ from kubesched.api import (
     StorageClass,
     parse_quantity,
 )
+from kubesched.api.validation import InvalidObjectError, validate_object
+from kubesched.api.validation.storage import validate_csi_driver_name
 from kubesched.api.volumeutil import (
     check_access_modes,
     claim_reference,
@@ -30,15 +32,28 @@ from kubesched.api.volumeutil import (
     storage_capacity_reaches,
     storage_capacity_sufficient,
 )
-from kubesched.backend.protocol import EventType, RecordedEvent, WatchEvent
+from kubesched.backend.protocol import BackendError, EventType, RecordedEvent, WatchEvent
+from kubesched.notices import notice
 
 if TYPE_CHECKING:
     from kubesched.backend.memory.store import MemoryCluster
 
-__all__ = ["PROVISIONER_COMPONENT", "VolumeControllers"]
+__all__ = ["PROVISIONER_COMPONENT", "PROVISIONER_RUNNING_ANNOTATION", "VolumeControllers"]
 
 PROVISIONER_COMPONENT = "kubesched-provisioner"
 """``reportingController`` of the provisioner's Events."""
+
+PROVISIONER_RUNNING_ANNOTATION = "kubesched.io/provisioner-running"
+"""On a StorageClass: ``"false"`` reproduces a cluster where no provisioner serves the
+class: its claims wait, Pending, as the PV controller says (``ExternalProvisioning``)."""
+
+WAITING_FOR_PROVISIONER = (
+    "Waiting for a volume to be created either by the external provisioner '{}' or "
+    "manually by the system administrator. If volume creation is delayed, please verify "
+    "that the provisioner is running and correctly registered."
+)
+"""The PV controller's ``ExternalProvisioning`` event, while a claim waits for its class's
+provisioner."""
 
 _PV_CONTROLLER = "persistentvolume-controller"
 
@@ -58,7 +73,13 @@ class VolumeControllers:
     * A PV whose ``claimRef`` names a claim (the scheduler's PreBind, or a user's
       pre-binding) is bound to it: the claim gets ``volumeName``, the
       ``bind-completed`` annotation and phase Bound.
-    * Provisioning creates ``pvc-<claim uid>`` in the selected node's topology (the
+    * Provisioning: the PV controller hands the claim to its class's provisioner (event
+      ``ExternalProvisioning``); a CSI provisioner is assumed to run for every class
+      whose provisioner is a valid CSI driver name, unless the class is annotated
+      ``kubesched.io/provisioner-running: "false"``. Without one (and for a name that
+      no CSI driver can have, such as ``k8s.io/minikube-hostpath``, with a notice) the
+      claim stays Pending, as on a cluster lacking that provisioner. The provisioner
+      creates ``pvc-<claim uid>`` in the selected node's topology (the
       keys the node's CSINode reports for the driver, else the class's
       allowedTopologies keys). When the driver's CSIDriver sets ``storageCapacity``,
       a CSIStorageCapacity reaching the node must have room, and the volume's size
@@ -72,6 +93,8 @@ class VolumeControllers:
 
     def __init__(self, cluster: MemoryCluster) -> None:
         self.cluster = cluster
+        self._waiting: set[str] = set()  # claims told they wait for their provisioner
+        self._unserved: set[str] = set()  # classes noticed as having no provisioner
 
     # -- dispatch --------------------------------------------------------------------------
 
@@ -131,7 +154,14 @@ class VolumeControllers:
             return None
         return max(defaults, key=lambda sc: (sc.metadata.creation_timestamp or 0, sc.name))  # type: ignore[return-value]
 
-    def _event(self, obj: PersistentVolumeClaim, etype: str, reason: str, message: str) -> None:
+    def _event(
+        self,
+        obj: PersistentVolumeClaim,
+        etype: str,
+        reason: str,
+        message: str,
+        component: str = PROVISIONER_COMPONENT,
+    ) -> None:
         self.cluster.record_event(
             RecordedEvent(
                 involved_kind="PersistentVolumeClaim",
@@ -140,7 +170,7 @@ class VolumeControllers:
                 type=etype,
                 reason=reason,
                 message=message,
-                reporting_controller=PROVISIONER_COMPONENT,
+                reporting_controller=component,
                 timestamp=self.cluster.now(),
             )
         )
@@ -179,6 +209,19 @@ class VolumeControllers:
             self._bind_volume_to_claim(pv, pvc)
             return
         if sc is None or sc.provisioner in ("", NOT_SUPPORTED_PROVISIONER):
+            return
+        if delayed and not pvc.metadata.annotations.get(ANN_SELECTED_NODE):
+            return
+        if pvc.metadata.uid not in self._waiting:
+            self._waiting.add(pvc.metadata.uid or "")
+            self._event(
+                pvc,
+                "Normal",
+                "ExternalProvisioning",
+                WAITING_FOR_PROVISIONER.format(sc.provisioner),
+                component=_PV_CONTROLLER,
+            )
+        if sc.metadata.annotations.get(PROVISIONER_RUNNING_ANNOTATION, "").lower() == "false":
             return
         if delayed:
             node_name = pvc.metadata.annotations.get(ANN_SELECTED_NODE)
@@ -371,6 +414,19 @@ class VolumeControllers:
     def _provision(
         self, pvc: PersistentVolumeClaim, sc: StorageClass, node_name: str | None
     ) -> None:
+        errs = validate_csi_driver_name(sc.provisioner, "spec.csi.driver")
+        if errs:
+            # No CSI driver can bear that name: the simulated provisioner does not stand
+            # in for it, and the claim waits as for a provisioner that is not running.
+            if sc.name not in self._unserved:
+                self._unserved.add(sc.name)
+                notice(
+                    f"provisioner {sc.provisioner!r} is not a CSI driver name "
+                    f"({errs[0].body()}): no simulated provisioner serves the class, its "
+                    "claims stay Pending",
+                    obj=f"StorageClass {sc.name}",
+                )
+            return
         node: Node | None = None
         if node_name is not None:
             node = self.cluster.try_get("Node", None, node_name)  # type: ignore[assignment]
@@ -410,8 +466,17 @@ class VolumeControllers:
         }
         if terms:
             manifest["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": terms}}  # type: ignore[index]
+        pv = PersistentVolume.model_validate(manifest)
+        errs = validate_object(pv)
+        if errs:
+            self._provisioning_failed(pvc, sc, str(InvalidObjectError.of(pv, errs)))
+            return
         if self.cluster.try_get("PersistentVolume", None, name) is None:
-            self.cluster.create(PersistentVolume.model_validate(manifest))
+            try:
+                self.cluster.create(pv)
+            except BackendError as err:
+                self._provisioning_failed(pvc, sc, str(err))
+                return
         where = f' on node "{node_name}"' if node_name else ""
         self._event(
             pvc,
