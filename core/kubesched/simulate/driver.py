@@ -126,7 +126,9 @@ class Simulation:
         if timeline is not None:
             timeline.cluster = self.cluster
         with self.cluster.paused_controllers():
-            self.rejections = self.cluster.apply(objects, owned=owned)
+            # Created as kubectl create would: a second object of the same name is refused
+            # (AlreadyExists), not a silent replacement of the first.
+            self.rejections = self.cluster.apply(objects, owned=owned, replace=False)
             self.rejections += self.cluster.apply(pods, owned=owned, in_order=True)
         self.scheduler = Scheduler(
             self.effective,

@@ -118,6 +118,20 @@ def render_summary(
         console.print()
         console.print(Text(f"Pending pods ({len(pending)})", style="bold"))
         _pending_groups(pending, console, max_pending_rows)
+    missing = [p for p in report.pods if p.result == "nodeMissing"]
+    if missing:
+        console.print()
+        console.print(Text(f"Bound to missing nodes ({len(missing)})", style="bold"))
+        for pod in missing[:max_pending_rows]:
+            console.print(
+                Text.assemble(
+                    "  ",
+                    (pod.key, "red"),
+                    f": node {pod.node} does not exist; the pod stays Pending",
+                )
+            )
+        if len(missing) > max_pending_rows:
+            console.print(f"  ... and {len(missing) - max_pending_rows} more")
     preempted = [p for p in report.pods if p.result == "preempted"]
     if preempted:
         console.print()
@@ -178,9 +192,13 @@ def _profiles_table(report: SimulationReport, console: Console) -> None:
     table = Table(title="Pods per profile", title_justify="left", title_style="bold")
     table.add_column("PROFILE")
     evicted = any(row.evicted for row in report.summary)
+    # Rare columns appear only when they count something.
+    node_missing = any(row.node_missing for row in report.summary)
     columns = ["SCHEDULED", "PENDING", "REJECTED", "PREEMPTED", "ATTEMPTS"]
     if evicted:
         columns.insert(4, "EVICTED")
+    if node_missing:
+        columns.insert(2, "NODE MISSING")
     for name in columns:
         table.add_column(name, justify="right")
     for row in report.summary:
@@ -195,6 +213,8 @@ def _profiles_table(report: SimulationReport, console: Console) -> None:
         ]
         if evicted:
             cells.insert(5, Text(str(row.evicted), style="magenta" if row.evicted else ""))
+        if node_missing:
+            cells.insert(3, Text(str(row.node_missing), style="red" if row.node_missing else ""))
         table.add_row(*cells)
     console.print(table)
 
@@ -383,7 +403,7 @@ def render_explain(report: SimulationReport, key: str, console: Console) -> None
     head.append(f" (profile {pod.profile or '?'}, {_plural(pod.attempts, 'attempt')})")
     console.print(head)
     if pod.node:
-        where = "node" if pod.result == "scheduled" else "was on node"
+        where = {"scheduled": "node", "nodeMissing": "missing node"}.get(pod.result, "was on node")
         console.print(Text.assemble(f"  {where}: ", (pod.node, "bold green")))
     if pod.message:
         console.print(f"  message: {pod.message}", soft_wrap=True)

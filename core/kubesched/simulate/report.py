@@ -37,7 +37,12 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 """The node label that names a node's zone."""
 
 
-PodResult = Literal["scheduled", "pending", "rejected", "preempted", "deleted", "evicted"]
+PodResult = Literal[
+    "scheduled", "pending", "nodeMissing", "rejected", "preempted", "deleted", "evicted"
+]
+
+LIVE_RESULTS = frozenset({"scheduled", "pending", "nodeMissing"})
+"""The results of pods that still exist at the end of the run."""
 
 
 class _Model(BaseModel):
@@ -270,8 +275,10 @@ class PodReport(_Model):
     )
     priority: int | None = None
     result: PodResult = Field(
-        description="scheduled: bound to a node at the end; pending: not placed; rejected: "
-        "refused by admission (see message); preempted: deleted as a preemption victim; "
+        description="scheduled: bound to a node at the end; pending: not placed; "
+        "nodeMissing: given bound (spec.nodeName) to a node that does not exist, so no "
+        "kubelet runs it and it stays Pending (the scheduler leaves bound pods alone); "
+        "rejected: refused by admission (see message); preempted: deleted as a preemption victim; "
         "evicted: evicted by the taint manager, the kubelet, a drain or pod GC (see "
         "eviction); deleted: deleted for another reason (e.g. a controller scaled down)."
     )
@@ -283,8 +290,8 @@ class PodReport(_Model):
     message: str = Field(
         "",
         description="For a pending pod, the last diagnosis (upstream's FailedScheduling "
-        "message); for a rejected pod, the admission error; for a preempted pod, the "
-        "Preempted event.",
+        "message); for a nodeMissing pod, which node is missing; for a rejected pod, the "
+        "admission error; for a preempted pod, the Preempted event.",
     )
     nominated_node: str | None = Field(None, alias="nominatedNode")
     preempted_by: str | None = Field(
@@ -348,6 +355,11 @@ class ProfileSummary(_Model):
     served: bool = Field(True, description="False: no profile has this schedulerName.")
     scheduled: int = 0
     pending: int = 0
+    node_missing: int = Field(
+        0,
+        alias="nodeMissing",
+        description="Pods given bound to a node that does not exist: they stay Pending.",
+    )
     rejected: int = Field(0, description="Pods admission refused.")
     preempted: int = Field(0, description="Pods of this profile evicted as preemption victims.")
     evicted: int = Field(0, description="Pods evicted (taint manager, kubelet, drain, pod GC).")
@@ -485,7 +497,7 @@ class SimulationReport(_Model):
         found = [p for p in self.pods if p.key == key]
         if not found:
             raise KeyError(key)
-        live = [p for p in found if p.result in ("scheduled", "pending")]
+        live = [p for p in found if p.result in LIVE_RESULTS]
         return (live or found)[-1]
 
     def to_json(self, **kw: Any) -> str:
@@ -850,10 +862,13 @@ def _assemble(
     deleted = _deleted_pods(run)
     evictions = [EvictionReport.model_validate(e) for e in build_evictions(run, deleted)]
     eviction_of = {e.uid: e for e in evictions if e.uid}
+    known_nodes = set(node_names)
     for pod in cluster.pods():
         ev_report = eviction_of.get(pod.metadata.uid or "")
         if ev_report is not None and pod.status.phase in ("Succeeded", "Failed"):
             add_pod(pod, "evicted", ev_report.message or ev_report.reason).eviction = ev_report
+        elif pod.spec.node_name and pod.spec.node_name not in known_nodes:
+            add_pod(pod, "nodeMissing", node_missing_message(pod.spec.node_name))
         else:
             add_pod(pod, "scheduled" if pod.spec.node_name else "pending")
 
@@ -917,7 +932,7 @@ def _assemble(
     # Victims and candidates, on their preemptors.
     victim_node = {r.key: r.node for r in pods if r.result == "preempted"}
     for r in pods:
-        evs = victims_of.get(r.key) if r.result in ("scheduled", "pending") else None
+        evs = victims_of.get(r.key) if r.result in LIVE_RESULTS else None
         explanation = explanations.get(id(r))
         if not evs and explanation is None:
             continue
@@ -971,6 +986,18 @@ def _assemble(
     return report, [details.get(id(p), {}) for p in pods]
 
 
+def node_missing_message(node: str) -> str:
+    """The report's message for a pod bound to ``node``, which does not exist."""
+    return (
+        f'spec.nodeName names node "{node}", which does not exist: no kubelet runs the pod '
+        "and the scheduler leaves bound pods alone, so it stays Pending"
+    )
+
+
+_SUMMARY_FIELDS = {"nodeMissing": "node_missing"}
+"""The ProfileSummary count of a result whose name is not its attribute's."""
+
+
 def _summary(profiles: list[str], pods: list[PodReport], run: Any) -> list[ProfileSummary]:
     rows = {p: ProfileSummary(profile=p) for p in profiles}
     for pod in pods:
@@ -978,7 +1005,8 @@ def _summary(profiles: list[str], pods: list[PodReport], run: Any) -> list[Profi
         row = rows.get(name)
         if row is None:
             row = rows[name] = ProfileSummary(profile=name, served=False)
-        setattr(row, pod.result, getattr(row, pod.result) + 1)
+        field = _SUMMARY_FIELDS.get(pod.result, pod.result)
+        setattr(row, field, getattr(row, field) + 1)
         row.attempts += pod.attempts
     return list(rows.values())
 

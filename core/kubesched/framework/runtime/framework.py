@@ -919,7 +919,11 @@ class Framework:
                 result, final = returned, status
                 break
             if not status.is_rejected():
-                final = _wrap_error(status, f"running PostFilter plugin {runner.name!r}")
+                # Upstream keeps the plugin's own words here (no "running ..." context):
+                # they end the FailedScheduling message as they are.
+                final = Status(
+                    Code.ERROR, status.message(), plugin=runner.name, error=status.error
+                )
                 break
             if returned is not None and (
                 returned.nominated_node_name is not None or returned.details is not None
