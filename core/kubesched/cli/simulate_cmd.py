@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kubesched.api import load_manifests
 from kubesched.cli import live_cluster, output
+from kubesched.cli.arguments import positive_int
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.cli.output import progress_bar, write_data
 from kubesched.errors import UserInputError
@@ -16,6 +17,7 @@ from kubesched.notices import Notice, collecting_notices
 from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY, Simulation
 from kubesched.simulate.html import StoryCollector, write_html_report
 from kubesched.simulate.invariants import InvariantViolation
+from kubesched.simulate.limits import DEFAULT_MAX_PODS
 from kubesched.simulate.render import render_explain, render_summary
 from kubesched.simulate.report import (
     SimulationReport,
@@ -101,6 +103,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "drains, usage, scaling; the report gains the evictions and a time axis",
     )
     parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    parser.add_argument(
+        "--max-pods",
+        type=positive_int,
+        default=DEFAULT_MAX_PODS,
+        metavar="N",
+        help="refuse, before the run, input whose workloads (replicas, Job parallelism or "
+        "completions, DaemonSets: one pod per node) and pods add up to more than N pods "
+        f"(default: {DEFAULT_MAX_PODS:,})",
+    )
     live_cluster.add_arguments(parser)
     parser.add_argument(
         "--report",
@@ -150,6 +161,7 @@ def _simulate_collecting(args: argparse.Namespace, notices: list[Notice]) -> int
             progress=progress,
             timeline=timeline,
             check_invariants=args.check_invariants,
+            max_pods=args.max_pods,
         )
         # With --detail summary the records keep no verdicts or scores: the page's
         # stories are condensed as the attempts finish instead.

@@ -210,6 +210,10 @@ class MemoryCluster:
         """Every object admission refused, in order (also those of controllers)."""
         self.evictions: list[EvictionRecord] = []
         """Every eviction (taint manager, kubelet, drain, pod GC), in order."""
+        self.max_pods: int | None = None
+        """The most pods the run may hold (``kubesched simulate --max-pods``); None: no
+        limit. The input is checked against it before anything is created; controllers
+        read it as a last guard."""
         self.admission = PodAdmission(
             priority_class=lambda name: self.try_get("PriorityClass", "", name),  # type: ignore[arg-type,return-value]
             priority_classes=lambda: self._objects["PriorityClass"].values(),  # type: ignore[arg-type,return-value]
