@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rich.console import Console
 from rich.table import Table
@@ -120,26 +120,22 @@ def render_summary(
         _pending_groups(pending, console, max_pending_rows)
     missing = [p for p in report.pods if p.result == "nodeMissing"]
     if missing:
-        console.print()
-        console.print(Text(f"Bound to missing nodes ({len(missing)})", style="bold"))
-        for pod in missing[:max_pending_rows]:
-            console.print(
-                Text.assemble(
-                    "  ",
-                    (pod.key, "red"),
-                    f": node {pod.node} does not exist; the pod stays Pending",
-                )
-            )
-        if len(missing) > max_pending_rows:
-            console.print(f"  ... and {len(missing) - max_pending_rows} more")
+        _pod_list(
+            console,
+            "Bound to missing nodes",
+            missing,
+            max_pending_rows,
+            ("red", lambda p: f": node {p.node} does not exist; the pod stays Pending"),
+        )
     preempted = [p for p in report.pods if p.result == "preempted"]
     if preempted:
-        console.print()
-        console.print(Text(f"Preempted pods ({len(preempted)})", style="bold"))
-        for pod in preempted[:max_pending_rows]:
-            console.print(
-                Text.assemble("  ", (pod.key, "magenta"), f" on {pod.node}, by {pod.preempted_by}")
-            )
+        _pod_list(
+            console,
+            "Preempted pods",
+            preempted,
+            max_pending_rows,
+            ("magenta", lambda p: f" on {p.node}, by {p.preempted_by}"),
+        )
     if report.timeline is not None:
         console.print()
         _timeline_table(report.timeline, console)
@@ -153,6 +149,23 @@ def render_summary(
             console.print(
                 Text.assemble("  ", (rej.object, "red"), f": {rej.message}"), soft_wrap=True
             )
+
+
+def _pod_list(
+    console: Console,
+    title: str,
+    pods: list[PodReport],
+    max_rows: int,
+    line: tuple[str, Callable[[PodReport], str]],
+) -> None:
+    """A titled list of pods, one line each: the key in ``line``'s style, then its text."""
+    style, text = line
+    console.print()
+    console.print(Text(f"{title} ({len(pods)})", style="bold"))
+    for pod in pods[:max_rows]:
+        console.print(Text.assemble("  ", (pod.key, style), text(pod)))
+    if len(pods) > max_rows:
+        console.print(f"  ... and {len(pods) - max_rows} more")
 
 
 def claim_outcome(claim: ClaimReport) -> str:

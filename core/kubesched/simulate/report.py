@@ -290,7 +290,8 @@ class PodReport(_Model):
     message: str = Field(
         "",
         description="For a pending pod, the last diagnosis (upstream's FailedScheduling "
-        "message); for a nodeMissing pod, which node is missing; for a rejected pod, the "
+        "message), or for one never tried why (its SchedulingGated condition, or a "
+        "PreEnqueue plugin holding it back); for a nodeMissing pod, which node is missing; for a rejected pod, the "
         "admission error; for a preempted pod, the Preempted event.",
     )
     nominated_node: str | None = Field(None, alias="nominatedNode")
@@ -829,6 +830,8 @@ def _assemble(
             message = last.message
         elif result == "pending" and profile not in served_profiles:
             message = f'no profile has schedulerName "{profile}"; the pod is left alone'
+        elif result == "pending":
+            message = _never_tried(pod, run.scheduler.queue)
         key = f"{pod.namespace}/{pod.name}"
         explained = detail == DETAIL_FULL and (wanted is None or key in wanted)
         report = PodReport(
@@ -984,6 +987,24 @@ def _assemble(
         ),
     )
     return report, [details.get(id(p), {}) for p in pods]
+
+
+MSG_HELD_BACK = (
+    "never tried: a PreEnqueue plugin holds it back (no FailedScheduling event, as on a "
+    "real cluster)"
+)
+"""The report's message for a pending pod a PreEnqueue plugin keeps out of the queue."""
+
+
+def _never_tried(pod: Pod, queue: Any) -> str:
+    """Why a pending pod had no attempt: its PodScheduled condition (kube-apiserver's
+    SchedulingGated), else whether PreEnqueue holds it back; else nothing."""
+    condition = next((c for c in pod.status.conditions or () if c.type == "PodScheduled"), None)
+    if condition is not None and condition.message:
+        return condition.message
+    if queue.queue_of(pod.metadata.uid or "") == "gated":
+        return MSG_HELD_BACK
+    return ""
 
 
 def node_missing_message(node: str) -> str:
