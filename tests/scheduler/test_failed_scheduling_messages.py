@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kubesched.api import parse_object
+from kubesched.config import config_from_dict
 from kubesched.simulate.driver import Simulation
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "scheduler" / "failed-scheduling.json"
@@ -30,7 +31,14 @@ def kubesched_outcome(case: dict[str, Any]) -> dict[str, Any]:
     """What kubesched's embedded cluster makes of a recorded case, in the recording's terms."""
     ns = case["id"]
     docs = [*RECORDING["nodes"], *(_in_namespace(d, ns) for d in case["objects"])]
-    sim = Simulation([parse_object(d) for d in docs])
+    config = config_from_dict(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": RECORDING["profiles"],
+        }
+    )
+    sim = Simulation([parse_object(d) for d in docs], config=config)
     try:
         sim.run()
         pod = sim.cluster.get("Pod", ns, case["pod"])
