@@ -5,7 +5,6 @@ kube-scheduler's, case by case, as recorded in tests/fixtures/scheduler/failed-s
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,24 +12,15 @@ import pytest
 from kubesched.api import parse_object
 from kubesched.config import config_from_dict
 from kubesched.simulate.driver import Simulation
+from tests.fixtures.scheduler.record import FIXTURE, namespaced
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "scheduler" / "failed-scheduling.json"
 RECORDING: dict[str, Any] = json.loads(FIXTURE.read_text())
-_CLUSTER_SCOPED = frozenset(
-    {"Node", "PriorityClass", "StorageClass", "PersistentVolume", "DeviceClass", "ResourceSlice"}
-)
-
-
-def _in_namespace(doc: dict[str, Any], namespace: str) -> dict[str, Any]:
-    if doc["kind"] in _CLUSTER_SCOPED:
-        return doc
-    return {**doc, "metadata": {**doc["metadata"], "namespace": namespace}}
 
 
 def kubesched_outcome(case: dict[str, Any]) -> dict[str, Any]:
     """What kubesched's embedded cluster makes of a recorded case, in the recording's terms."""
     ns = case["id"]
-    docs = [*RECORDING["nodes"], *(_in_namespace(d, ns) for d in case["objects"])]
+    docs = [*RECORDING["nodes"], *(namespaced(d, ns) for d in case["objects"])]
     config = config_from_dict(
         {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
