@@ -35,7 +35,8 @@ ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
 """Filter reason: a pod on the node mounts the same GCE PD / EBS / RBD / iSCSI disk in a
 conflicting way."""
 ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT = (
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
+    "already in-use by another pod"
 )
 """Filter reason: a ReadWriteOncePod claim of the pod is used by another pod (any node)."""
 

@@ -109,9 +109,15 @@ def test_seed_fixture_contents() -> None:
 
 
 def test_all_seed_fixtures_load_as_a_directory_except_configs(tmp_path: Path) -> None:
+    # A directory each: the fixtures are separate scenarios that reuse object names (one
+    # input naming an object twice is refused as AlreadyExists).
+    loaded = 0
     for name in SEED_OBJECTS:
-        (tmp_path / name).write_text((SEED / name).read_text())
-    assert len(load_manifests([tmp_path])) == len(SEED_OBJECTS)
+        folder = tmp_path / Path(name).stem
+        folder.mkdir()
+        (folder / name).write_text((SEED / name).read_text())
+        loaded += len(load_manifests([folder]))
+    assert loaded == len(SEED_OBJECTS)
 
 
 def test_multi_document_yaml_skips_empty_documents() -> None:

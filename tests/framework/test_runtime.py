@@ -159,7 +159,7 @@ def test_filter_exception_is_an_error_naming_the_plugin():
     state = fw.new_cycle_state()
     status = fw.run_filter_plugins(state, POD, nodes("n1")[0])
     assert status.code is Code.ERROR and status.plugin == "Boom"
-    assert status.message() == "running 'Boom' filter plugin: kaput"
+    assert status.message() == 'running "Boom" filter plugin: kaput'
     _, error = fw.run_filter_batch(state, POD, node_batch(nodes("n1", "n2")))
     assert error.code is Code.ERROR and error.plugin == "Boom"
 
@@ -382,7 +382,7 @@ def test_permit_wait_times_out_at_the_first_deadline():
     verdict = fw.wait_on_permit(POD)
     assert verdict.code is Code.UNSCHEDULABLE and verdict.plugin == "W1"
     assert verdict.message() == (
-        "pod 'p' rejected while waiting on permit: rejected due to timeout after waiting "
+        'pod "p" rejected while waiting on permit: rejected due to timeout after waiting '
         "at plugin W1"
     )
 
@@ -415,7 +415,7 @@ def test_bind_stops_at_the_first_plugin_that_does_not_skip():
 def test_bind_error_is_wrapped():
     fw = make_framework(recording("B", "bind", Status(Code.ERROR, "api down")))
     status = fw.run_bind_plugins(fw.new_cycle_state(), POD, "n1")
-    assert status.code is Code.ERROR and status.message() == "running Bind plugin 'B': api down"
+    assert status.code is Code.ERROR and status.message() == 'running Bind plugin "B": api down'
 
 
 @pytest.mark.parametrize(

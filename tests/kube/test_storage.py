@@ -241,7 +241,7 @@ def test_read_write_once_pod_claim_is_not_shared(
     api.create(pod_with_claim("second", "solo"))
     condition = api.unschedulable("second")
     assert (
-        "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod "
-        "access mode" in condition["message"]
+        "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
+        "already in-use by another pod" in condition["message"]
     )
     assert api.node_of("second") is None

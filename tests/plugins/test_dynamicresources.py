@@ -21,7 +21,7 @@ from kubesched.api import (
 )
 from kubesched.errors import UserInputError
 from kubesched.simulate.driver import Simulation, simulate
-from kubesched.simulate.report import build_report
+from kubesched.simulate.report import MSG_HELD_BACK, build_report
 from kubesched.testing import make_pod
 from kubesched_builtin.dynamicresources.allocator import (
     AllocationError,
@@ -567,8 +567,9 @@ def test_pod_waits_for_its_claim_then_gets_scheduled() -> None:
     try:
         run = sim.run()
         report = build_report(run).pod("default/p")
-        # PreEnqueue keeps the pod out of the active queue: no attempt, no event.
-        assert (report.node, report.attempts, report.message) == (None, 0, "")
+        # PreEnqueue keeps the pod out of the active queue: no attempt, no event; the
+        # report says so.
+        assert (report.node, report.attempts, report.message) == (None, 0, MSG_HELD_BACK)
         claim = ResourceClaim.model_validate(
             {
                 "metadata": {"name": "later", "namespace": "default"},

@@ -143,7 +143,7 @@ def test_inter_pod_affinity_pre_score_errors_on_the_parse_error() -> None:
     assert err.value.status.code is Code.ERROR
     # The runtime names the plugin before the plugin's own message.
     assert err.value.status.message() == (
-        "running PreScore plugin 'InterPodAffinity': failed to parse pod: "
+        'running PreScore plugin "InterPodAffinity": failed to parse pod: '
         f'preferredAffinityTerms: values[0][app]: Invalid value: "{BAD}": {LABEL_VALUE_ERR}'
     )
 

@@ -95,7 +95,7 @@ def test_plugin_exception_is_an_error_and_the_pod_backs_off():
     assert h.node_of("p") is None
     record = h.records[-1]
     assert record.result == "error"
-    assert record.message == "running 'Boom' filter plugin: kaput"
+    assert record.message == 'running "Boom" filter plugin: kaput'
     condition = next(c for c in h.pod("p").status.conditions if c.type == "PodScheduled")
     assert condition.reason == "SchedulerError"
     assert h.scheduler.queue.queue_of(h.pod("p")) == "backoff"
@@ -153,7 +153,7 @@ def test_bind_failure_rolls_back_completely():
     assert CALLS == ["R1.reserve", "R2.reserve", "R2.unreserve", "R1.unreserve"]
     assert h.requested_cpu("n0") == 0
     assert not h.scheduler.cache.is_assumed_pod(h.scheduler.queue.get_pod("p").pod_info)
-    assert h.records[-1].message == "running Bind plugin 'FailingBinder': api server down"
+    assert h.records[-1].message == 'running Bind plugin "FailingBinder": api server down'
     assert h.scheduler.queue.queue_of(h.pod("p")) == "backoff"
 
 

@@ -339,7 +339,7 @@ def test_invariants_hold_at_scale_with_misbehaving_plugins() -> None:
         if mode:
             by_mode.setdefault(mode, []).append(p)
     expected = {
-        "raise": "running 'ChaosRaisingFilter' filter plugin: injected failure",
+        "raise": 'running "ChaosRaisingFilter" filter plugin: injected failure',
         "wrong-type": "ChaosWrongTypeScore",
         "out-of-range": "ChaosOutOfRangeScore",
         "permit": "rejected due to timeout after waiting",

@@ -76,6 +76,8 @@ ERR_TIMEOUT = "timed out trying to allocate devices"
 MSG_NO_CLAIMS = "no new claims to deallocate"
 MSG_DEALLOCATED = "deallocation of ResourceClaim completed"
 MSG_STILL_NOT_SCHEDULABLE = "still not schedulable"
+ERR_STATE_NOT_FOUND = "not found"
+"""PostFilter's error when PreFilter left no state (upstream's ``ErrNotFound``)."""
 
 
 class DynamicResourcesArgs(PluginArgs):
@@ -392,7 +394,11 @@ class DynamicResources:
     @hookimpl
     def post_filter(self, state: CycleState, pod: Pod) -> Status:
         s = state.get(STATE_KEY)
-        if s is None or not s.claims:
+        if s is None:
+            # This PreFilter never ran (an earlier one rejected the pod): upstream's read
+            # of the cycle state fails, and that error ends PostFilter with its words.
+            return Status(Code.ERROR, ERR_STATE_NOT_FOUND)
+        if not s.claims:
             return Status(Code.UNSCHEDULABLE, MSG_NO_CLAIMS)
         for index in sorted(s.unavailable):
             claim = s.claims[index].claim

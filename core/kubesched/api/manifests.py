@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import sys
@@ -23,6 +24,7 @@ from .kubelet import KubeletConfiguration
 from .meta import KubeObject
 from .quota import LimitRange, ResourceQuota
 from .resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from .rest import resource_name
 from .storage import (
     CSIDriver,
     CSINode,
@@ -564,6 +566,7 @@ def load_manifests(paths: Iterable[str | Path]) -> list[KubeObject]:
     the line) or an invalid object (with the field path).
     """
     out: list[KubeObject] = []
+    origins = _Origins()
     for p in paths:
         if str(p) == "-":
             text = sys.stdin.read(MAX_MANIFEST_BYTES + 1)
@@ -573,6 +576,7 @@ def load_manifests(paths: Iterable[str | Path]) -> list[KubeObject]:
                     source="<stdin>",
                 )
             out.extend(parse_manifests(text, source="<stdin>"))
+            origins.add("<stdin>", len(out), text)
             continue
         path = Path(p)
         if path.is_dir():
@@ -581,8 +585,77 @@ def load_manifests(paths: Iterable[str | Path]) -> list[KubeObject]:
             )
             for f in files:
                 out.extend(_read_file(f))
+                origins.add(str(f), len(out))
         elif path.is_file():
             out.extend(_read_file(path))
+            origins.add(str(path), len(out))
         else:
             raise UserInputError("no such file or directory", source=str(path))
+    _refuse_duplicates(out, origins)
     return out
+
+
+class _Origins:
+    """Which file each loaded object came from: the files in order, each with the index
+    just past its last object (and standard input's text, which cannot be read again)."""
+
+    def __init__(self) -> None:
+        self.sources: list[str] = []
+        self.ends: list[int] = []
+        self.stdin: str | None = None
+
+    def add(self, source: str, end: int, text: str | None = None) -> None:
+        """The objects up to index ``end`` (exclusive) not yet placed came from ``source``."""
+        self.sources.append(source)
+        self.ends.append(end)
+        if text is not None:
+            self.stdin = text
+
+    def locate(self, index: int) -> str:
+        """``file document N`` (with ``items[i]`` for a List's item) of object ``index``."""
+        f = bisect.bisect_right(self.ends, index)
+        source, start = self.sources[f], self.ends[f - 1] if f else 0
+        text = self.stdin if source == "<stdin>" else Path(source).read_text(encoding="utf-8")
+        # Only on the error path: the file parsed once already, so its documents and
+        # their objects come out in the same order again.
+        if source.endswith(".json"):
+            docs: Iterable[Any] = [json.loads(text or "null")]
+        else:
+            docs = _yaml_documents(text or "", source)
+        labels = []
+        for i, doc in enumerate(docs):
+            if doc is None:
+                continue
+            if isinstance(doc, dict) and _is_list(doc):
+                labels += [f"document {i + 1} items[{j}]" for j in range(len(doc["items"] or ()))]
+            else:
+                labels.append(f"document {i + 1}")
+        return f"{source} {labels[index - start]}"
+
+
+_KUBECTL_NAMES = {"<stdin>": "STDIN"}
+
+
+def _refuse_duplicates(objects: list[KubeObject], origins: _Origins) -> None:
+    """Refuse a second object of the same kind, namespace and name, as kube-apiserver
+    refuses creating it (``kubectl create``'s words), naming both documents: one would
+    silently replace the other."""
+    seen: dict[tuple[str, str, str], int] = {}
+    for i, obj in enumerate(objects):
+        if not obj.metadata.name:
+            continue  # generateName: every one is a new object
+        # The group too: one kind name may live in two groups (PodGroup).
+        group = (obj.api_version or "").rpartition("/")[0]
+        first = seen.setdefault((group, obj.kind or "", obj.key), i)
+        if first == i:
+            continue
+        second = origins.locate(i)
+        source = origins.sources[bisect.bisect_right(origins.ends, i)]
+        shown = _KUBECTL_NAMES.get(source, source)  # kubectl calls standard input STDIN
+        raise UserInputError(
+            f'Error from server (AlreadyExists): error when creating "{shown}": '
+            f'{resource_name(obj.kind or "")} "{obj.name}" already exists '
+            f"({second} repeats {obj.kind} {obj.key} of {origins.locate(first)})",
+            source=source,
+            obj=f"{obj.kind} {obj.key}",
+        )

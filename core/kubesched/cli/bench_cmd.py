@@ -18,6 +18,7 @@ from kubesched.bench import (
     run_workload,
 )
 from kubesched.bench.kube import SCHEDULERS, run_on_api_server
+from kubesched.cli.arguments import positive_int
 from kubesched.errors import KubeschedError
 from kubesched.framework.registry import PluginRegistry, default_registry
 
@@ -25,13 +26,6 @@ from kubesched.framework.registry import PluginRegistry, default_registry
 def _registry() -> PluginRegistry:
     # One indirection so that tests can substitute a registry.
     return default_registry()
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def _non_negative(text: str) -> int:
@@ -69,13 +63,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=["basic"],
         help="workloads to run, or 'all' (default: basic)",
     )
-    parser.add_argument("--nodes", type=_positive, default=500, help="nodes (default: 500)")
+    parser.add_argument("--nodes", type=positive_int, default=500, help="nodes (default: 500)")
     parser.add_argument(
         "--pods", type=_non_negative, default=1000, help="measured pods (default: 1000)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
     parser.add_argument(
-        "--repeat", type=_positive, default=1, help="runs per workload; medians reported"
+        "--repeat", type=positive_int, default=1, help="runs per workload; medians reported"
     )
     parser.add_argument(
         "--percentage-of-nodes-to-score",

@@ -19,6 +19,7 @@ from kubesched.capacity import (
 )
 from kubesched.capacity.nodes import COST_ANNOTATION, DEFAULT_MAX_NODES, capacity_nodes, node_shapes
 from kubesched.cli import live_cluster, output
+from kubesched.cli.arguments import positive_int
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.config import EffectiveConfiguration
 from kubesched.errors import UserInputError
@@ -32,13 +33,6 @@ MAX_NODE_ROWS = 20
 def _registry() -> PluginRegistry:
     # One indirection so that tests can substitute a registry of toy plugins.
     return default_registry()
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -60,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     fit.add_argument("template", metavar="POD_OR_WORKLOAD", help="a Pod or workload manifest")
     fit.add_argument("cluster", metavar="CLUSTER", nargs="*", help="cluster manifests")
-    fit.add_argument("--max", type=_positive, metavar="N", help="stop after N copies")
+    fit.add_argument("--max", type=positive_int, metavar="N", help="stop after N copies")
     _common(fit)
     fit.set_defaults(func=_fit)
 
@@ -83,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     nodes.add_argument(
         "--max-nodes",
-        type=_positive,
+        type=positive_int,
         default=DEFAULT_MAX_NODES,
         metavar="N",
         help=f"the most new nodes a plan may add (default: {DEFAULT_MAX_NODES})",

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from kubesched.api import MANIFEST_SUFFIXES, KubeObject, load_manifests
-from kubesched.backend.memory.store import SYSTEM_NAMESPACES
+from kubesched.backend.memory.store import DEFAULT_MAX_PODS, SYSTEM_NAMESPACES
 from kubesched.cli import live_cluster, output
+from kubesched.cli.arguments import positive_int
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.cli.output import progress_bar, write_data
 from kubesched.errors import UserInputError
@@ -109,6 +110,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "without it such a namespace is created, with a notice",
     )
     parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    parser.add_argument(
+        "--max-pods",
+        type=positive_int,
+        default=DEFAULT_MAX_PODS,
+        metavar="N",
+        help="refuse, before the run, input whose workloads (replicas, Job parallelism or "
+        "completions, DaemonSets: one pod per node) and pods add up to more than N pods "
+        f"(default: {DEFAULT_MAX_PODS:,})",
+    )
     live_cluster.add_arguments(parser)
     parser.add_argument(
         "--report",
@@ -194,6 +204,7 @@ def _simulate_collecting(args: argparse.Namespace, notices: list[Notice]) -> int
             progress=progress,
             timeline=timeline,
             check_invariants=args.check_invariants,
+            max_pods=args.max_pods,
         )
         # With --detail summary the records keep no verdicts or scores: the page's
         # stories are condensed as the attempts finish instead.

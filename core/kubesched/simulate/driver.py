@@ -22,6 +22,7 @@ from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.metrics import Metrics
 from kubesched.scheduler import AttemptRecord, EventHandlers, Scheduler
 from kubesched.simulate.invariants import InvariantChecker
+from kubesched.simulate.limits import check_max_pods
 
 DETAIL_FULL = "full"
 """Keep every attempt's per-node filter statuses and scores (explanations)."""
@@ -84,7 +85,10 @@ class Simulation:
     ``objects`` over to the cluster, which then stores them without copying them (the
     caller must not change them). ``pods`` are created after ``objects``, each as the
     iterable yields it: pods made by a generator never all exist at once as parsed, before
-    admission shares what they have in common (a bench's 100,000).
+    admission shares what they have in common (a bench's 100,000). ``max_pods`` refuses
+    (``UserInputError``) ``objects`` whose workloads and pods would make more pods than
+    that, before anything is created (see :mod:`kubesched.simulate.limits`), and is the
+    cluster's ``max_pods``.
     """
 
     def __init__(
@@ -102,6 +106,7 @@ class Simulation:
         validate: bool = True,
         owned: bool = False,
         pods: Iterable[KubeObject] = (),
+        max_pods: int | None = None,
     ) -> None:
         self.registry = registry or default_registry()
         if isinstance(config, EffectiveConfiguration):
@@ -115,6 +120,10 @@ class Simulation:
         self.clock = FakeClock(0.0)
         self.metrics = Metrics()
         objects = list(objects)
+        if max_pods is not None:
+            # Before anything is created: a workload of a billion replicas would
+            # otherwise be expanded first.
+            check_max_pods(objects, max_pods)
         if node_pressure_eviction is None:
             node_pressure_eviction = timeline is not None or any(
                 o.kind == "KubeletConfiguration" for o in objects
@@ -122,13 +131,17 @@ class Simulation:
         self.cluster = MemoryCluster(
             self.clock, node_pressure_eviction=node_pressure_eviction, validate=validate
         )
+        if max_pods is not None:
+            self.cluster.max_pods = max_pods
         self.timeline = timeline
         if timeline is not None:
             timeline.cluster = self.cluster
             # CronJobs run their schedules within the timeline's window only.
             self.cluster.schedule_until = timeline.horizon()
         with self.cluster.paused_controllers():
-            self.cluster.apply(objects, owned=owned)
+            # Created as kubectl create would: a second object of the same name is refused
+            # (AlreadyExists), not a silent replacement of the first.
+            self.cluster.apply(objects, owned=owned, replace=False)
             self.cluster.apply(pods, owned=owned, in_order=True)
         # Every refusal: the loaded objects', and the controllers' (pods they could not
         # create, a workload past the pod limit), also those of the run to come.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rich.console import Console
 from rich.table import Table
@@ -118,14 +118,24 @@ def render_summary(
         console.print()
         console.print(Text(f"Pending pods ({len(pending)})", style="bold"))
         _pending_groups(pending, console, max_pending_rows)
+    missing = [p for p in report.pods if p.result == "nodeMissing"]
+    if missing:
+        _pod_list(
+            console,
+            "Bound to missing nodes",
+            missing,
+            max_pending_rows,
+            ("red", lambda p: f": node {p.node} does not exist; the pod stays Pending"),
+        )
     preempted = [p for p in report.pods if p.result == "preempted"]
     if preempted:
-        console.print()
-        console.print(Text(f"Preempted pods ({len(preempted)})", style="bold"))
-        for pod in preempted[:max_pending_rows]:
-            console.print(
-                Text.assemble("  ", (pod.key, "magenta"), f" on {pod.node}, by {pod.preempted_by}")
-            )
+        _pod_list(
+            console,
+            "Preempted pods",
+            preempted,
+            max_pending_rows,
+            ("magenta", lambda p: f" on {p.node}, by {p.preempted_by}"),
+        )
     if report.timeline is not None:
         console.print()
         _timeline_table(report.timeline, console)
@@ -143,6 +153,23 @@ def render_summary(
             console.print(
                 Text.assemble("  ", (rej.object, "red"), f": {rej.message}"), soft_wrap=True
             )
+
+
+def _pod_list(
+    console: Console,
+    title: str,
+    pods: list[PodReport],
+    max_rows: int,
+    line: tuple[str, Callable[[PodReport], str]],
+) -> None:
+    """A titled list of pods, one line each: the key in ``line``'s style, then its text."""
+    style, text = line
+    console.print()
+    console.print(Text(f"{title} ({len(pods)})", style="bold"))
+    for pod in pods[:max_rows]:
+        console.print(Text.assemble("  ", (pod.key, style), text(pod)))
+    if len(pods) > max_rows:
+        console.print(f"  ... and {len(pods) - max_rows} more")
 
 
 def claim_outcome(claim: ClaimReport) -> str:
@@ -182,9 +209,13 @@ def _profiles_table(report: SimulationReport, console: Console) -> None:
     table = Table(title="Pods per profile", title_justify="left", title_style="bold")
     table.add_column("PROFILE")
     evicted = any(row.evicted for row in report.summary)
+    # Rare columns appear only when they count something.
+    node_missing = any(row.node_missing for row in report.summary)
     columns = ["SCHEDULED", "PENDING", "REJECTED", "PREEMPTED", "ATTEMPTS"]
     if evicted:
         columns.insert(4, "EVICTED")
+    if node_missing:
+        columns.insert(2, "NODE MISSING")
     for name in columns:
         table.add_column(name, justify="right")
     for row in report.summary:
@@ -199,6 +230,8 @@ def _profiles_table(report: SimulationReport, console: Console) -> None:
         ]
         if evicted:
             cells.insert(5, Text(str(row.evicted), style="magenta" if row.evicted else ""))
+        if node_missing:
+            cells.insert(3, Text(str(row.node_missing), style="red" if row.node_missing else ""))
         table.add_row(*cells)
     console.print(table)
 
@@ -387,7 +420,7 @@ def render_explain(report: SimulationReport, key: str, console: Console) -> None
     head.append(f" (profile {pod.profile or '?'}, {_plural(pod.attempts, 'attempt')})")
     console.print(head)
     if pod.node:
-        where = "node" if pod.result == "scheduled" else "was on node"
+        where = {"scheduled": "node", "nodeMissing": "missing node"}.get(pod.result, "was on node")
         console.print(Text.assemble(f"  {where}: ", (pod.node, "bold green")))
     if pod.message:
         console.print(f"  message: {pod.message}", soft_wrap=True)

@@ -38,7 +38,12 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 """The node label that names a node's zone."""
 
 
-PodResult = Literal["scheduled", "pending", "rejected", "preempted", "deleted", "evicted"]
+PodResult = Literal[
+    "scheduled", "pending", "nodeMissing", "rejected", "preempted", "deleted", "evicted"
+]
+
+LIVE_RESULTS = frozenset({"scheduled", "pending", "nodeMissing"})
+"""The results of pods that still exist at the end of the run."""
 
 
 class _Model(BaseModel):
@@ -271,8 +276,10 @@ class PodReport(_Model):
     )
     priority: int | None = None
     result: PodResult = Field(
-        description="scheduled: bound to a node at the end; pending: not placed; rejected: "
-        "refused by admission (see message); preempted: deleted as a preemption victim; "
+        description="scheduled: bound to a node at the end; pending: not placed; "
+        "nodeMissing: given bound (spec.nodeName) to a node that does not exist, so no "
+        "kubelet runs it and it stays Pending (the scheduler leaves bound pods alone); "
+        "rejected: refused by admission (see message); preempted: deleted as a preemption victim; "
         "evicted: evicted by the taint manager, the kubelet, a drain or pod GC (see "
         "eviction); deleted: deleted for another reason (e.g. a controller scaled down)."
     )
@@ -284,7 +291,9 @@ class PodReport(_Model):
     message: str = Field(
         "",
         description="For a pending pod, the last diagnosis (upstream's FailedScheduling "
-        "message); for a rejected pod, the admission error; for a preempted pod, the "
+        "message), or for one never tried why (its SchedulingGated condition, or a "
+        "PreEnqueue plugin holding it back); for a nodeMissing pod, which node is "
+        "missing; for a rejected pod, the admission error; for a preempted pod, the "
         "Preempted event.",
     )
     nominated_node: str | None = Field(None, alias="nominatedNode")
@@ -349,6 +358,11 @@ class ProfileSummary(_Model):
     served: bool = Field(True, description="False: no profile has this schedulerName.")
     scheduled: int = 0
     pending: int = 0
+    node_missing: int = Field(
+        0,
+        alias="nodeMissing",
+        description="Pods given bound to a node that does not exist: they stay Pending.",
+    )
     rejected: int = Field(0, description="Pods admission refused.")
     preempted: int = Field(0, description="Pods of this profile evicted as preemption victims.")
     evicted: int = Field(0, description="Pods evicted (taint manager, kubelet, drain, pod GC).")
@@ -500,7 +514,7 @@ class SimulationReport(_Model):
         found = [p for p in self.pods if p.key == key]
         if not found:
             raise KeyError(key)
-        live = [p for p in found if p.result in ("scheduled", "pending")]
+        live = [p for p in found if p.result in LIVE_RESULTS]
         return (live or found)[-1]
 
     def to_json(self, **kw: Any) -> str:
@@ -832,6 +846,8 @@ def _assemble(
             message = last.message
         elif result == "pending" and profile not in served_profiles:
             message = f'no profile has schedulerName "{profile}"; the pod is left alone'
+        elif result == "pending":
+            message = _never_tried(pod, run.scheduler.queue)
         key = f"{pod.namespace}/{pod.name}"
         explained = detail == DETAIL_FULL and (wanted is None or key in wanted)
         report = PodReport(
@@ -865,10 +881,13 @@ def _assemble(
     deleted = _deleted_pods(run)
     evictions = [EvictionReport.model_validate(e) for e in build_evictions(run, deleted)]
     eviction_of = {e.uid: e for e in evictions if e.uid}
+    known_nodes = set(node_names)
     for pod in cluster.pods():
         ev_report = eviction_of.get(pod.metadata.uid or "")
         if ev_report is not None and pod.status.phase in ("Succeeded", "Failed"):
             add_pod(pod, "evicted", ev_report.message or ev_report.reason).eviction = ev_report
+        elif pod.spec.node_name and pod.spec.node_name not in known_nodes:
+            add_pod(pod, "nodeMissing", node_missing_message(pod.spec.node_name))
         else:
             add_pod(pod, "scheduled" if pod.spec.node_name else "pending")
 
@@ -932,7 +951,7 @@ def _assemble(
     # Victims and candidates, on their preemptors.
     victim_node = {r.key: r.node for r in pods if r.result == "preempted"}
     for r in pods:
-        evs = victims_of.get(r.key) if r.result in ("scheduled", "pending") else None
+        evs = victims_of.get(r.key) if r.result in LIVE_RESULTS else None
         explanation = explanations.get(id(r))
         if not evs and explanation is None:
             continue
@@ -992,6 +1011,36 @@ def _not_simulated(cluster: Any) -> list[NotSimulatedReport]:
     return [NotSimulatedReport(kind=kind, count=n) for kind, n in counts if n]
 
 
+MSG_HELD_BACK = (
+    "never tried: a PreEnqueue plugin holds it back (no FailedScheduling event, as on a "
+    "real cluster)"
+)
+"""The report's message for a pending pod a PreEnqueue plugin keeps out of the queue."""
+
+
+def _never_tried(pod: Pod, queue: Any) -> str:
+    """Why a pending pod had no attempt: its PodScheduled condition (kube-apiserver's
+    SchedulingGated), else whether PreEnqueue holds it back; else nothing."""
+    condition = next((c for c in pod.status.conditions or () if c.type == "PodScheduled"), None)
+    if condition is not None and condition.message:
+        return condition.message
+    if queue.queue_of(pod.metadata.uid or "") == "gated":
+        return MSG_HELD_BACK
+    return ""
+
+
+def node_missing_message(node: str) -> str:
+    """The report's message for a pod bound to ``node``, which does not exist."""
+    return (
+        f'spec.nodeName names node "{node}", which does not exist: no kubelet runs the pod '
+        "and the scheduler leaves bound pods alone, so it stays Pending"
+    )
+
+
+_SUMMARY_FIELDS = {"nodeMissing": "node_missing"}
+"""The ProfileSummary count of a result whose name is not its attribute's."""
+
+
 def _summary(profiles: list[str], pods: list[PodReport], run: Any) -> list[ProfileSummary]:
     rows = {p: ProfileSummary(profile=p) for p in profiles}
     for pod in pods:
@@ -999,7 +1048,8 @@ def _summary(profiles: list[str], pods: list[PodReport], run: Any) -> list[Profi
         row = rows.get(name)
         if row is None:
             row = rows[name] = ProfileSummary(profile=name, served=False)
-        setattr(row, pod.result, getattr(row, pod.result) + 1)
+        field = _SUMMARY_FIELDS.get(pod.result, pod.result)
+        setattr(row, field, getattr(row, field) + 1)
         row.attempts += pod.attempts
     return list(rows.values())
 

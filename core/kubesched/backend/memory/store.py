@@ -29,6 +29,7 @@ from kubesched.api import (
     resolve_kind,
 )
 from kubesched.api import PodCondition as ApiPodCondition
+from kubesched.api.rest import resource_name
 from kubesched.api.validation import InvalidObjectError, validate_object, validate_update
 from kubesched.backend.memory.admission import AdmissionError, PodAdmission, validate_priority_class
 from kubesched.backend.memory.controllers import CONTROLLER_NAMES, WorkloadControllers
@@ -106,8 +107,10 @@ DEFAULT_EVENT_LOG_SIZE = 100_000
 DEFAULT_TERMINATION_GRACE_PERIOD = 30
 
 DEFAULT_MAX_PODS = 1_000_000
-"""The most pods a run may hold (:attr:`MemoryCluster.max_pods`): a workload whose pods
-would go past it is refused before any is created."""
+"""The most pods a run may hold (:attr:`MemoryCluster.max_pods`, ``kubesched simulate
+--max-pods``'s default): ten times the largest run ``kubesched bench`` measures (100,000
+pods), far below what would exhaust a machine's memory (about a kilobyte a pending pod,
+more once scheduled)."""
 
 # Kinds whose metadata.generation counts spec changes (PDB status reports observedGeneration).
 _GENERATION_KINDS = frozenset(
@@ -122,40 +125,6 @@ _GENERATION_KINDS = frozenset(
         "PodDisruptionBudget",
     }
 )
-
-# The REST resource names upstream messages use ('pods "x" not found').
-_RESOURCES = {
-    "Pod": "pods",
-    "Node": "nodes",
-    "Namespace": "namespaces",
-    "Service": "services",
-    "ReplicaSet": "replicasets.apps",
-    "Deployment": "deployments.apps",
-    "StatefulSet": "statefulsets.apps",
-    "DaemonSet": "daemonsets.apps",
-    "Job": "jobs.batch",
-    "CronJob": "cronjobs.batch",
-    "ReplicationController": "replicationcontrollers",
-    "PriorityClass": "priorityclasses.scheduling.k8s.io",
-    "PodDisruptionBudget": "poddisruptionbudgets.policy",
-    "RuntimeClass": "runtimeclasses.node.k8s.io",
-    "Lease": "leases.coordination.k8s.io",
-    "PersistentVolume": "persistentvolumes",
-    "PersistentVolumeClaim": "persistentvolumeclaims",
-    "StorageClass": "storageclasses.storage.k8s.io",
-    "CSINode": "csinodes.storage.k8s.io",
-    "CSIDriver": "csidrivers.storage.k8s.io",
-    "CSIStorageCapacity": "csistoragecapacities.storage.k8s.io",
-    "DeviceClass": "deviceclasses.resource.k8s.io",
-    "ResourceClaim": "resourceclaims.resource.k8s.io",
-    "ResourceClaimTemplate": "resourceclaimtemplates.resource.k8s.io",
-    "ResourceSlice": "resourceslices.resource.k8s.io",
-}
-
-
-def resource_name(kind: str) -> str:
-    """The REST resource of ``kind`` as API error messages name it (``pods``)."""
-    return _RESOURCES.get(kind, kind.lower() + "s")
 
 
 def _describe(obj: KubeObject) -> str:
@@ -267,9 +236,10 @@ class MemoryCluster:
         self.evictions: list[EvictionRecord] = []
         """Every eviction (taint manager, kubelet, drain, pod GC), in order."""
         self.max_pods: int | None = DEFAULT_MAX_PODS
-        """The most pods the cluster may hold: a workload whose pods would go past it is
-        refused (a rejection naming it and the limit) before any is created; None: no
-        limit."""
+        """The most pods the cluster may hold (``kubesched simulate --max-pods``): the
+        input is checked against it before anything is created, and a workload whose
+        pods would go past it is refused (a rejection naming it and the limit) before any
+        is created; None: no limit."""
         self.schedule_until: float | None = None
         """The end of the run's time window (virtual seconds): CronJobs start their Jobs
         on schedule up to it; None: no scheduled run at all (nothing says how long the
@@ -675,6 +645,14 @@ class MemoryCluster:
             # instance for every new pending pod (about 460 bytes a pod): stored objects
             # are never changed in place, a status write copies it first.
             pod.status = _PENDING
+            if pod.spec.scheduling_gates:
+                # ... but a gated one says why it waits, as kube-apiserver's pod strategy.
+                pod.status = _PENDING.model_copy(update={"conditions": [_SCHEDULING_GATED]})
+            return
+        if self.try_get("Node", None, pod.spec.node_name) is None:
+            # Bound to a node that does not exist: no kubelet runs it, so it stays Pending
+            # with nothing else in its status, as on a real cluster.
+            pod.status = _PENDING
             return
         # A pod created bound (captured, or with spec.nodeName) is running at once.
         if not st.phase:
@@ -959,14 +937,21 @@ class MemoryCluster:
     # -- apply -----------------------------------------------------------------------------
 
     def apply(
-        self, objects: Iterable[KubeObject], *, owned: bool = False, in_order: bool = False
+        self,
+        objects: Iterable[KubeObject],
+        *,
+        owned: bool = False,
+        in_order: bool = False,
+        replace: bool = True,
     ) -> list[AdmissionRejection]:
         """Load objects (from manifests) in dependency order; return what was refused.
 
         ``owned``: the objects are handed over, as in :meth:`create`.
 
         Kinds go in :data:`APPLY_ORDER` (namespaces and classes first, pods last). An
-        existing object is replaced, except a Pod, which is refused as AlreadyExists.
+        existing object is replaced, except a Pod, which is refused as AlreadyExists;
+        with ``replace=False`` every existing object is refused so, as ``kubectl create``
+        is.
         A refused object does not stop the others. Controllers run once everything is
         stored, so owners adopt the ReplicaSets and Pods of a captured cluster.
 
@@ -979,8 +964,10 @@ class MemoryCluster:
         with self.paused_controllers(), self.defaults.grouped():
             for obj in objects:
                 try:
-                    if not isinstance(obj, Pod) and self.try_get(
-                        obj.kind or "", obj.metadata.namespace, obj.name
+                    if (
+                        replace
+                        and not isinstance(obj, Pod)
+                        and self.try_get(obj.kind or "", obj.metadata.namespace, obj.name)
                     ):
                         fresh = obj.model_copy(deep=True)
                         fresh.metadata.resource_version = None
@@ -1037,6 +1024,14 @@ class MemoryCluster:
 
 _PENDING = PodStatus(phase="Pending")
 """The status of every pending pod as created (shared, never changed)."""
+
+_SCHEDULING_GATED = ApiPodCondition(
+    type="PodScheduled",
+    status="False",
+    reason="SchedulingGated",
+    message="Scheduling is blocked due to non-empty scheduling gates",
+)
+"""The condition kube-apiserver gives a pod created with scheduling gates."""
 
 
 def _start(status: PodStatus, now: datetime) -> None:

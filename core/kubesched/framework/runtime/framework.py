@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -486,7 +487,7 @@ class Framework:
                 if r.code is Code.UNSCHEDULABLE:
                     status = r
                     continue
-                return None, _wrap_error(r, f"running PreFilter plugin {runner.name!r}"), set()
+                return None, _wrap_error(r, f"running PreFilter plugin {_q(runner.name)}"), set()
             if r is None or r.all_nodes():
                 continue
             narrowing.append(runner.name)
@@ -531,7 +532,7 @@ class Framework:
             if status is not None and not status.is_success():
                 return _wrap_error(
                     status.with_plugin(runner.name),
-                    f"running {hook} on PreFilter plugin {runner.name!r}",
+                    f"running {hook} on PreFilter plugin {_q(runner.name)}",
                 )
         return Status()
 
@@ -549,7 +550,7 @@ class Framework:
             if status is not None and not status.is_success():
                 status.with_plugin(runner.name)
                 if not status.is_rejected():
-                    return _wrap_error(status, f"running {runner.name!r} filter plugin")
+                    return _wrap_error(status, f"running {_q(runner.name)} filter plugin")
                 return status
         return Status()
 
@@ -827,7 +828,7 @@ class Framework:
                 return (
                     alive,
                     verdicts,
-                    _wrap_error(results, f"running {runner.name!r} filter plugin"),
+                    _wrap_error(results, f"running {_q(runner.name)} filter plugin"),
                 )
             if not (isinstance(results, np.ndarray) and results.dtype == object):
                 results = np.array(results, dtype=object)
@@ -849,7 +850,7 @@ class Framework:
                         return (
                             alive,
                             verdicts,
-                            _wrap_error(status, f"running {runner.name!r} filter plugin"),
+                            _wrap_error(status, f"running {_q(runner.name)} filter plugin"),
                         )
                 rejected[id(status)] = bool(status.code)  # False: an explicit success
             if not all(rejected.values()):
@@ -920,7 +921,9 @@ class Framework:
                 result, final = returned, status
                 break
             if not status.is_rejected():
-                final = _wrap_error(status, f"running PostFilter plugin {runner.name!r}")
+                # Upstream keeps the plugin's own words here (no "running ..." context):
+                # they end the FailedScheduling message as they are.
+                final = Status(Code.ERROR, status.message(), plugin=runner.name, error=status.error)
                 break
             if returned is not None and (
                 returned.nominated_node_name is not None or returned.details is not None
@@ -954,7 +957,7 @@ class Framework:
                 skip.add(runner.name)
                 continue
             status = _wrap_error(
-                s.with_plugin(runner.name), f"running PreScore plugin {runner.name!r}"
+                s.with_plugin(runner.name), f"running PreScore plugin {_q(runner.name)}"
             )
             break
         state.skip_score_plugins = skip
@@ -1000,7 +1003,7 @@ class Framework:
                 if status is not None and not status.is_success():
                     error = _wrap_error(
                         status.with_plugin(runner.name),
-                        f"running Normalize on Score plugins {runner.name!r}",
+                        f"running Normalize on Score plugins {_q(runner.name)}",
                     )
                     self._observe("Score", error, start)
                     return error
@@ -1040,7 +1043,7 @@ class Framework:
                 raw = batch_call(state, pod, pod_info, batch)
                 if isinstance(raw, Status):
                     return _wrap_error(
-                        raw.with_plugin(runner.name), f"running Score plugin {runner.name!r}"
+                        raw.with_plugin(runner.name), f"running Score plugin {_q(runner.name)}"
                     )
                 raw = np.asarray(raw)
                 if raw.dtype.kind not in "iu":
@@ -1052,7 +1055,7 @@ class Framework:
                 for v in values:
                     if isinstance(v, Status):
                         return _wrap_error(
-                            v.with_plugin(runner.name), f"running Score plugin {runner.name!r}"
+                            v.with_plugin(runner.name), f"running Score plugin {_q(runner.name)}"
                         )
                     if not _is_score(v):
                         return _wrong_result(runner.name, "score", v)
@@ -1080,7 +1083,7 @@ class Framework:
                 status = (
                     s
                     if s.is_rejected()
-                    else _wrap_error(s, f"running Reserve plugin {runner.name!r}")
+                    else _wrap_error(s, f"running Reserve plugin {_q(runner.name)}")
                 )
                 break
         self._observe("Reserve", status, start)
@@ -1119,7 +1122,7 @@ class Framework:
                 timeout = s.timeout if s.timeout is not None else 0.0
                 waits[runner.name] = min(timeout, MAX_PERMIT_TIMEOUT)
                 continue
-            status = _wrap_error(s, f"running Permit plugin {runner.name!r}")
+            status = _wrap_error(s, f"running Permit plugin {_q(runner.name)}")
             break
         if status is None:
             if waits:
@@ -1128,7 +1131,7 @@ class Framework:
                 status = Status(
                     Code.WAIT,
                     "one or more plugins asked to wait and no plugin rejected pod "
-                    f"{pod_info.name!r}",
+                    f"{_q(pod_info.name)}",
                 )
             else:
                 status = Status()
@@ -1162,10 +1165,10 @@ class Framework:
         if verdict.is_rejected():
             return Status(
                 verdict.code,
-                f"pod {pod_info.name!r} rejected while waiting on permit: {verdict.message()}",
+                f"pod {_q(pod_info.name)} rejected while waiting on permit: {verdict.message()}",
                 plugin=verdict.plugin,
             )
-        return _wrap_error(verdict, f"error while waiting on permit for pod {pod_info.name!r}")
+        return _wrap_error(verdict, f"error while waiting on permit for pod {_q(pod_info.name)}")
 
     # -- binding cycle ------------------------------------------------------------------
     def run_pre_bind_plugins(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
@@ -1181,7 +1184,7 @@ class Framework:
                 status = (
                     s
                     if s.is_rejected()
-                    else _wrap_error(s, f"running PreBind plugin {runner.name!r}")
+                    else _wrap_error(s, f"running PreBind plugin {_q(runner.name)}")
                 )
                 break
         self._observe("PreBind", status, start)
@@ -1202,7 +1205,7 @@ class Framework:
             status = (
                 s
                 if s.is_success() or s.is_rejected()
-                else _wrap_error(s, f"running Bind plugin {runner.name!r}")
+                else _wrap_error(s, f"running Bind plugin {_q(runner.name)}")
             )
             break
         self._observe("Bind", status, start)
@@ -1495,6 +1498,11 @@ def _batch_length_error(plugin: str, hook: str, what: str, got: int, want: int) 
         f"{hook} of plugin {plugin!r} returned {got} {what} for {want} nodes",
         plugin=plugin,
     )
+
+
+def _q(name: str) -> str:
+    """``name`` as Go's ``%q`` writes it: upstream quotes plugin and pod names so."""
+    return json.dumps(name)
 
 
 def _wrap_error(status: Status, context: str) -> Status:

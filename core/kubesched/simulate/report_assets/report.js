@@ -5,7 +5,7 @@
 
 (function () {
   const $ = (sel, root) => (root || document).querySelector(sel);
-  const RESULTS = ["scheduled", "pending", "rejected", "preempted", "deleted"];
+  const RESULTS = ["scheduled", "pending", "nodeMissing", "rejected", "preempted", "deleted"];
   // ColorBrewer YlGnBu, 7 classes: sequential and colour-blind safe; light = idle, dark = full.
   const SCALE = ["#ffffcc", "#c7e9b4", "#7fcdbb", "#41b6c4", "#1d91c0", "#225ea8", "#0c2c84"];
   // Okabe & Ito: categorical, colour-blind safe (score plugins in stacked bars).
