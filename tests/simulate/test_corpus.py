@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.api import KubeObject, parse_manifests
+from kubesched.api import ANN_SELECTED_NODE, KubeObject, Pod, parse_manifests
 from kubesched.backend.memory import MemoryCluster
 from kubesched.errors import UserInputError
 from kubesched.simulate import Simulation
@@ -132,19 +132,34 @@ def owners(cluster: MemoryCluster, verdicts: list[dict[str, Any]]) -> dict[str, 
             entry["bound"] += 1
         else:
             entry["pending"] += 1
-            entry["messages"].append(
-                next(
-                    (
-                        c.message
-                        for c in pod.status.conditions or ()
-                        if c.type == "PodScheduled" and c.status == "False"
-                    ),
-                    None,
-                )
-            )
+            entry["messages"].append(pending_message(cluster, pod))
     for entry in out.values():
         entry["messages"].sort(key=lambda m: (m is not None, m or ""))
     return dict(sorted(out.items()))
+
+
+def pending_message(cluster: MemoryCluster, pod: Pod) -> str | None:
+    """A pending pod's PodScheduled message, recorded as the recorder does: None while its
+    claims wait to be provisioned on the node the scheduler chose."""
+    ns = pod.metadata.namespace or "default"
+    names = [
+        v.persistent_volume_claim.claim_name
+        for v in pod.spec.volumes or ()
+        if v.persistent_volume_claim is not None
+    ]
+    claims = [cluster.try_get("PersistentVolumeClaim", ns, n) for n in names]
+    if names and all(
+        c is not None and ANN_SELECTED_NODE in (c.metadata.annotations or {}) for c in claims
+    ):
+        return None
+    return next(
+        (
+            c.message
+            for c in pod.status.conditions or ()
+            if c.type == "PodScheduled" and c.status == "False"
+        ),
+        None,
+    )
 
 
 def top_owner(cluster: MemoryCluster, obj: KubeObject) -> str:
@@ -205,5 +220,9 @@ def test_same_pods_bound_and_pending_per_owner(case: str) -> None:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_same_claim_phases(case: str) -> None:
-    assert simulate_case(case)["claims"] == RECORDING[case]["claims"]
+def test_same_claims_and_phases(case: str) -> None:
+    # Which claims of a StatefulSet get the volumes there are is a race on the real
+    # control plane: compare the claims there are, and how many are in each phase.
+    ours, recorded = simulate_case(case)["claims"], RECORDING[case]["claims"]
+    assert sorted(ours) == sorted(recorded)
+    assert Counter(ours.values()) == Counter(recorded.values())
