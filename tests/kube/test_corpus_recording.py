@@ -8,27 +8,19 @@ so that the recorder and the recording stay honest.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from kubesched.testing.envtest import ASSETS_ENV, assets_dir
+from tests.fixtures.corpus import record
 
 pytestmark = pytest.mark.envtest
 
 CORPUS = Path(__file__).parents[1] / "fixtures" / "corpus"
 QUICK_CASES = ("max-pods", "typo-unknown-field")
 """Cases that settle quickly and cover both halves: refused documents and placements."""
-
-
-def _recorder():
-    spec = importlib.util.spec_from_file_location("corpus_record", CORPUS / "record.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("case", QUICK_CASES)
@@ -39,6 +31,5 @@ def test_recording_again_gives_the_recording(case: str) -> None:
     ):
         pytest.skip(f"{ASSETS_ENV} has no kube-controller-manager and kube-scheduler")
     recorded = json.loads((CORPUS / "recorded.json").read_text())[case]
-    recorder = _recorder()
-    again = recorder.record_case(CORPUS / f"{case}.yaml")
-    assert recorder.comparable(again) == recorder.comparable(recorded)
+    again = record.record_case(CORPUS / f"{case}.yaml")
+    assert record.comparable(again) == record.comparable(recorded)

@@ -37,19 +37,13 @@ from kubesched.api import ANN_SELECTED_NODE, KubeObject, Pod, parse_manifests
 from kubesched.backend.memory import MemoryCluster
 from kubesched.errors import UserInputError
 from kubesched.simulate import Simulation
+from tests.fixtures.corpus import record
 
 CORPUS = Path(__file__).parents[1] / "fixtures" / "corpus"
 RECORDING: dict[str, Any] = json.loads((CORPUS / "recorded.json").read_text())
 CASES = sorted(p.stem for p in CORPUS.glob("*.yaml"))
-WORKLOAD_KINDS = (
-    "Deployment",
-    "StatefulSet",
-    "DaemonSet",
-    "Job",
-    "CronJob",
-    "ReplicationController",
-    "ReplicaSet",
-)
+
+
 _SEPARATOR = re.compile(r"^---[ \t]*$", re.MULTILINE)
 
 
@@ -79,7 +73,11 @@ def simulate_case(case: str) -> dict[str, Any]:
     verdicts: list[dict[str, Any]] = []
     accepted: list[tuple[int, KubeObject]] = []
     for text in document_texts(path):
-        recorded_shape = _shape(text)
+        doc = yaml.safe_load(text)
+        recorded_shape = {
+            "kind": doc.get("kind") if isinstance(doc, dict) else None,
+            "name": record.object_name(doc),
+        }
         try:
             objects = parse_manifests(text, source=str(path))
         except UserInputError as err:
@@ -107,35 +105,15 @@ def simulate_case(case: str) -> dict[str, Any]:
     }
 
 
-def _shape(text: str) -> dict[str, Any]:
-    """The ``kind`` and ``name`` a document is recorded under (read as plain YAML)."""
-    doc = yaml.safe_load(text)
-    meta = doc.get("metadata") if isinstance(doc, dict) else None
-    meta = meta if isinstance(meta, dict) else {}
-    name = str(meta.get("name") or meta.get("generateName") or "")
-    return {
-        "kind": doc.get("kind") if isinstance(doc, dict) else None,
-        "name": f"{meta['namespace']}/{name}" if meta.get("namespace") else name,
-    }
-
-
 def owners(cluster: MemoryCluster, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
     """Pods bound and pending per top-level owner, and the pending pods' messages."""
-    out: dict[str, dict[str, Any]] = {}
-    for v in verdicts:
-        if v["kind"] in (*WORKLOAD_KINDS, "Pod"):
-            ns, _, name = v["name"].rpartition("/")
-            out.setdefault(f"{v['kind']} {ns or 'default'}/{name}", _empty())
-    for pod in cluster.pods():
-        entry = out.setdefault(top_owner(cluster, pod), _empty())
-        if pod.spec.node_name:
-            entry["bound"] += 1
-        else:
-            entry["pending"] += 1
-            entry["messages"].append(pending_message(cluster, pod))
-    for entry in out.values():
-        entry["messages"].sort(key=lambda m: (m is not None, m or ""))
-    return dict(sorted(out.items()))
+    return record.tally_owners(
+        verdicts,
+        [
+            (top_owner(cluster, pod), pending_message(cluster, pod), bool(pod.spec.node_name))
+            for pod in cluster.pods()
+        ],
+    )
 
 
 def pending_message(cluster: MemoryCluster, pod: Pod) -> str | None:
@@ -170,10 +148,6 @@ def top_owner(cluster: MemoryCluster, obj: KubeObject) -> str:
         return f"{obj.kind} {ns}/{obj.metadata.name}"
     owner = cluster.try_get(ref.kind, ns, ref.name)
     return top_owner(cluster, owner) if owner is not None else f"{ref.kind} {ns}/{ref.name}"
-
-
-def _empty() -> dict[str, Any]:
-    return {"bound": 0, "pending": 0, "messages": []}
 
 
 def _short(message: str | None, limit: int = 240) -> str | None:
