@@ -36,14 +36,12 @@ import yaml
 from kubesched.api import ANN_SELECTED_NODE, KubeObject, Pod, parse_manifests
 from kubesched.backend.memory import MemoryCluster
 from kubesched.errors import UserInputError
-from kubesched.simulate import Simulation
+from kubesched.simulate import DETAIL_SUMMARY, Simulation
 from tests.fixtures.corpus import record
 
 CORPUS = Path(__file__).parents[1] / "fixtures" / "corpus"
 RECORDING: dict[str, Any] = json.loads((CORPUS / "recorded.json").read_text())
 CASES = sorted(p.stem for p in CORPUS.glob("*.yaml"))
-
-
 _SEPARATOR = re.compile(r"^---[ \t]*$", re.MULTILINE)
 
 
@@ -85,7 +83,7 @@ def simulate_case(case: str) -> dict[str, Any]:
             continue
         verdicts.append({**recorded_shape, "verdict": None})
         accepted += [(len(verdicts) - 1, o) for o in objects]
-    sim = Simulation([o for _, o in accepted], seed=0)
+    sim = Simulation([o for _, o in accepted], seed=0, detail=DETAIL_SUMMARY)
     # An admission refusal names the object; with two documents for one object, the
     # later one is the one refused (the first one went in).
     for rejection in sim.rejections:
