@@ -10,6 +10,7 @@ temporary directory; ``stop()`` ends the processes it started, by PID.
         cp.add_user("limited")                # a token user without RBAC rights
         cp.restart_apiserver()                # drop every watch, keep etcd's data
         cp.start_controller_manager(("persistentvolume-binder-controller",))
+        cp.start_scheduler()                  # the real kube-scheduler beside them
 
 ``create_objects(client, manifests)`` fills it quickly (nodes and pods for a test).
 """
@@ -91,6 +92,7 @@ class ControlPlane:
         self._etcd: subprocess.Popen | None = None
         self._apiserver: subprocess.Popen | None = None
         self._controller_manager: subprocess.Popen | None = None
+        self._scheduler: subprocess.Popen | None = None
         self._users: dict[str, tuple[str, ...]] = {"admin": ("system:masters",)}
 
     # -- life cycle ---------------------------------------------------------------------
@@ -111,11 +113,11 @@ class ControlPlane:
         return self
 
     def stop(self) -> None:
-        """Stop kube-controller-manager (if started), kube-apiserver and etcd (by PID) and
-        remove the temporary directory."""
-        for proc in (self._controller_manager, self._apiserver, self._etcd):
+        """Stop kube-scheduler and kube-controller-manager (if started), kube-apiserver and
+        etcd (by PID) and remove the temporary directory."""
+        for proc in (self._scheduler, self._controller_manager, self._apiserver, self._etcd):
             _terminate(proc)
-        self._controller_manager = self._apiserver = self._etcd = None
+        self._scheduler = self._controller_manager = self._apiserver = self._etcd = None
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
@@ -263,6 +265,19 @@ class ControlPlane:
                 "--bind-address=127.0.0.1",
                 "--secure-port=0",
             ],
+        )
+
+    def start_scheduler(
+        self, settings: dict[str, Any] | None = None, args: tuple[str, ...] = ()
+    ) -> None:
+        """Start the assets' kube-scheduler (see :meth:`kube_scheduler_command` for
+        ``settings`` and ``args``); it stops with the control plane. Raises
+        ``EnvtestError`` when the assets have no kube-scheduler or it is started already."""
+        if self._scheduler is not None:
+            raise EnvtestError("kube-scheduler is started already")
+        d = self._require_dir()
+        self._scheduler = self._spawn(
+            "kube-scheduler", self.kube_scheduler_command(d, settings, args)
         )
 
     def add_user(self, user: str, groups: tuple[str, ...] = ()) -> Path:
