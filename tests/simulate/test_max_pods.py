@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from kubesched.api import parse_manifests
+from kubesched.backend.memory.store import DEFAULT_MAX_PODS
 from kubesched.cli.main import main
 from kubesched.simulate.driver import Simulation
-from kubesched.simulate.limits import DEFAULT_MAX_PODS, expected_pods
+from kubesched.simulate.limits import expected_pods
 from tests.simulate.test_cli import run_cli
 
 NODES = "".join(
