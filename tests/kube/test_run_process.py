@@ -139,7 +139,7 @@ def test_leader_killed_standby_takes_over_and_never_both_bind(
     config = write_config(tmp_path, {"leaderElection": LEADER_ELECTION})
     a, _ = kubesched_process(control_plane.kubeconfig, config, "--identity", "replica-a")
     wait_for(lambda: _lease(api)["spec"].get("holderIdentity") == "replica-a", 60, "a leads")
-    b, _ = kubesched_process(control_plane.kubeconfig, config, "--identity", "replica-b")
+    b, b_port = kubesched_process(control_plane.kubeconfig, config, "--identity", "replica-b")
     stop_creating = threading.Event()
     created: list[int] = []
 
@@ -155,7 +155,12 @@ def test_leader_killed_standby_takes_over_and_never_both_bind(
     creator.start()
     try:
         wait_for(lambda: len(bound(api.pods())) >= 20, 60, "a binds")
-        time.sleep(2)  # b is a running standby by now
+        # b is a running standby (its start-up may take seconds on a loaded machine).
+        wait_for(
+            lambda: "[+]leaderElection ok standby" in _get(b_port, "/readyz?verbose")[1],
+            60,
+            "b on standby",
+        )
         a.kill()  # SIGKILL: no release, the lease must expire
         a.wait()
         last_renewal = _lease(api)["spec"]["renewTime"]  # a's last: a is gone
