@@ -14,7 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from kubesched.backend.kube import EventBroadcaster, KubeClient, load_configuration
+from kubesched.backend.kube import (
+    EventBroadcaster,
+    KubeClient,
+    UnreachableError,
+    load_configuration,
+)
 from kubesched.backend.protocol import BackendError, NotFoundError, RecordedEvent
 from kubesched.testing.envtest import ControlPlane, free_port
 
@@ -193,14 +198,15 @@ def test_waits_for_an_api_server_started_after_it(
     """kubesched starts while the API server is down: not ready and one log line per
     attempt (naming the request, the server and the credentials' kubeconfig), then it
     schedules once the API server is back."""
-    down = threading.Thread(target=control_plane.restart_apiserver, kwargs={"down_for": 12})
+    # Down long enough for a slow machine to start kubesched and see it retry.
+    down = threading.Thread(target=control_plane.restart_apiserver, kwargs={"down_for": 40})
     down.start()
     replica = None
     try:
         wait_for(lambda: not _answers(control_plane), 30, "the API server is down")
         kubeconfig = control_plane.kubeconfig
         replica = Replica(kubeconfig, write_config(tmp_path), tmp_path / "run.log")
-        wait_for(lambda: replica.output().count("cannot start (attempt") >= 2, 30, "retries")
+        wait_for(lambda: replica.output().count("cannot start (attempt") >= 2, 35, "retries")
         status, body = replica.ready()
         assert status == 500 and "[-]api-server failed: waiting for the API server" in body
         assert replica.proc.poll() is None
@@ -226,10 +232,14 @@ def test_waits_for_an_api_server_started_after_it(
 
 
 def _answers(control_plane: ControlPlane) -> bool:
+    """Whether the API server takes connections (a shutting-down one answers /readyz
+    with an error for a while, and still serves other requests)."""
     try:
         Api(control_plane).client.request("GET", "/readyz", timeout=2)
-    except BackendError:  # unreachable, or not ready yet
+    except UnreachableError:
         return False
+    except BackendError:
+        pass  # an error answer is an answer
     return True
 
 
@@ -350,7 +360,8 @@ def test_events_carry_wall_clock_times_and_outlive_an_api_server_outage(
     """eventTime and series.lastObservedTime as the API server stores them are now; an
     event recorded while the API server is down is written once it is back."""
     client = KubeClient(load_configuration(str(control_plane.kubeconfig)), FAST)
-    events = EventBroadcaster(client, retry_sleep=1.0)
+    # 12 tries 5 s apart: a minute of retries outlasts the outage and the restart.
+    events = EventBroadcaster(client, retry_sleep=5.0)
     failed = RecordedEvent(
         "Pod", "default", "p", "Warning", "FailedScheduling", "no nodes", action="Scheduling"
     )
@@ -365,13 +376,13 @@ def test_events_carry_wall_clock_times_and_outlive_an_api_server_outage(
         after = time.time()
         assert before - 1 <= _seconds(stored["eventTime"]) <= after + 1
         assert before - 1 <= _seconds(stored["series"]["lastObservedTime"]) <= after + 1
-        down = threading.Thread(target=control_plane.restart_apiserver, kwargs={"down_for": 5})
+        down = threading.Thread(target=control_plane.restart_apiserver, kwargs={"down_for": 15})
         down.start()
         wait_for(lambda: not _answers(control_plane), 30, "the API server is down")
         events.record(
             RecordedEvent("Pod", "default", "q", "Normal", "Scheduled", "on n0", action="Binding")
         )
-        wait_for(lambda: events.pending_retries(), 10, "a write waiting to be retried")
+        wait_for(lambda: events.pending_retries(), 30, "a write waiting to be retried")
         down.join()
         wait_for(
             lambda: [e for e in api.events() if e["regarding"]["name"] == "q"],

@@ -116,10 +116,17 @@ def test_serves_health_and_metrics_and_stops_on_sigterm(
         )
         api.create_many([pod_manifest(f"p{i}") for i in range(20)])
         wait_for(lambda: all_bound(api, 20), 60, "20 pods bound")
-        metrics = _get(port, "/metrics")[1]
-        assert (
-            'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 20.0'
-            in metrics
+        # Counted once the binding cycle returns, a moment after the API shows the bind.
+        metrics = wait_for(
+            lambda: (
+                (text := _get(port, "/metrics")[1])
+                and 'scheduler_schedule_attempts_total{profile="default-scheduler",'
+                'result="scheduled"} 20.0'
+                in text
+                and text
+            ),
+            10,
+            "20 scheduled attempts counted",
         )
         assert "rest_client_requests_total" in metrics
         assert _lease(api)["spec"]["holderIdentity"] == "only"
