@@ -12,6 +12,8 @@ from .syntax import is_qualified_name
 
 __all__ = [
     "LIMIT_TYPES",
+    "POD_QUOTA_RESOURCES",
+    "POD_QUOTA_SCOPES",
     "QUOTA_SCOPES",
     "STANDARD_QUOTA_RESOURCES",
     "STANDARD_RESOURCES",
@@ -73,6 +75,10 @@ _POD_COMPUTE_RESOURCES = frozenset(
         "limits.ephemeral-storage",
     }
 )
+POD_QUOTA_RESOURCES = _POD_COUNT_RESOURCES | _POD_COMPUTE_RESOURCES
+"""The quota resources a pod's own evaluator counts (besides hugepages and extended ones)."""
+POD_QUOTA_SCOPES = QUOTA_SCOPES[:-1]
+"""The scopes that select pods (all but VolumeAttributesClass)."""
 _PVC_RESOURCES = frozenset(
     {"persistentvolumeclaims", "count/persistentvolumeclaims", "requests.storage"}
 )

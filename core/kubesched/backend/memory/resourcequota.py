@@ -32,6 +32,7 @@ from kubesched.api import (
     is_extended_resource_name,
 )
 from kubesched.api.quota import ScopedResourceSelectorRequirement
+from kubesched.api.validation.quota import POD_QUOTA_RESOURCES, POD_QUOTA_SCOPES
 from kubesched.backend.memory.admission import (
     forbidden,
     go_add,
@@ -52,23 +53,8 @@ _CONSTRAINED = frozenset(
 )
 """``validationSet``: quotas on these make every container state the matching value."""
 
-_POD_RESOURCES = frozenset(
-    {
-        "pods",
-        "count/pods",
-        *_COMPUTE,
-        *(f"requests.{r}" for r in _COMPUTE),
-        *(f"limits.{r}" for r in _COMPUTE),
-    }
-)
-_POD_SCOPES = (
-    "Terminating",
-    "NotTerminating",
-    "BestEffort",
-    "NotBestEffort",
-    "PriorityClass",
-    "CrossNamespacePodAffinity",
-)
+_POD_RESOURCES = POD_QUOTA_RESOURCES
+_POD_SCOPES = POD_QUOTA_SCOPES
 
 
 def _compute_usage(
