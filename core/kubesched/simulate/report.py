@@ -291,8 +291,8 @@ class PodReport(_Model):
         "",
         description="For a pending pod, the last diagnosis (upstream's FailedScheduling "
         "message), or for one never tried why (its SchedulingGated condition, or a "
-        "PreEnqueue plugin holding it back); for a nodeMissing pod, which node is missing; for a rejected pod, the "
-        "admission error; for a preempted pod, the Preempted event.",
+        "PreEnqueue plugin holding it back); for a nodeMissing pod, which node is missing; "
+        "for a rejected pod, the admission error; for a preempted pod, the Preempted event.",
     )
     nominated_node: str | None = Field(None, alias="nominatedNode")
     preempted_by: str | None = Field(
