@@ -19,6 +19,7 @@ from kubesched.api import (
     Pod,
     pod_requests,
 )
+from kubesched.api.manifests import kept_kinds
 from kubesched.api.resources import node_allocatable
 from kubesched.api.volumeutil import pod_claim_names
 from kubesched.backend.protocol import BackendError, EventType, RecordedEvent, WatchEvent
@@ -291,8 +292,9 @@ class PodReport(_Model):
         "",
         description="For a pending pod, the last diagnosis (upstream's FailedScheduling "
         "message), or for one never tried why (its SchedulingGated condition, or a "
-        "PreEnqueue plugin holding it back); for a nodeMissing pod, which node is missing; "
-        "for a rejected pod, the admission error; for a preempted pod, the Preempted event.",
+        "PreEnqueue plugin holding it back); for a nodeMissing pod, which node is "
+        "missing; for a rejected pod, the admission error; for a preempted pod, the "
+        "Preempted event.",
     )
     nominated_node: str | None = Field(None, alias="nominatedNode")
     preempted_by: str | None = Field(
@@ -382,6 +384,14 @@ class NoticeReport(_Model):
     message: str
     source: str | None = Field(None, description="The file, when known.")
     object: str | None = Field(None, description="Kind namespace/name, when known.")
+
+
+class NotSimulatedReport(_Model):
+    """Objects of one built-in kind the run validated and kept but does not simulate
+    (ConfigMaps, RBAC, Ingresses...): they are in the cluster, nothing acts on them."""
+
+    kind: str
+    count: int = Field(description="How many such objects the cluster held at the end.")
 
 
 class EventReport(_Model):
@@ -482,6 +492,12 @@ class SimulationReport(_Model):
     notices: list[NoticeReport] = Field(
         default_factory=list,
         description="What the run accepted but changed or passed over, in the order noticed.",
+    )
+    not_simulated: list[NotSimulatedReport] = Field(
+        default_factory=list,
+        alias="notSimulated",
+        description="Objects of built-in kinds kubesched validates and keeps but does not "
+        "simulate, by kind (sorted) with their count.",
     )
     events: list[EventReport] | None = Field(
         None, description="Every Event recorded, when requested."
@@ -978,6 +994,7 @@ def _assemble(
             RejectionReport(object=r.source_object_key, message=r.message) for r in run.rejections
         ],
         notices=[NoticeReport(message=n.message, source=n.source, object=n.obj) for n in notices],
+        notSimulated=_not_simulated(cluster),
         events=[_event(e) for e in cluster.events] if include_events else None,
         evictions=evictions,
         timeline=(
@@ -987,6 +1004,11 @@ def _assemble(
         ),
     )
     return report, [details.get(id(p), {}) for p in pods]
+
+
+def _not_simulated(cluster: Any) -> list[NotSimulatedReport]:
+    counts = ((kind, len(cluster.objects(kind))) for kind in sorted(kept_kinds()))
+    return [NotSimulatedReport(kind=kind, count=n) for kind, n in counts if n]
 
 
 MSG_HELD_BACK = (
