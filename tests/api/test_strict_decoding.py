@@ -257,7 +257,8 @@ def test_enumerations_are_validated_in_templates_with_their_path() -> None:
     text = (
         "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec:\n"
         "  schedule: '* * * * *'\n  jobTemplate:\n    spec:\n      template:\n        spec:\n"
-        "          dnsPolicy: X\n          containers: [{name: c, image: i}]\n"
+        "          restartPolicy: Never\n          dnsPolicy: X\n"
+        "          containers: [{name: c, image: i}]\n"
     )
     with pytest.raises(UserInputError) as exc:
         parse_manifests(text)

@@ -46,10 +46,25 @@ def job(name: str = "j", run: float | None = 30, code: int = 0, **spec: Any) -> 
     return obj("Job", name, spec={**spec, "template": t})
 
 
+KUBELET_LABELS = {
+    "kubernetes.io/hostname": "n1",
+    "kubernetes.io/os": "linux",
+    "kubernetes.io/arch": "amd64",
+}
+
+
 def run(cluster: MemoryCluster, until: float = 10_000) -> list[tuple[float, str]]:
     """Bind every pending pod at once, advance through the timers; the times at which
     pods were created, as (time, name)."""
-    cluster.create(obj("Node", "n1", status={"allocatable": {"cpu": "100", "pods": "1000"}}))
+    cluster.create(
+        obj(
+            "Node",
+            "n1",
+            # The labels every kubelet sets: their defaulting would be noticed too.
+            metadata={"labels": KUBELET_LABELS},
+            status={"allocatable": {"cpu": "100", "pods": "1000"}},
+        )
+    )
     created: list[tuple[float, str]] = []
     seen: set[str] = set()
     while True:

@@ -120,6 +120,7 @@ def test_the_embedded_cluster_refuses_a_second_create() -> None:
     sim = Simulation([small, big])
     try:
         assert [str(r) for r in sim.rejections] == ['Node n1: nodes "n1" already exists']
-        assert not sim.cluster.get("Node", None, "n1").metadata.labels
+        # The first Node stays (with the labels every kubelet sets), not the second's.
+        assert "size" not in sim.cluster.get("Node", None, "n1").metadata.labels
     finally:
         sim.close()
