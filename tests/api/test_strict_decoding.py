@@ -54,6 +54,11 @@ REFUSED = {
         "strict decoding error: yaml: unmarshal errors:\n"
         '  line 6: key "priority" already set in map',
     ),
+    "duplicate-key-named-by-the-line-of-its-value": (
+        POD + "spec:\n  containers: []\n  containers:\n  - {name: c, image: i}\n",
+        "strict decoding error: yaml: unmarshal errors:\n"
+        '  line 7: key "containers" already set in map',
+    ),
     "duplicate-keys-then-unknown-fields": (
         POD + "spec:\n  priority: 1\n  priority: 2\n  foo: 1\n" + CONTAINERS,
         'strict decoding error: yaml: unmarshal errors:\n  line 6: key "priority" already set '

@@ -166,6 +166,16 @@ def test_job_pods_without_a_run_time_run_the_default(cluster: MemoryCluster):
     assert conditions(cluster.get("Job", "default", "j")) == COMPLETE
 
 
+def test_job_pods_without_a_run_time_run_on_when_the_default_is_none(cluster: MemoryCluster):
+    cluster.pod_runner.job_pod_run_seconds = None
+    cluster.create(job(run=None, completions=2, parallelism=1))
+    cluster.create(job("k", run=30))  # a run time the template gives still counts
+    assert sorted(name[0] for _, name in run(cluster)) == ["j", "k"]
+    j = cluster.get("Job", "default", "j")
+    assert j.status.active == 1 and conditions(j) == []
+    assert conditions(cluster.get("Job", "default", "k")) == COMPLETE
+
+
 def test_suspended_job_creates_nothing(cluster: MemoryCluster):
     cluster.create(job(suspend=True))
     assert run(cluster) == []

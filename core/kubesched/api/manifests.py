@@ -239,10 +239,12 @@ class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
 def _construct_mapping(loader: Any, node: yaml.MappingNode) -> Iterator[dict[str, Any]]:
     seen: set[Any] = set()
     repeats = []
-    for key_node, _ in node.value:
+    for key_node, value_node in node.value:
         if isinstance(key_node, yaml.ScalarNode) and key_node.tag != _MERGE_TAG:
             if key_node.value in seen:
-                repeats.append((key_node.value, key_node.start_mark.line + 1))
+                # The server's YAML decoder names the line where the repeated key's value
+                # starts (a block sequence or mapping: the line after the key's).
+                repeats.append((key_node.value, value_node.start_mark.line + 1))
             seen.add(key_node.value)
     data: dict[str, Any] = schema.DuplicateKeys({}, repeats) if repeats else {}
     yield data  # first, as PyYAML's own constructor does, for recursive documents

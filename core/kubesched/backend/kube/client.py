@@ -353,8 +353,10 @@ class KubeClient:
         fenced: bool = False,
         election: bool = False,
     ) -> Any:
-        """One request; the decoded JSON answer. Raises ``BackendError`` subclasses with
-        the API server's message (404, 409, 403, 410, ...) or ``UnreachableError``; a
+        """One request; the decoded JSON answer. ``body`` goes out as JSON, or as it is
+        when it is bytes already encoded in ``content_type`` (a YAML document, say).
+        Raises ``BackendError`` subclasses with the API server's message (404, 409, 403,
+        410, ...) or ``UnreachableError``; a
         ``fenced`` one raises ``NotLeaderError``, unsent, when ``fence`` says no; an
         ``election`` one (the Lease) waits in ``election_limiter``."""
         limiter_latency, latency, _ = self._observe(method)
@@ -369,7 +371,7 @@ class KubeClient:
         if fence is not None and not fence():
             # Asked again after the wait: the lease may have been lost meanwhile.
             raise NotLeaderError(f"not the leader any more: {method} {path} not sent")
-        data = orjson.dumps(body) if body is not None else None
+        data = body if isinstance(body, bytes) or body is None else orjson.dumps(body)
         try:
             resp = self._send(
                 method,

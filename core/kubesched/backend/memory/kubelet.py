@@ -571,10 +571,16 @@ class PodRunner:
     whose ``restartPolicy`` is Always never ends (its container would restart); with
     OnFailure a non-zero exit fails the pod (the kubelet's restarts in place are not
     modelled). A pod deleted before its end goes as any deleted pod.
+
+    ``job_pod_run_seconds`` is how long a Job's pod runs when nothing says
+    (:data:`DEFAULT_JOB_POD_RUN_SECONDS`); None makes them run on like any other pod, to
+    compare with a cluster whose pods never end (kubelets played by a test, say). Set it
+    before the pods start: a pod already running keeps the end it was given.
     """
 
     def __init__(self, cluster: MemoryCluster) -> None:
         self.cluster = cluster
+        self.job_pod_run_seconds: float | None = DEFAULT_JOB_POD_RUN_SECONDS
         self._noticed: set[str] = set()  # pods (or their controllers) told about
 
     def _notice(self, pod: Pod, message: str) -> None:
@@ -631,7 +637,7 @@ class PodRunner:
             return None
         ref = pod.metadata.controller_ref
         if ref is not None and ref.kind == "Job":
-            return DEFAULT_JOB_POD_RUN_SECONDS
+            return self.job_pod_run_seconds
         return None
 
     def _finish(self, namespace: str, name: str, uid: str | None) -> None:
