@@ -7,7 +7,10 @@ kube-scheduler made of each (``record.py`` there says how it was recorded and ho
 record again). Each case runs here as ``kubesched simulate`` would run it, except that,
 as ``kubectl create -f`` does, a refused document does not stop the others: every
 document is loaded on its own (``parse_manifests``), the accepted ones go to a
-``Simulation`` in file order, and its admission refusals are the remaining verdicts.
+``Simulation`` that creates them in file order (``in_file_order``: a LimitRange or a
+Namespace counts only for the documents after it) and refuses objects in a namespace
+not created yet (``strict_namespaces``, as NamespaceLifecycle does), and its admission
+refusals are the remaining verdicts.
 
 Compared, for every case:
 
@@ -83,7 +86,13 @@ def simulate_case(case: str) -> dict[str, Any]:
             continue
         verdicts.append({**recorded_shape, "verdict": None})
         accepted += [(len(verdicts) - 1, o) for o in objects]
-    sim = Simulation([o for _, o in accepted], seed=0, detail=DETAIL_SUMMARY)
+    sim = Simulation(
+        [o for _, o in accepted],
+        seed=0,
+        detail=DETAIL_SUMMARY,
+        strict_namespaces=True,
+        in_file_order=True,
+    )
     # An admission refusal names the object; with two documents for one object, the
     # later one is the one refused (the first one went in).
     for rejection in sim.rejections:

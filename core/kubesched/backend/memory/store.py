@@ -195,6 +195,7 @@ class MemoryCluster:
         default_toleration_seconds: bool = True,
         node_pressure_eviction: bool = False,
         validate: bool = True,
+        strict_namespaces: bool = False,
     ) -> None:
         """``lenient_admission`` keeps explicit pod priorities/overheads that kube-apiserver
         refuses; ``default_toleration_seconds`` enables the DefaultTolerationSeconds plugin;
@@ -202,9 +203,12 @@ class MemoryCluster:
         node whose pods use their full requests of an allocatable equal to its capacity
         would be under memory pressure at once); ``validate`` refuses, as kube-apiserver
         does (422 Invalid), objects that fail
-        :func:`kubesched.api.validation.validate_object`."""
+        :func:`kubesched.api.validation.validate_object`; ``strict_namespaces`` refuses,
+        as the NamespaceLifecycle admission plugin does (404 NotFound), an object whose
+        namespace does not exist yet, instead of creating the namespace with a notice."""
         self.clock = clock
         self.validate = validate
+        self.strict_namespaces = strict_namespaces
         self._objects: dict[str, dict[str, KubeObject]] = {kind: {} for kind in KINDS}
         self._rv = 0
         self._uids = 0
@@ -567,6 +571,9 @@ class MemoryCluster:
         namespace = obj.metadata.namespace or "default"
         if namespace in self._objects["Namespace"]:
             return
+        if self.strict_namespaces and namespace not in SYSTEM_NAMESPACES:
+            # NamespaceLifecycle's words; the system namespaces exist from start-up.
+            raise NotFoundError(f'namespaces "{namespace}" not found')
         self.create(Namespace.model_validate({"metadata": {"name": namespace}}))
         if namespace not in SYSTEM_NAMESPACES:
             notice(
