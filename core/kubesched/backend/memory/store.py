@@ -32,6 +32,7 @@ from kubesched.api import PodCondition as ApiPodCondition
 from kubesched.api.rest import resource_name
 from kubesched.api.validation import InvalidObjectError, validate_object, validate_update
 from kubesched.backend.memory.admission import AdmissionError, PodAdmission, validate_priority_class
+from kubesched.backend.memory.autoscaling import HorizontalPodAutoscalerController
 from kubesched.backend.memory.controllers import CONTROLLER_NAMES, WorkloadControllers
 from kubesched.backend.memory.cronjobs import CronJobController
 from kubesched.backend.memory.defaults import ObjectDefaults
@@ -260,6 +261,7 @@ class MemoryCluster:
         self.quota = ResourceQuotaController(self, resource_name)
         self.controllers = WorkloadControllers(self)
         self.cron_jobs = CronJobController(self)
+        self.autoscalers = HorizontalPodAutoscalerController(self)
         self.pod_runner = PodRunner(self)
         self.volumes = VolumeControllers(self)
         self.disruption = DisruptionController(self)
@@ -459,6 +461,7 @@ class MemoryCluster:
                     if not self._paused:
                         self.controllers.on_event(kind, event)
                         self.cron_jobs.on_event(kind, event)
+                        self.autoscalers.on_event(kind, event)
                         self.volumes.on_event(kind, event)
                         self.resource_claims.on_event(kind, event)
                     self.taint_eviction.on_event(kind, event)
@@ -489,6 +492,7 @@ class MemoryCluster:
             self.volumes.resync_all()
             self.controllers.resync_all()
             self.cron_jobs.resync_all()
+            self.autoscalers.resync_all()
             self.resource_claims.resync_all()
             self.disruption.sync_all()
 
