@@ -1,6 +1,6 @@
 """What the embedded cluster sets on Nodes and Namespaces as a control plane would, and the
 notices that say so: allocatable, kubelet labels, the namespace name label, implicit
-namespaces."""
+namespaces (or, with strict namespaces, NamespaceLifecycle's refusal)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import pytest
 
 from kubesched.api import Node
 from kubesched.backend.memory import MemoryCluster
+from kubesched.backend.protocol import NotFoundError
+from kubesched.clock import FakeClock
 from kubesched.notices import collecting_notices
 
 from .helpers import obj, pod
@@ -137,3 +139,28 @@ def test_implicit_namespaces(
     created = cluster.get_namespace(namespace or "default")
     assert created is not None
     assert created.metadata.labels == {"kubernetes.io/metadata.name": namespace or "default"}
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", None])
+def test_strict_namespaces_keep_the_system_namespaces(
+    clock: FakeClock, namespace: str | None
+) -> None:
+    cluster = MemoryCluster(clock, strict_namespaces=True)
+    with collecting_notices() as notices:
+        cluster.create(pod("p", namespace))
+    assert notices == []
+    assert cluster.get_namespace(namespace or "default") is not None
+
+
+def test_strict_namespaces_refuse_a_namespace_not_created_yet(clock: FakeClock) -> None:
+    cluster = MemoryCluster(clock, strict_namespaces=True)
+    with collecting_notices() as notices, pytest.raises(NotFoundError) as refused:
+        cluster.create(pod("p", "team"))
+    assert str(refused.value) == 'namespaces "team" not found'
+    assert notices == []
+    assert cluster.get_namespace("team") is None
+    assert cluster.try_get("Pod", "team", "p") is None
+    # Once the Namespace exists, the same pod goes in.
+    cluster.create(obj("Namespace", "team"))
+    cluster.create(pod("p", "team"))
+    assert cluster.try_get("Pod", "team", "p") is not None

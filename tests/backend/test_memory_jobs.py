@@ -159,21 +159,23 @@ def test_active_deadline_deletes_the_pods_and_fails_the_job(cluster: MemoryClust
     assert len(deleted) == 1 and deleted[0].startswith("Deleted pod: j-")
 
 
-def test_job_pods_without_a_run_time_run_the_default(cluster: MemoryCluster):
+def test_job_pods_without_a_run_time_run_the_default_within_a_time_window(
+    cluster: MemoryCluster,
+):
+    cluster.schedule_until = 3600
     cluster.create(job(run=None))
     run(cluster)
     assert cluster.now() == DEFAULT_JOB_POD_RUN_SECONDS
     assert conditions(cluster.get("Job", "default", "j")) == COMPLETE
 
 
-def test_job_pods_without_a_run_time_run_on_when_the_default_is_none(cluster: MemoryCluster):
-    cluster.pod_runner.job_pod_run_seconds = None
-    cluster.create(job(run=None, completions=2, parallelism=1))
-    cluster.create(job("k", run=30))  # a run time the template gives still counts
-    assert sorted(name[0] for _, name in run(cluster)) == ["j", "k"]
-    j = cluster.get("Job", "default", "j")
-    assert j.status.active == 1 and conditions(j) == []
-    assert conditions(cluster.get("Job", "default", "k")) == COMPLETE
+def test_without_a_time_window_job_pods_without_a_run_time_run_on(cluster: MemoryCluster):
+    with collecting_notices() as notices:
+        cluster.create(job(run=None, parallelism=2))
+        run(cluster)
+    assert {p.status.phase for p in cluster.pods()} == {"Running"}
+    assert cluster.get("Job", "default", "j").status.conditions == []
+    assert [n.obj for n in notices] == ["Job default/j"]
 
 
 def test_suspended_job_creates_nothing(cluster: MemoryCluster):

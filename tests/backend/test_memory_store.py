@@ -458,6 +458,10 @@ def test_delete_pod_grace_period(
     spec = {} if grace_spec is None else {"terminationGracePeriodSeconds": grace_spec}
     p = cluster.create(pod("p", **spec))
     if bound:
+        # An existing node: pod GC would delete a pod bound to a missing one. Its first
+        # node-lifecycle pass is due at once.
+        cluster.create(obj("Node", "n1"))
+        cluster.advance()
         cluster.bind(p, "n1")
     clock.set(100)
     cluster.delete_pod(p, grace_arg)
@@ -478,6 +482,8 @@ def test_delete_pod_grace_period(
 
 
 def test_second_delete_only_shortens(cluster: MemoryCluster):
+    cluster.create(obj("Node", "n1"))
+    cluster.advance()
     p = cluster.create(pod("p"))
     cluster.bind(p, "n1")
     cluster.delete_pod(p, 20)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import kubesched.cache.cache as cache_module
 from kubesched import (
     INT64_MAX,
     INT64_MIN,
@@ -21,7 +22,7 @@ from kubesched import (
 )
 from kubesched.api import CPU, MEMORY, node_allocatable, pod_requests
 from kubesched.api.quantity import parse_quantity
-from kubesched.cache import Cache, Snapshot
+from kubesched.cache import Cache, CacheError, Snapshot
 from kubesched.clock import FakeClock
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.types import NodeInfo, PodInfo
@@ -186,3 +187,36 @@ def test_the_cache_reports_a_fenced_node_once_per_failed_write(monkeypatch, capl
     assert "'n0': its totals could not be written" in caplog.text
     value = metrics.registry.get_sample_value("scheduler_cache_update_errors_total")
     assert value == 1
+
+
+def test_a_snapshot_update_that_raises_half_way_is_rebuilt(monkeypatch) -> None:
+    metrics = Metrics()
+    cache = Cache(FakeClock(), metrics=metrics)
+    for name in ("n0", "n1"):
+        cache.add_node(make_node(name).capacity(cpu="8").obj())
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    real = cache_module._patch_row_list
+    calls = []
+
+    def once(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise RuntimeError("half-way")
+        return real(*args)
+
+    monkeypatch.setattr(cache_module, "_patch_row_list", once)
+    cache.add_pod(PodInfo(make_pod("a").req(cpu="1").node("n0").obj()))
+    cache.add_pod(PodInfo(make_pod("b").req(cpu="2").node("n1").obj()))
+    with pytest.raises(CacheError, match="updating the snapshot failed"):
+        cache.update_snapshot(snapshot)
+    table = snapshot.table
+    # Both rows current although the patch stopped at the first one.
+    assert {name: int(table.requested[CPU][i]) for name, i in table.index.items()} == {
+        "n0": 1000,
+        "n1": 2000,
+    }
+    assert metrics.registry.get_sample_value("scheduler_cache_update_errors_total") == 1
+    cache.add_pod(PodInfo(make_pod("c").req(cpu="1").node("n1").obj()))
+    cache.update_snapshot(snapshot)
+    assert int(snapshot.table.requested[CPU][snapshot.table.index["n1"]]) == 3000

@@ -137,47 +137,54 @@ def _allocate(
     ("doc", "problem"),
     [
         (
-            "kind: ResourceClaim\nmetadata: {name: x}\nspec: {devices: {requests: [{name: a}]}}",
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: x}\n"
+            "spec: {devices: {requests: [{name: a}]}}",
             "spec.devices.requests[0]: Required value: exactly one of `exactly` or "
             "`firstAvailable` is required",
         ),
         (
-            "kind: ResourceClaim\nmetadata: {name: x}\nspec: {devices: {requests: "
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: x}\n"
+            "spec: {devices: {requests: "
             "[{name: a, exactly: {deviceClassName: g, allocationMode: Some}}]}}",
             "spec.devices.requests[0].exactly.allocationMode",
         ),
         (
-            "kind: ResourceClaim\nmetadata: {name: x}\nspec: {devices: {requests: "
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: x}\n"
+            "spec: {devices: {requests: "
             "[{name: a, exactly: {deviceClassName: g, count: -1}}]}}",
             "spec.devices.requests[0].exactly.count: Invalid value: -1: must be greater than zero",
         ),
         (
-            "kind: ResourceClaim\nmetadata: {name: x}\nspec: {devices: {requests: "
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: x}\n"
+            "spec: {devices: {requests: "
             "[{name: a, exactly: {deviceClassName: g}}], constraints: "
             "[{requests: [b], matchAttribute: d.io/x}]}}",
             'spec.devices.constraints[0].requests[0]: Invalid value: "b"',
         ),
         (
-            "kind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d, "
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\n"
+            "spec: {driver: d, "
             "pool: {name: p, resourceSliceCount: 1}, "
             "nodeName: n, allNodes: true}",
             'spec: Invalid value: "{`nodeName`, `allNodes`}": exactly one of `nodeName`, '
             "`nodeSelector`, `allNodes`",
         ),
         (
-            "kind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d, "
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\n"
+            "spec: {driver: d, "
             "pool: {name: p, resourceSliceCount: 1}, "
             "nodeName: n, devices: [{name: g, attributes: {a: {int: 1, string: x}}}]}",
             'spec.devices[0].attributes[a]: Invalid value: {"IntValue":1,"BoolValue":null,'
             '"StringValue":"x"',
         ),
         (
-            "kind: Pod\nmetadata: {name: p}\nspec: {resourceClaims: [{name: c}]}",
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {resourceClaims: [{name: c}]}",
             "spec.resourceClaims[0]: must specify one of: `resourceClaimName`, "
             "`resourceClaimTemplateName`",
         ),
         (
-            "kind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d, "
+            "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\n"
+            "spec: {driver: d, "
             "pool: {name: p, resourceSliceCount: 1}, "
             "nodeName: n, devices: [{name: g}], sharedCounters: [{name: c}]}",
             'spec: Invalid value: "": only one of `sharedCounters` or `devices` is allowed',

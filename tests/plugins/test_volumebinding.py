@@ -406,7 +406,7 @@ def test_pre_bind_fails_when_provisioning_fails_and_unreserve_rolls_back() -> No
     claim = cluster.get("PersistentVolumeClaim", "default", "data")
     assert ANN_SELECTED_NODE not in claim.metadata.annotations
     assert not claim.spec.volume_name
-    assert [e.reason for e in cluster.events] == ["ProvisioningFailed"]
+    assert [e.reason for e in cluster.events] == ["ExternalProvisioning", "ProvisioningFailed"]
 
     fw.run_reserve_plugins_unreserve(state, PodInfo(pod), "n-a")
     # Rolled back: the next cycle sees the claim as the API has it, and no room left.

@@ -7,8 +7,11 @@ kube-scheduler made of each (``record.py`` there says how it was recorded and ho
 record again). Each case runs here as ``kubesched simulate`` would run it, except that,
 as ``kubectl create -f`` does, a refused document does not stop the others: every
 document is loaded on its own (``parse_manifests``), the accepted ones go to a
-``Simulation`` in file order, and its admission refusals are the remaining verdicts;
-and that a Job's pods run on, as every pod does under the recorder's stand-in kubelets.
+``Simulation`` that creates them in file order (``in_file_order``: a LimitRange or a
+Namespace counts only for the documents after it) and refuses objects in a namespace
+not created yet (``strict_namespaces``, as NamespaceLifecycle does), and its admission
+refusals are the remaining verdicts. With no timeline, a Job's pods run on, as every pod
+does under the recorder's stand-in kubelets.
 
 Compared, for every case:
 
@@ -72,11 +75,13 @@ def simulate_case(case: str) -> dict[str, Any]:
             continue
         verdicts.append({**recorded_shape, "verdict": None})
         accepted += [(len(verdicts) - 1, o) for o in objects]
-    sim = Simulation([o for _, o in accepted], seed=0, detail=DETAIL_SUMMARY)
-    # The recorder's stand-in kubelets never end a pod; the embedded ones end a Job's
-    # pods after a default run, which would free their room for more of the Job's pods.
-    # Both sides must run the same kubelet model: Job pods run on here too.
-    sim.cluster.pod_runner.job_pod_run_seconds = None
+    sim = Simulation(
+        [o for _, o in accepted],
+        seed=0,
+        detail=DETAIL_SUMMARY,
+        strict_namespaces=True,
+        in_file_order=True,
+    )
     # An admission refusal names the object; with two documents for one object, the
     # later one is the one refused (the first one went in).
     for rejection in sim.rejections:

@@ -447,10 +447,11 @@ class Cache:
         place, and the affinity lists and the used PVC set are patched per node, so an
         update after a few pod events costs O(changed nodes).
 
-        If the result is inconsistent with the node tree (a bug), the snapshot is
-        rebuilt from scratch and ``CacheError`` is raised afterwards, as upstream
-        returns an error after repairing: the current cycle should fail, the next one
-        gets a good snapshot.
+        If the result is inconsistent with the node tree (a bug), or patching it
+        raised, the snapshot is rebuilt from scratch and ``CacheError`` is raised
+        afterwards, as upstream returns an error after repairing: the current cycle
+        should fail, the next one gets a good snapshot. A row of its table that cannot
+        be written is fenced instead (see ``NodeTable``): the node is passed over.
         """
         with self._lock:
             generation = snapshot.generation
@@ -477,8 +478,21 @@ class Cache:
             if len(snapshot.node_info_map) > self._tree.num_nodes:
                 self._remove_deleted_nodes_from_snapshot(snapshot)
                 update_all = True
-            if update_all or not self._patch_snapshot(snapshot, changes):
-                self._rebuild_snapshot_lists(snapshot)
+            try:
+                if update_all or not self._patch_snapshot(snapshot, changes):
+                    self._rebuild_snapshot_lists(snapshot)
+            except Exception as err:
+                # Half-patched, with its generation already moved on: the rows not yet
+                # patched would stay stale. Copy everything afresh (the next update starts
+                # from scratch should that fail too), and fail this cycle.
+                msg = f"updating the snapshot failed ({type(err).__name__}: {err}), rebuilt it"
+                log.error(msg)
+                if self._metrics is not None:
+                    self._metrics.cache_update_errors.inc()
+                snapshot.generation = 0
+                snapshot._tree_version = -1
+                self._recopy_snapshot(snapshot)
+                raise CacheError(msg) from err
 
             if len(snapshot.node_info_list) != self._tree.num_nodes:
                 msg = (

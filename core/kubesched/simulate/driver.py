@@ -89,6 +89,13 @@ class Simulation:
     (``UserInputError``) ``objects`` whose workloads and pods would make more pods than
     that, before anything is created (see :mod:`kubesched.simulate.limits`), and is the
     cluster's ``max_pods``.
+
+    ``strict_namespaces`` refuses, as kube-apiserver's NamespaceLifecycle does, an object
+    whose namespace does not exist when it is created (by default the namespace is created,
+    with a notice). ``in_file_order`` creates ``objects`` in the order given, as
+    ``kubectl create -f`` does, rather than kinds in dependency order (namespaces and
+    classes first, pods last): a Namespace, LimitRange or PriorityClass then applies only
+    to the objects after it, as on a real cluster.
     """
 
     def __init__(
@@ -107,6 +114,8 @@ class Simulation:
         owned: bool = False,
         pods: Iterable[KubeObject] = (),
         max_pods: int | None = None,
+        strict_namespaces: bool = False,
+        in_file_order: bool = False,
     ) -> None:
         self.registry = registry or default_registry()
         if isinstance(config, EffectiveConfiguration):
@@ -129,7 +138,10 @@ class Simulation:
                 o.kind == "KubeletConfiguration" for o in objects
             )
         self.cluster = MemoryCluster(
-            self.clock, node_pressure_eviction=node_pressure_eviction, validate=validate
+            self.clock,
+            node_pressure_eviction=node_pressure_eviction,
+            validate=validate,
+            strict_namespaces=strict_namespaces,
         )
         if max_pods is not None:
             self.cluster.max_pods = max_pods
@@ -141,7 +153,7 @@ class Simulation:
         with self.cluster.paused_controllers():
             # Created as kubectl create would: a second object of the same name is refused
             # (AlreadyExists), not a silent replacement of the first.
-            self.cluster.apply(objects, owned=owned, replace=False)
+            self.cluster.apply(objects, owned=owned, replace=False, in_order=in_file_order)
             self.cluster.apply(pods, owned=owned, in_order=True)
         # Every refusal: the loaded objects', and the controllers' (pods they could not
         # create, a workload past the pod limit), also those of the run to come.

@@ -125,7 +125,12 @@ def render_summary(
             "Bound to missing nodes",
             missing,
             max_pending_rows,
-            ("red", lambda p: f": node {p.node} does not exist; the pod stays Pending"),
+            (
+                "red",
+                lambda p: (
+                    f": node {p.node} does not exist; the pod stays Pending until pod GC deletes it"
+                ),
+            ),
         )
     preempted = [p for p in report.pods if p.result == "preempted"]
     if preempted:

@@ -22,6 +22,8 @@ from kubesched.api import (
 from kubesched.api.manifests import kept_kinds
 from kubesched.api.resources import node_allocatable
 from kubesched.api.volumeutil import pod_claim_names
+from kubesched.backend.memory.autoscaling import HPA_KIND
+from kubesched.backend.memory.nodelifecycle import POD_GC_QUARANTINE
 from kubesched.backend.protocol import BackendError, EventType, RecordedEvent, WatchEvent
 from kubesched.errors import UserInputError
 from kubesched.notices import Notice
@@ -902,6 +904,8 @@ def _assemble(
             r.eviction = ev_report
         elif ev_report is not None:
             add_pod(pod, "evicted", ev_report.reason).eviction = ev_report
+        elif (gone := _deleted_by_pod_gc(pod, known_nodes)) is not None:
+            add_pod(pod, "deleted", gone)
         else:
             add_pod(pod, "deleted", "deleted during the run")
 
@@ -1006,8 +1010,14 @@ def _assemble(
     return report, [details.get(id(p), {}) for p in pods]
 
 
+MODELLED_KEPT_KINDS = frozenset({HPA_KIND})
+"""Kinds read as kept objects (no model of their own) that a controller of the embedded
+cluster acts on all the same, so they are simulated."""
+
+
 def _not_simulated(cluster: Any) -> list[NotSimulatedReport]:
-    counts = ((kind, len(cluster.objects(kind))) for kind in sorted(kept_kinds()))
+    kinds = sorted(k for k in kept_kinds() if k not in MODELLED_KEPT_KINDS)
+    counts = ((kind, len(cluster.objects(kind))) for kind in kinds)
     return [NotSimulatedReport(kind=kind, count=n) for kind, n in counts if n]
 
 
@@ -1030,10 +1040,28 @@ def _never_tried(pod: Pod, queue: Any) -> str:
 
 
 def node_missing_message(node: str) -> str:
-    """The report's message for a pod bound to ``node``, which does not exist."""
+    """The report's message for a pod bound to ``node``, which does not exist (yet
+    within pod GC's quarantine when the run ended)."""
     return (
         f'spec.nodeName names node "{node}", which does not exist: no kubelet runs the pod '
-        "and the scheduler leaves bound pods alone, so it stays Pending"
+        "and the scheduler leaves bound pods alone, so it stays Pending until pod GC "
+        f"deletes it ({POD_GC_QUARANTINE:g} s after it notices the missing node)"
+    )
+
+
+def _deleted_by_pod_gc(pod: Pod, known_nodes: set[str]) -> str | None:
+    """The report's message for a deleted pod that pod GC deleted because its node never
+    existed (its ``DisruptionTarget`` condition says ``DeletionByPodGC``); None for any
+    other deleted pod."""
+    node = pod.spec.node_name
+    if not node or node in known_nodes:
+        return None
+    cond = next((c for c in pod.status.conditions if c.type == "DisruptionTarget"), None)
+    if cond is None or cond.reason != "DeletionByPodGC":
+        return None
+    return (
+        f'deleted by PodGC: spec.nodeName names node "{node}", which does not exist, and '
+        f"it was still missing after the {POD_GC_QUARANTINE:g} s quarantine ({cond.message})"
     )
 
 

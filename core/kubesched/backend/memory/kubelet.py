@@ -53,7 +53,8 @@ RUN_SECONDS_ANNOTATION = "kubesched.io/run-seconds"
 """On a Pod (or a workload's pod template): how many seconds its containers run once it
 has started on a node, then they exit and the pod ends (``restartPolicy`` Never or
 OnFailure); a duration such as ``90``, ``1.5``. Without it a pod runs on, except a Job's
-pods, which run :data:`DEFAULT_JOB_POD_RUN_SECONDS`."""
+pods within the run's time window (a timeline), which run
+:data:`DEFAULT_JOB_POD_RUN_SECONDS`."""
 EXIT_CODE_ANNOTATION = "kubesched.io/exit-code"
 """On a Pod (or pod template): the exit code its containers end with after their run;
 ``0`` (the default) makes the pod Succeeded, any other Failed."""
@@ -565,22 +566,17 @@ class PodRunner:
     """The kubelets running pods to their end, in virtual time.
 
     A pod bound to a node starts at once (phase Running, ``startTime``); one whose run
-    has a length (:data:`RUN_SECONDS_ANNOTATION`, or a Job's pod) ends that long after
+    has a length (:data:`RUN_SECONDS_ANNOTATION`, or a Job's pod within the run's time
+    window) ends that long after
     its start: its containers exit with :data:`EXIT_CODE_ANNOTATION` and the pod becomes
     Succeeded (code 0) or Failed, ``Ready`` false with reason ``PodCompleted``. A pod
     whose ``restartPolicy`` is Always never ends (its container would restart); with
     OnFailure a non-zero exit fails the pod (the kubelet's restarts in place are not
     modelled). A pod deleted before its end goes as any deleted pod.
-
-    ``job_pod_run_seconds`` is how long a Job's pod runs when nothing says
-    (:data:`DEFAULT_JOB_POD_RUN_SECONDS`); None makes them run on like any other pod, to
-    compare with a cluster whose pods never end (kubelets played by a test, say). Set it
-    before the pods start: a pod already running keeps the end it was given.
     """
 
     def __init__(self, cluster: MemoryCluster) -> None:
         self.cluster = cluster
-        self.job_pod_run_seconds: float | None = DEFAULT_JOB_POD_RUN_SECONDS
         self._noticed: set[str] = set()  # pods (or their controllers) told about
 
     def _notice(self, pod: Pod, message: str) -> None:
@@ -637,7 +633,16 @@ class PodRunner:
             return None
         ref = pod.metadata.controller_ref
         if ref is not None and ref.kind == "Job":
-            return self.job_pod_run_seconds
+            if self.cluster.schedule_until is None:
+                # No time window (no timeline): nothing says how long the run lasts, so a
+                # snapshot's Job pods keep running, as they are seen when captured.
+                self._notice(
+                    pod,
+                    f"its pods run on: without {RUN_SECONDS_ANNOTATION} on the template they "
+                    f"run {DEFAULT_JOB_POD_RUN_SECONDS:g} s only within a --timeline's window",
+                )
+                return None
+            return DEFAULT_JOB_POD_RUN_SECONDS
         return None
 
     def _finish(self, namespace: str, name: str, uid: str | None) -> None:

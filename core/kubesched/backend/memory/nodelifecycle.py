@@ -1,5 +1,5 @@
 """The node lifecycle controller (conditions → taints, zone-limited NoExecute tainting) and
-pod garbage collection of pods whose node is gone."""
+pod garbage collection of pods whose node is gone or never existed."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ __all__ = [
     "NODE_MONITOR_GRACE_PERIOD",
     "NODE_MONITOR_PERIOD",
     "NOT_READY_TAINT",
+    "POD_GC_CHECK_PERIOD",
+    "POD_GC_MESSAGE",
     "POD_GC_QUARANTINE",
     "SECONDARY_EVICTION_LIMITER_QPS",
     "UNHEALTHY_ZONE_THRESHOLD",
@@ -47,7 +49,12 @@ UNHEALTHY_ZONE_THRESHOLD = 0.55
 """``--unhealthy-zone-threshold``: the fraction of not-Ready nodes (at least 3) that makes
 a zone partially disrupted."""
 POD_GC_QUARANTINE = 40.0
-"""Seconds the pod garbage collector waits before deleting the pods of a deleted node."""
+"""``quarantineTime``: seconds the pod garbage collector waits before deleting the pods of
+a node that does not exist (deleted, or never created)."""
+POD_GC_CHECK_PERIOD = 20.0
+"""``gcCheckPeriod``: how often the pod garbage collector looks at every pod."""
+POD_GC_MESSAGE = "PodGC: node no longer exists"
+"""The message of the ``DisruptionTarget`` condition pod GC sets on an orphaned pod."""
 
 CONDITION_TAINTS: dict[tuple[str, str], str] = {
     ("Ready", "False"): NOT_READY_TAINT,
@@ -110,7 +117,10 @@ class NodeLifecycleController:
       per-zone queue limited to 0.1 node/s (0.01 in a partially disrupted zone of more
       than 50 nodes, none in a smaller one; none at all, and every such taint removed,
       when every zone is fully disrupted); a Ready node loses them at once.
-    * Pod GC: the pods of a deleted node are marked Failed and deleted 40 s later.
+    * Pod GC (``gcOrphaned``): the pods of a deleted node are marked Failed and deleted
+      40 s later; a pod bound to a node that never existed is found by the collector's
+      next pass (every 20 s), and deleted the same way once the node has been missing
+      for the 40 s quarantine (at the first pass after it).
     """
 
     def __init__(self, cluster: MemoryCluster) -> None:
@@ -119,6 +129,8 @@ class NodeLifecycleController:
         self._queues: dict[str, dict[str, None]] = {}  # zone -> nodes awaiting the taint
         self._next_token: dict[str, float] = {}  # zone -> when its limiter has a token
         self._ticks: set[float] = set()
+        self._deleted: set[str] = set()  # nodes deleted during the run
+        self._gc_due: set[tuple[str, float]] = set()  # (missing node, pod GC pass) set
 
     # -- the timeline's handles ------------------------------------------------------------
 
@@ -165,17 +177,22 @@ class NodeLifecycleController:
     # -- watch -----------------------------------------------------------------------------
 
     def on_event(self, kind: str, event: WatchEvent) -> None:
-        """Taint nodes by condition; GC the pods of deleted nodes."""
+        """Taint nodes by condition; GC the pods of deleted or missing nodes."""
+        if kind == "Pod":
+            self._quarantine_missing_node(event)
+            return
         if kind != "Node":
             return
         node: Node = event.object  # type: ignore[assignment]
         if event.type is EventType.DELETED:
+            self._deleted.add(node.name)
             self._silent_since.pop(node.name, None)
             for q in self._queues.values():
                 q.pop(node.name, None)
             when = self.cluster.now() + POD_GC_QUARANTINE
             self.cluster.call_at(when, lambda: self._gc_orphans(node.name))
             return
+        self._deleted.discard(node.name)
         old: Node | None = event.old  # type: ignore[assignment]
         if old is not None:
             self._no_schedule_pass(old, node)
@@ -329,28 +346,56 @@ class NodeLifecycleController:
 
     # -- pod GC ----------------------------------------------------------------------------
 
-    def _gc_orphans(self, node_name: str) -> None:
-        """``gcOrphaned``: the node is still gone, so its pods are marked Failed and
-        deleted at once."""
+    def _quarantine_missing_node(self, event: WatchEvent) -> None:
+        """A pod newly bound to a node that does not exist: the collector's next pass
+        puts the node in quarantine, and the first pass after it deletes the pod (if the
+        node is still missing). Pods of a node deleted during the run are handled by the
+        node's deletion (and counted as evicted: they ran there)."""
+        if event.type is EventType.DELETED:
+            return
+        pod = event.object
+        node_name = pod.spec.node_name  # type: ignore[attr-defined]
+        if not node_name or (event.old is not None and event.old.spec.node_name == node_name):  # type: ignore[attr-defined]
+            return
+        if node_name in self._deleted or self.cluster.try_get("Node", None, node_name) is not None:
+            return
+        seen = _next_tick(self.cluster.now(), POD_GC_CHECK_PERIOD)
+        due = _next_tick(seen + POD_GC_QUARANTINE, POD_GC_CHECK_PERIOD)
+        if (node_name, due) in self._gc_due:
+            return
+        self._gc_due.add((node_name, due))
+
+        def gc() -> None:
+            self._gc_due.discard((node_name, due))
+            self._gc_orphans(node_name, deleted=False)
+
+        self.cluster.call_at(due, gc)
+
+    def _gc_orphans(self, node_name: str, deleted: bool = True) -> None:
+        """``gcOrphaned``: the node is still gone, so its pods are marked Failed (with
+        ``DisruptionTarget``, reason ``DeletionByPodGC``) and deleted at once. The pods
+        of a node ``deleted`` during the run count as evicted; those of a node that
+        never existed never ran, and are simply deleted."""
         cluster = self.cluster
         if cluster.try_get("Node", None, node_name) is not None:
             return
-        message = "PodGC: node no longer exists"
+        message = POD_GC_MESSAGE
         for pod in cluster.pods_on_node(node_name):
             new = with_disruption_target(pod, "DeletionByPodGC", message, cluster.now())
             if new.status.phase not in ("Succeeded", "Failed"):
                 new.status.phase = "Failed"
-            cluster.record_eviction(
-                EvictionRecord.of(
-                    pod,
-                    time=cluster.now(),
-                    node=node_name,
-                    by=BY_POD_GC,
-                    reason=f"node {node_name} was deleted",
-                    message=message,
-                    grace_period_seconds=0.0,
+            if deleted:
+                cluster.record_eviction(
+                    EvictionRecord.of(
+                        pod,
+                        time=cluster.now(),
+                        node=node_name,
+                        by=BY_POD_GC,
+                        reason=f"node {node_name} was deleted",
+                        message=message,
+                        grace_period_seconds=0.0,
+                    )
                 )
-            )
             cluster._write(new, pod)
             cur = cluster.try_get("Pod", pod.namespace, pod.name)
             if cur is not None:

@@ -32,6 +32,7 @@ from kubesched.api import PodCondition as ApiPodCondition
 from kubesched.api.rest import resource_name
 from kubesched.api.validation import InvalidObjectError, validate_object, validate_update
 from kubesched.backend.memory.admission import AdmissionError, PodAdmission, validate_priority_class
+from kubesched.backend.memory.autoscaling import HorizontalPodAutoscalerController
 from kubesched.backend.memory.controllers import CONTROLLER_NAMES, WorkloadControllers
 from kubesched.backend.memory.cronjobs import CronJobController
 from kubesched.backend.memory.defaults import ObjectDefaults
@@ -195,6 +196,7 @@ class MemoryCluster:
         default_toleration_seconds: bool = True,
         node_pressure_eviction: bool = False,
         validate: bool = True,
+        strict_namespaces: bool = False,
     ) -> None:
         """``lenient_admission`` keeps explicit pod priorities/overheads that kube-apiserver
         refuses; ``default_toleration_seconds`` enables the DefaultTolerationSeconds plugin;
@@ -202,9 +204,12 @@ class MemoryCluster:
         node whose pods use their full requests of an allocatable equal to its capacity
         would be under memory pressure at once); ``validate`` refuses, as kube-apiserver
         does (422 Invalid), objects that fail
-        :func:`kubesched.api.validation.validate_object`."""
+        :func:`kubesched.api.validation.validate_object`; ``strict_namespaces`` refuses,
+        as the NamespaceLifecycle admission plugin does (404 NotFound), an object whose
+        namespace does not exist yet, instead of creating the namespace with a notice."""
         self.clock = clock
         self.validate = validate
+        self.strict_namespaces = strict_namespaces
         self._objects: dict[str, dict[str, KubeObject]] = {kind: {} for kind in KINDS}
         self._rv = 0
         self._uids = 0
@@ -256,6 +261,7 @@ class MemoryCluster:
         self.quota = ResourceQuotaController(self, resource_name)
         self.controllers = WorkloadControllers(self)
         self.cron_jobs = CronJobController(self)
+        self.autoscalers = HorizontalPodAutoscalerController(self)
         self.pod_runner = PodRunner(self)
         self.volumes = VolumeControllers(self)
         self.disruption = DisruptionController(self)
@@ -455,6 +461,7 @@ class MemoryCluster:
                     if not self._paused:
                         self.controllers.on_event(kind, event)
                         self.cron_jobs.on_event(kind, event)
+                        self.autoscalers.on_event(kind, event)
                         self.volumes.on_event(kind, event)
                         self.resource_claims.on_event(kind, event)
                     self.taint_eviction.on_event(kind, event)
@@ -485,6 +492,7 @@ class MemoryCluster:
             self.volumes.resync_all()
             self.controllers.resync_all()
             self.cron_jobs.resync_all()
+            self.autoscalers.resync_all()
             self.resource_claims.resync_all()
             self.disruption.sync_all()
 
@@ -567,6 +575,9 @@ class MemoryCluster:
         namespace = obj.metadata.namespace or "default"
         if namespace in self._objects["Namespace"]:
             return
+        if self.strict_namespaces and namespace not in SYSTEM_NAMESPACES:
+            # NamespaceLifecycle's words; the system namespaces exist from start-up.
+            raise NotFoundError(f'namespaces "{namespace}" not found')
         self.create(Namespace.model_validate({"metadata": {"name": namespace}}))
         if namespace not in SYSTEM_NAMESPACES:
             notice(
