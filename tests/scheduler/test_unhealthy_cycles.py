@@ -65,7 +65,7 @@ def test_errors_in_a_row_turn_the_check_unhealthy_and_a_good_cycle_heals_it() ->
     assert not ok
     assert detail == (
         f"the last {UNHEALTHY_AFTER_ERRORS} scheduling attempts ended in an error: "
-        "running 'Boom' filter plugin: kaput"
+        'running "Boom" filter plugin: kaput'
     )
     Boom.broken = False
     h.step(10)
