@@ -29,6 +29,9 @@ def kubesched_outcome(case: dict[str, Any]) -> dict[str, Any]:
         }
     )
     sim = Simulation([parse_object(d) for d in docs], config=config)
+    # The recording's control plane ran kube-controller-manager's ResourceClaim controller
+    # only: no pod garbage collector deleted the pod bound to a missing node.
+    sim.cluster.node_lifecycle.pod_gc = False
     try:
         sim.run()
         pod = sim.cluster.get("Pod", ns, case["pod"])

@@ -131,6 +131,10 @@ class NodeLifecycleController:
         self._ticks: set[float] = set()
         self._deleted: set[str] = set()  # nodes deleted during the run
         self._gc_due: set[tuple[str, float]] = set()  # (missing node, pod GC pass) set
+        self.pod_gc = True
+        """Whether the pod garbage collector runs (kube-controller-manager's
+        ``pod-garbage-collector`` controller, on by default): off, as on a control plane
+        without it, the pods of a missing node stay as they are."""
 
     # -- the timeline's handles ------------------------------------------------------------
 
@@ -377,7 +381,7 @@ class NodeLifecycleController:
         of a node ``deleted`` during the run count as evicted; those of a node that
         never existed never ran, and are simply deleted."""
         cluster = self.cluster
-        if cluster.try_get("Node", None, node_name) is not None:
+        if not self.pod_gc or cluster.try_get("Node", None, node_name) is not None:
             return
         message = POD_GC_MESSAGE
         for pod in cluster.pods_on_node(node_name):
