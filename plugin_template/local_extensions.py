@@ -28,10 +28,15 @@ def _words(name: str) -> list[str]:
     return re.findall(r"[A-Z]+(?=[A-Z][a-z]|\d|\b)|[A-Z]?[a-z]+|[A-Z]+|\d+", name)
 
 
-@simple_filter
-def kebab(name: str) -> str:
+def kebab_case(name: str) -> str:
     """``NodeLabelGate`` -> ``node-label-gate``."""
     return "-".join(w.lower() for w in _words(name))
+
+
+@simple_filter
+def kebab(name: str) -> str:
+    """The ``kebab`` filter: ``NodeLabelGate`` -> ``node-label-gate``."""
+    return kebab_case(name)
 
 
 @simple_filter

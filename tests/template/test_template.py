@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from kubesched.cli.new_plugin_cmd import generate
+from kubesched.cli.new_plugin_cmd import generate, kebab_case
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,11 +35,13 @@ COMBOS = [
     # (plugin name, extension points, with args)
     ("NodeLabelGate", "Filter,Score", True),
     (
-        "EveryPoint",
+        # The longest name the template takes (its label key's name part: 63 characters).
+        "MaintenanceAwareTopologySpreadingPlacementForZonesRacked",
         "PreEnqueue,PreFilter,Filter,PostFilter,PreScore,Score,Reserve,Permit,PreBind,Bind,PostBind",
         True,
     ),
     ("HoldAndBind", "PreEnqueue,Permit,Bind,PostBind", False),
+    ("GPU", "PreScore,Score", False),
 ]
 
 pytestmark = pytest.mark.slow
@@ -104,7 +106,7 @@ def test_kubesched_is_the_checkouts_own(venv) -> None:
 
 @pytest.mark.parametrize(("name", "points", "with_args"), COMBOS, ids=[c[0] for c in COMBOS])
 def test_generated_project_passes_its_own_tests_and_lint(venv, name, points, with_args) -> None:
-    project = venv[f"kubesched-{_kebab(name)}"]
+    project = venv[f"kubesched-{kebab_case(name)}"]
     out = _run(
         venv["python"],
         "-m",
@@ -120,6 +122,26 @@ def test_generated_project_passes_its_own_tests_and_lint(venv, name, points, wit
     # The kubesched pytest plugin came from the entry point, not a conftest.
     assert not (project / "conftest.py").exists()
     _run(venv["python"], "-m", "ruff", "check", "--no-cache", ".", cwd=project)
+    _run(venv["python"], "-m", "ruff", "format", "--check", "--no-cache", ".", cwd=project)
+
+
+PACKAGE_METADATA = textwrap.dedent(
+    """
+    import tempfile, warnings
+    from setuptools.warnings import SetuptoolsDeprecationWarning
+    warnings.simplefilter("error", SetuptoolsDeprecationWarning)
+    from setuptools import build_meta
+    build_meta.prepare_metadata_for_build_wheel(tempfile.mkdtemp())
+    """
+)
+
+
+@pytest.mark.parametrize("project", ["kubesched", "generated"])
+def test_packages_build_without_deprecation_warnings(venv, project) -> None:
+    # What pip runs first when it installs a project: the metadata build, where setuptools
+    # checks pyproject.toml and warns of what is deprecated (here, as errors).
+    where = ROOT if project == "kubesched" else venv[f"kubesched-{kebab_case(COMBOS[0][0])}"]
+    _run(venv["python"], "-c", PACKAGE_METADATA, cwd=where, env=_clean_env(venv))
 
 
 def test_kubesched_plugins_lists_the_generated_plugins(venv) -> None:
@@ -136,11 +158,11 @@ def test_kubesched_plugins_lists_the_generated_plugins(venv) -> None:
     by_name = {p["name"]: p for p in data["plugins"]}
     for name, points, with_args in COMBOS:
         entry = by_name[name]
-        assert entry["distribution"] == f"kubesched-{_kebab(name)}"
+        assert entry["distribution"] == f"kubesched-{kebab_case(name)}"
         assert entry["extensionPoints"] == points.split(",")
         assert entry["args"] == (f"{name}Args" if with_args else None)
     assert "NodeResourcesFit" in by_name
-    generated = {f"kubesched-{_kebab(c[0])}" for c in COMBOS}
+    generated = {f"kubesched-{kebab_case(c[0])}" for c in COMBOS}
     assert not [e for e in data["errors"] if e["distribution"] in generated]
 
 
@@ -175,7 +197,7 @@ SIMULATION = textwrap.dedent(
 
 @pytest.mark.parametrize(("name", "points", "with_args"), COMBOS, ids=[c[0] for c in COMBOS])
 def test_simulation_schedules_with_the_generated_plugin(venv, name, points, with_args) -> None:
-    label = f"example.com/{_kebab(name)}"
+    label = f"example.com/{kebab_case(name)}"
     out = _run(venv["python"], "-c", SIMULATION, name, label, env=_clean_env(venv))
     where = json.loads(out)
     chosen = points.split(",")
@@ -186,12 +208,3 @@ def test_simulation_schedules_with_the_generated_plugin(venv, name, points, with
         assert "plain" not in where.values()
     if "Score" in chosen:
         assert set(where.values()) == {"heavy"}
-
-
-def _kebab(name: str) -> str:
-    sys.path.insert(0, str(ROOT / "plugin_template"))
-    try:
-        from local_extensions import _words
-    finally:
-        sys.path.pop(0)
-    return "-".join(w.lower() for w in _words(name))

@@ -6,6 +6,7 @@ import argparse
 import importlib.resources
 import keyword
 import re
+import sys
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,11 @@ from kubesched.framework.sdk import SDK_VERSION
 TEMPLATE_EXTENSION_POINTS = tuple(ep.name for ep in EXTENSION_POINTS if ep.name != "QueueSort")
 """What the template can implement: every extension point but QueueSort (a profile has
 exactly one queue sort, and the built-in PrioritySort is nearly always what one wants)."""
+
+
+MAX_LABEL_NAME_LENGTH = 63
+"""The longest name part of a label key (Kubernetes' qualified-name limit): the generated
+plugin's example label is ``example.com/<plugin name in kebab case>``."""
 
 
 class NewPluginError(KubeschedError):
@@ -70,10 +76,8 @@ def generate(
     from cookiecutter.main import cookiecutter
 
     name = context.get("plugin_name")
-    if name is not None and not re.fullmatch(r"[A-Z][A-Za-z0-9]*", name):
-        raise NewPluginError(
-            f"plugin name {name!r} must be CamelCase letters and digits (e.g. NodeLabelGate)"
-        )
+    if name is not None:
+        check_plugin_name(name)
     package = context.get("package_name")
     if package is not None and (not package.isidentifier() or keyword.iskeyword(package)):
         raise NewPluginError(f"package name {package!r} is not a Python identifier")
@@ -81,7 +85,12 @@ def generate(
         context["extension_points"] = ",".join(parse_extension_points(context["extension_points"]))
     # The generated plugin declares the SDK of the kubesched that generated it.
     context.setdefault("_sdk_version", SDK_VERSION)
-    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    try:
+        Path(output_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise NewPluginError(
+            f"cannot create the output directory {str(output_dir)!r}: {err.strerror}"
+        ) from None
     with ExitStack() as stack:
         try:
             out = cookiecutter(
@@ -92,11 +101,51 @@ def generate(
                 overwrite_if_exists=overwrite,
                 default_config=default_config,
             )
-        except OutputDirExistsException as err:
-            raise NewPluginError(f"{err} (use --force to overwrite it)") from None
+        except OutputDirExistsException:
+            raise NewPluginError(
+                f"directory {str(Path(output_dir) / _project_dir_name(context))!r} already "
+                "exists (use --force to overwrite it)"
+            ) from None
         except CookiecutterException as err:
             raise NewPluginError(f"generating the plugin failed: {err}") from None
+        except OSError as err:
+            where = f" {err.filename!r}" if err.filename else ""
+            raise NewPluginError(f"cannot write the project{where}: {err.strerror}") from None
     return Path(out)
+
+
+def check_plugin_name(name: str) -> None:
+    """Refuse a plugin name the template cannot use: not CamelCase letters and digits, or
+    so long that the example label key ``example.com/<kebab-name>`` would be invalid."""
+    if not re.fullmatch(r"[A-Z][A-Za-z0-9]*", name):
+        raise NewPluginError(
+            f"plugin name {name!r} must be CamelCase letters and digits (e.g. NodeLabelGate)"
+        )
+    label_name = kebab_case(name)
+    if len(label_name) > MAX_LABEL_NAME_LENGTH:
+        raise NewPluginError(
+            f"plugin name {name!r} is too long: its example label key example.com/{label_name} "
+            f"would have a name part of {len(label_name)} characters (at most "
+            f"{MAX_LABEL_NAME_LENGTH})"
+        )
+
+
+def kebab_case(name: str) -> str:
+    """``NodeLabelGate`` -> ``node-label-gate``, as the template's own filter derives it."""
+    with ExitStack() as stack:
+        sys.path.insert(0, str(template_path(stack)))
+        try:
+            import local_extensions
+        finally:
+            sys.path.pop(0)
+    return local_extensions.kebab_case(name)
+
+
+def _project_dir_name(context: dict[str, Any]) -> str:
+    """The directory the template creates: the distribution name, given or derived."""
+    if "distribution_name" in context:
+        return str(context["distribution_name"])
+    return f"kubesched-{kebab_case(context.get('plugin_name', 'MyPlugin'))}"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -151,6 +200,12 @@ def _run(args: argparse.Namespace) -> int:
         value = getattr(args, option)
         if value is not None:
             context[key] = value
+    if not args.no_input and not sys.stdin.isatty():
+        raise NewPluginError(
+            "standard input is not a terminal, so there is no one to answer the prompts: "
+            "pass --no-input, with --name, --extension-points and the other options for what "
+            "the defaults do not cover"
+        )
     out = generate(args.output_dir, no_input=args.no_input, overwrite=args.force, **context)
     print(f"created {out}")
     print(f"next: pip install -e '{out}[test]' && pytest {out}")

@@ -4,7 +4,7 @@
 {%- set args = cookiecutter.with_args -%}
 {%- set narrows = "PreFilter" in eps -%}
 {%- set filters = "Filter" in eps or "PreFilter" in eps -%}
-"""Tests of {{ name }}, with kubesched's pytest plugin (fixtures) and ``kubesched.testing``."""
+{{ ('"""Tests of ' ~ name ~ ", with kubesched's pytest plugin (fixtures) and ``kubesched.testing``." ~ '"""') | wordwrap(100, break_long_words=False) }}
 
 {%- set uses_podinfo = (eps | select("in", ["PreEnqueue", "PostFilter", "Reserve", "Permit", "PreBind", "Bind", "PostBind"]) | list | length) > 0 or ("PreScore" in eps and "Score" not in eps) %}
 {%- set uses_code = filters or ("PostFilter" in eps or "PreEnqueue" in eps or "Permit" in eps) %}
@@ -40,6 +40,7 @@ from kubesched.testing import (
 from pydantic import ValidationError
 {%- endif %}
 
+from {{ pkg }} import plugin
 from {{ pkg }}.plugin import (
 {%- if "PostFilter" in eps %}
     ERR_REASON_CANNOT_MAKE_ROOM,
@@ -64,11 +65,13 @@ from {{ pkg }}.plugin import (
 {%- if "Permit" in eps %}
     WAIT,
 {%- endif %}
-    {{ name }},
-{%- if args %}
-    {{ name }}Args,
-{%- endif %}
 )
+
+# The plugin's classes, under short names.
+Plugin = plugin.{{ name }}
+{%- if args %}
+Args = plugin.{{ name }}Args
+{%- endif %}
 
 
 def labelled(node: str, weight: str = "1", key: str = LABEL_KEY):
@@ -79,19 +82,19 @@ def labelled(node: str, weight: str = "1", key: str = LABEL_KEY):
 def test_plugin_is_installed(framework_for) -> None:
     # The entry point in pyproject.toml: kubesched finds the plugin by its name.
     fw = framework_for(NAME)
-    assert type(fw.plugin(NAME)) is {{ name }}
+    assert type(fw.plugin(NAME)) is Plugin
 {%- if args %}
 
 
 def test_args_defaults_and_validation() -> None:
-    assert {{ name }}Args().label_key == LABEL_KEY
-    assert {{ name }}Args.model_validate({"labelKey": "team.example.com/x"}).label_key == (
+    assert Args().label_key == LABEL_KEY
+    assert Args.model_validate({"labelKey": "team.example.com/x"}).label_key == (
         "team.example.com/x"
     )
     with pytest.raises(ValidationError, match="labelKey"):
-        {{ name }}Args.model_validate({"labelKey": ""})
+        Args.model_validate({"labelKey": ""})
     with pytest.raises(ValidationError, match="unknownKey"):
-        {{ name }}Args.model_validate({"unknownKey": 1})
+        Args.model_validate({"unknownKey": 1})
 {%- endif %}
 {%- if filters %}
 
@@ -114,14 +117,14 @@ REJECTED = (Code.UNSCHEDULABLE, ERR_REASON_MISSING_LABEL)
     ids=["labelled", "any-value", "no-label", "other-label"],
 )
 def test_filter(framework_for, labels, expected) -> None:
-    fw = framework_for({{ name }})
+    fw = framework_for(Plugin)
     nodes = [labelled("ok"), make_node("n").labels(labels)]
     assert_statuses(run_filter(fw, make_pod("p"), nodes), {"ok": None, "n": expected})
 {%- if args %}
 
 
 def test_filter_reads_the_label_key_from_args(framework_for) -> None:
-    fw = framework_for({{ name }}, args={"labelKey": "team.example.com/pool"})
+    fw = framework_for(Plugin, args={"labelKey": "team.example.com/pool"})
     nodes = [labelled("ok", key="team.example.com/pool"), labelled("default-key")]
     statuses = run_filter(fw, make_pod("p"), nodes)
     assert_statuses(statuses, {"ok": None, "default-key": REJECTED})
@@ -131,7 +134,7 @@ def test_filter_reads_the_label_key_from_args(framework_for) -> None:
 
 
 def test_pre_filter_rejects_when_no_node_is_labelled(framework_for) -> None:
-    fw = framework_for({{ name }})
+    fw = framework_for(Plugin)
     statuses = run_filter(fw, make_pod("p"), [make_node("a"), make_node("b")])
     rejected = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_NO_LABELLED_NODE)
     assert_statuses(statuses, {"a": rejected, "b": rejected})
@@ -140,7 +143,7 @@ def test_pre_filter_rejects_when_no_node_is_labelled(framework_for) -> None:
 
 
 def test_score_is_the_label_weight_normalised(framework_for) -> None:
-    fw = framework_for({{ name }})
+    fw = framework_for(Plugin)
     nodes = [labelled("a", "1"), labelled("b", "2"), labelled("c", "4"), labelled("d", "x")]
     pod = make_pod("p")
     assert_scores(run_score(fw, pod, nodes, raw=True), {"a": 1, "b": 2, "c": 4, "d": 0})
@@ -150,7 +153,7 @@ def test_score_is_the_label_weight_normalised(framework_for) -> None:
 
 
 def test_pre_score_skips_score_when_no_node_has_a_weight(framework_for) -> None:
-    fw = framework_for({{ name }})
+    fw = framework_for(Plugin)
     state = fw.new_cycle_state()
     nodes = [labelled("a", "0"), labelled("b", "x")]
     {%- if "Score" in eps %}
@@ -165,7 +168,7 @@ def test_pre_score_skips_score_when_no_node_has_a_weight(framework_for) -> None:
 
 
 def test_post_filter_cannot_make_room(framework_for) -> None:
-    fw = framework_for({{ name }})
+    fw = framework_for(Plugin)
     pod_info = PodInfo(make_pod("p").obj())
     rejected = {"a": Status(Code.UNSCHEDULABLE, "Insufficient cpu", plugin="NodeResourcesFit")}
     result, status = fw.run_post_filter_plugins(fw.new_cycle_state(), pod_info, rejected)
@@ -180,7 +183,7 @@ def test_post_filter_cannot_make_room(framework_for) -> None:
 
 
 def test_pre_enqueue_holds_annotated_pods(framework_for) -> None:
-    fw = framework_for({{ name }})
+    fw = framework_for(Plugin)
     held = PodInfo(make_pod("held").annotations({LABEL_KEY: HOLD}).obj())
     free = PodInfo(make_pod("free").obj())
     status = fw.run_pre_enqueue_plugins(held)
@@ -195,7 +198,7 @@ def test_pre_enqueue_holds_annotated_pods(framework_for) -> None:
 
 
 def test_reserve_and_unreserve(framework_for) -> None:
-    fw = framework_for({{ name }})
+    fw = framework_for(Plugin)
     plugin = fw.plugin(NAME)
     state, pod_info = fw.new_cycle_state(), PodInfo(make_pod("p").obj())
     assert fw.run_reserve_plugins_reserve(state, pod_info, "n1").is_success()
@@ -208,7 +211,7 @@ def test_reserve_and_unreserve(framework_for) -> None:
 
 
 def test_permit_waits_for_annotated_pods(framework_for, fake_clock) -> None:
-    fw = framework_for({{ name }}, clock=fake_clock)
+    fw = framework_for(Plugin, clock=fake_clock)
     state = fw.new_cycle_state()
     waiting = PodInfo(make_pod("w").uid("w").annotations({LABEL_KEY: WAIT}).obj())
     assert fw.run_permit_plugins(state, waiting, "n1").code is Code.WAIT
@@ -219,7 +222,7 @@ def test_permit_waits_for_annotated_pods(framework_for, fake_clock) -> None:
 
 
 def test_permit_rejects_when_the_wait_times_out(framework_for, fake_clock) -> None:
-    fw = framework_for({{ name }}, clock=fake_clock)
+    fw = framework_for(Plugin, clock=fake_clock)
     waiting = PodInfo(make_pod("w").uid("w").annotations({LABEL_KEY: WAIT}).obj())
     assert fw.run_permit_plugins(fw.new_cycle_state(), waiting, "n1").code is Code.WAIT
     timeout = {% if args %}fw.plugin(NAME).args.permit_timeout_seconds{% else %}PERMIT_TIMEOUT_SECONDS{% endif %}
@@ -231,7 +234,7 @@ def test_permit_rejects_when_the_wait_times_out(framework_for, fake_clock) -> No
 
 
 def test_pre_bind_records_the_binding(framework_for) -> None:
-    fw = framework_for({{ name }})
+    fw = framework_for(Plugin)
     status = fw.run_pre_bind_plugins(fw.new_cycle_state(), PodInfo(make_pod("p").obj()), "n1")
     assert status.is_success()
     assert fw.plugin(NAME).prepared == [("default/p", "n1")]
@@ -242,7 +245,7 @@ def test_pre_bind_records_the_binding(framework_for) -> None:
 def test_bind_through_the_cluster_client(framework_for, embedded_cluster) -> None:
     embedded_cluster.apply([make_node("n1").obj(), make_pod("p").obj()])
     pod = embedded_cluster.get("Pod", "default", "p")
-    fw = framework_for({{ name }}, client=embedded_cluster)
+    fw = framework_for(Plugin, client=embedded_cluster)
     assert fw.run_bind_plugins(fw.new_cycle_state(), PodInfo(pod), "n1").is_success()
     assert embedded_cluster.get("Pod", "default", "p").spec.node_name == "n1"
 {%- endif %}
@@ -250,14 +253,14 @@ def test_bind_through_the_cluster_client(framework_for, embedded_cluster) -> Non
 
 
 def test_post_bind_sees_the_binding(framework_for) -> None:
-    fw = framework_for({{ name }})
+    fw = framework_for(Plugin)
     fw.run_post_bind_plugins(fw.new_cycle_state(), PodInfo(make_pod("p").obj()), "n1")
     assert fw.plugin(NAME).bound == [("default/p", "n1")]
 {%- endif %}
 
 
 def test_simulation_with_the_plugin_in_the_default_profile(simulate_small) -> None:
-    # A whole scheduler on an embedded cluster, with {{ name }} enabled through
+    # A whole scheduler on an embedded cluster, with the plugin enabled through
     # multiPoint on top of the default plugins (as in the README's configuration).
     nodes = [
         labelled("heavy", "4").capacity(cpu="4", memory="8Gi"),

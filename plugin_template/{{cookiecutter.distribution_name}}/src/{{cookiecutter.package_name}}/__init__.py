@@ -1,5 +1,16 @@
-"""{{ cookiecutter.plugin_name }}: {{ cookiecutter.description.rstrip(".") }}."""
+{%- set name = cookiecutter.plugin_name -%}
+{{ ('"""' ~ name ~ ": " ~ cookiecutter.description.rstrip(".") ~ '."""') | wordwrap(100, break_long_words=False) }}
 
-from {{ cookiecutter.package_name }}.plugin import {{ cookiecutter.plugin_name }}{% if cookiecutter.with_args %}, {{ cookiecutter.plugin_name }}Args{% endif %}
+from {{ cookiecutter.package_name }}.plugin import (
+    {{ name }},
+{%- if cookiecutter.with_args %}
+    {{ name }}Args,
+{%- endif %}
+)
 
-__all__ = ["{{ cookiecutter.plugin_name }}"{% if cookiecutter.with_args %}, "{{ cookiecutter.plugin_name }}Args"{% endif %}]
+__all__ = [
+    "{{ name }}",
+{%- if cookiecutter.with_args %}
+    "{{ name }}Args",
+{%- endif %}
+]

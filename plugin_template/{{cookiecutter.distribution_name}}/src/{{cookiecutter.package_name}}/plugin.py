@@ -6,7 +6,7 @@
 {%- set pod_events = ("PreEnqueue" in eps or "Permit" in eps) -%}
 {%- set uses_code = ("PreEnqueue" in eps or "PreFilter" in eps or "Filter" in eps or "PostFilter" in eps or "Bind" in eps) -%}
 {%- set uses_status = (eps | reject("equalto", "PostBind") | list | length) > 0 -%}
-"""{{ name }}: {{ cookiecutter.description.rstrip(".") }}.
+{{ ('"""' ~ name ~ ": " ~ cookiecutter.description.rstrip(".") ~ ".") | wordwrap(100, break_long_words=False) }}
 
 {{ ("Extension points: " ~ eps | join(", ") ~ ".") | wordwrap(88) }}
 
@@ -80,7 +80,7 @@ NAME = "{{ name }}"
 """The plugin's name: its entry point and what profiles list."""
 
 LABEL_KEY = "example.com/{{ name | kebab }}"
-"""The node label the plugin reads{% if args %} (default of ``{{ name }}Args.label_key``){% endif %}."""
+"""The node label the plugin reads{% if args %} (the default of the args' ``label_key``){% endif %}."""
 {%- if "PreEnqueue" in eps %}
 
 HOLD = "hold"
@@ -96,20 +96,20 @@ PERMIT_TIMEOUT_SECONDS = 30.0
 {%- endif %}
 {%- if "PreEnqueue" in eps %}
 
-ERR_REASON_HELD = "pod is held by {{ name }}"
+ERR_REASON_HELD = f"pod is held by {NAME}"
 {%- endif %}
 {%- if "PreFilter" in eps %}
 
-ERR_REASON_NO_LABELLED_NODE = "no node has the {{ name }} label"
+ERR_REASON_NO_LABELLED_NODE = f"no node has the {NAME} label"
 {%- endif %}
 {%- if "Filter" in eps %}
 
-ERR_REASON_MISSING_LABEL = "node(s) didn't have the {{ name }} label"
+ERR_REASON_MISSING_LABEL = f"node(s) didn't have the {NAME} label"
 """Filter's reason; the same text for the same cause, as the diagnosis counts reasons."""
 {%- endif %}
 {%- if "PostFilter" in eps %}
 
-ERR_REASON_CANNOT_MAKE_ROOM = "{{ name }} cannot make room for the pod"
+ERR_REASON_CANNOT_MAKE_ROOM = f"{NAME} cannot make room for the pod"
 {%- endif %}
 {%- if "PreFilter" in eps %}
 
@@ -142,7 +142,7 @@ def has_label(node_info: NodeInfo, label_key: str = LABEL_KEY) -> bool:
 
 
 class {{ name }}Args(PluginArgs):
-    """The args of {{ name }}, from the profile's ``pluginConfig``::
+    """The plugin's args, from the profile's ``pluginConfig``::
 
         pluginConfig:
           - name: {{ name }}
@@ -172,9 +172,8 @@ class {{ name }}Args(PluginArgs):
 {%- endif %}
 
 
-
 class {{ name }}:
-    """{{ cookiecutter.description }}.
+    {{ ('"""' ~ cookiecutter.description.rstrip(".") ~ ".") | wordwrap(96, break_long_words=False, wrapstring="\n    ") }}
 
     A plugin is a class with a ``name``, {% if args %}an ``Args`` model, {% endif %}a constructor taking
     ``(args, handle)`` and one ``@hookimpl`` method per extension point. A method may
@@ -188,7 +187,11 @@ class {{ name }}:
     Args = {{ name }}Args
 {%- endif %}
 
-    def __init__(self, args: {% if args %}{{ name }}Args | None{% else %}Any{% endif %}, handle: Any) -> None:
+    def __init__(
+        self,
+        args: {% if args %}{{ name }}Args | None{% else %}Any{% endif %},
+        handle: Any,
+    ) -> None:
 {%- if args %}
         # The framework passes the validated args (defaults when the profile has none).
         self.args = args or {{ name }}Args()
