@@ -626,6 +626,8 @@ def _attempts_table(history: list[AttemptReport], console: Console, all_attempts
     """The attempts, one row each, or (unless ``all_attempts``) one row per run of
     consecutive attempts with the same verdict."""
     runs = [[a] for a in history] if all_attempts else attempt_runs(history)
+    # Successful attempts have no diagnosis: no column when none failed.
+    diagnosed = any(a.message for a in history)
     table = _table(
         "Attempts",
         [
@@ -636,7 +638,7 @@ def _attempts_table(history: list[AttemptReport], console: Console, all_attempts
             ("NODES", "number"),
             ("EVALUATED", "number"),
             ("FEASIBLE", "number"),
-            ("DIAGNOSIS", "cut"),
+            *([("DIAGNOSIS", "cut")] if diagnosed else []),
         ],
     )
     for run in runs:
@@ -656,7 +658,7 @@ def _attempts_table(history: list[AttemptReport], console: Console, all_attempts
             str(first.all_nodes),
             str(first.evaluated_nodes),
             str(first.feasible_nodes),
-            _cut(first.message or "-"),
+            *([_cut(first.message or "-")] if diagnosed else []),
         )
     console.print(table)
     if len(runs) < len(history):
