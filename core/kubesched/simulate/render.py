@@ -35,6 +35,9 @@ MAX_EVICTION_ROWS = 30
 """Evictions the summary lists one by one (the JSON output has them all)."""
 MAX_POD_ROWS = 50
 """Pods the summary's pod list shows before a count of the rest per result."""
+WELL_KNOWN_TOPOLOGY = "topology.kubernetes.io/"
+"""The prefix of the well-known topology labels, left out of the claims table's
+topology (``zone in (a)``)."""
 
 SORT_KEYS = ("namespace", "name", "node", "result")
 """What the summary's pod list can be sorted by (``--sort-by``); the first is the default,
@@ -94,11 +97,8 @@ def _cut(text: str | Text, style: str = "") -> Text:
     return cell
 
 
-WELL_KNOWN_TOPOLOGY = "topology.kubernetes.io/"
-"""The prefix of the well-known topology labels, left out of the claims table's
-topology (``zone in (a)``)."""
-
 _SHRINKS_FIRST = frozenset({"cut", "text"})
+"""The kinds of :func:`_table` columns that give their width first."""
 
 
 def _table(title: str, columns: Iterable[tuple[str, str]]) -> Table:
@@ -133,8 +133,9 @@ def result_word(pod: PodReport) -> str:
 
 
 def pod_reason(pod: PodReport) -> str:
-    """One line on why the pod is not running where it was scheduled: the gates of a
-    gated pod, else the report's message (empty for a scheduled pod)."""
+    """One line on why the pod does not (or no longer) run: the gates of a gated pod,
+    else the report's message (the diagnosis, the admission error, the eviction); empty
+    for a scheduled pod."""
     if pod.result == "scheduled":
         return ""
     if pod.pod_scheduled_reason == "SchedulingGated" and pod.scheduling_gates:
@@ -262,7 +263,8 @@ def _pod_list(
         console.print(f"  ... and {len(pods) - max_rows} more")
 
 
-def _sort_key(sort_by: str) -> Callable[[PodReport], tuple[str, ...]]:
+def _sort_key(sort_by: str) -> Callable[[PodReport], tuple[object, ...]]:
+    """The pod list's order for ``--sort-by``; namespace and name break ties."""
     if sort_by == "namespace":
         return lambda p: (p.namespace, p.name)
     if sort_by == "name":
