@@ -207,6 +207,7 @@ def test_gated_pod_says_scheduling_gated_with_its_gates(tmp_path: Path, capsys) 
         "example.com/review): Scheduling is blocked due to non-empty scheduling gates"
     ) in out
     code, out, _ = run_cli(capsys, "simulate", str(tmp_path), "--explain", "held")
+    assert out.startswith("Pod default/held — pending, SchedulingGated (profile ")
     assert "  scheduling gates: example.com/quota, example.com/review" in out
     code, out, _ = run_cli(capsys, "simulate", str(tmp_path), "-o", "json")
     pod = json.loads(out)["pods"][0]

@@ -682,6 +682,8 @@ def render_explain(
         pod.result, "red"
     )
     head = Text.assemble(("Pod ", "bold"), (pod.key, "bold"), " — ", (pod.result, style))
+    if pod.pod_scheduled_reason:
+        head.append(f", {pod.pod_scheduled_reason}", style=style)
     head.append(f" (profile {pod.profile or '?'}, {_plural(pod.attempts, 'attempt')})")
     console.print(head)
     if pod.node:
