@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import ssl
 import subprocess
@@ -129,6 +130,8 @@ def test_serves_health_and_metrics_and_stops_on_sigterm(
             "20 scheduled attempts counted",
         )
         assert "rest_client_requests_total" in metrics
+        # As kube-scheduler's: no `*_created` series beside the counters and histograms.
+        assert re.findall(r"^\w+_created[{ ]", metrics, re.MULTILINE) == []
         assert _lease(api)["spec"]["holderIdentity"] == "only"
     finally:
         code, err = _stop(proc)

@@ -4,6 +4,7 @@ without a cluster, profiling, and bounded connections."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import ssl
 import threading
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
+from kubesched.metrics import Metrics
 from kubesched.server import ConnectionLimits, HealthServer
 from kubesched.serving.auth import Authorizer
 from kubesched.serving.certs import serving_context
@@ -127,6 +129,23 @@ def test_metrics_in_prometheus_text(server) -> None:
     code, body = _get(f"http://127.0.0.1:{server.port}/metrics")
     assert code == 200
     assert 'scheduler_schedule_attempts_total{result="scheduled"} 3.0' in body
+
+
+def test_served_metrics_have_no_created_series() -> None:
+    # kube-scheduler serves no `*_created` series; kubesched's metrics switch them off.
+    metrics = Metrics()
+    metrics.schedule_attempts.labels("scheduled", "default-scheduler").inc()
+    metrics.preemption_victims.observe(2)
+    s = HealthServer(metrics.registry, port=0, ready_checks={}, authorizer=ALL)
+    s.start()
+    try:
+        code, body = _get(f"http://127.0.0.1:{s.port}/metrics")
+    finally:
+        s.stop()
+    assert code == 200
+    assert "scheduler_schedule_attempts_total{" in body
+    assert "scheduler_preemption_victims_count 1.0" in body
+    assert re.findall(r"^\w+_created[{ ]", body, re.MULTILINE) == []
 
 
 def test_thread_stacks_name_every_thread(server) -> None:

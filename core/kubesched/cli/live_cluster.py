@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from kubesched.api import KubeObject
-from kubesched.cli.output import YAML_DUMPER
+from kubesched.cli.output import YamlDumper
 from kubesched.errors import UserInputError
 
 
@@ -57,7 +57,7 @@ def objects(args: argparse.Namespace) -> list[KubeObject]:
         try:
             with Path(args.save_snapshot).open("w") as out:
                 out.write(f"# A snapshot of {client.host}, read by kubesched --from-cluster.\n")
-                yaml.dump_all(snapshot.manifests, out, Dumper=YAML_DUMPER, sort_keys=False)
+                yaml.dump_all(snapshot.manifests, out, Dumper=YamlDumper, sort_keys=False)
         except OSError as err:
             raise UserInputError(
                 f"cannot write the snapshot: {err.strerror}", source=args.save_snapshot

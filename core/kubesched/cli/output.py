@@ -11,8 +11,16 @@ from typing import Any
 import pydantic_core
 import yaml
 
-YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-"""libyaml's safe dumper when PyYAML has it (much faster on large reports)."""
+
+class YamlDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """libyaml's safe dumper when PyYAML has it (much faster on large reports), writing
+    plain YAML: an object met twice (a shared list or mapping) is written out again, never
+    as an anchor and alias (``&id001`` / ``*id001``), which many readers of a report
+    would not expect."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
 
 PROGRESS_AFTER_SECONDS = 0.5
 """A progress bar appears only when a run lasts longer than this."""
@@ -87,4 +95,4 @@ def write_data(data: Any, output: str) -> None:
             buffer.write(encoded)
             sys.stdout.flush()
     else:
-        yaml.dump(data, sys.stdout, Dumper=YAML_DUMPER, sort_keys=False)
+        yaml.dump(data, sys.stdout, Dumper=YamlDumper, sort_keys=False)

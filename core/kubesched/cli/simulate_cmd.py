@@ -9,7 +9,7 @@ from pathlib import Path
 from kubesched.api import MANIFEST_SUFFIXES, KubeObject, load_manifests
 from kubesched.backend.memory.store import DEFAULT_MAX_PODS, SYSTEM_NAMESPACES
 from kubesched.cli import live_cluster, output
-from kubesched.cli.arguments import positive_int
+from kubesched.cli.arguments import positive_int, positive_int_or_all
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.cli.output import progress_bar, write_data
 from kubesched.errors import UserInputError
@@ -18,7 +18,7 @@ from kubesched.notices import Notice, collecting_notices
 from kubesched.simulate.driver import DETAIL_FULL, DETAIL_SUMMARY, Simulation
 from kubesched.simulate.html import StoryCollector, write_html_report
 from kubesched.simulate.invariants import InvariantViolation
-from kubesched.simulate.render import render_explain, render_summary
+from kubesched.simulate.render import MAX_POD_ROWS, SORT_KEYS, render_explain, render_summary
 from kubesched.simulate.report import (
     SimulationReport,
     build_report,
@@ -67,6 +67,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=[],
         help="explain this pod's decision (repeatable). With json/yaml, only these pods keep "
         "their per-node filters, scores and attempt history",
+    )
+    parser.add_argument(
+        "--all-attempts",
+        action="store_true",
+        help="with --explain, list every attempt; by default consecutive attempts with the "
+        "same verdict share one row",
+    )
+    parser.add_argument(
+        "--sort-by",
+        choices=SORT_KEYS,
+        default=SORT_KEYS[0],
+        help=f"order of the text output's pod list (default: {SORT_KEYS[0]})",
+    )
+    parser.add_argument(
+        "--pod-rows",
+        type=positive_int_or_all,
+        default=MAX_POD_ROWS,
+        metavar="N|all",
+        help=f"pods the text output lists before counting the rest per result (default: "
+        f"{MAX_POD_ROWS}; all: every pod)",
     )
     parser.add_argument(
         "--metrics",
@@ -256,9 +276,9 @@ def _simulate_collecting(args: argparse.Namespace, notices: list[Notice]) -> int
             for i, key in enumerate(explain):
                 if i:
                     console.print()
-                render_explain(report, key, console)
+                render_explain(report, key, console, all_attempts=args.all_attempts)
         else:
-            render_summary(report, console)
+            render_summary(report, console, max_pod_rows=args.pod_rows, sort_by=args.sort_by)
     if run.invariants is not None:
         print(run.invariants.summary(), file=sys.stderr)
         if run.invariants.violations:

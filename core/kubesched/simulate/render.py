@@ -11,6 +11,7 @@ from rich.text import Text
 
 from kubesched.backend.memory.kubelet import format_binary
 from kubesched.simulate.report import (
+    AttemptReport,
     ClaimReport,
     EvictionReport,
     NodeReport,
@@ -32,6 +33,31 @@ MAX_NODES_PER_REASON = 12
 """Node names listed per filter reason before "(+N more)"."""
 MAX_EVICTION_ROWS = 30
 """Evictions the summary lists one by one (the JSON output has them all)."""
+MAX_POD_ROWS = 50
+"""Pods the summary's pod list shows before a count of the rest per result."""
+WELL_KNOWN_TOPOLOGY = "topology.kubernetes.io/"
+"""The prefix of the well-known topology labels, left out of the claims table's
+topology (``zone in (a)``)."""
+
+SORT_KEYS = ("namespace", "name", "node", "result")
+"""What the summary's pod list can be sorted by (``--sort-by``); the first is the default,
+``kubectl get pods --all-namespaces``' order."""
+
+_RESULT_WORDS = {
+    "scheduled": "Scheduled",
+    "nodeMissing": "NodeMissing",
+    "rejected": "Rejected",
+    "preempted": "Preempted",
+    "deleted": "Deleted",
+    "evicted": "Evicted",
+}
+
+_RESULT_STYLES = {
+    "Scheduled": "green",
+    "Preempted": "magenta",
+    "Evicted": "magenta",
+    "Deleted": "dim",
+}
 
 _EVICTORS = {
     "taint-manager": "the taint manager",
@@ -62,6 +88,61 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _cut(text: str | Text, style: str = "") -> Text:
+    """A cell that stays on one line and ends in "…" when its column is too narrow (the
+    JSON output has the whole value)."""
+    cell = Text(text, style=style) if isinstance(text, str) else text
+    cell.no_wrap = True
+    cell.overflow = "ellipsis"
+    return cell
+
+
+_SHRINKS_FIRST = frozenset({"cut", "text"})
+"""The kinds of :func:`_table` columns that give their width first."""
+
+
+def _table(title: str, columns: Iterable[tuple[str, str]]) -> Table:
+    """A titled table whose columns are ``(header, kind)``, so that it fits the console
+    without breaking a name over several lines. ``"number"`` (right-aligned) and
+    ``"word"`` columns keep their width; so do ``"name"`` columns (identifiers) unless
+    nothing else can give, and then they end in "…". ``"cut"`` columns (long
+    identifiers, prose printed whole elsewhere) and ``"text"`` columns (prose) give
+    their width first: ``"cut"`` cells end in "…", ``"text"`` cells wrap at spaces.
+    Cells of ``"name"`` and ``"cut"`` columns go through :func:`_cut`."""
+    table = Table(title=title, title_justify="left", title_style="bold")
+    for header, kind in columns:
+        table.add_column(
+            header,
+            justify="right" if kind == "number" else "left",
+            # rich narrows the wrappable columns first, then every column evenly.
+            no_wrap=kind not in _SHRINKS_FIRST,
+            # A word longer than a text column (a label selector) goes on over the next
+            # line rather than lose its end.
+            overflow="fold" if kind == "text" else "ellipsis",
+        )
+    return table
+
+
+def result_word(pod: PodReport) -> str:
+    """The pod's result as ``kubectl get pods`` and upstream's conditions word it: a
+    pending pod's PodScheduled reason (Unschedulable, SchedulerError, SchedulingGated;
+    Pending when it has none), else Scheduled, Preempted, Evicted, ..."""
+    if pod.result == "pending":
+        return pod.pod_scheduled_reason or "Pending"
+    return _RESULT_WORDS[pod.result]
+
+
+def pod_reason(pod: PodReport) -> str:
+    """One line on why the pod does not (or no longer) run: the gates of a gated pod,
+    else the report's message (the diagnosis, the admission error, the eviction); empty
+    for a scheduled pod."""
+    if pod.result == "scheduled":
+        return ""
+    if pod.pod_scheduled_reason == "SchedulingGated" and pod.scheduling_gates:
+        return f"gates: {', '.join(pod.scheduling_gates)}"
+    return pod.message
+
+
 def _usage_style(used: int, total: int) -> str:
     if total <= 0:
         return ""
@@ -78,8 +159,11 @@ def render_summary(
     *,
     max_node_rows: int = MAX_NODE_ROWS,
     max_pending_rows: int = MAX_PENDING_ROWS,
+    max_pod_rows: int | None = MAX_POD_ROWS,
+    sort_by: str = SORT_KEYS[0],
 ) -> None:
-    """The run's outcome: counts per profile, nodes' allocation by zone, pending pods with
+    """The run's outcome: counts per profile, nodes' allocation by zone, the pods (sorted
+    by ``sort_by``, the first ``max_pod_rows`` of them, None for all), pending pods with
     their diagnosis, admission rejections."""
     pods_total = len(report.pods)
     console.print(
@@ -113,6 +197,8 @@ def render_summary(
     if any(p.claims for p in report.pods):
         console.print()
         _claims_table(report.pods, console, max_node_rows)
+    console.print()
+    _pods_table(report, console, max_pod_rows, sort_by)
     pending = [p for p in report.pods if p.result == "pending"]
     if pending:
         console.print()
@@ -177,6 +263,65 @@ def _pod_list(
         console.print(f"  ... and {len(pods) - max_rows} more")
 
 
+def _sort_key(sort_by: str) -> Callable[[PodReport], tuple[object, ...]]:
+    """The pod list's order for ``--sort-by``; namespace and name break ties."""
+    if sort_by == "namespace":
+        return lambda p: (p.namespace, p.name)
+    if sort_by == "name":
+        return lambda p: (p.name, p.namespace)
+    if sort_by == "node":
+        # Pods on no node last, as kubectl sorts an empty field.
+        return lambda p: (p.node is None, p.node or "", p.namespace, p.name)
+    if sort_by == "result":
+        return lambda p: (result_word(p), p.namespace, p.name)
+    raise ValueError(f"unknown sort key {sort_by!r}: use one of {', '.join(SORT_KEYS)}")
+
+
+def _pods_table(
+    report: SimulationReport, console: Console, max_rows: int | None, sort_by: str
+) -> None:
+    """Every pod as ``kubectl get pods -o wide`` lists it, with the node's zone and, for a
+    pod not running where it was scheduled, why; past ``max_rows`` pods, a count of the
+    rest per result."""
+    zone_of = {n.name: n.zone for n in report.nodes}
+    pods = sorted(report.pods, key=_sort_key(sort_by))
+    shown = pods if max_rows is None else pods[:max_rows]
+    table = _table(
+        f"Pods ({len(pods)}, by {sort_by})",
+        [
+            ("NAMESPACE", "name"),
+            ("NAME", "name"),
+            ("NODE", "name"),
+            ("ZONE", "name"),
+            ("RESULT", "word"),
+            ("REASON", "cut"),
+        ],
+    )
+    for pod in shown:
+        word = result_word(pod)
+        zone = zone_of.get(pod.node or "") or "<none>"
+        table.add_row(
+            _cut(pod.namespace),
+            _cut(pod.name),
+            _cut(pod.node or "<none>"),
+            _cut(zone),
+            Text(word, style=_RESULT_STYLES.get(word, "yellow")),
+            _cut(pod_reason(pod)),
+        )
+    console.print(table)
+    rest = pods[len(shown) :]
+    if rest:
+        counts: dict[str, int] = defaultdict(int)
+        for pod in rest:
+            counts[result_word(pod)] += 1
+        per_result = ", ".join(f"{n} {word}" for word, n in sorted(counts.items()))
+        console.print(
+            f"  ... and {_plural(len(rest), 'more pod')}: {per_result} "
+            "(--pod-rows all lists every pod)",
+            soft_wrap=True,
+        )
+
+
 def claim_outcome(claim: ClaimReport) -> str:
     """How the claim was served: provisioned / bound to a static PV / still waiting."""
     if claim.phase is None:
@@ -190,20 +335,31 @@ def claim_outcome(claim: ClaimReport) -> str:
 
 
 def _claims_table(pods: list[PodReport], console: Console, max_rows: int) -> None:
-    table = Table(title="Volume claims", title_justify="left", title_style="bold")
-    for col in ("POD", "CLAIM", "CLASS", "SIZE", "PHASE", "VOLUME", "HOW", "TOPOLOGY"):
-        table.add_column(col, overflow="fold")
+    table = _table(
+        "Volume claims",
+        [
+            ("POD", "name"),
+            ("CLAIM", "name"),
+            ("CLASS", "name"),
+            ("SIZE", "word"),
+            ("PHASE", "word"),
+            ("VOLUME", "cut"),
+            ("HOW", "text"),
+            ("TOPOLOGY", "text"),
+        ],
+    )
     rows = [(p, c) for p in pods for c in p.claims]
     for pod, claim in rows[:max_rows]:
         table.add_row(
-            pod.key,
-            claim.name,
-            claim.storage_class or "",
+            _cut(pod.key),
+            _cut(claim.name),
+            _cut(claim.storage_class or ""),
             claim.request or "",
             claim.phase or "-",
-            claim.volume or "-",
+            _cut(claim.volume or "-"),
             claim_outcome(claim),
-            "; ".join(claim.topology),
+            # The well-known prefix says nothing a reader needs (-o json keeps it).
+            "; ".join(t.removeprefix(WELL_KNOWN_TOPOLOGY) for t in claim.topology),
         )
     console.print(table)
     if len(rows) > max_rows:
@@ -243,19 +399,19 @@ def _profiles_table(report: SimulationReport, console: Console) -> None:
 
 def _timeline_table(timeline: TimelineReport, console: Console) -> None:
     """One row per step: the window it opens and what happened in it."""
-    table = Table(
-        title=f"Timeline {timeline.name}: per step, until the next",
-        title_justify="left",
-        title_style="bold",
+    table = _table(
+        f"Timeline {timeline.name}: per step, until the next",
+        [
+            ("AT (s)", "number"),
+            ("UNTIL (s)", "number"),
+            ("STEP", "text"),
+            ("EVICTED", "word"),
+            ("RESCHEDULED", "number"),
+            ("SCHEDULED", "number"),
+            ("PENDING", "number"),
+            ("BLOCKED BY PDB", "text"),
+        ],
     )
-    table.add_column("AT (s)", justify="right")
-    table.add_column("UNTIL (s)", justify="right")
-    table.add_column("STEP")
-    table.add_column("EVICTED", justify="right")
-    table.add_column("RESCHEDULED", justify="right")
-    table.add_column("SCHEDULED", justify="right")
-    table.add_column("PENDING", justify="right")
-    table.add_column("BLOCKED BY PDB")
     for step in timeline.steps:
         by = ", ".join(f"{n} {who}" for who, n in sorted(step.evicted_by.items()))
         blocked = sorted({b.pdb for b in step.blocked_evictions})
@@ -305,32 +461,56 @@ def _usage_cells(used: int, total: int, fmt) -> tuple[Text, Text]:  # type: igno
     )
 
 
+def _scalar_amount(name: str) -> Callable[[int], str]:
+    """How an extended or other scalar resource's amount reads: hugepages in bytes as
+    Kubernetes quantities (``2Gi``), anything else as a count."""
+    return format_binary if name.startswith("hugepages-") else str
+
+
 def _nodes_table(nodes: list[NodeReport], console: Console, max_rows: int) -> None:
     by_zone: dict[str, list[NodeReport]] = defaultdict(list)
     for node in nodes:
         by_zone[node.zone or "-"].append(node)
     per_node = len(nodes) <= max_rows
+    # Extended resources (nvidia.com/gpu, hugepages-2Mi, ...) get columns as cpu and memory
+    # do, but only those some node has or some pod asks for.
+    scalars = sorted({name for n in nodes for name in (*n.allocatable.scalar, *n.requested.scalar)})
     title = "Nodes: requested / allocatable" + ("" if per_node else " (per zone)")
-    table = Table(title=title, title_justify="left", title_style="bold")
-    table.add_column("ZONE")
-    table.add_column("NODE" if per_node else "NODES")
-    table.add_column("CPU (cores)", justify="right")
-    table.add_column("%", justify="right")
-    table.add_column("MEMORY (GiB)", justify="right")
-    table.add_column("%", justify="right")
-    table.add_column("PODS", justify="right")
-    table.add_column("%", justify="right")
+    table = _table(
+        title,
+        [
+            ("ZONE", "name"),
+            ("NODE" if per_node else "NODES", "name"),
+            ("CPU (cores)", "number"),
+            ("%", "number"),
+            ("MEMORY (GiB)", "number"),
+            ("%", "number"),
+            *((header, "number") for name in scalars for header in (name, "%")),
+            ("PODS", "number"),
+            ("%", "number"),
+        ],
+    )
 
     def row(zone: str, label: str | Text, group: Iterable[NodeReport]) -> None:
         group = list(group)
         cpu = sum(n.requested.cpu for n in group), sum(n.allocatable.cpu for n in group)
         mem = sum(n.requested.memory for n in group), sum(n.allocatable.memory for n in group)
         pods = sum(n.requested.pods for n in group), sum(n.allocatable.pods for n in group)
+        extended = [
+            cell
+            for name in scalars
+            for cell in _usage_cells(
+                sum(n.requested.scalar.get(name, 0) for n in group),
+                sum(n.allocatable.scalar.get(name, 0) for n in group),
+                _scalar_amount(name),
+            )
+        ]
         table.add_row(
-            zone,
-            label,
+            _cut(zone),
+            _cut(label),
             *_usage_cells(*cpu, _cores),
             *_usage_cells(*mem, _gib),
+            *extended,
             *_usage_cells(*pods, str),
         )
 
@@ -357,7 +537,10 @@ def _pending_groups(pending: list[PodReport], console: Console, max_rows: int) -
     (a Deployment's replicas usually do)."""
     groups: dict[str, list[PodReport]] = defaultdict(list)
     for pod in pending:
-        groups[pod.message or "-"].append(pod)
+        diagnosis = pod.message or "-"
+        if pod.pod_scheduled_reason == "SchedulingGated":
+            diagnosis = f"SchedulingGated ({pod_reason(pod)}): {diagnosis}"
+        groups[diagnosis].append(pod)
     ordered = sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))
     for shown, (message, pods) in enumerate(ordered):
         if shown >= max_rows:
@@ -414,14 +597,93 @@ def _node_list(nodes: list[str]) -> str:
     return f"{shown} (+{rest} more)" if rest > 0 else shown
 
 
-def render_explain(report: SimulationReport, key: str, console: Console) -> None:
-    """Why pod ``key`` (namespace/name) ended where it did: its attempts, each filter
-    rejection grouped by reason, each feasible node's scores (best first), the node."""
+def _verdict(a: AttemptReport) -> tuple[object, ...]:
+    """What two attempts must share to count as the same verdict: all but their number
+    and times."""
+    return (
+        a.profile,
+        a.result,
+        a.node,
+        a.nominated_node,
+        a.message,
+        a.all_nodes,
+        a.evaluated_nodes,
+        a.feasible_nodes,
+    )
+
+
+def attempt_runs(history: list[AttemptReport]) -> list[list[AttemptReport]]:
+    """The attempts in runs of consecutive ones with the same verdict, oldest first (a
+    pod that fails the same way a hundred times is one run)."""
+    runs: list[list[AttemptReport]] = []
+    for a in history:
+        if runs and _verdict(runs[-1][-1]) == _verdict(a):
+            runs[-1].append(a)
+        else:
+            runs.append([a])
+    return runs
+
+
+def _attempts_table(history: list[AttemptReport], console: Console, all_attempts: bool) -> None:
+    """The attempts, one row each, or (unless ``all_attempts``) one row per run of
+    consecutive attempts with the same verdict."""
+    runs = [[a] for a in history] if all_attempts else attempt_runs(history)
+    # Successful attempts have no diagnosis: no column when none failed.
+    diagnosed = any(a.message for a in history)
+    table = _table(
+        "Attempts",
+        [
+            ("#", "number"),
+            ("TIME (s)", "number"),
+            ("RESULT", "word"),
+            ("NODE", "name"),
+            ("NODES", "number"),
+            ("EVALUATED", "number"),
+            ("FEASIBLE", "number"),
+            *([("DIAGNOSIS", "cut")] if diagnosed else []),
+        ],
+    )
+    for run in runs:
+        first, last = run[0], run[-1]
+        number = str(first.attempt)
+        started = f"{first.started_at:g}"
+        if len(run) > 1:
+            number += f"–{last.attempt}"
+            started += f"–{last.started_at:g}"
+        table.add_row(
+            number,
+            started,
+            first.result,
+            _cut(
+                first.node or (first.nominated_node and f"nominated {first.nominated_node}") or "-"
+            ),
+            str(first.all_nodes),
+            str(first.evaluated_nodes),
+            str(first.feasible_nodes),
+            *([_cut(first.message or "-")] if diagnosed else []),
+        )
+    console.print(table)
+    if len(runs) < len(history):
+        console.print(
+            f"  Consecutive attempts with the same verdict share a row ({len(history)} "
+            f"attempts in {_plural(len(runs), 'row')}); --all-attempts lists each.",
+            soft_wrap=True,
+        )
+
+
+def render_explain(
+    report: SimulationReport, key: str, console: Console, *, all_attempts: bool = False
+) -> None:
+    """Why pod ``key`` (namespace/name) ended where it did: its attempts (runs of the
+    same verdict on one row unless ``all_attempts``), each filter rejection grouped by
+    reason, each feasible node's scores (best first), the node."""
     pod = report.pod(key)
     style = {"scheduled": "green", "pending": "yellow", "preempted": "magenta"}.get(
         pod.result, "red"
     )
     head = Text.assemble(("Pod ", "bold"), (pod.key, "bold"), " — ", (pod.result, style))
+    if pod.pod_scheduled_reason:
+        head.append(f", {pod.pod_scheduled_reason}", style=style)
     head.append(f" (profile {pod.profile or '?'}, {_plural(pod.attempts, 'attempt')})")
     console.print(head)
     if pod.node:
@@ -431,6 +693,8 @@ def render_explain(report: SimulationReport, key: str, console: Console) -> None
         console.print(f"  message: {pod.message}", soft_wrap=True)
     if pod.nominated_node:
         console.print(f"  nominated node: {pod.nominated_node}")
+    if pod.scheduling_gates:
+        console.print(f"  scheduling gates: {', '.join(pod.scheduling_gates)}", soft_wrap=True)
     for claim in pod.claims:
         where = f" {claim.volume}" if claim.volume else ""
         topology = f" [{'; '.join(claim.topology)}]" if claim.topology else ""
@@ -457,25 +721,7 @@ def render_explain(report: SimulationReport, key: str, console: Console) -> None
 
     if pod.history:
         console.print()
-        table = Table(title="Attempts", title_justify="left", title_style="bold")
-        table.add_column("#", justify="right")
-        table.add_column("TIME (s)", justify="right")
-        table.add_column("RESULT")
-        table.add_column("NODE")
-        table.add_column("NODES", justify="right")
-        table.add_column("EVALUATED", justify="right")
-        table.add_column("FEASIBLE", justify="right")
-        for a in pod.history:
-            table.add_row(
-                str(a.attempt),
-                f"{a.started_at:g}",
-                a.result,
-                a.node or (a.nominated_node and f"nominated {a.nominated_node}") or "-",
-                str(a.all_nodes),
-                str(a.evaluated_nodes),
-                str(a.feasible_nodes),
-            )
-        console.print(table)
+        _attempts_table(pod.history, console, all_attempts)
     elif pod.attempts == 0 and pod.result in ("scheduled", "preempted"):
         console.print("  (given already bound: no scheduling attempt)")
     elif pod.attempts and not pod.history:
@@ -600,15 +846,14 @@ def _explain_eviction(e: EvictionReport, console: Console) -> None:
 def _print_candidates(console: Console, preemption: PreemptionReport) -> None:
     """The candidate nodes of the last preemption attempt and the chosen one."""
     console.print()
-    table = Table(title="Preemption candidates", title_justify="left", title_style="bold")
-    table.add_column("NODE")
-    table.add_column("VICTIMS")
-    table.add_column("PDB VIOLATIONS", justify="right")
-    table.add_column("")
+    table = _table(
+        "Preemption candidates",
+        [("NODE", "name"), ("VICTIMS", "text"), ("PDB VIOLATIONS", "number"), ("", "word")],
+    )
     for c in preemption.candidates:
         chosen = c.node == preemption.chosen
         table.add_row(
-            Text(c.node, style="bold green" if chosen else ""),
+            _cut(c.node, style="bold green" if chosen else ""),
             ", ".join(c.victims) or "-",
             str(c.num_pdb_violations),
             f"chosen ({preemption.decided_by})" if chosen and preemption.decided_by else "",

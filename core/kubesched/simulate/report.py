@@ -299,6 +299,19 @@ class PodReport(_Model):
         "Preempted event.",
     )
     nominated_node: str | None = Field(None, alias="nominatedNode")
+    pod_scheduled_reason: str | None = Field(
+        None,
+        alias="podScheduledReason",
+        description="The reason of the pod's PodScheduled condition at the end, when it is "
+        "False, as kube-scheduler and kube-apiserver write it: Unschedulable, "
+        "SchedulerError, SchedulingGated. Null otherwise.",
+    )
+    scheduling_gates: list[str] = Field(
+        default_factory=list,
+        alias="schedulingGates",
+        description="The names of spec.schedulingGates at the end: while any remains, the "
+        "scheduler never tries the pod.",
+    )
     preempted_by: str | None = Field(
         None, alias="preemptedBy", description="namespace/name of the preemptor."
     )
@@ -866,6 +879,8 @@ def _assemble(
             message=message,
             nominatedNode=pod.status.nominated_node_name
             or (last.nominated_node if last is not None else None),
+            podScheduledReason=_pod_scheduled_reason(pod),
+            schedulingGates=[g.name for g in pod.spec.scheduling_gates],
             claims=_claims(cluster, pod),
             devices=pod_devices.get(uid, []),
         )
@@ -1028,10 +1043,22 @@ MSG_HELD_BACK = (
 """The report's message for a pending pod a PreEnqueue plugin keeps out of the queue."""
 
 
+def _pod_scheduled_condition(pod: Pod) -> Any:
+    return next((c for c in pod.status.conditions or () if c.type == "PodScheduled"), None)
+
+
+def _pod_scheduled_reason(pod: Pod) -> str | None:
+    """The reason of ``pod``'s PodScheduled condition when it is False, else None."""
+    condition = _pod_scheduled_condition(pod)
+    if condition is None or condition.status != "False":
+        return None
+    return condition.reason or None
+
+
 def _never_tried(pod: Pod, queue: Any) -> str:
     """Why a pending pod had no attempt: its PodScheduled condition (kube-apiserver's
     SchedulingGated), else whether PreEnqueue holds it back; else nothing."""
-    condition = next((c for c in pod.status.conditions or () if c.type == "PodScheduled"), None)
+    condition = _pod_scheduled_condition(pod)
     if condition is not None and condition.message:
         return condition.message
     if queue.queue_of(pod.metadata.uid or "") == "gated":
