@@ -112,7 +112,7 @@ def _dev_cluster(args: argparse.Namespace) -> int:
         sig: signal.signal(sig, lambda _signum, _frame: stop.set())
         for sig in (signal.SIGINT, signal.SIGTERM)
     }
-    cp = ControlPlane(assets)
+    cp = ControlPlane(assets, openapi_front=True)
     written = False
     try:
         print("starting etcd and kube-apiserver...", file=sys.stderr, flush=True)

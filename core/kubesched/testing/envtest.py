@@ -33,6 +33,7 @@ from typing import Any
 
 from kubesched.api.schema import served_kind
 from kubesched.errors import KubeschedError
+from kubesched.testing.openapi_front import OpenAPIFront
 
 ASSETS_ENV = "KUBEBUILDER_ASSETS"
 """The environment variable naming the folder of ``etcd`` and ``kube-apiserver``."""
@@ -83,7 +84,9 @@ class ControlPlane:
 
     ``users`` maps extra token users to their groups (tokens are the user names
     prefixed by ``token-``); the admin user is in ``system:masters``. ``apiserver_args``
-    are added to kube-apiserver's command line.
+    are added to kube-apiserver's command line. ``openapi_front``: clients reach the API
+    server through an :class:`~kubesched.testing.openapi_front.OpenAPIFront` in this
+    process, so that ``kubectl apply`` can read its OpenAPI documents and validate.
     """
 
     def __init__(
@@ -92,6 +95,7 @@ class ControlPlane:
         *,
         apiserver_args: tuple[str, ...] = (),
         startup_timeout: float = 90.0,
+        openapi_front: bool = False,
     ) -> None:
         folder = Path(assets) if assets is not None else assets_dir()
         if folder is None:
@@ -102,6 +106,8 @@ class ControlPlane:
         self.assets = folder
         self.apiserver_args = apiserver_args
         self.startup_timeout = startup_timeout
+        self.openapi_front = openapi_front
+        self._front: OpenAPIFront | None = None
         self.dir: Path | None = None
         self.etcd_port = 0
         self.port = 0
@@ -122,6 +128,11 @@ class ControlPlane:
             self._start_etcd()
             self.port = free_port()
             self._start_apiserver()
+            if self.openapi_front:
+                certs = self.dir / "certs"
+                self._front = OpenAPIFront(
+                    self.port, certs / "apiserver.crt", certs / "apiserver.key"
+                ).start()
             self.write_kubeconfig(self.kubeconfig, ADMIN_TOKEN)
         except BaseException:
             self.stop()
@@ -131,6 +142,9 @@ class ControlPlane:
     def stop(self) -> None:
         """Stop kube-scheduler and kube-controller-manager (if started), kube-apiserver and
         etcd (by PID) and remove the temporary directory."""
+        if self._front is not None:
+            self._front.stop()
+            self._front = None
         for proc in (self._scheduler, self._controller_manager, self._apiserver, self._etcd):
             _terminate(proc)
         self._scheduler = self._controller_manager = self._apiserver = self._etcd = None
@@ -154,8 +168,8 @@ class ControlPlane:
     # -- what clients need --------------------------------------------------------------
     @property
     def url(self) -> str:
-        """The API server's address."""
-        return f"https://127.0.0.1:{self.port}"
+        """The API server's address (its front's, with ``openapi_front``)."""
+        return f"https://127.0.0.1:{self._front.port if self._front else self.port}"
 
     @property
     def kubeconfig(self) -> Path:
