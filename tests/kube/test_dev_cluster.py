@@ -318,3 +318,25 @@ def test_bad_input_is_one_line_and_starts_nothing(
     assert len(done.stderr.strip().splitlines()) == 1
     if setup not in (None, "no binaries"):
         assert kubeconfig.read_text() == setup  # left as it was
+
+
+@pytest.mark.envtest
+def test_a_manifest_the_api_server_refuses_stops_the_start(tmp_path: Path) -> None:
+    if assets_dir() is None:
+        pytest.skip(f"{ASSETS_ENV} does not name a folder with etcd and kube-apiserver")
+    pod = dict(MANIFESTS[1], spec={**MANIFESTS[1]["spec"], "priorityClassName": "nowhere"})
+    manifests = tmp_path / "pod.yaml"
+    manifests.write_text(yaml.safe_dump(pod))
+    kubeconfig = tmp_path / "dev.kubeconfig"
+    done = subprocess.run(
+        _command("dev-cluster", "--kubeconfig", str(kubeconfig), "-f", str(manifests)),
+        capture_output=True,
+        text=True,
+        timeout=START_SECONDS,
+    )
+    assert done.returncode == 1
+    (error,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert "Pod team-a/api" in error
+    assert "no PriorityClass with name nowhere was found" in error
+    assert "Traceback" not in done.stderr
+    assert not kubeconfig.exists()

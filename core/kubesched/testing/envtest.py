@@ -2,8 +2,10 @@
 
 Follows controller-runtime's envtest convention: the binaries are found through
 ``KUBEBUILDER_ASSETS`` (a folder holding ``etcd`` and ``kube-apiserver``; get them with
-``setup-envtest use 1.36.x`` or from a Kubernetes release). Everything lives in a
-temporary directory; ``stop()`` ends the processes it started, by PID.
+``setup-envtest use 1.36.x`` or from a Kubernetes release), or, when it is unset, through
+``../shared/k8s/assets.sh`` beside a source checkout. Everything lives in a temporary
+directory; ``stop()`` ends the processes it started, by PID. ``kubesched dev-cluster``
+runs one until Ctrl-C.
 
     with ControlPlane() as cp:
         kubeconfig = cp.kubeconfig            # admin (system:masters), static token
@@ -11,6 +13,9 @@ temporary directory; ``stop()`` ends the processes it started, by PID.
         cp.restart_apiserver()                # drop every watch, keep etcd's data
         cp.start_controller_manager(("persistentvolume-binder-controller",))
         cp.start_scheduler()                  # the real kube-scheduler beside them
+
+    with ControlPlane(openapi_front=True) as cp:  # kubectl apply validates against it
+        ...
 
 ``create_objects(client, manifests)`` fills it quickly (nodes and pods for a test).
 """
