@@ -340,3 +340,16 @@ def test_a_manifest_the_api_server_refuses_stops_the_start(tmp_path: Path) -> No
     assert "no PriorityClass with name nowhere was found" in error
     assert "Traceback" not in done.stderr
     assert not kubeconfig.exists()
+
+
+@pytest.mark.envtest
+def test_a_process_that_dies_stops_the_others(tmp_path: Path) -> None:
+    if assets_dir() is None:
+        pytest.skip(f"{ASSETS_ENV} does not name a folder with etcd and kube-apiserver")
+    cluster = DevCluster(tmp_path)
+    children = {Path(f"/proc/{pid}/exe").resolve().name: pid for pid in _children(cluster.proc.pid)}
+    os.kill(children["etcd"], signal.SIGKILL)
+    assert cluster.proc.wait(STOP_SECONDS) == 1
+    assert "error: etcd exited: " in cluster.output()
+    assert not _alive(children["kube-apiserver"])
+    assert not cluster.kubeconfig.exists()

@@ -108,10 +108,16 @@ def _dev_cluster(args: argparse.Namespace) -> int:
             '(for example: export KUBEBUILDER_ASSETS="$(setup-envtest use 1.36.x -p path)")'
         )
     stop = threading.Event()
-    previous = {
-        sig: signal.signal(sig, lambda _signum, _frame: stop.set())
-        for sig in (signal.SIGINT, signal.SIGTERM)
-    }
+
+    def on_signal(_signum: int, _frame: object) -> None:
+        # While starting, unwind at once (ControlPlane.start stops what it started);
+        # once running, end the wait below.
+        if not running.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    running = threading.Event()
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     cp = ControlPlane(assets, openapi_front=True)
     written = False
     try:
@@ -124,12 +130,15 @@ def _dev_cluster(args: argparse.Namespace) -> int:
         _fill(cp, objects, args.nodes)
         cp.write_kubeconfig(kubeconfig, ADMIN_TOKEN, name=CONTEXT)
         written = True
-        if not stop.is_set():
-            print(_usage(args, kubeconfig, cp), flush=True)
+        print(_usage(args, kubeconfig, cp), flush=True)
+        running.set()
         while not stop.wait(WATCH_SECONDS):
             ended = cp.exited()
             if ended is not None:
-                raise KubeschedError(f"{ended} exited; see its log {cp.dir}/{ended}.log")
+                # Its log goes with the temporary directory: say what it said last.
+                raise KubeschedError(f"{ended} exited: {_last_line(cp, ended)}")
+    except KeyboardInterrupt:
+        pass  # stopped while starting: as normal an end as once running
     except EnvtestError as err:
         raise KubeschedError(f"dev cluster: {err}") from err
     finally:
@@ -140,6 +149,13 @@ def _dev_cluster(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
+
+
+def _last_line(cp: ControlPlane, name: str) -> str:
+    """The last line process ``name`` logged."""
+    assert cp.dir is not None
+    lines = (cp.dir / f"{name}.log").read_text(errors="replace").strip().splitlines()
+    return lines[-1] if lines else "(nothing logged)"
 
 
 def _check_kubeconfig_path(path: Path) -> None:
