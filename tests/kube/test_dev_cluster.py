@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from kubesched.backend.kube import KubeClient, load_configuration
+from kubesched.compare.real import CONTROLLER_MANAGER_LEASE
 from kubesched.testing.envtest import ASSETS_ENV, assets_dir, create_object
 
 from .conftest import FAST, kubesched_process, pod_manifest, wait_for, write_config
@@ -262,6 +263,12 @@ def test_a_signal_stops_every_process_and_removes_the_data(
         "certificate-authority"
     ]).parents[1]  # fmt: skip
     assert data.is_dir()
+    # The controller manager holds its Lease: compare sees it and refuses this cluster.
+    client = cluster.client()
+    try:
+        wait_for(lambda: client.request("GET", CONTROLLER_MANAGER_LEASE), 60, "the Lease")
+    finally:
+        client.close()
     assert cluster.stop(sig) == 0
     assert [pid for pid in children if _alive(pid)] == []
     assert not data.exists()
