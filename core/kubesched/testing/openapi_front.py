@@ -16,6 +16,7 @@ from __future__ import annotations
 import http.client
 import json
 import ssl
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -78,7 +79,7 @@ class OpenAPIFront:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         handler = type("Handler", (_Handler,), {"upstream_port": upstream_port})
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self._server = _Server(("127.0.0.1", port), handler)
         self._server.daemon_threads = True
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -99,6 +100,14 @@ class OpenAPIFront:
         self._server.server_close()
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Quiet: a client that goes away (the end of a watch, a failed handshake) is
+        ordinary here; anything else is reported as the base class does."""
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Forwards one client connection's requests over one connection to the API server."""
 
@@ -108,6 +117,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the API server logs the requests."""
+
+    def finish(self) -> None:
+        """Close the connection to the API server with the client's."""
+        super().finish()
+        if self._upstream is not None:
+            self._upstream.close()
 
     def _connection(self) -> http.client.HTTPSConnection:
         if self._upstream is None:
@@ -125,12 +140,19 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
         if rewrite:
             headers.pop("Accept-Encoding", None)
-        upstream = self._connection()
-        try:
-            upstream.request(self.command, self.path, body=body, headers=headers)
-            answer = upstream.getresponse()
-        except OSError:
-            upstream.close()
+        answer = None
+        # A kept-alive connection the API server closed meanwhile (idle, or restarted)
+        # fails before the request is read: once on a new connection, as Go's client does.
+        for _ in range(2):
+            upstream = self._connection()
+            try:
+                upstream.request(self.command, self.path, body=body, headers=headers)
+                answer = upstream.getresponse()
+                break
+            except (OSError, http.client.HTTPException):
+                upstream.close()
+                self._upstream = None
+        if answer is None:
             self.send_error(502, "the API server is unreachable")
             return
         json_answer = "json" in (answer.getheader("Content-Type") or "")
