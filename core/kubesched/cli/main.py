@@ -12,6 +12,7 @@ from kubesched.cli import (
     capacity_cmd,
     compare_cmd,
     config_cmd,
+    dev_cluster_cmd,
     new_plugin_cmd,
     plugins_cmd,
     run_cmd,
@@ -27,6 +28,7 @@ COMMANDS = (
     run_cmd,
     bench_cmd,
     compare_cmd,
+    dev_cluster_cmd,
     new_plugin_cmd,
 )
 """Sub-command modules; each has ``register(subparsers)`` setting ``func`` on its parser."""

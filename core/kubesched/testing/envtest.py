@@ -2,8 +2,10 @@
 
 Follows controller-runtime's envtest convention: the binaries are found through
 ``KUBEBUILDER_ASSETS`` (a folder holding ``etcd`` and ``kube-apiserver``; get them with
-``setup-envtest use 1.36.x`` or from a Kubernetes release). Everything lives in a
-temporary directory; ``stop()`` ends the processes it started, by PID.
+``setup-envtest use 1.36.x`` or from a Kubernetes release), or, when it is unset, through
+``../shared/k8s/assets.sh`` beside a source checkout. Everything lives in a temporary
+directory; ``stop()`` ends the processes it started, by PID. ``kubesched dev-cluster``
+runs one until Ctrl-C.
 
     with ControlPlane() as cp:
         kubeconfig = cp.kubeconfig            # admin (system:masters), static token
@@ -11,6 +13,9 @@ temporary directory; ``stop()`` ends the processes it started, by PID.
         cp.restart_apiserver()                # drop every watch, keep etcd's data
         cp.start_controller_manager(("persistentvolume-binder-controller",))
         cp.start_scheduler()                  # the real kube-scheduler beside them
+
+    with ControlPlane(openapi_front=True) as cp:  # kubectl apply validates against it
+        ...
 
 ``create_objects(client, manifests)`` fills it quickly (nodes and pods for a test).
 """
@@ -33,6 +38,7 @@ from typing import Any
 
 from kubesched.api.schema import served_kind
 from kubesched.errors import KubeschedError
+from kubesched.testing.openapi_front import OpenAPIFront
 
 ASSETS_ENV = "KUBEBUILDER_ASSETS"
 """The environment variable naming the folder of ``etcd`` and ``kube-apiserver``."""
@@ -44,10 +50,25 @@ class EnvtestError(KubeschedError):
     """The control plane could not start (missing binaries, a process that died)."""
 
 
+ASSETS_SCRIPT = Path(__file__).resolve().parents[3].parent / "shared" / "k8s" / "assets.sh"
+"""Where a source checkout finds the binaries when ``KUBEBUILDER_ASSETS`` is unset: the
+script beside it (``../shared/k8s/assets.sh``, as the Makefile uses) that unpacks them and
+prints their folder."""
+
+
 def assets_dir() -> Path | None:
-    """The folder of the control-plane binaries from ``KUBEBUILDER_ASSETS``, or None when
-    the variable is unset or the folder lacks ``etcd`` or ``kube-apiserver``."""
+    """The folder of the control-plane binaries: ``KUBEBUILDER_ASSETS``, or when it is unset
+    the folder :data:`ASSETS_SCRIPT` prints (if that script exists). None when neither
+    gives a folder holding ``etcd`` and ``kube-apiserver``."""
     value = os.environ.get(ASSETS_ENV)
+    if not value and os.access(ASSETS_SCRIPT, os.X_OK):
+        try:
+            done = subprocess.run(
+                [str(ASSETS_SCRIPT)], capture_output=True, text=True, check=True, timeout=300
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        value = done.stdout.strip()
     if not value:
         return None
     folder = Path(value)
@@ -68,7 +89,9 @@ class ControlPlane:
 
     ``users`` maps extra token users to their groups (tokens are the user names
     prefixed by ``token-``); the admin user is in ``system:masters``. ``apiserver_args``
-    are added to kube-apiserver's command line.
+    are added to kube-apiserver's command line. ``openapi_front``: clients reach the API
+    server through an :class:`~kubesched.testing.openapi_front.OpenAPIFront` in this
+    process, so that ``kubectl apply`` can read its OpenAPI documents and validate.
     """
 
     def __init__(
@@ -77,15 +100,19 @@ class ControlPlane:
         *,
         apiserver_args: tuple[str, ...] = (),
         startup_timeout: float = 90.0,
+        openapi_front: bool = False,
     ) -> None:
         folder = Path(assets) if assets is not None else assets_dir()
         if folder is None:
             raise EnvtestError(
-                f"{ASSETS_ENV} is not set to a folder holding etcd and kube-apiserver"
+                f"{ASSETS_ENV} is not set to a folder holding etcd and kube-apiserver "
+                "(get them with 'setup-envtest use 1.36.x' and export the folder it prints)"
             )
         self.assets = folder
         self.apiserver_args = apiserver_args
         self.startup_timeout = startup_timeout
+        self.openapi_front = openapi_front
+        self._front: OpenAPIFront | None = None
         self.dir: Path | None = None
         self.etcd_port = 0
         self.port = 0
@@ -106,6 +133,11 @@ class ControlPlane:
             self._start_etcd()
             self.port = free_port()
             self._start_apiserver()
+            if self.openapi_front:
+                certs = self.dir / "certs"
+                self._front = OpenAPIFront(
+                    self.port, certs / "apiserver.crt", certs / "apiserver.key"
+                ).start()
             self.write_kubeconfig(self.kubeconfig, ADMIN_TOKEN)
         except BaseException:
             self.stop()
@@ -115,6 +147,9 @@ class ControlPlane:
     def stop(self) -> None:
         """Stop kube-scheduler and kube-controller-manager (if started), kube-apiserver and
         etcd (by PID) and remove the temporary directory."""
+        if self._front is not None:
+            self._front.stop()
+            self._front = None
         for proc in (self._scheduler, self._controller_manager, self._apiserver, self._etcd):
             _terminate(proc)
         self._scheduler = self._controller_manager = self._apiserver = self._etcd = None
@@ -138,8 +173,8 @@ class ControlPlane:
     # -- what clients need --------------------------------------------------------------
     @property
     def url(self) -> str:
-        """The API server's address."""
-        return f"https://127.0.0.1:{self.port}"
+        """The API server's address (its front's, with ``openapi_front``)."""
+        return f"https://127.0.0.1:{self._front.port if self._front else self.port}"
 
     @property
     def kubeconfig(self) -> Path:
@@ -242,11 +277,15 @@ class ControlPlane:
             *args,
         ]
 
-    def start_controller_manager(self, controllers: tuple[str, ...]) -> None:
+    def start_controller_manager(
+        self, controllers: tuple[str, ...], *, leader_elect: bool = False
+    ) -> None:
         """Start the assets' kube-controller-manager running only ``controllers`` (such as
-        ``persistentvolume-binder-controller``) as the admin, without leader election;
-        it stops with the control plane. Raises ``EnvtestError`` when the assets have
-        no kube-controller-manager or it is started already."""
+        ``persistentvolume-binder-controller``, or ``*`` and ``-name`` as its
+        ``--controllers`` flag takes them) as the admin; it stops with the control plane.
+        ``leader_elect``: hold its Lease in kube-system, so that tools which look for a
+        running controller manager (``kubesched compare``) see it. Raises ``EnvtestError``
+        when the assets have no kube-controller-manager or it is started already."""
         binary = self.assets / "kube-controller-manager"
         if not binary.is_file():
             raise EnvtestError(f"no kube-controller-manager in {self.assets}")
@@ -258,7 +297,7 @@ class ControlPlane:
             [
                 str(binary),
                 f"--kubeconfig={self.kubeconfig}",
-                "--leader-elect=false",
+                f"--leader-elect={str(leader_elect).lower()}",
                 f"--controllers={','.join(controllers)}",
                 f"--service-account-private-key-file={d / 'sa.key'}",
                 "--use-service-account-credentials=false",
@@ -290,28 +329,49 @@ class ControlPlane:
         self.write_kubeconfig(path, self.token(user))
         return path
 
-    def write_kubeconfig(self, path: Path, token: str) -> Path:
-        """A kubeconfig for the server with ``token``, trusting its self-signed cert."""
+    def write_kubeconfig(self, path: Path, token: str, name: str = "envtest") -> Path:
+        """A kubeconfig for the server with ``token``, trusting its self-signed cert;
+        ``name`` names its cluster, user (with ``-user``) and current context."""
         ca = self._require_dir() / "certs" / "apiserver.crt"
+        user = f"{name}-user"
         config = {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [
                 {
-                    "name": "envtest",
+                    "name": name,
                     "cluster": {"server": self.url, "certificate-authority": str(ca)},
                 }
             ],
-            "users": [{"name": "envtest-user", "user": {"token": token}}],
-            "contexts": [
-                {"name": "envtest", "context": {"cluster": "envtest", "user": "envtest-user"}}
-            ],
-            "current-context": "envtest",
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": user}}],
+            "current-context": name,
         }
         path.write_text(json.dumps(config, indent=2))
         return path
 
+    def exited(self) -> str | None:
+        """The name of a started process that has ended (``kube-apiserver``, ...), or None
+        while they all run."""
+        for name, proc in self._processes():
+            if proc.poll() is not None:
+                return name
+        return None
+
+    def pids(self) -> list[int]:
+        """The process IDs of every process started and not yet stopped."""
+        return [proc.pid for _, proc in self._processes()]
+
     # -- internals ----------------------------------------------------------------------
+    def _processes(self) -> list[tuple[str, subprocess.Popen]]:
+        named = (
+            ("etcd", self._etcd),
+            ("kube-apiserver", self._apiserver),
+            ("kube-controller-manager", self._controller_manager),
+            ("kube-scheduler", self._scheduler),
+        )
+        return [(name, proc) for name, proc in named if proc is not None]
+
     def _require_dir(self) -> Path:
         if self.dir is None:
             raise EnvtestError("the control plane is not started")
@@ -388,7 +448,11 @@ class ControlPlane:
     def _spawn(self, name: str, cmd: list[str]) -> subprocess.Popen:
         log = open(self._require_dir() / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
         try:
-            return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+            # A session of its own: a Ctrl-C in the terminal reaches only the program that
+            # started it, which then stops its processes in order (the API server first).
+            return subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         except OSError as err:
             raise EnvtestError(f"could not start {name}: {err}") from err
         finally:
