@@ -172,7 +172,7 @@ def test_pod_non_zero_requests(the_pod: Pod, expected: tuple[int, int]) -> None:
 
 
 def test_seed_pod_overhead_example(fixtures_dir) -> None:
-    """Seed 002, Pod Overhead: 2000m/200Mi of containers + kata-fc's 250m/120Mi."""
+    """The Kubernetes docs, Pod Overhead: 2000m/200Mi of containers + kata-fc's 250m/120Mi."""
     objs = {
         o.kind: o
         for o in load_manifests(

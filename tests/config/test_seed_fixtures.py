@@ -1,6 +1,6 @@
-"""The configuration examples of seed 002 (tests/fixtures/seed002/config-*.yaml).
+"""The configuration examples of the Kubernetes docs (tests/fixtures/seed002/config-*.yaml).
 
-The seed's examples say ``kubescheduler.config.k8s.io/v1beta3`` (and one
+The docs' examples say ``kubescheduler.config.k8s.io/v1beta3`` (and one
 ``v1alpha1``). Like kube-scheduler v1.36, kubesched reads only ``v1``: those files are
 refused as written, in kube-scheduler's words, and validate once their apiVersion is
 ``v1`` (v1beta3's fields are v1's). The v1alpha1 example also uses the long-removed
