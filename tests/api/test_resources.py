@@ -177,8 +177,8 @@ def test_seed_pod_overhead_example(fixtures_dir) -> None:
         o.kind: o
         for o in load_manifests(
             [
-                fixtures_dir / "seed002" / "pod-overhead-test-pod.yaml",
-                fixtures_dir / "seed002" / "runtimeclass-kata-fc.yaml",
+                fixtures_dir / "k8s-docs" / "pod-overhead-test-pod.yaml",
+                fixtures_dir / "k8s-docs" / "runtimeclass-kata-fc.yaml",
             ]
         )
     }

@@ -24,7 +24,7 @@ KATA = obj(
     handler="kata-fc",
     overhead={"podFixed": {"memory": "120Mi", "cpu": "250m"}},
 )
-SEED = Path(__file__).resolve().parent.parent / "fixtures" / "seed002"
+SEED = Path(__file__).resolve().parent.parent / "fixtures" / "k8s-docs"
 GVISOR = obj(
     "RuntimeClass",
     "gvisor",

@@ -1,4 +1,4 @@
-"""The configuration examples of the Kubernetes docs (tests/fixtures/seed002/config-*.yaml).
+"""The configuration examples of the Kubernetes docs (tests/fixtures/k8s-docs/config-*.yaml).
 
 The docs' examples say ``kubescheduler.config.k8s.io/v1beta3`` (and one
 ``v1alpha1``). Like kube-scheduler v1.36, kubesched reads only ``v1``: those files are
@@ -18,7 +18,7 @@ from kubesched.config import config_from_dict, effective_configuration, load_con
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry
 
-SEED_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "seed002"
+SEED_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "k8s-docs"
 FILES = sorted(SEED_DIR.glob("config-*.yaml"))
 V1 = "kubescheduler.config.k8s.io/v1"
 
