@@ -1,4 +1,4 @@
-"""kubesched beside the real kube-scheduler on the same objects: the issue-15 table's harness.
+"""kubesched beside the real kube-scheduler on the same objects: the side-by-side table's harness.
 
 For each workload of ``kubesched bench``, one after the other so that they share the
 machine's load, it measures up to three schedulers on the same generated objects:

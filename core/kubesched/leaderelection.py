@@ -1,4 +1,4 @@
-"""Lease-based leader election (client-go's leaderelection, seed 003): acquire, renew, release."""
+"""Lease-based leader election (client-go's leaderelection): acquire, renew, release."""
 
 from __future__ import annotations
 

@@ -149,7 +149,7 @@ def _table(model: type[BaseModel], skip: tuple[str, ...] = ()) -> list[str]:
 def config_reference() -> str:
     """The configuration reference page (Markdown)."""
     out = [
-        "# Configuration reference",
+        "# Configuration reference: every field and plugin arg",
         "",
         "Generated from the pydantic models of `kubesched.config` and the `Args` model of",
         "every installed plugin; [Configuration](../configuration.md) explains how the",

@@ -21,7 +21,7 @@ from kubesched.api import (
 )
 from kubesched.errors import UserInputError
 
-SEED = Path(__file__).resolve().parent.parent / "fixtures" / "seed002"
+SEED = Path(__file__).resolve().parent.parent / "fixtures" / "k8s-docs"
 
 C = {"name": "c", "image": "busybox"}
 """A valid container, for pods that must pass validation."""
@@ -66,7 +66,7 @@ SEED_OBJECTS = sorted(p.name for p in SEED.glob("*.yaml") if not p.name.startswi
 
 
 @pytest.mark.parametrize("name", SEED_OBJECTS, ids=SEED_OBJECTS)
-def test_every_seed002_fixture_parses(name: str) -> None:
+def test_every_k8s_docs_fixture_parses(name: str) -> None:
     objs = load_manifests([SEED / name])
     assert len(objs) == 1
     assert objs[0].metadata.name

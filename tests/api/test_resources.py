@@ -172,13 +172,13 @@ def test_pod_non_zero_requests(the_pod: Pod, expected: tuple[int, int]) -> None:
 
 
 def test_seed_pod_overhead_example(fixtures_dir) -> None:
-    """Seed 002, Pod Overhead: 2000m/200Mi of containers + kata-fc's 250m/120Mi."""
+    """The Kubernetes docs, Pod Overhead: 2000m/200Mi of containers + kata-fc's 250m/120Mi."""
     objs = {
         o.kind: o
         for o in load_manifests(
             [
-                fixtures_dir / "seed002" / "pod-overhead-test-pod.yaml",
-                fixtures_dir / "seed002" / "runtimeclass-kata-fc.yaml",
+                fixtures_dir / "k8s-docs" / "pod-overhead-test-pod.yaml",
+                fixtures_dir / "k8s-docs" / "runtimeclass-kata-fc.yaml",
             ]
         )
     }

@@ -1,4 +1,4 @@
-"""Leader election (seed 003) on the embedded cluster's Leases, with a controlled clock."""
+"""Leader election (client-go's) on the embedded cluster's Leases, with a controlled clock."""
 
 from __future__ import annotations
 

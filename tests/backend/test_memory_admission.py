@@ -24,7 +24,7 @@ KATA = obj(
     handler="kata-fc",
     overhead={"podFixed": {"memory": "120Mi", "cpu": "250m"}},
 )
-SEED = Path(__file__).resolve().parent.parent / "fixtures" / "seed002"
+SEED = Path(__file__).resolve().parent.parent / "fixtures" / "k8s-docs"
 GVISOR = obj(
     "RuntimeClass",
     "gvisor",
@@ -167,7 +167,7 @@ def test_new_global_default_does_not_change_existing_pods(cluster: MemoryCluster
 
 
 def test_seed_002_runtime_class_overhead(cluster: MemoryCluster):
-    """The pod-overhead example of seed 002: kata-fc adds 250m CPU and 120Mi memory."""
+    """The pod-overhead example of the Kubernetes docs: kata-fc adds 250m CPU and 120Mi memory."""
     rejected = cluster.apply(
         load_manifests([SEED / "pod-overhead-test-pod.yaml", SEED / "runtimeclass-kata-fc.yaml"])
     )
@@ -177,7 +177,7 @@ def test_seed_002_runtime_class_overhead(cluster: MemoryCluster):
 
 
 def test_seed_002_priority_class(cluster: MemoryCluster):
-    """The priority example of seed 002: nginx gets 1000000 from high-priority."""
+    """The priority example of the Kubernetes docs: nginx gets 1000000 from high-priority."""
     rejected = cluster.apply(
         load_manifests(
             [SEED / "pod-with-priority-class.yaml", SEED / "priorityclass-high-priority.yaml"]
@@ -399,7 +399,7 @@ def test_admission_does_not_touch_the_callers_pod(cluster: MemoryCluster):
 def test_memory_pressure_toleration_for_non_best_effort(
     cluster: MemoryCluster, resources: dict, tolerations: list, added: bool
 ) -> None:
-    # Seed 002: the control plane adds the memory-pressure toleration to pods whose QoS
+    # The Kubernetes docs: the control plane adds the memory-pressure toleration to pods whose QoS
     # class is not BestEffort.
     p = cluster.create(
         parse_object(

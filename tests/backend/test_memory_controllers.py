@@ -17,7 +17,7 @@ from kubesched.clock import FakeClock
 
 from .helpers import obj, template
 
-SEED = Path(__file__).resolve().parent.parent / "fixtures" / "seed002"
+SEED = Path(__file__).resolve().parent.parent / "fixtures" / "k8s-docs"
 SUFFIX = re.compile(r"[bcdfghjklmnpqrstvwxz2456789]{5}")
 
 

@@ -1,4 +1,4 @@
-"""Node-pressure eviction: the kubelet's ranking (seed 002), thresholds, grace periods,
+"""Node-pressure eviction: the kubelet's ranking (the Kubernetes docs'), thresholds, grace periods,
 minimum reclaim, conditions and taints, and the Failed status it writes."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def mpod(name: str, request: str | None, usage: str | None, priority: int = 0, *
 @pytest.mark.parametrize(
     ("pods", "order"),
     [
-        # Seed 002: usage above requests first, then lower priority, then usage relative
+        # The Kubernetes docs: usage above requests first, then lower priority, then usage relative
         # to requests.
         (
             [("guaranteed-low", "1Gi", "512Mi", 0), ("burstable-high-over", "1Gi", "2Gi", 1000)],

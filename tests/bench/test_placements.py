@@ -1,7 +1,7 @@
 """Every workload places its pods exactly where the recorded scheduler did (a fixed seed).
 
 The record (``tests/fixtures/bench/placements.json``) was made with
-``benchmarks/record_placements.py`` before the performance work of issue 15 (the
+``benchmarks/record_placements.py`` before the scheduler's performance work (the
 ``stateful`` and ``dra`` workloads, which came later, with the scheduler of ``edd5b1c``,
 just before that work was merged; ``preemption-anti-affinity``, added with the batched
 dry run for active PreFilter extensions, with that batching switched off, i.e. with the

@@ -65,7 +65,7 @@ def _tree(spec: list[tuple[str, str]]) -> NodeTree:
     [
         ([], []),
         ([("1", "A")], ["1"]),
-        # Seed 002's example: A = {1, 2, 3, 4}, B = {5, 6}.
+        # The Kubernetes docs' example: A = {1, 2, 3, 4}, B = {5, 6}.
         (
             [("1", "A"), ("2", "A"), ("3", "A"), ("4", "A"), ("5", "B"), ("6", "B")],
             ["1", "5", "2", "6", "3", "4"],
@@ -78,7 +78,7 @@ def _tree(spec: list[tuple[str, str]]) -> NodeTree:
         ),
         ([("n1", ""), ("n2", ""), ("n3", "")], ["n1", "n2", "n3"]),
     ],
-    ids=["empty", "one", "seed-002-example", "first-seen-zone-order", "three-zones", "no-zone"],
+    ids=["empty", "one", "k8s-docs-example", "first-seen-zone-order", "three-zones", "no-zone"],
 )
 def test_list_interleaves_zones(spec: list[tuple[str, str]], expected: list[str]) -> None:
     tree = _tree(spec)

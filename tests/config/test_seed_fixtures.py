@@ -1,6 +1,6 @@
-"""The configuration examples of seed 002 (tests/fixtures/seed002/config-*.yaml).
+"""The configuration examples of the Kubernetes docs (tests/fixtures/k8s-docs/config-*.yaml).
 
-The seed's examples say ``kubescheduler.config.k8s.io/v1beta3`` (and one
+The docs' examples say ``kubescheduler.config.k8s.io/v1beta3`` (and one
 ``v1alpha1``). Like kube-scheduler v1.36, kubesched reads only ``v1``: those files are
 refused as written, in kube-scheduler's words, and validate once their apiVersion is
 ``v1`` (v1beta3's fields are v1's). The v1alpha1 example also uses the long-removed
@@ -18,7 +18,7 @@ from kubesched.config import config_from_dict, effective_configuration, load_con
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry
 
-SEED_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "seed002"
+SEED_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "k8s-docs"
 FILES = sorted(SEED_DIR.glob("config-*.yaml"))
 V1 = "kubescheduler.config.k8s.io/v1"
 

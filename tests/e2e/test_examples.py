@@ -6,7 +6,7 @@ README promises: where each pod lands, which pods stay pending and the diagnosis
 get (upstream's message, character for character, where the outcome is deterministic),
 and that a second run with the same seed gives the same placement.
 
-The seed 002 scenarios reproduce the worked examples of the Kubernetes scheduling docs;
+The ``scheduling-docs`` scenarios reproduce the worked examples of the Kubernetes scheduling docs;
 each README says which section the outcome comes from.
 """
 
@@ -32,7 +32,7 @@ from kubesched.simulate.timeline import load_timeline
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 QUICKSTART = EXAMPLES / "quickstart"
-SEED002 = EXAMPLES / "seed002"
+DOCS_EXAMPLES = EXAMPLES / "scheduling-docs"
 
 MiB = 1024**2
 GiB = 1024**3
@@ -148,7 +148,7 @@ def test_every_example_file_parses(path: Path):
 def _manifest_dirs() -> list[Path]:
     """Each directory a README tells the user to pass to ``kubesched simulate``."""
     dirs = [QUICKSTART]
-    for scenario in sorted(p for p in SEED002.iterdir() if p.is_dir()):
+    for scenario in sorted(p for p in DOCS_EXAMPLES.iterdir() if p.is_dir()):
         dirs.append(scenario / "manifests" if (scenario / "manifests").is_dir() else scenario)
     return dirs
 
@@ -163,10 +163,10 @@ def test_example_directory_loads_as_one_path(path: Path):
 
 def test_every_example_has_a_readme():
     assert (QUICKSTART / "README.md").is_file()
-    assert (SEED002 / "README.md").is_file()
+    assert (DOCS_EXAMPLES / "README.md").is_file()
     assert (EXAMPLES / "whatif" / "README.md").is_file()
     assert (EXAMPLES / "capacity" / "README.md").is_file()
-    for scenario in SEED002.iterdir():
+    for scenario in DOCS_EXAMPLES.iterdir():
         if scenario.is_dir():
             assert (scenario / "README.md").is_file(), scenario
 
@@ -266,12 +266,12 @@ def test_quickstart_whole_folder_equals_both_subfolders():
     assert placement(whole) == placement(parts)
 
 
-# -- seed 002: inter-pod affinity -----------------------------------------------------------
+# -- the scheduling docs: inter-pod affinity --------------------------------------------------
 
 
 def test_redis_web_colocation():
     """Each web server is co-located with a cache, on three separate nodes."""
-    path = SEED002 / "redis-web-colocation"
+    path = DOCS_EXAMPLES / "redis-web-colocation"
     run = run_example(path)
     cache = [p.spec.node_name for p in pods_of(run, "store")]
     web = [p.spec.node_name for p in pods_of(run, "web-store")]
@@ -285,7 +285,7 @@ def test_redis_web_colocation():
     assert_deterministic(run, path)
 
 
-# -- seed 002: pod topology spread --------------------------------------------------------------
+# -- the scheduling docs: pod topology spread ----------------------------------------------
 
 
 def _existing_unmoved(run: SimulationRun, expected: dict[str, str]) -> None:
@@ -295,7 +295,7 @@ def _existing_unmoved(run: SimulationRun, expected: dict[str, str]) -> None:
 
 def test_topology_spread_one_constraint():
     """The incoming pod can only be placed onto a node in zone B (node3 or node4)."""
-    path = SEED002 / "topology-spread-one-constraint"
+    path = DOCS_EXAMPLES / "topology-spread-one-constraint"
     run = run_example(path)
     _existing_unmoved(run, {"existing-1": "node1", "existing-2": "node2", "existing-3": "node3"})
     node = pod(run, "mypod").spec.node_name
@@ -309,7 +309,7 @@ def test_topology_spread_one_constraint():
 
 def test_topology_spread_two_constraints():
     """Zone constraint → zone B; node constraint → node4: the only valid placement is node4."""
-    path = SEED002 / "topology-spread-two-constraints"
+    path = DOCS_EXAMPLES / "topology-spread-two-constraints"
     run = run_example(path)
     _existing_unmoved(run, {"existing-1": "node1", "existing-2": "node2", "existing-3": "node3"})
     assert pod(run, "mypod").spec.node_name == "node4"
@@ -320,7 +320,7 @@ def test_topology_spread_two_constraints():
 def test_topology_spread_conflicting():
     """Zone constraint → zone B only; node constraint → node2 only; empty intersection:
     mypod stays Pending."""
-    path = SEED002 / "topology-spread-conflicting"
+    path = DOCS_EXAMPLES / "topology-spread-conflicting"
     run = run_example(path)
     assert diagnosis(run, pod(run, "mypod")) == (
         "0/3 nodes are available: 3 node(s) didn't match pod topology spread constraints. "
@@ -336,7 +336,7 @@ def test_topology_spread_conflicting():
 
 def test_topology_spread_node_affinity():
     """zoneC is excluded by node affinity, so mypod goes to zone B instead of zone C."""
-    path = SEED002 / "topology-spread-node-affinity"
+    path = DOCS_EXAMPLES / "topology-spread-node-affinity"
     run = run_example(path)
     node = pod(run, "mypod").spec.node_name
     assert node is not None and zone_of(run, node) == "zoneB"
@@ -346,7 +346,7 @@ def test_topology_spread_node_affinity():
 
 def test_topology_spread_without_node_affinity_would_pick_zone_c():
     """Control for the previous test: without the affinity the empty zone C wins (skew)."""
-    objs = load_manifests([SEED002 / "topology-spread-node-affinity"])
+    objs = load_manifests([DOCS_EXAMPLES / "topology-spread-node-affinity"])
     for o in objs:
         if o.kind == "Pod" and o.metadata.name == "mypod":
             o.spec.affinity = None
@@ -354,12 +354,12 @@ def test_topology_spread_without_node_affinity_would_pick_zone_c():
     assert pod(run, "mypod").spec.node_name == "node5"
 
 
-# -- seed 002: taints and tolerations -----------------------------------------------------------
+# -- the scheduling docs: taints and tolerations -------------------------------------------
 
 
 def test_taints():
     """Two tolerations of three taints: cannot schedule; all three tolerated: fits."""
-    path = SEED002 / "taints"
+    path = DOCS_EXAMPLES / "taints"
     run = run_example(path)
     assert pod(run, "all-tolerations").spec.node_name == "node1"
     assert diagnosis(run, pod(run, "two-tolerations")) == (
@@ -372,12 +372,12 @@ def test_taints():
     assert_deterministic(run, path)
 
 
-# -- seed 002: scheduling profiles ----------------------------------------------------------
+# -- the scheduling docs: scheduling profiles ----------------------------------------------
 
 
 def test_two_profiles_added_affinity():
     """foo-scheduler's addedAffinity applies in addition to the pod's own node affinity."""
-    base = SEED002 / "two-profiles"
+    base = DOCS_EXAMPLES / "two-profiles"
     run = run_example(base / "manifests", config=base / "scheduler-config.yaml")
     foo_nodes = {"node-1", "node-2"}
     assert pod(run, "foo-1").spec.node_name in foo_nodes
@@ -401,19 +401,19 @@ def test_two_profiles_added_affinity():
 
 
 def test_two_profiles_foo_pods_never_leave_foo_nodes():
-    base = SEED002 / "two-profiles"
+    base = DOCS_EXAMPLES / "two-profiles"
     for seed in range(8):
         run = run_example(base / "manifests", config=base / "scheduler-config.yaml", seed=seed)
         assert {pod(run, f"foo-{i}").spec.node_name for i in (1, 2)} <= {"node-1", "node-2"}
 
 
-# -- seed 002: pod overhead ---------------------------------------------------------------
+# -- the scheduling docs: pod overhead -----------------------------------------------------
 
 
 def test_pod_overhead():
     """The scheduler looks for a node with 2.25 CPU and 320 MiB: the 2-CPU node does not
     fit (its containers alone would); big-node shows 2250m (56%) CPU and 320Mi (1%)."""
-    path = SEED002 / "pod-overhead"
+    path = DOCS_EXAMPLES / "pod-overhead"
     run = run_example(path)
     p = pod(run, "test-pod")
     assert {k: str(v) for k, v in p.spec.overhead.items()} == {"cpu": "250m", "memory": "120Mi"}
@@ -427,7 +427,7 @@ def test_pod_overhead():
     assert_deterministic(run, path)
 
 
-# -- seed 002: priority and preemption --------------------------------------------------------
+# -- the scheduling docs: priority and preemption ------------------------------------------
 
 
 @pytest.mark.skipif(
@@ -437,7 +437,7 @@ def test_priority_preemption():
     """nginx (high-priority) preempts the cheapest victim — a low-priority pod on node-a,
     the most recently started one — and is scheduled there; the non-preempting pod of the
     same priority stays pending."""
-    path = SEED002 / "priority-preemption"
+    path = DOCS_EXAMPLES / "priority-preemption"
     run = run_example(path)
     where = placement(run)
     assert where == {
@@ -462,7 +462,7 @@ def test_priority_preemption():
     assert_deterministic(run, path)
 
 
-# -- seed 002: bin packing ---------------------------------------------------------------------
+# -- the scheduling docs: bin packing ------------------------------------------------------
 
 
 def _nodes_used(run: SimulationRun) -> Counter[str]:
@@ -475,7 +475,7 @@ def _nodes_used(run: SimulationRun) -> Counter[str]:
 def test_bin_packing(config: str):
     """With the default (LeastAllocated) scoring the six pods spread over all four nodes;
     with MostAllocated or RequestedToCapacityRatio they pack onto two (4 + 2)."""
-    base = SEED002 / "bin-packing"
+    base = DOCS_EXAMPLES / "bin-packing"
     default = _nodes_used(run_example(base / "manifests"))
     assert len(default) == 4
     assert sorted(default.values()) == [1, 1, 2, 2]
@@ -502,7 +502,7 @@ def _cli_has_simulate() -> bool:
 
 def _cli_cases() -> list[tuple[str, list[str], Path | None]]:
     """(id, manifest paths, config) of each example's README command."""
-    s = SEED002
+    s = DOCS_EXAMPLES
     cases: list[tuple[str, list[Path], Path | None]] = [("quickstart", [QUICKSTART], None)]
     for name in (
         "redis-web-colocation",

@@ -1,4 +1,4 @@
-"""End-to-end preemption through ``kubesched.simulate``: bursts, PDBs, seed 002's affinity limit."""
+"""End-to-end preemption through ``kubesched.simulate``: bursts, PDBs, the docs' affinity limit."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def test_burst_of_high_priority_pods_preempts_only_what_it_needs():
         first, last = records[0], records[-1]
         assert first.result == "unschedulable" and first.nominated_node
         assert last.result == "scheduled" and last.node_name == first.nominated_node
-        # Seed 002's gap: the preemptor waits for its victims' graceful termination.
+        # The Kubernetes docs' gap: the preemptor waits for its victims' graceful termination.
         assert last.started_at >= first.started_at + GRACE
     assert run.metrics.preemption_victims._sum.get() == 16
 
@@ -151,8 +151,8 @@ def test_pdb_violations_are_minimised_not_avoided():
 
 
 def test_affinity_to_lower_priority_pod_blocks_preemption_seed_002():
-    """Seed 002, "Inter-Pod affinity on lower-priority Pods": the node holding the pod the
-    preemptor has affinity to is not a candidate, since removing every lower-priority pod
+    """The Kubernetes docs, "Inter-Pod affinity on lower-priority Pods": the node holding the
+    pod the preemptor has affinity to is not a candidate, since removing every lower-priority pod
     removes that pod too. The other node fails NodeResourcesFit first (Filter stops at the
     first rejecting plugin), so it is dry-run too, and without its pods it still lacks a
     db pod: neither node is a candidate."""

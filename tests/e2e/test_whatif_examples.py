@@ -66,7 +66,7 @@ def test_memory_pressure() -> None:
         "The node was low on resource: memory. Threshold quantity: 2Gi, available: 592Mi. "
         "Container worker was using 3Gi, request is 0, has larger consumption of memory. "
     )
-    # Seed 002's order: usage above requests, then priority, then usage above requests.
+    # The Kubernetes docs' order: usage above requests, then priority, then usage above requests.
     ranking = [r["pod"].split("/")[1].split("-")[0] for r in batch.details["ranking"]]
     assert ranking == ["batch", "reports", "api", "db", "node"]
     assert batch.grace_period_seconds == 20 and reports.grace_period_seconds == 20

@@ -179,7 +179,7 @@ def test_pod_deleted_while_being_bound(api: Api, in_process) -> None:
 def test_node_deleted_mid_cycle(api: Api, in_process) -> None:
     """The chosen node disappears while its pod is being bound: the API binds to a node
     name without checking it (as upstream), so the pod is bound; the cache keeps the
-    pod on a node without its Node object (seed 000's "virtual" node)."""
+    pod on a node without its Node object (upstream's "virtual" node)."""
     api.nodes(1)
     run = in_process()
     cluster = run.cluster

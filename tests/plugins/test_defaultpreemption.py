@@ -578,7 +578,7 @@ def test_host_port_victim_through_nodeports_extension():
 
 
 def test_affinity_to_lower_priority_pod_prevents_preemption():
-    # Seed 002, "Inter-Pod affinity on lower-priority Pods": removing all lower-priority
+    # The Kubernetes docs, "Inter-Pod affinity on lower-priority Pods": removing all lower-priority
     # pods removes the pod the preemptor needs, so the node is no candidate.
     nodes = nodes_of(node("n"))
     buddy = pod("buddy", 1, "3", "n").labels(app="db")

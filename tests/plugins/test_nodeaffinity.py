@@ -651,7 +651,7 @@ def test_node_change_hint(added, old, new, expected) -> None:
 SEED_CONFIG = (
     __import__("pathlib").Path(__file__).resolve().parents[1]
     / "fixtures"
-    / "seed002"
+    / "k8s-docs"
     / "config-node-affinity-per-profile.yaml"
 )
 

@@ -1,7 +1,7 @@
 """NodeResourcesFit: feasibility, reasons and codes, the three scoring strategies, args, events.
 
 Cases come from upstream's fit_test.go / least_allocated_test.go / most_allocated_test.go /
-requested_to_capacity_ratio_test.go tables (re-derived, not copied), the seed 002
+requested_to_capacity_ratio_test.go tables (re-derived, not copied), the Kubernetes docs'
 "Resource Bin Packing" worked example, and edge cases of upstream's int64 arithmetic.
 Every Filter and Score case is checked on both paths: per node and vectorised.
 """
@@ -673,7 +673,7 @@ SCORE_CASES = [
         [40, 25],
     ),
     (
-        "rtcr-seed-002-worked-example",
+        "rtcr-kubernetes-docs-worked-example",
         rtcr([(0, 0), (100, 10)], [("intel.com/foo", 5), ("memory", 1), ("cpu", 3)]),
         make_pod().container({"intel.com/foo": "2", "memory": "256Mi", "cpu": "2"}),
         [

@@ -444,7 +444,7 @@ def test_pre_filter_state_counts_and_critical_paths() -> None:
     assert [c.domains_num for c in s.counts] == [2, 4]
 
 
-# --- seed 002 worked examples --------------------------------------------------------
+# --- the Kubernetes docs' worked examples -----------------------------------------------
 
 SEED_NODES = [
     node("node1", node="node1", zone="zoneA"),

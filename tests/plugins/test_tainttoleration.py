@@ -89,7 +89,7 @@ FILTER_CASES = [
         None,
     ),
     (
-        # Seed 002 ("Taints and Tolerations"): three taints, two tolerations: no fit.
+        # The Kubernetes docs ("Taints and Tolerations"): three taints, two tolerations: no fit.
         "seed-two-of-three-tolerated",
         [
             dict(key="key1", value="value1", effect="NoSchedule"),

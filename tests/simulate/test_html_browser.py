@@ -27,7 +27,7 @@ except ImportError:  # the browser fixture skips the tests
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "examples" / "quickstart"
-PREEMPTION = REPO / "examples" / "seed002" / "priority-preemption"
+PREEMPTION = REPO / "examples" / "scheduling-docs" / "priority-preemption"
 CHROMIUM = Path(os.environ.get("KUBESCHED_CHROMIUM", "/usr/bin/chromium"))
 ARTIFACTS = Path(os.environ.get("KUBESCHED_TEST_ARTIFACTS", REPO / "build" / "test-artifacts"))
 FLAGS = [

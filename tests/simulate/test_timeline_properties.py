@@ -1,4 +1,4 @@
-"""Properties of evictions over a timeline (hypothesis): what seed 002 says each evictor
+"""Properties of evictions over a timeline (hypothesis): what the Kubernetes docs say each evictor
 honours. API-initiated eviction (a drain) never takes a PDB below its budget and gives the
 pod its terminationGracePeriodSeconds; the taint manager gives the pod its grace period
 too; the kubelet honours neither PDBs nor the pod's grace period beyond

@@ -22,8 +22,8 @@ What is measured, and how:
   peak belongs to that run alone; in-process, only the first run's figure is exact.
 - ``setup_memory_mb``: growth of the resident set size from the same point to the end
   of the setup: the workload's objects admitted into the embedded cluster and the
-  scheduler built, every pod still pending (the state issue 15's "per pending pod"
-  budget is about; the queue's entries are added by the informers in ``schedule_s``).
+  scheduler built, every pod still pending (the state a "per pending pod" memory
+  figure is about; the queue's entries are added by the informers in ``schedule_s``).
 - ``breakdown`` (optional, ``breakdown=True``): ``perf_counter`` wrappers set on the
   instance attributes of that run's scheduler, exclusive time per phase (a wrapped
   call inside another is subtracted from the outer one):

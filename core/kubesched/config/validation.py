@@ -90,7 +90,7 @@ def _leader_election_problems(config: KubeSchedulerConfiguration) -> list[FieldP
             )
         )
     # ... and client-go's NewLeaderElector, which kube-scheduler only reaches at start-up
-    # (seed 003); checking it here reports it with the others.
+    # (client-go's leaderelection); checking it here reports it with the others.
     if le.renew_deadline <= JITTER_FACTOR * le.retry_period:
         problems.append(
             invalid(
@@ -108,7 +108,7 @@ def _leader_election_problems(config: KubeSchedulerConfiguration) -> list[FieldP
         if not value:
             problems.append(required(f"leaderElection.{field}"))
     # kube-scheduler accepts only Lease locks since endpoints/configmaps locks were
-    # removed from client-go (seed 003 predates that).
+    # removed from client-go (older kube-scheduler versions accepted them).
     if le.resource_lock and le.resource_lock != "leases":
         problems.append(
             invalid(

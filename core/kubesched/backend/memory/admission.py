@@ -327,7 +327,7 @@ class PodAdmission:
                 spec.tolerations.append(tol.model_copy(deep=True))
 
     def _memory_pressure_toleration(self, pod: Pod) -> None:
-        # Seed 002: "The control plane also adds the node.kubernetes.io/memory-pressure
+        # The Kubernetes docs: "The control plane also adds the node.kubernetes.io/memory-pressure
         # toleration on pods that have a QoS class other than BestEffort" (upstream's
         # PodTolerationRestriction rule), so that only new BestEffort pods stay off a node
         # under memory pressure. MergeTolerations: not added when one already covers it.
