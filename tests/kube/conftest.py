@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import ssl
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -291,12 +293,35 @@ def pod_manifest(name: str, cpu: str = "100m", **kw: Any) -> dict[str, Any]:
     return manifest
 
 
-def start_kube_scheduler(control_plane: ControlPlane, workdir: Path) -> subprocess.Popen:
-    """The real kube-scheduler (default profile) serving ``control_plane``, logging to
-    ``workdir``; skipped when the assets have no kube-scheduler. The caller stops it."""
+def start_kube_scheduler(
+    control_plane: ControlPlane, workdir: Path, settings: dict[str, Any] | None = None
+) -> subprocess.Popen:
+    """The real kube-scheduler (default profile; ``settings`` as for
+    ``ControlPlane.kube_scheduler_command``) serving ``control_plane``, logging to
+    ``workdir``, returned once its ``/readyz`` passes (its event handlers synced); skipped
+    when the assets have no kube-scheduler. The caller stops it."""
     try:
-        command = control_plane.kube_scheduler_command(workdir)
+        command = control_plane.kube_scheduler_command(workdir, settings)
     except EnvtestError as err:
         pytest.skip(str(err))
+    port = next(a for a in command if a.startswith("--secure-port=")).split("=", 1)[1]
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # its serving certificate is self-signed at start
+
+    def ready() -> bool:
+        try:
+            with urllib.request.urlopen(
+                f"https://127.0.0.1:{port}/readyz", context=context, timeout=5
+            ) as resp:
+                return resp.status == 200
+        except OSError:  # not listening yet, or a 500 while it syncs
+            return proc.poll() is not None
+
     with (workdir / "kube-scheduler.log").open("w") as log:
-        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    wait_for(ready, 120, "kube-scheduler's /readyz")
+    if proc.poll() is not None:
+        log_path = workdir / "kube-scheduler.log"
+        pytest.fail(f"kube-scheduler exited ({proc.returncode}): see {log_path}")
+    return proc

@@ -10,6 +10,7 @@ import pytest
 
 from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
 from kubesched.backend.protocol import ConflictError, PodCondition, RecordedEvent
+from kubesched.testing import make_node
 from kubesched.testing.envtest import ControlPlane
 
 from .conftest import FAST, Api, all_bound, bound, pod_manifest, wait_for
@@ -39,9 +40,12 @@ def test_thousand_pods_on_hundred_nodes_are_bound_once(api: Api, in_process) -> 
 def test_pod_of_another_scheduler_is_untouched(api: Api, in_process) -> None:
     api.nodes(2)
     run = in_process()
-    api.create(pod_manifest("mine"))
+    # theirs first: once mine is bound, the scheduler has seen theirs (one pod watch, in
+    # order) and would have taken it first; the pause covers a bind still in flight.
     api.create(pod_manifest("theirs", scheduler_name="other-scheduler"))
+    api.create(pod_manifest("mine"))
     wait_for(lambda: "mine" in bound(api.pods()), 30, "mine bound")
+    run.runner.cluster.events.flush()
     time.sleep(1.5)
     theirs = api.pod("theirs")
     assert theirs is not None
@@ -70,11 +74,23 @@ def test_unschedulable_pod_gets_condition_and_one_event_series(api: Api, in_proc
         "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: "
         "0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
-    # A node joining moves it; it is retried and fails again: still one Event object.
-    api.nodes(1, cpu="1", prefix="m")
-    time.sleep(3)
-    run.runner.cluster.events.flush()
-    failed = [e for e in api.events() if e["reason"] == "FailedScheduling"]
+    # A node joining with the cpu moves it (NodeResourcesFit's hint; one without would
+    # not); it is retried, fails again on the node's taint: still one Event object, its
+    # series counting both (waited for: a retry late on a loaded machine proves nothing).
+    api.create(
+        make_node("m0").capacity(cpu="4", memory="16Gi", pods=110).taint("a", "b").manifest()
+    )
+
+    def failures() -> list[dict]:
+        run.runner.cluster.events.flush()
+        return [e for e in api.events() if e["reason"] == "FailedScheduling"]
+
+    wait_for(
+        lambda: sum((e.get("series") or {}).get("count", 1) for e in failures()) >= 2,
+        30,
+        "the retry's FailedScheduling",
+    )
+    failed = failures()
     assert len(failed) == 1
     assert failed[0]["reportingController"] == "default-scheduler"
     assert failed[0]["type"] == "Warning"

@@ -77,6 +77,25 @@ def _unread(pipe: int) -> int:
     return struct.unpack("i", fcntl.ioctl(pipe, termios.FIONREAD, b"\0\0\0\0"))[0]
 
 
+def _forked_run(pid: int, steady: float = 0.5) -> bool:
+    """Whether process ``pid`` has a forked child running its own program (its run), the
+    same child for ``steady`` seconds. A child of the imports (``platform`` runs ``uname``
+    and ``file``) also starts as a copy, but only until its exec, and a loaded machine may
+    take seconds past it to finish the imports, where Ctrl-C still means a traceback."""
+    own = Path(f"/proc/{pid}/cmdline").read_bytes()
+
+    def copies() -> set[str]:
+        try:
+            kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            return {k for k in kids if Path(f"/proc/{k}/cmdline").read_bytes() == own}
+        except OSError:  # pid or a child just ended
+            return set()
+
+    first = copies()
+    time.sleep(steady)
+    return bool(first & copies())
+
+
 def _interrupt(args: list[str], stdin: str | None, after: float) -> tuple[int, str, float]:
     """Run the CLI, wait until it is at work, let it work ``after`` seconds, then press
     Ctrl-C; the exit status, stderr and how long it took to stop. At work means past
@@ -107,10 +126,8 @@ def _interrupt(args: list[str], stdin: str | None, after: float) -> tuple[int, s
                     time.sleep(0.05)
         else:
             os.close(writer)
-            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
-            while proc.poll() is None and not children.read_text().split():
+            while proc.poll() is None and not _forked_run(proc.pid):
                 assert time.monotonic() < deadline, "never forked its run"
-                time.sleep(0.05)
         time.sleep(after)
         assert proc.poll() is None, "finished before it could be interrupted"
         sent = time.perf_counter()

@@ -55,7 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=30.0,
         metavar="SECONDS",
-        help="how long to wait for the real scheduler's decision on one pod (default: 30)",
+        help="how long to wait for the real scheduler to see the nodes, and for its decision "
+        "on one pod (default: 30)",
     )
     parser.add_argument("--output", "-o", choices=("text", "json", "yaml"), default="text")
     parser.set_defaults(func=_compare)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,6 +25,11 @@ SETTLE_SECONDS = 0.5
 CONTROLLER_MANAGER_LEASE = (
     "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"
 )
+RUN_LABEL = "kubesched.io/compare-run"
+"""The label compare gives the nodes it creates: the run id (of the scratch prefix)."""
+PROBE_RESOURCE = "kubesched.io/compare-probe"
+"""The extended resource the probe pod asks for and no node has."""
+_NODES_SEEN = re.compile(rf"(\d+) Insufficient {re.escape(PROBE_RESOURCE)}\b")
 
 _COLLECTIONS = {kind: path for _, kind, path in SNAPSHOT_KINDS}
 _CLUSTER_SCOPED = frozenset({"Namespace", "Node", "PriorityClass", "RuntimeClass"})
@@ -124,9 +130,14 @@ class ScratchServer:
         uids: dict[str, str] = {}
         objects: list[dict[str, Any]] = []
         for doc in plan.objects:
+            if doc["kind"] == "Node":
+                doc = _labelled(doc, RUN_LABEL, _run_id(plan.prefix))
             stored = self.create(_with_owner_uids(doc, uids))
             uids[f"{doc['kind']}/{_key(doc)}"] = stored["metadata"]["uid"]
             objects.append(stored)
+        nodes = sum(1 for o in objects if o["kind"] == "Node")
+        if plan.pods and nodes:
+            self._await_nodes(plan, nodes)
         decisions = []
         for pod in plan.pods:
             decisions.append(self._schedule(_with_owner_uids(pod, uids), plan.prefix))
@@ -162,6 +173,71 @@ class ScratchServer:
         decision.bound_after = {k: n for k, n in after.items() if n}
         decision.gone = sorted(set(before) - set(after))
         return decision
+
+    def _await_nodes(self, plan: Plan, nodes: int) -> None:
+        """Return once the real scheduler has the ``nodes`` nodes of this run in its cache.
+
+        Its informers see nodes some time after they were created (or deleted), and a pod
+        handed over before that is judged on other nodes ("no nodes available to schedule
+        pods", or a previous run's nodes of the same names). The probe pod selects this
+        run's nodes by their :data:`RUN_LABEL` and asks for a resource none has: the
+        scheduler refuses it with ``K Insufficient`` that resource, K the run's nodes it
+        knows. A probe answered with fewer is replaced (no node event requeues it, as none
+        can take it). One probe per schedulerName of the plan's pods (a name may be served
+        by no scheduler): the first full answer is enough. Never bound, and deleted before
+        any compared pod is created, the probes leave nothing in the scheduler's cache.
+        """
+        names = sorted({(p.get("spec") or {}).get("schedulerName") or "default-scheduler"
+                        for p in plan.pods})  # fmt: skip
+        namespace = self.create({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"generateName": f"{plan.prefix}probe-"},
+        })["metadata"]["name"]  # fmt: skip
+        probes: dict[str, str] = {}
+        seen: dict[str, tuple[int, str]] = {}
+        deadline = time.monotonic() + self.timeout
+        try:
+            while True:
+                for name in names:
+                    if name not in probes:
+                        probes[name] = self._probe(namespace, name, _run_id(plan.prefix))
+                for name, path in list(probes.items()):
+                    cond = _pod_scheduled(self.client.request("GET", path)) or {}
+                    if cond.get("reason") != "Unschedulable":
+                        continue
+                    message = cond.get("message") or ""
+                    found = _NODES_SEEN.search(message)
+                    seen[name] = (int(found.group(1)) if found else 0, message)
+                    if seen[name][0] == nodes:
+                        return
+                    self._delete(path, gracePeriodSeconds=0)
+                    del probes[name]
+                if time.monotonic() > deadline:
+                    raise CompareError(_not_seen(self.client.host, self.timeout, nodes, seen))
+                time.sleep(POLL_SECONDS)
+        finally:
+            for path in probes.values():
+                self._delete(path, gracePeriodSeconds=0)
+
+    def _probe(self, namespace: str, scheduler_name: str, run: str) -> str:
+        """Create a probe pod for ``scheduler_name`` and return its path."""
+        stored = self.client.request("POST", collection("Pod", namespace), body={
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"generateName": "probe-"},
+            "spec": {
+                "schedulerName": scheduler_name,
+                "nodeSelector": {RUN_LABEL: run},
+                # Past the filters before NodeResourcesFit on every node of the run.
+                "tolerations": [{"operator": "Exists"}],
+                "terminationGracePeriodSeconds": 0,
+                "containers": [{
+                    "name": "probe", "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {PROBE_RESOURCE: "1"},
+                                  "limits": {PROBE_RESOURCE: "1"}},
+                }],
+            },
+        })  # fmt: skip
+        return f"{collection('Pod', namespace)}/{stored['metadata']['name']}"
 
     def _compared_pods(self, prefix: str) -> dict[str, str]:
         """Pod key → node ("" when pending) of the compared pods (in ``prefix`` namespaces)."""
@@ -215,6 +291,30 @@ def _pod_scheduled(pod: dict[str, Any]) -> dict[str, Any] | None:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             return cond
     return None
+
+
+def _labelled(doc: dict[str, Any], key: str, value: str) -> dict[str, Any]:
+    meta = doc["metadata"]
+    return {**doc, "metadata": {**meta, "labels": {**(meta.get("labels") or {}), key: value}}}
+
+
+def _run_id(prefix: str) -> str:
+    """The scratch prefix as a label value (which must end with a letter or digit)."""
+    return prefix.strip("-.")
+
+
+def _not_seen(host: str, timeout: float, nodes: int, seen: dict[str, tuple[int, str]]) -> str:
+    """Why the probes failed: no scheduler answered them, or not with every node."""
+    if not seen:
+        return (
+            f"no scheduler answered compare's probe pod within {timeout:g}s: does a "
+            f"kube-scheduler serve the API server at {host}?"
+        )
+    saw = "; ".join(f"{n} ({name}: {message!r})" for name, (n, message) in sorted(seen.items()))
+    return (
+        f"the scheduler serving the API server at {host} did not see the {nodes} nodes "
+        f"compare created within {timeout:g}s: its last answer to compare's probe pod saw {saw}"
+    )
 
 
 def _age(stamp: str) -> float:
