@@ -17,7 +17,6 @@ from kubesched import (
     EventResource,
     NodeBatch,
     NodeInfo,
-    NodeTable,
     QueueingHint,
     StateKey,
     Status,
@@ -76,21 +75,9 @@ def node_declares(node: Node | None, features: frozenset[str]) -> bool:
     return features.issubset(declared)
 
 
-def _declared_sets(table: NodeTable) -> tuple[np.ndarray, list[frozenset[str]]]:
-    """Group the nodes by what they declare: ``(set id per row, features of each set)``;
-    clusters have few distinct lists (one per kubelet version and configuration)."""
-    ids = np.empty(len(table.infos), dtype=np.intp)
-    index: dict[frozenset[str], int] = {}
-    sets: list[frozenset[str]] = []
-    for row, ni in enumerate(table.infos):
-        node = ni.node
-        declared = frozenset(node.status.declared_features if node is not None else ())
-        i = index.get(declared)
-        if i is None:
-            i = index[declared] = len(sets)
-            sets.append(declared)
-        ids[row] = i
-    return ids, sets
+def _declared(node_info: NodeInfo) -> frozenset[str]:
+    node = node_info.node
+    return frozenset(node.status.declared_features if node is not None else ())
 
 
 def is_schedulable_after_node_change(pod: Pod, old_obj: Node | None, new_obj: Node) -> QueueingHint:
@@ -146,8 +133,11 @@ class NodeDeclaredFeatures:
         if not self._enabled:
             return None
         needed = state.read(PRE_FILTER_KEY)
-        ids, sets = nodes.table.derived(_SETS_KEY, _declared_sets)
-        lacking = np.fromiter((not needed.issubset(s) for s in sets), dtype=bool, count=len(sets))
+        # Clusters have few distinct lists (one per kubelet version and configuration).
+        ids, firsts = nodes.table.grouped(_SETS_KEY, _declared)
+        lacking = np.fromiter(
+            (not needed.issubset(_declared(ni)) for ni in firsts), dtype=bool, count=len(firsts)
+        )
         rejected = lacking[ids[nodes.rows]]
         if not rejected.any():
             return None

@@ -58,24 +58,18 @@ def _taints(node_info: NodeInfo) -> Sequence[Taint]:
     return node.spec.taints if node is not None else ()
 
 
+def _taint_signature(node_info: NodeInfo) -> tuple[tuple[str, str, str], ...]:
+    return tuple((t.key, t.value or "", t.effect) for t in _taints(node_info))
+
+
 def _taint_sets(table: NodeTable) -> tuple[np.ndarray, list[Sequence[Taint]]]:
     """Group the nodes by their list of taints: ``(set id per row, taints of each set)``.
 
     Most clusters have a handful of distinct taint lists, so a pod's tolerations are
     evaluated once per list instead of once per node.
     """
-    ids = np.empty(len(table.infos), dtype=np.intp)
-    index: dict[tuple[tuple[str, str, str], ...], int] = {}
-    sets: list[Sequence[Taint]] = []
-    for row, ni in enumerate(table.infos):
-        taints = _taints(ni)
-        signature = tuple((t.key, t.value or "", t.effect) for t in taints)
-        i = index.get(signature)
-        if i is None:
-            i = index[signature] = len(sets)
-            sets.append(taints)
-        ids[row] = i
-    return ids, sets
+    ids, firsts = table.grouped(_SETS_KEY, _taint_signature)
+    return ids, [_taints(ni) for ni in firsts]
 
 
 def prefer_no_schedule_tolerations(tolerations: Sequence[Toleration]) -> tuple[Toleration, ...]:
@@ -155,7 +149,7 @@ class TaintToleration:
 
     @hookimpl
     def filter_nodes(self, pod_info: PodInfo, nodes: NodeBatch) -> Sequence[Status | None] | None:
-        ids, sets = nodes.table.derived(_SETS_KEY, _taint_sets)
+        ids, sets = _taint_sets(nodes.table)
         tolerations = pod_info.tolerations
         verdicts = np.fromiter(
             (_untolerated(taints, tolerations, self._compare) for taints in sets),
@@ -187,7 +181,7 @@ class TaintToleration:
     @hookimpl
     def score_nodes(self, state: CycleState, nodes: NodeBatch) -> np.ndarray:
         tolerations = state.read(PRE_SCORE_KEY)
-        ids, sets = nodes.table.derived(_SETS_KEY, _taint_sets)
+        ids, sets = _taint_sets(nodes.table)
         counts = np.fromiter(
             (
                 count_intolerable_prefer_no_schedule(
