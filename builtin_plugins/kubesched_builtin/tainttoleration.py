@@ -32,6 +32,10 @@ from kubesched_builtin.names import TAINT_TOLERATION
 
 NAME = TAINT_TOLERATION
 
+COMPARISON_GATE = "TaintTolerationComparisonOperators"
+"""The gate (alpha, off by default in v1.36) under which ``Gt``/``Lt`` tolerations compare
+integer taint values; with it off such a toleration tolerates nothing."""
+
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 """Filter reason. Since kubernetes#134740 (v1.35, cherry-picked to v1.34) upstream no
 longer names the taint ("node(s) had untolerated taint {key: value}" before), because
@@ -54,24 +58,18 @@ def _taints(node_info: NodeInfo) -> Sequence[Taint]:
     return node.spec.taints if node is not None else ()
 
 
+def _taint_signature(node_info: NodeInfo) -> tuple[tuple[str, str, str], ...]:
+    return tuple((t.key, t.value or "", t.effect) for t in _taints(node_info))
+
+
 def _taint_sets(table: NodeTable) -> tuple[np.ndarray, list[Sequence[Taint]]]:
     """Group the nodes by their list of taints: ``(set id per row, taints of each set)``.
 
     Most clusters have a handful of distinct taint lists, so a pod's tolerations are
     evaluated once per list instead of once per node.
     """
-    ids = np.empty(len(table.infos), dtype=np.intp)
-    index: dict[tuple[tuple[str, str, str], ...], int] = {}
-    sets: list[Sequence[Taint]] = []
-    for row, ni in enumerate(table.infos):
-        taints = _taints(ni)
-        signature = tuple((t.key, t.value or "", t.effect) for t in taints)
-        i = index.get(signature)
-        if i is None:
-            i = index[signature] = len(sets)
-            sets.append(taints)
-        ids[row] = i
-    return ids, sets
+    ids, firsts = table.grouped(_SETS_KEY, _taint_signature)
+    return ids, [_taints(ni) for ni in firsts]
 
 
 def prefer_no_schedule_tolerations(tolerations: Sequence[Toleration]) -> tuple[Toleration, ...]:
@@ -80,16 +78,28 @@ def prefer_no_schedule_tolerations(tolerations: Sequence[Toleration]) -> tuple[T
 
 
 def count_intolerable_prefer_no_schedule(
-    taints: Sequence[Taint], tolerations: Sequence[Toleration]
+    taints: Sequence[Taint],
+    tolerations: Sequence[Toleration],
+    *,
+    comparison_operators: bool = False,
 ) -> int:
-    """How many PreferNoSchedule taints none of ``tolerations`` tolerates."""
+    """How many PreferNoSchedule taints none of ``tolerations`` tolerates
+    (``comparison_operators``: honour ``Gt``/``Lt``, the gate's effect)."""
     return sum(
-        1 for t in taints if t.effect == PREFER_NO_SCHEDULE and not _tolerates(tolerations, t)
+        1
+        for t in taints
+        if t.effect == PREFER_NO_SCHEDULE
+        and not _tolerates(tolerations, t, comparison_operators=comparison_operators)
     )
 
 
-def _untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> bool:
-    return find_untolerated_taint(taints, tolerations, DO_NOT_SCHEDULE_EFFECTS) is not None
+def _untolerated(
+    taints: Sequence[Taint], tolerations: Sequence[Toleration], compare: bool = False
+) -> bool:
+    found = find_untolerated_taint(
+        taints, tolerations, DO_NOT_SCHEDULE_EFFECTS, comparison_operators=compare
+    )
+    return found is not None
 
 
 def _same_pod(a: Pod, b: Pod) -> bool:
@@ -99,11 +109,13 @@ def _same_pod(a: Pod, b: Pod) -> bool:
     return (ma.namespace, ma.name) == (mb.namespace, mb.name)
 
 
-def is_schedulable_after_node_change(pod: Pod, old_obj: Node | None, new_obj: Node) -> QueueingHint:
+def is_schedulable_after_node_change(
+    pod: Pod, old_obj: Node | None, new_obj: Node, *, comparison_operators: bool = False
+) -> QueueingHint:
     """Queue when the node went from having an untolerated taint (or not existing) to not."""
-    tolerations = pod.spec.tolerations
-    was_untolerated = old_obj is None or _untolerated(old_obj.spec.taints, tolerations)
-    if was_untolerated and not _untolerated(new_obj.spec.taints, tolerations):
+    tolerations, compare = pod.spec.tolerations, comparison_operators
+    was_untolerated = old_obj is None or _untolerated(old_obj.spec.taints, tolerations, compare)
+    if was_untolerated and not _untolerated(new_obj.spec.taints, tolerations, compare):
         return QueueingHint.QUEUE
     return QueueingHint.SKIP
 
@@ -126,20 +138,23 @@ class TaintToleration:
 
     def __init__(self, args: Any, handle: Any) -> None:
         self._handle = handle
+        self._compare = handle.feature_enabled(COMPARISON_GATE)
 
     # -- Filter ------------------------------------------------------------------------
     @hookimpl
     def filter(self, pod_info: PodInfo, node_info: NodeInfo) -> Status | None:
-        if not _untolerated(_taints(node_info), pod_info.tolerations):
+        if not _untolerated(_taints(node_info), pod_info.tolerations, self._compare):
             return None
         return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED)
 
     @hookimpl
     def filter_nodes(self, pod_info: PodInfo, nodes: NodeBatch) -> Sequence[Status | None] | None:
-        ids, sets = nodes.table.derived(_SETS_KEY, _taint_sets)
+        ids, sets = _taint_sets(nodes.table)
         tolerations = pod_info.tolerations
         verdicts = np.fromiter(
-            (_untolerated(taints, tolerations) for taints in sets), dtype=bool, count=len(sets)
+            (_untolerated(taints, tolerations, self._compare) for taints in sets),
+            dtype=bool,
+            count=len(sets),
         )
         if not verdicts.any():
             return None  # no taint set rejects the pod
@@ -159,18 +174,32 @@ class TaintToleration:
     @hookimpl
     def score(self, state: CycleState, node_info: NodeInfo) -> int:
         tolerations = state.read(PRE_SCORE_KEY)
-        return count_intolerable_prefer_no_schedule(_taints(node_info), tolerations)
+        return count_intolerable_prefer_no_schedule(
+            _taints(node_info), tolerations, comparison_operators=self._compare
+        )
 
     @hookimpl
     def score_nodes(self, state: CycleState, nodes: NodeBatch) -> np.ndarray:
         tolerations = state.read(PRE_SCORE_KEY)
-        ids, sets = nodes.table.derived(_SETS_KEY, _taint_sets)
+        ids, sets = _taint_sets(nodes.table)
         counts = np.fromiter(
-            (count_intolerable_prefer_no_schedule(taints, tolerations) for taints in sets),
+            (
+                count_intolerable_prefer_no_schedule(
+                    taints, tolerations, comparison_operators=self._compare
+                )
+                for taints in sets
+            ),
             dtype=np.int64,
             count=len(sets),
         )
         return counts[ids[nodes.rows]]
+
+    def _is_schedulable_after_node_change(
+        self, pod: Pod, old_obj: Node | None, new_obj: Node
+    ) -> QueueingHint:
+        return is_schedulable_after_node_change(
+            pod, old_obj, new_obj, comparison_operators=self._compare
+        )
 
     @hookimpl
     def normalize_score(self, scores: NodeScores) -> None:
@@ -181,7 +210,7 @@ class TaintToleration:
         return [
             ClusterEventWithHint(
                 ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
-                is_schedulable_after_node_change,
+                self._is_schedulable_after_node_change,
             ),
             ClusterEventWithHint(
                 ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATIONS),

@@ -9,6 +9,7 @@ the compatibility policy in docs/sdk.md); nothing deeper is promised.
 from kubesched.backend.protocol import ConflictError, NotFoundError, PodCondition
 from kubesched.clock import Clock, FakeClock, RealClock
 from kubesched.errors import ErrorType, FieldProblem, PluginArgsError, UserInputError
+from kubesched.features import FeatureGates, parse_feature_gates
 from kubesched.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -135,6 +136,7 @@ __all__ = [
     "EventRecorder",
     "EventResource",
     "FakeClock",
+    "FeatureGates",
     "FieldProblem",
     "FitError",
     "Handle",
@@ -186,6 +188,7 @@ __all__ = [
     "mul_div_array",
     "nodes_where_preemption_might_help",
     "not_supported",
+    "parse_feature_gates",
     "pick_one_node_for_preemption",
     "raise_args_errors",
     "required",

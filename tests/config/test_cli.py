@@ -131,3 +131,50 @@ def test_effective_without_plugins(nothing_installed, capsys) -> None:
     err = capsys.readouterr().err
     assert err.startswith('error: <defaults>: profiles[0]: invalid profile "default-scheduler"')
     assert "installed plugins: none" in err
+
+
+NDF_OFF = (
+    "NodeDeclaredFeatures=false,ExtendWebSocketsToKubelet=false,"
+    "InPlacePodLevelResourcesVerticalScaling=false,InPlacePodVerticalScalingInitContainers=false,"
+    "RestartAllContainersOnContainerExits=false"
+)
+
+
+@pytest.mark.parametrize(
+    ("gates", "listed"), [((), True), (("--feature-gates", NDF_OFF), False)], ids=["default", "off"]
+)
+def test_defaults_follow_the_feature_gates(installed, capsys, gates, listed) -> None:
+    assert main(["config", "defaults", *gates]) == 0
+    data = yaml.safe_load(capsys.readouterr().out)
+    enabled = [p["name"] for p in data["profiles"][0]["plugins"]["multiPoint"]["enabled"]]
+    assert ("NodeDeclaredFeatures" in enabled) is listed
+
+
+QUICKSTART = Path(__file__).parents[2] / "examples" / "quickstart"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["config", "defaults"],
+        ["config", "effective"],
+        ["simulate", str(QUICKSTART)],
+        ["capacity", "fit", str(QUICKSTART)],
+        ["bench", "basic"],
+        ["run", "--kubeconfig", "KUBECONFIG"],
+        ["compare", str(QUICKSTART), "--kubeconfig", "KUBECONFIG"],
+    ],
+    ids=lambda c: " ".join(c[:2]) if c[0] == "config" else c[0],
+)
+def test_every_command_refuses_a_bad_gate_as_kube_scheduler(command, capsys, tmp_path) -> None:
+    # A kubeconfig that is never read: the gates are refused before any connection.
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    command = [str(kubeconfig) if a == "KUBECONFIG" else a for a in command]
+    assert main([*command, "--feature-gates", "SchedulerQueueingHints=false"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "error: --feature-gates: cannot set feature gate SchedulerQueueingHints to false, "
+        "feature is locked to true"
+    )
+    assert "Traceback" not in err

@@ -21,7 +21,8 @@ from kubesched.framework.plugin import EXTENSION_POINTS
 from kubesched.framework.registry import PluginRegistry
 
 # Upstream's getDefaultPlugins (pkg/scheduler/apis/config/v1/default_plugins.go, the
-# version with SchedulingGates first), without EBSLimits, GCEPDLimits and AzureDiskLimits.
+# version with SchedulingGates first), without EBSLimits, GCEPDLimits and AzureDiskLimits;
+# NodeDeclaredFeatures last, there while its gate is on (v1.36's default).
 UPSTREAM_DEFAULTS = [
     ("SchedulingGates", None),
     ("PrioritySort", None),
@@ -42,6 +43,7 @@ UPSTREAM_DEFAULTS = [
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", None),
+    ("NodeDeclaredFeatures", None),
 ]
 
 

@@ -47,6 +47,7 @@ def test_default_profile(registry: PluginRegistry) -> None:
         "PodTopologySpread",
         "InterPodAffinity",
         "DynamicResources",
+        "NodeDeclaredFeatures",
     ]
     assert names(profile, "Filter") == [
         "NodeUnschedulable",
@@ -62,6 +63,7 @@ def test_default_profile(registry: PluginRegistry) -> None:
         "PodTopologySpread",
         "InterPodAffinity",
         "DynamicResources",
+        "NodeDeclaredFeatures",
     ]
     assert names(profile, "PostFilter") == ["DynamicResources", "DefaultPreemption"]
     assert profile.score_weights() == {
@@ -101,6 +103,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             "PodTopologySpread",
             "InterPodAffinity",
             "DynamicResources",
+            "NodeDeclaredFeatures",
         ],
     ),
     (
@@ -118,6 +121,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             "PodTopologySpread",
             "InterPodAffinity",
             "DynamicResources",
+            "NodeDeclaredFeatures",
         ],
     ),
     (
@@ -213,6 +217,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             "PodTopologySpread",
             "InterPodAffinity",
             "DynamicResources",
+            "NodeDeclaredFeatures",
             "CustomFilter",
         ],
     ),
@@ -234,6 +239,7 @@ CASES: list[tuple[str, dict, str, list[Any]]] = [
             "PodTopologySpread",
             "InterPodAffinity",
             "DynamicResources",
+            "NodeDeclaredFeatures",
             "CustomFilter",
         ],
     ),
@@ -337,7 +343,7 @@ ERROR_CASES = [
     (
         "double registration in multiPoint",
         {"multiPoint": {"enabled": [{"name": "CustomFilter"}, {"name": "CustomFilter"}]}},
-        "profiles[0].plugins.multiPoint.enabled[20]",
+        "profiles[0].plugins.multiPoint.enabled[21]",
         'plugin "CustomFilter" already registered as "Filter"',
     ),
     (

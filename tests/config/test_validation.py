@@ -221,7 +221,8 @@ profiles:
                 "installed plugins: CustomBinder, CustomFilter, CustomFilterScore, "
                 "CustomQueueSort, CustomScore, DefaultBinder, DefaultPreemption, "
                 "DynamicResources, ImageLocality, "
-                "InterPodAffinity, NeedsArgs, NodeAffinity, NodeName, NodePorts, "
+                "InterPodAffinity, NeedsArgs, NodeAffinity, NodeDeclaredFeatures, NodeName, "
+                "NodePorts, "
                 "NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, "
                 "NodeVolumeLimits, PodTopologySpread, PrioritySort, SchedulingGates, "
                 "TaintToleration, VolumeBinding, VolumeRestrictions, VolumeZone",

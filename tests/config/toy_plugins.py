@@ -313,6 +313,10 @@ class VolumeZone(VolumeRestrictions):
     name = "VolumeZone"
 
 
+class NodeDeclaredFeatures(VolumeRestrictions):
+    name = "NodeDeclaredFeatures"
+
+
 class VolumeBinding(_FilterAndScore):
     name = "VolumeBinding"
     Args = VolumeBindingArgs
@@ -350,6 +354,7 @@ UPSTREAM_TOYS: tuple[type, ...] = (
     NodeResourcesBalancedAllocation,
     ImageLocality,
     DefaultBinder,
+    NodeDeclaredFeatures,
 )
 """A toy for every plugin of kubesched's default profile."""
 

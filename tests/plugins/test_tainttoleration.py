@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched import ActionType, Code, EventResource, NodeBatch, PodInfo, QueueingHint
+from kubesched import (
+    ActionType,
+    Code,
+    EventResource,
+    FeatureGates,
+    NodeBatch,
+    PodInfo,
+    QueueingHint,
+)
+from kubesched.api import Pod
 from kubesched.cache import new_snapshot
 from kubesched.testing import (
     assert_batch_matches_per_node,
@@ -16,9 +25,11 @@ from kubesched.testing import (
     run_score,
 )
 from kubesched_builtin.tainttoleration import (
+    COMPARISON_GATE,
     ERR_REASON_UNTOLERATED,
     NAME,
     TaintToleration,
+    count_intolerable_prefer_no_schedule,
 )
 
 REJECT = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [ERR_REASON_UNTOLERATED])
@@ -254,3 +265,63 @@ def test_events_and_hints() -> None:
         is QueueingHint.QUEUE
     )
     assert pod_hint(me, None, make_pod("q").uid("v").obj()) is QueueingHint.SKIP
+
+
+def _comparing_pod(operator: str, value: str, effect: str = "NoSchedule") -> Pod:
+    # Built from the manifest: the API server's validation refuses Gt/Lt while its own
+    # TaintTolerationComparisonOperators gate is off (the builder validates as it does).
+    manifest = make_pod("p").manifest()
+    manifest["spec"]["tolerations"] = [
+        {"key": "tier", "operator": operator, "value": value, "effect": effect}
+    ]
+    return Pod.model_validate(manifest)
+
+
+COMPARISON_CASES = [
+    ("gt-greater", "Gt", "5", "10", True, None),
+    ("gt-equal", "Gt", "10", "10", True, REJECT),
+    ("gt-less", "Gt", "20", "10", True, REJECT),
+    ("lt-less", "Lt", "20", "10", True, None),
+    ("lt-equal", "Lt", "10", "10", True, REJECT),
+    ("negative-toleration", "Gt", "-7", "3", True, None),
+    ("int64-max", "Lt", "9223372036854775807", "0", True, None),
+    ("beyond-int64", "Lt", "9223372036854775808", "1", True, REJECT),
+    ("leading-zero-toleration", "Gt", "05", "10", True, REJECT),
+    ("leading-zero-taint", "Gt", "5", "010", True, REJECT),
+    ("plus-sign", "Gt", "+5", "10", True, REJECT),
+    ("minus-zero", "Gt", "-0", "1", True, REJECT),
+    ("not-a-number", "Gt", "5", "ten", True, REJECT),
+    ("gate-off-gt", "Gt", "5", "10", False, REJECT),
+    ("gate-off-lt", "Lt", "20", "10", False, REJECT),
+]
+
+
+@pytest.mark.parametrize(
+    ("operator", "toleration", "taint", "gate", "expected"),
+    [c[1:] for c in COMPARISON_CASES],
+    ids=[c[0] for c in COMPARISON_CASES],
+)
+def test_comparison_operators(operator, toleration, taint, gate, expected) -> None:
+    """``Gt``/``Lt`` compare the taint's integer value with the toleration's, only under
+    the TaintTolerationComparisonOperators gate (off by default in v1.36)."""
+    gates = FeatureGates({COMPARISON_GATE: gate})
+    fw = make_framework(TaintToleration, feature_gates=gates)
+    pod = _comparing_pod(operator, toleration)
+    nodes = [build_node("a", []), build_node("b", [("tier", taint, "NoSchedule")])]
+    snap = new_snapshot([], nodes)
+    plugin = fw.plugin(NAME)
+    got = {ni.name: plugin.filter(PodInfo(pod), ni) for ni in snap.list()}
+    assert {n: None if s is None else (s.code, s.reasons) for n, s in got.items()} == {
+        "a": None,
+        "b": expected,
+    }
+    assert_batch_matches_per_node(fw, NAME, pod, nodes)
+    prefer = _comparing_pod(operator, toleration, effect="PreferNoSchedule")
+    node = build_node("c", [("tier", taint, "PreferNoSchedule")])
+    count = count_intolerable_prefer_no_schedule(
+        node.spec.taints, prefer.spec.tolerations, comparison_operators=gate
+    )
+    assert count == (0 if expected is None else 1)
+    hint = next(h for name, _, h in fw.events_to_register() if name == NAME)
+    tolerated = QueueingHint.QUEUE if expected is None else QueueingHint.SKIP
+    assert hint(pod, None, build_node("b", [("tier", taint, "NoSchedule")])) == tolerated

@@ -87,6 +87,14 @@ class ResourceRequirements(KubeModel):
     claims: NullableList[ContainerResourceClaim] = Field(default_factory=list)
 
 
+class ContainerRestartRule(KubeModel):
+    """``v1.ContainerRestartRule``: what the kubelet does when a container exits; only the
+    ``action`` matters to scheduling (``RestartAllContainers`` needs a node declaring the
+    feature, see NodeDeclaredFeatures)."""
+
+    action: str = ""
+
+
 class Container(KubeModel):
     """``v1.Container``; ``restart_policy: Always`` on an init container makes it a sidecar."""
 
@@ -96,6 +104,7 @@ class Container(KubeModel):
     ports: NullableList[ContainerPort] = Field(default_factory=list)
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     restart_policy: str | None = None
+    restart_policy_rules: NullableList[ContainerRestartRule] = Field(default_factory=list)
 
 
 # --- node selection ---------------------------------------------------------------------
@@ -300,6 +309,8 @@ class PodSpec(KubeModel):
     termination_grace_period_seconds: int | None = 30
     active_deadline_seconds: int | None = None
     host_network: bool = False
+    host_users: bool | None = None
+    """``spec.hostUsers``: False runs the pod in a user namespace."""
     restart_policy: str = "Always"
     service_account_name: str | None = None
     hostname: str | None = None
@@ -410,6 +421,9 @@ class NodeStatus(KubeModel):
     images: NullableList[ContainerImage] = Field(default_factory=list)
     conditions: NullableList[NodeCondition] = Field(default_factory=list)
     node_info: NodeSystemInfo | None = None
+    declared_features: NullableList[str] = Field(default_factory=list)
+    """The node features the kubelet declares (``status.declaredFeatures``), which
+    NodeDeclaredFeatures matches against what a pod needs."""
 
 
 class Node(KubeObject):

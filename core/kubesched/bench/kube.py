@@ -245,10 +245,15 @@ class _BindWatch:
 
 
 def start_kubesched(
-    kubeconfig: str, workdir: Path, config: Path | None, plugins: dict[str, Any] | None = None
+    kubeconfig: str,
+    workdir: Path,
+    config: Path | None,
+    plugins: dict[str, Any] | None = None,
+    feature_gates: str = "",
 ) -> tuple[Any, str]:
     """``kubesched run`` as a child process (its own interpreter, as in production), with
-    the workload's own ``plugins`` (gang: Coscheduling) when ``config`` sets no profile."""
+    the workload's own ``plugins`` (gang: Coscheduling) when ``config`` sets no profile,
+    and ``feature_gates`` (a ``--feature-gates`` value) when not empty."""
     data: dict[str, Any] = (
         yaml.safe_load(config.read_text())
         if config
@@ -272,6 +277,8 @@ def start_kubesched(
            "--bind-address", "127.0.0.1", "--secure-port", str(port),
            "--authorization-always-allow-paths", "/healthz,/readyz,/livez,/metrics",
            "--log-level", "warning"]  # fmt: skip
+    if feature_gates:
+        cmd.append(f"--feature-gates={feature_gates}")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
     return proc, f"https://127.0.0.1:{port}/metrics"
 
@@ -446,6 +453,7 @@ def run_on_api_server(
     config: Path | None = None,
     external_command: list[str] | None = None,
     timeout: float = 1800.0,
+    feature_gates: str = "",
 ) -> ApiServerResult:
     """Create workload ``name`` in the API server of ``kubeconfig`` (which must have no
     nodes), have it scheduled by ``scheduler`` and measure; delete it all at the end.
@@ -453,6 +461,7 @@ def run_on_api_server(
     ``external_command`` (with ``external``) is the scheduler to start once every pod is
     pending, as ``kubesched`` is; without it the external scheduler already runs and the
     pods are created under its eyes, so the figure includes their creation.
+    ``feature_gates`` (a ``--feature-gates`` value) goes to ``kubesched run``.
     """
     if scheduler not in SCHEDULERS:
         raise BenchError(f"unknown scheduler {scheduler!r} (known: {', '.join(SCHEDULERS)})")
@@ -501,7 +510,9 @@ def run_on_api_server(
             deadline = started + timeout
             if scheduler == "kubesched":
                 plugins = WORKLOADS[name].plugins
-                proc, metrics_url = start_kubesched(kubeconfig, Path(tmp), config, plugins)
+                proc, metrics_url = start_kubesched(
+                    kubeconfig, Path(tmp), config, plugins, feature_gates
+                )
             elif external_command is not None:
                 log = (Path(tmp) / "external.log").open("w")
                 proc = subprocess.Popen(external_command, stdout=log, stderr=subprocess.STDOUT)

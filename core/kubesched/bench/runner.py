@@ -68,6 +68,7 @@ from kubesched.bench.workloads import (
 )
 from kubesched.config import EffectiveConfiguration, config_from_dict, effective_configuration
 from kubesched.errors import KubeschedError
+from kubesched.features import FeatureGates
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.simulate.driver import Simulation
 
@@ -164,6 +165,7 @@ def bench_configuration(
     registry: PluginRegistry,
     percentage_of_nodes_to_score: int | None = None,
     plugins: dict[str, Any] | None = None,
+    gates: FeatureGates | None = None,
 ) -> EffectiveConfiguration:
     """The default configuration (with ``percentageOfNodesToScore`` when given, and the
     default profile's ``plugins`` replaced by ``plugins``, a workload's own).
@@ -183,8 +185,8 @@ def bench_configuration(
         multi["disabled"] = [*multi.get("disabled", []), {"name": "DefaultPreemption"}]
     if profile_plugins:
         data["profiles"] = [{"schedulerName": "default-scheduler", "plugins": profile_plugins}]
-    config = config_from_dict(data, registry, source="<bench>")
-    return effective_configuration(config, registry, source="<bench>")
+    config = config_from_dict(data, registry, source="<bench>", gates=gates)
+    return effective_configuration(config, registry, source="<bench>", gates=gates)
 
 
 def check_workload(name: str, registry: PluginRegistry) -> None:
@@ -301,12 +303,14 @@ def run_once(
     breakdown: bool = False,
     profile_path: str | None = None,
     registry: PluginRegistry | None = None,
+    feature_gates: FeatureGates | None = None,
 ) -> tuple[RunResult, Workload]:
-    """Build the workload, set the cluster up, schedule, and measure (in this process)."""
+    """Build the workload, set the cluster up, schedule, and measure (in this process),
+    under ``feature_gates`` (default: every gate at its default)."""
     registry = registry or default_registry()
     check_workload(workload_name, registry)
     config = bench_configuration(
-        registry, percentage_of_nodes_to_score, WORKLOADS[workload_name].plugins
+        registry, percentage_of_nodes_to_score, WORKLOADS[workload_name].plugins, feature_gates
     )
     gc.collect()
     rss_before = rss_bytes()
@@ -418,13 +422,14 @@ def run_workload(
     isolate: bool = True,
     registry: PluginRegistry | None = None,
     on_run: Callable[[RunResult], None] | None = None,
+    feature_gates: FeatureGates | None = None,
 ) -> BenchResult:
     """Run ``workload_name`` ``repeat`` times and report the medians.
 
     With ``profile_path``, one more run is made under cProfile and its stats written
     there (the timed runs are not profiled). ``isolate`` runs each in a forked
     process (where ``fork`` exists), which inherits ``registry``.
-    ``on_run`` is called with each timed run's result.
+    ``on_run`` is called with each timed run's result; ``feature_gates`` as in ``run_once``.
     """
     if repeat < 1:
         raise BenchError("--repeat must be at least 1")
@@ -439,6 +444,7 @@ def run_workload(
         "seed": seed,
         "percentage_of_nodes_to_score": percentage_of_nodes_to_score,
         "breakdown": breakdown,
+        "feature_gates": feature_gates,
     }
     runs: list[RunResult] = []
     for _ in range(repeat):

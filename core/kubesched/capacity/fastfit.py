@@ -48,6 +48,7 @@ NODE_LOCAL_FILTERS = frozenset(
         "VolumeZone",
         "VolumeBinding",
         "DynamicResources",
+        "NodeDeclaredFeatures",
         # Constant for a copy with no required terms: only other pods' anti-affinity
         # matters, and copies add none.
         "InterPodAffinity",

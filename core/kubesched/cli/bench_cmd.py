@@ -19,6 +19,7 @@ from kubesched.bench import (
 )
 from kubesched.bench.kube import SCHEDULERS, run_on_api_server
 from kubesched.cli.arguments import positive_int
+from kubesched.cli.config_option import add_feature_gates_argument, feature_gates_argument
 from kubesched.errors import KubeschedError
 from kubesched.framework.registry import PluginRegistry, default_registry
 
@@ -121,6 +122,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "already run, and the pods are created while it does",
     )
     api.add_argument("--config", metavar="FILE", help="kubesched run's configuration")
+    add_feature_gates_argument(parser)
     api.add_argument(
         "--timeout", type=float, default=1800.0, metavar="S", help="give up after S seconds"
     )
@@ -162,6 +164,7 @@ def _bench(args: argparse.Namespace) -> int:
         if getattr(args, flag):
             raise BenchError(f"--{flag.replace('_', '-')} goes with --kubeconfig")
     registry = _registry()
+    gates = feature_gates_argument(args.feature_gates)
     names = _workload_names(args.workloads)
     missing = [
         (name, p) for name in names for p in WORKLOADS[name].required_plugins if p not in registry
@@ -204,6 +207,7 @@ def _bench(args: argparse.Namespace) -> int:
                 profile_path=profile,
                 isolate=args.isolate,
                 registry=registry,
+                feature_gates=gates,
             )
         )
     options = {
@@ -249,6 +253,7 @@ def _bench_api_server(args: argparse.Namespace) -> int:
     for path in (args.kubeconfig, args.config):
         if path and not Path(path).is_file():
             raise KubeschedError(f"{path}: no such file")
+    gates = feature_gates_argument(args.feature_gates).to_option()
     results = []
     for name in _workload_names(args.workloads):
         print(
@@ -269,6 +274,7 @@ def _bench_api_server(args: argparse.Namespace) -> int:
                 if args.external_command
                 else None,
                 timeout=args.timeout,
+                feature_gates=gates,
             )
         )
     data = {"environment": environment(), "results": [r.to_dict() for r in results]}

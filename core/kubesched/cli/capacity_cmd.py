@@ -106,7 +106,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _configuration(args: argparse.Namespace, registry: PluginRegistry) -> EffectiveConfiguration:
-    return load_config_argument(args.config, registry)[1]
+    return load_config_argument(args.config, registry, args.feature_gates)[1]
 
 
 def _answer(

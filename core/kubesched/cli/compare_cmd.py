@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kubesched.api import load_manifests
 from kubesched.cli import output
-from kubesched.cli.config_option import load_config_argument
+from kubesched.cli.config_option import add_feature_gates_argument, load_config_argument
 from kubesched.cli.simulate_cmd import _registry
 from kubesched.compare import DEFAULT_PREFIX, ComparisonReport, compare
 from kubesched.errors import UserInputError
@@ -32,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="kubesched's KubeSchedulerConfiguration (default: upstream's)",
     )
+    add_feature_gates_argument(parser)
     parser.add_argument(
         "--kubeconfig",
         metavar="FILE",
@@ -66,7 +67,7 @@ def _compare(args: argparse.Namespace) -> int:
     registry = _registry()
     if args.kubeconfig is not None and not Path(args.kubeconfig).is_file():
         raise UserInputError("no such file", source=args.kubeconfig, obj="--kubeconfig")
-    config = load_config_argument(args.config, registry)[1]
+    config = load_config_argument(args.config, registry, args.feature_gates)[1]
     objects = load_manifests(args.paths)
     if not objects:
         raise UserInputError("no Kubernetes objects found", source=" ".join(args.paths))

@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from kubesched.cli.config_option import add_feature_gates_argument, feature_gates_argument
 from kubesched.config import (
     EffectiveConfiguration,
     config_to_yaml,
@@ -44,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     validate.add_argument(
         "file", metavar="FILE", help="a KubeSchedulerConfiguration (YAML or JSON)"
     )
+    add_feature_gates_argument(validate)
     validate.set_defaults(func=_validate)
 
     defaults = commands.add_parser(
@@ -52,6 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Print the default KubeSchedulerConfiguration: upstream's defaults, with the "
         "default args of the installed plugins.",
     )
+    add_feature_gates_argument(defaults)
     defaults.set_defaults(func=_defaults)
 
     effective = commands.add_parser(
@@ -70,29 +73,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="text",
         help="output format (default: text)",
     )
+    add_feature_gates_argument(effective)
     effective.set_defaults(func=_effective)
 
 
-def _load_effective(path: str | None) -> EffectiveConfiguration:
+def _load_effective(path: str | None, feature_gates: list[str]) -> EffectiveConfiguration:
     registry = _registry()
-    config = load_config(path, registry)
-    return effective_configuration(config, registry, source=path or "<defaults>")
+    gates = feature_gates_argument(feature_gates)
+    config = load_config(path, registry, gates)
+    return effective_configuration(config, registry, source=path or "<defaults>", gates=gates)
 
 
 def _validate(args: argparse.Namespace) -> int:
-    effective = _load_effective(args.file)
+    effective = _load_effective(args.file, args.feature_gates)
     count = len(effective.profiles)
     print(f"{args.file}: valid ({count} profile{'' if count == 1 else 's'})")
     return 0
 
 
 def _defaults(args: argparse.Namespace) -> int:
-    print(config_to_yaml(default_configuration(_registry())), end="")
+    gates = feature_gates_argument(args.feature_gates)
+    print(config_to_yaml(default_configuration(_registry(), gates)), end="")
     return 0
 
 
 def _effective(args: argparse.Namespace) -> int:
-    effective = _load_effective(args.file)
+    effective = _load_effective(args.file, args.feature_gates)
     data = effective_to_dict(effective)
     if args.output == "json":
         print(json.dumps(data, indent=2))

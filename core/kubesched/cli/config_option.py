@@ -1,4 +1,5 @@
-"""The ``--config FILE`` option of simulate, capacity, compare and run, and its loading."""
+"""The ``--config FILE`` and ``--feature-gates`` options of simulate, capacity, compare, run
+and bench, and their loading."""
 
 from __future__ import annotations
 
@@ -12,23 +13,46 @@ from kubesched.config import (
     load_config,
 )
 from kubesched.errors import UserInputError
+from kubesched.features import FeatureGates, parse_feature_gates
 from kubesched.framework.registry import PluginRegistry
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
-    """Add ``--config FILE``: a KubeSchedulerConfiguration, upstream's when absent."""
+    """Add ``--config FILE``: a KubeSchedulerConfiguration, upstream's when absent; and
+    ``--feature-gates``."""
     parser.add_argument(
         "--config", metavar="FILE", help="a KubeSchedulerConfiguration (default: upstream's)"
     )
+    add_feature_gates_argument(parser)
+
+
+def add_feature_gates_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--feature-gates A=true,B=false`` (repeatable), kube-scheduler's option."""
+    parser.add_argument(
+        "--feature-gates",
+        metavar="GATES",
+        action="append",
+        default=[],
+        help="kube-scheduler v1.36's feature gates, e.g. NodeDeclaredFeatures=false "
+        "(comma-separated NAME=true|false; repeatable; see docs/configuration.md)",
+    )
+
+
+def feature_gates_argument(values: list[str] | None) -> FeatureGates:
+    """The gates of ``--feature-gates`` (every gate at its default without one), checked
+    as kube-scheduler checks them."""
+    return parse_feature_gates(values or ())
 
 
 def load_config_argument(
-    path: str | None, registry: PluginRegistry
+    path: str | None, registry: PluginRegistry, feature_gates: list[str] | None = None
 ) -> tuple[KubeSchedulerConfiguration, EffectiveConfiguration]:
-    """The configuration of ``--config`` (upstream's without one), validated against the
-    plugins of ``registry``, and what each of its profiles runs. A missing file is a
-    one-line user error naming the option."""
+    """The configuration of ``--config`` (upstream's without one) under the gates of
+    ``--feature-gates``, validated against the plugins of ``registry``, and what each of
+    its profiles runs. A missing file is a one-line user error naming the option."""
+    gates = feature_gates_argument(feature_gates)
     if path is not None and not Path(path).is_file():
         raise UserInputError("no such file", source=path, obj="--config")
-    config = load_config(path, registry)
-    return config, effective_configuration(config, registry, source=path or "<defaults>")
+    config = load_config(path, registry, gates)
+    source = path or "<defaults>"
+    return config, effective_configuration(config, registry, source=source, gates=gates)

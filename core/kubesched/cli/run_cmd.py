@@ -63,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
     _check_args(args)
     serving = serving_options(args)
     registry = default_registry()
-    config, effective = load_config_argument(args.config, registry)
+    config, effective = load_config_argument(args.config, registry, args.feature_gates)
     connection = config.client_connection
     metrics = Metrics()
     kubeconfig = args.kubeconfig or connection.kubeconfig or None

@@ -194,7 +194,7 @@ def _simulate(args: argparse.Namespace) -> int:
 def _simulate_collecting(args: argparse.Namespace, notices: list[Notice]) -> int:
     explain = [parse_pod_key(k) for k in args.explain]
     registry = _registry()
-    effective = load_config_argument(args.config, registry)[1]
+    effective = load_config_argument(args.config, registry, args.feature_gates)[1]
     if not args.paths and not args.from_cluster:
         raise UserInputError("give manifests (PATH...), --from-cluster, or both")
     captured = list(live_cluster.objects(args))

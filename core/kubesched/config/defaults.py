@@ -17,6 +17,7 @@ from kubesched.config.types import (
     Plugins,
     PluginSet,
 )
+from kubesched.features import FeatureGates
 from kubesched.framework.args import PluginArgs
 from kubesched.framework.registry import PluginRegistry, default_registry
 
@@ -40,6 +41,7 @@ DEFAULT_MULTI_POINT_PLUGINS: tuple[Plugin, ...] = (
     Plugin(name="NodeResourcesBalancedAllocation", weight=1),
     Plugin(name="ImageLocality", weight=1),
     Plugin(name="DefaultBinder"),
+    Plugin(name="NodeDeclaredFeatures"),
 )
 """The default profile's plugins, all enabled through ``multiPoint``: upstream v1.36's
 default set, in its order and with its score weights
@@ -47,10 +49,21 @@ default set, in its order and with its score weights
 ``AzureDiskLimits``, still listed by some upstream versions, are rejected by upstream's own
 v1 validation and are not among them."""
 
+GATED_DEFAULT_PLUGINS: dict[str, str] = {"NodeDeclaredFeatures": "NodeDeclaredFeatures"}
+"""Default plugins that upstream leaves out of the default profile while a feature gate is
+off: plugin name → gate (``applyFeatureGates`` of upstream's ``default_plugins.go``)."""
 
-def default_plugins() -> Plugins:
-    """The default profile's plugin sets: everything through ``multiPoint``."""
-    return Plugins(multi_point=PluginSet(enabled=DEFAULT_MULTI_POINT_PLUGINS))
+
+def default_plugins(gates: FeatureGates | None = None) -> Plugins:
+    """The default profile's plugin sets under ``gates`` (default: every gate at its
+    default): everything through ``multiPoint``."""
+    gates = gates or FeatureGates()
+    enabled = tuple(
+        p
+        for p in DEFAULT_MULTI_POINT_PLUGINS
+        if p.name not in GATED_DEFAULT_PLUGINS or gates.enabled(GATED_DEFAULT_PLUGINS[p.name])
+    )
+    return Plugins(multi_point=PluginSet(enabled=enabled))
 
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
@@ -144,14 +157,14 @@ def _normalized_args(name: str, args: dict[str, Any], registry: PluginRegistry) 
 
 
 def set_profile_defaults(
-    profile: KubeSchedulerProfile, registry: PluginRegistry
+    profile: KubeSchedulerProfile, registry: PluginRegistry, gates: FeatureGates | None = None
 ) -> KubeSchedulerProfile:
     """Merge the profile's plugins with the defaults and fill in default plugin args.
 
     Every enabled plugin that has an ``Args`` model and no ``pluginConfig`` entry gets
     one with its default args, appended in plugin-name order (as upstream).
     """
-    plugins = merge_plugins(default_plugins(), profile.plugins)
+    plugins = merge_plugins(default_plugins(gates), profile.plugins)
     plugin_config = [
         PluginConfig(name=pc.name, args=_normalized_args(pc.name, pc.args, registry))
         for pc in profile.plugin_config
@@ -167,28 +180,33 @@ def set_profile_defaults(
 
 
 def set_defaults(
-    config: KubeSchedulerConfiguration, registry: PluginRegistry | None = None
+    config: KubeSchedulerConfiguration,
+    registry: PluginRegistry | None = None,
+    gates: FeatureGates | None = None,
 ) -> KubeSchedulerConfiguration:
     """Apply upstream's v1 defaulting to a configuration as read from a file.
 
     No profile means one profile; a single profile without ``schedulerName`` is
     ``default-scheduler`` (with several, each must be named: validation says so);
     plugins are merged with the defaults; default args are added for installed
-    plugins (``registry``, default: the discovered plugins). Applying it twice gives
-    the same result.
+    plugins (``registry``, default: the discovered plugins); ``gates`` pick the default
+    plugins as upstream's feature gates do. Applying it twice gives the same result.
     """
     registry = default_registry() if registry is None else registry
     profiles = list(config.profiles) or [KubeSchedulerProfile()]
     if len(profiles) == 1 and profiles[0].scheduler_name is None:
         profiles[0] = profiles[0].model_copy(update={"scheduler_name": DEFAULT_SCHEDULER_NAME})
     update: dict[str, Any] = {
-        "profiles": tuple(set_profile_defaults(p, registry) for p in profiles)
+        "profiles": tuple(set_profile_defaults(p, registry, gates) for p in profiles)
     }
     if config.enable_contention_profiling is None:
         update["enable_contention_profiling"] = config.enable_profiling
     return config.model_copy(update=update)
 
 
-def default_configuration(registry: PluginRegistry | None = None) -> KubeSchedulerConfiguration:
-    """Upstream's default configuration, with the default args of the installed plugins."""
-    return set_defaults(KubeSchedulerConfiguration(), registry)
+def default_configuration(
+    registry: PluginRegistry | None = None, gates: FeatureGates | None = None
+) -> KubeSchedulerConfiguration:
+    """Upstream's default configuration under ``gates``, with the default args of the
+    installed plugins."""
+    return set_defaults(KubeSchedulerConfiguration(), registry, gates)

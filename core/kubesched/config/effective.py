@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -19,6 +19,7 @@ from kubesched.config.types import (
 )
 from kubesched.config.validation import unknown_plugin_message, validation_error_problems
 from kubesched.errors import FieldProblem, UserInputError, problems_from_validation_error
+from kubesched.features import FeatureGates
 from kubesched.framework.args import PluginArgs
 from kubesched.framework.plugin import EXTENSION_POINTS
 from kubesched.framework.registry import PluginRegistry
@@ -74,10 +75,12 @@ class EffectiveProfile:
 
 @dataclass(frozen=True)
 class EffectiveConfiguration:
-    """A validated configuration and, in the same order, its profiles as they run."""
+    """A validated configuration and, in the same order, its profiles as they run, under
+    ``feature_gates`` (what ``--feature-gates`` set; the plugins read them)."""
 
     config: KubeSchedulerConfiguration
     profiles: tuple[EffectiveProfile, ...]
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
 
     def profile(self, scheduler_name: str) -> EffectiveProfile | None:
         """The profile of ``scheduler_name``, or None."""
@@ -106,8 +109,8 @@ class _ProfileBuilder:
         """Report every enabled plugin that is not installed; return the needed names."""
         needed: set[str] = set()
         reported: set[str] = set()
-        for key, field in PLUGIN_SET_FIELDS.items():
-            for i, plugin in enumerate(getattr(self.plugins, field).enabled):
+        for key, set_field in PLUGIN_SET_FIELDS.items():
+            for i, plugin in enumerate(getattr(self.plugins, set_field).enabled):
                 needed.add(plugin.name)
                 if plugin.name not in self.registry and plugin.name not in reported:
                     reported.add(plugin.name)
@@ -286,8 +289,10 @@ def effective_configuration(
     registry: PluginRegistry,
     *,
     source: str | None = None,
+    gates: FeatureGates | None = None,
 ) -> EffectiveConfiguration:
-    """Resolve each profile of a validated configuration into what it runs.
+    """Resolve each profile of a validated configuration into what it runs, under ``gates``
+    (default: every feature gate at its default).
 
     This is upstream's ``NewFramework`` without the plugin instances: every enabled
     plugin must be installed in ``registry`` and implement the extension points it is
@@ -309,7 +314,9 @@ def effective_configuration(
             )
         profiles.append(built)
     _check_common_queue_sort(profiles, source)
-    return EffectiveConfiguration(config=config, profiles=tuple(profiles))
+    return EffectiveConfiguration(
+        config=config, profiles=tuple(profiles), feature_gates=gates or FeatureGates()
+    )
 
 
 def _check_common_queue_sort(profiles: list[EffectiveProfile], source: str | None) -> None:

@@ -12,6 +12,7 @@ from kubesched.config.defaults import default_configuration, set_defaults
 from kubesched.config.types import API_VERSION, KIND, KubeSchedulerConfiguration, not_registered
 from kubesched.config.validation import validate_configuration, validation_error_problems
 from kubesched.errors import FieldProblem, UserInputError
+from kubesched.features import FeatureGates
 from kubesched.framework.registry import PluginRegistry, default_registry
 
 OBJECT = "KubeSchedulerConfiguration"
@@ -79,8 +80,10 @@ def config_from_dict(
     registry: PluginRegistry | None = None,
     *,
     source: str | None = None,
+    gates: FeatureGates | None = None,
 ) -> KubeSchedulerConfiguration:
-    """Build, default and validate a configuration from its mapping (a parsed file).
+    """Build, default and validate a configuration from its mapping (a parsed file);
+    ``gates`` pick the default plugins as upstream's feature gates do.
 
     Raises ``UserInputError`` listing every problem with its field path.
     """
@@ -98,7 +101,7 @@ def config_from_dict(
         ) from None
     if problems:
         raise UserInputError("invalid configuration", source=source, obj=OBJECT, problems=problems)
-    config = set_defaults(config, registry)
+    config = set_defaults(config, registry, gates)
     problems = validate_configuration(config, registry)
     if problems:
         raise UserInputError("invalid configuration", source=source, obj=OBJECT, problems=problems)
@@ -128,7 +131,9 @@ def _type_problems(data: dict[str, Any]) -> list[FieldProblem]:
 
 
 def load_config(
-    path: str | Path | None, registry: PluginRegistry | None = None
+    path: str | Path | None,
+    registry: PluginRegistry | None = None,
+    gates: FeatureGates | None = None,
 ) -> KubeSchedulerConfiguration:
     """Read, default and validate a ``KubeSchedulerConfiguration`` file (YAML or JSON).
 
@@ -136,13 +141,14 @@ def load_config(
     installed plugins) supplies each plugin's ``Args`` model, to validate the
     ``pluginConfig`` args and to add default args for enabled plugins. Whether the
     enabled plugins are installed and fit their extension points is checked by
-    :func:`kubesched.config.effective_configuration`.
+    :func:`kubesched.config.effective_configuration`. ``gates`` (default: every feature
+    gate at its default) pick the default plugins.
 
     Raises ``UserInputError`` naming the file, the object and each field path.
     """
     registry = default_registry() if registry is None else registry
     if path is None:
-        return default_configuration(registry)
+        return default_configuration(registry, gates)
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -152,4 +158,4 @@ def load_config(
         raise UserInputError("is a directory, not a configuration file", source=source) from None
     except (OSError, UnicodeDecodeError) as err:
         raise UserInputError(f"cannot read: {err}", source=source) from None
-    return config_from_dict(parse_config_text(text, source), registry, source=source)
+    return config_from_dict(parse_config_text(text, source), registry, source=source, gates=gates)

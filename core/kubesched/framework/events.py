@@ -25,6 +25,8 @@ class ActionType(IntFlag):
     UPDATE_POD_GENERATED_RESOURCE_CLAIM = 2048
     UPDATE_OTHER = 4096
     """An update that none of the specific update kinds above describes."""
+    UPDATE_NODE_DECLARED_FEATURE = 8192
+    """A Node's ``status.declaredFeatures`` changed (upstream ``UpdateNodeDeclaredFeature``)."""
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
         | UPDATE_NODE_LABEL
@@ -37,6 +39,7 @@ class ActionType(IntFlag):
         | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
         | UPDATE_POD_GENERATED_RESOURCE_CLAIM
         | UPDATE_OTHER
+        | UPDATE_NODE_DECLARED_FEATURE
     )
     """Any update, including kinds of update not listed separately."""
     ALL = ADD | DELETE | UPDATE

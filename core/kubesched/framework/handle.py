@@ -121,6 +121,13 @@ class Handle(Protocol):
     rng: random.Random
     parallelism: int
 
+    def feature_enabled(self, name: str) -> bool:
+        """Whether the feature gate ``name`` (a kube-scheduler v1.36 gate, e.g.
+        ``"NodeDeclaredFeatures"``) is on, as ``--feature-gates`` set it; an unknown name
+        is a ``KeyError``. Gates do not change while the scheduler runs: a plugin may read
+        them once, in its constructor."""
+        ...
+
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         """The pod waiting at Permit with this uid, or None."""
         ...

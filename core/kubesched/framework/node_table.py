@@ -184,6 +184,15 @@ class NodeTable:
             value = self._derived[key] = compute(self)
             return value
 
+    def grouped(
+        self, key: Hashable, node_key: Callable[[NodeInfo], Hashable]
+    ) -> tuple[np.ndarray, list[NodeInfo]]:
+        """The rows grouped by ``node_key(node_info)`` (which must read only the Node
+        object): ``(group id per row, the first node of each group)``, cached as
+        ``derived`` under ``key``. A plugin deciding from, say, a node's taints decides
+        once per group and spreads the verdicts with ``verdicts[ids[rows]]``."""
+        return self.derived(key, lambda t: _grouped(t, node_key))
+
     def read_only(self, column: np.ndarray) -> np.ndarray:
         """A read-only view of ``column`` (one of this table's arrays), made once: its
         slices are read-only views at the cost of a plain slice (``NodeBatch.take``)."""
@@ -237,6 +246,22 @@ class NodeTable:
                 put(self._column(rq, name), i, value)
         put(self.non_zero_cpu, i, ni.non_zero_requested.milli_cpu)
         put(self.non_zero_memory, i, ni.non_zero_requested.memory)
+
+
+def _grouped(
+    table: NodeTable, node_key: Callable[[NodeInfo], Hashable]
+) -> tuple[np.ndarray, list[NodeInfo]]:
+    ids = np.empty(len(table.infos), dtype=np.intp)
+    index: dict[Hashable, int] = {}
+    firsts: list[NodeInfo] = []
+    for row, ni in enumerate(table.infos):
+        k = node_key(ni)
+        i = index.get(k)
+        if i is None:
+            i = index[k] = len(firsts)
+            firsts.append(ni)
+        ids[row] = i
+    return ids, firsts
 
 
 def _label_column(table: NodeTable, key: str) -> np.ndarray:

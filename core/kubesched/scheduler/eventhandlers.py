@@ -22,6 +22,7 @@ _NODE_UPDATES = (
     ("taints", ActionType.UPDATE_NODE_TAINT, "NodeTaintChange"),
     ("conditions", ActionType.UPDATE_NODE_CONDITION, "NodeConditionChange"),
     ("annotations", ActionType.UPDATE_NODE_ANNOTATION, "NodeAnnotationChange"),
+    ("declaredFeatures", ActionType.UPDATE_NODE_DECLARED_FEATURE, "NodeDeclaredFeatureChange"),
 )
 
 OTHER_KINDS = (
@@ -62,6 +63,7 @@ def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:
         "taints": lambda n: n.spec.taints,
         "conditions": lambda n: [(c.type, c.status) for c in (n.status.conditions or ())],
         "annotations": lambda n: n.metadata.annotations,
+        "declaredFeatures": lambda n: n.status.declared_features,
     }
     for field, action, label in _NODE_UPDATES:
         if values[field](old) != values[field](new):

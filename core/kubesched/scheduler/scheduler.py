@@ -156,6 +156,7 @@ class Scheduler:
                 clock=self.clock,
                 parallelism=cfg.parallelism,
                 rng=random.Random(self.rng.random()),
+                feature_gates=config.feature_gates,
             )
         self.pods: dict[str, Any] = {}
         """Each pod as the watch last reported it, by ``namespace/name`` (what upstream

@@ -448,6 +448,11 @@ class NodeBuilder:
         self._m["status"].setdefault("conditions", []).append({"type": type_, "status": status})
         return self
 
+    def declared_features(self, *names: str) -> NodeBuilder:
+        """Set ``status.declaredFeatures``, the node features its kubelet declares."""
+        self._m["status"]["declaredFeatures"] = list(names)
+        return self
+
     def manifest(self) -> dict[str, Any]:
         """A deep copy of the manifest built so far."""
         return copy.deepcopy(self._m)

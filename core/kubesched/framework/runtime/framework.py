@@ -13,6 +13,7 @@ import numpy as np
 
 from kubesched.api import PODS
 from kubesched.errors import KubeschedError
+from kubesched.features import FeatureGates
 from kubesched.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
 from kubesched.framework.events import WILDCARD_EVENT, ClusterEvent, ClusterEventWithHint
 from kubesched.framework.gomath import sat_add_array, saturate
@@ -266,8 +267,10 @@ class Framework:
         clock: Any = None,
         parallelism: int = 16,
         rng: random.Random | None = None,
+        feature_gates: FeatureGates | None = None,
     ) -> None:
         self.profile_name = profile.scheduler_name
+        self.feature_gates = feature_gates or FeatureGates()
         self.profile = profile
         self.client = client
         self.lister = lister
@@ -347,6 +350,10 @@ class Framework:
             raise FrameworkError(f"initializing plugin {name!r}: {err}") from err
         runner = self.runners[name] = PluginRunner(name, plugin, weights.get(name, 0))
         return runner
+
+    def feature_enabled(self, name: str) -> bool:
+        """Whether feature gate ``name`` is on for this scheduler (``--feature-gates``)."""
+        return self.feature_gates.enabled(name)
 
     def plugin(self, name: str) -> Any:
         """The instance of plugin ``name`` in this profile (KeyError if not enabled)."""
