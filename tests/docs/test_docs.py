@@ -164,7 +164,8 @@ def _texts(root: Path, area: str) -> list[tuple[str, int | None, str]]:
     def code(path: Path) -> None:
         try:
             parts = comments_and_docstrings(path.read_text())
-        except SyntaxError:  # a Jinja template of plugin_template/: all of it is prose to a user
+        except (SyntaxError, tokenize.TokenError):  # a Jinja template of plugin_template/:
+            # all of it is prose to a user
             whole(path)
         else:
             out.extend((str(path.relative_to(root)), line, text) for line, text in parts)
