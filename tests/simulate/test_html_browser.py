@@ -248,3 +248,242 @@ def test_a_cluster_without_pods(new_page, tmp_path: Path) -> None:
     assert text(page, "#summary-pods") == "0" and text(page, "#summary-nodes") == "1"
     assert text(page, "#pending .body") == "No pod is pending."
     assert "(no zone)" in text(page, "#map")
+
+
+# -- the page fits the screen ---------------------------------------------------------------
+
+EXAMPLES = REPO / "examples"
+WIDTHS = (1280, 1400, 1920)
+LONG_NS = "team-" + "n" * 53 + "-prod"
+LONG_NODE = "node-pool-general-purpose-standard-{k:02d}-us-east-1-" + "x" * 15
+LONG_POD = "analytics-ingestion-worker-replica-{k:02d}-with-a-long-name-" + "p" * 8
+LONG_ZONE = "us-east-1-availability-zone-{z}-with-an-unusually-long-zone-name"
+
+
+def long_names_cluster(folder: Path) -> Path:
+    """A cluster of 63-character node, pod and namespace names, many labels and many
+    extended resources: one node cordoned, one tainted, a few pods pending."""
+    extended = "example.com/accelerator-with-a-long-resource-name-{:02d}"
+    resources = {extended.format(r): "8" for r in range(12)}
+    docs = [f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {LONG_NS}}}\n"]
+    for k in range(8):
+        name = LONG_NODE.format(k=k)
+        assert len(name) == 63, name
+        labels = {f"example.com/long-label-key-number-{j:02d}": "v" * 40 for j in range(30)}
+        labels["topology.kubernetes.io/zone"] = LONG_ZONE.format(z="abc"[k % 3])
+        labels |= {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
+        labels |= {"kubernetes.io/arch": "amd64"}
+        alloc = {"cpu": "4", "memory": "16Gi", "pods": "110", **resources}
+        spec = ""
+        if k == 1:
+            spec = "spec: {unschedulable: true}\n"
+        elif k == 2:
+            taint = "{key: example.com/dedicated-to-a-long-team-name, value: x, effect: NoSchedule}"
+            spec = f"spec: {{taints: [{taint}]}}\n"
+        docs.append(
+            f"apiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {labels}}}\n{spec}"
+            f"status: {{capacity: {alloc}, allocatable: {alloc}}}\n"
+        )
+    for k in range(30):
+        name = LONG_POD.format(k=k)
+        assert len(name) == 63, name
+        # Pods 24..29 ask for more CPU than any node has left: they stay pending.
+        ask = {extended.format(k % 12): "1"}
+        req = {"cpu": "3500m" if k >= 24 else "500m", "memory": "1Gi", **ask}
+        docs.append(
+            f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: {LONG_NS}}}\n"
+            "spec: {containers: [{name: main, image: busybox, "
+            f"resources: {{requests: {req}, limits: {ask}}}}}]}}\n"
+        )
+    path = folder / "long-names.yaml"
+    path.write_text("---\n".join(docs))
+    return path
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[str, Path]:
+    """The example reports (and one of long names), made once for the module."""
+    tmp = tmp_path_factory.mktemp("reports")
+    whatif, batch = EXAMPLES / "whatif" / "zone-outage", EXAMPLES / "batch"
+    runs = {
+        "quickstart": [QUICKSTART],
+        "stateful-zonal": [EXAMPLES / "stateful-zonal", "--seed", "1"],
+        "dra-gpu": [EXAMPLES / "dra-gpu"],
+        "whatif": [
+            whatif / "cluster.yaml",
+            whatif / "workload.yaml",
+            "--timeline",
+            whatif / "timeline.yaml",
+        ],
+        "batch": [
+            batch / "cluster.yaml",
+            batch / "workload.yaml",
+            "--timeline",
+            batch / "timeline.yaml",
+        ],
+        "capacity": [EXAMPLES / "capacity" / "workload", QUICKSTART],
+        "long-names": [long_names_cluster(tmp)],
+    }
+    out = {}
+    for name, args in runs.items():
+        out[name] = tmp / f"{name}.html"
+        argv = [
+            "simulate",
+            *map(str, args),
+            "--report",
+            str(out[name]),
+            "--no-progress",
+            "-o",
+            "json",
+        ]
+        assert main(argv) == 0 and out[name].exists(), name
+    return out
+
+
+# Cells that hold a name (pod, node, namespace, profile, zone): one line each.
+NAME_CELLS = ", ".join(
+    [
+        "#pod-table tbody tr > th",
+        "#pod-table tbody td:nth-child(2)",
+        "#pod-table tbody td:nth-child(4)",
+        "#node-table tbody tr > th",
+        "#node-table tbody td:nth-child(2)",
+        "#profiles tbody th",
+        "#zone-bars tbody th",
+        "#story-attempts tbody td:nth-child(4)",
+        "#story-scores tbody td:nth-child(2) button",
+    ]
+)
+
+# The most lines any one text of a name cell is broken over (a text's fragments, one per line).
+LINES_OF_NAMES = """(selector) => [...document.querySelectorAll(selector)].map((el) => {
+  const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT), range = document.createRange();
+  let lines = 0;
+  for (let t = walk.nextNode(); t; t = walk.nextNode()) {
+    range.selectNodeContents(t);
+    const rects = [...range.getClientRects()].filter((r) => r.width > 0);
+    const tops = new Set(rects.map((r) => Math.round(r.top)));
+    lines = Math.max(lines, tops.size);
+  }
+  return [el.textContent.trim(), lines];
+})"""
+
+
+def widest_element(page: Any) -> str:
+    """The element reaching furthest right, to name it when the page overflows."""
+    return page.evaluate("""() => {
+      let best = null, right = 0;
+      for (const el of document.querySelectorAll("body *")) {
+        const r = el.getBoundingClientRect().right;
+        if (r > right) { right = r; best = el; }
+      }
+      return best ? `${best.tagName.toLowerCase()}#${best.id}.${best.className} at ${right}` : "";
+    }""")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["quickstart", "stateful-zonal", "dra-gpu", "whatif", "batch", "capacity", "long-names"],
+)
+def test_the_page_fits_the_screen(new_page, reports, name: str) -> None:
+    p = new_page()
+    page = p.open(reports[name])
+    # Open a pod's story and a node's details: both add tables of names to the page.
+    page.locator("#pod-table button[data-pod]").first.click()
+    page.wait_for_selector("#story-title")
+    page.locator("#map g.node").first.click()
+    problems = []
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        over = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        if over > 0:
+            problems.append(
+                f"at {width} px the page scrolls sideways by {over} px: {widest_element(page)}"
+            )
+        wrapped = sorted({t for t, n in page.evaluate(LINES_OF_NAMES, NAME_CELLS) if n > 1})
+        if wrapped:
+            problems.append(f"at {width} px names are broken over lines: {wrapped[:8]}")
+    p.shot(f"fit-{name}")
+    assert not problems, "\n".join(problems)
+
+
+def test_a_pod_link_scrolls_to_its_story(new_page, reports) -> None:
+    p = new_page()
+    page = p.open(reports["quickstart"], "#pod=shop/report")
+    assert text(page, "#story-title") == "Pod shop/report"
+    top = page.evaluate("document.querySelector('#story').getBoundingClientRect().top")
+    assert 0 <= top < page.evaluate("window.innerHeight"), f"the story is at {top} px"
+    # Opening another pod puts it in the address; Back returns to the first.
+    page.fill("#pod-search", "db-0")
+    page.click('#pod-table button:text-is("shop/db-0")')
+    expect(page.locator("#story-title")).to_have_text("Pod shop/db-0")
+    assert page.evaluate("location.hash") == "#pod=shop%2Fdb-0"
+    page.go_back()
+    expect(page.locator("#story-title")).to_have_text("Pod shop/report")
+    page.go_forward()
+    expect(page.locator("#story-title")).to_have_text("Pod shop/db-0")
+
+
+# The contrast of a text element against what is painted under it, as WCAG 2 defines
+# contrast: the worst over points along the text, where a pattern fill (the hatching of a
+# cordoned node) counts with each of its colours over the paint below it.
+CONTRAST = """(el) => {
+  const rgba = (c) => {
+    const m = c.match(/[\\d.]+/g).map(Number);
+    return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1];
+  };
+  const over = (top, a, below) => top.slice(0, 3).map((v, k) => v * a + below[k] * (1 - a));
+  const channel = (v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+  const lum = ([r, g, b]) => 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b);
+  const ratio = (a, b) => {
+    const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+    return (x + 0.05) / (y + 0.05);
+  };
+  // The colours painted at a point by the elements under the text, top first.
+  function under(stack) {
+    if (!stack.length) return [[255, 255, 255]];
+    const [e, ...rest] = stack, cs = getComputedStyle(e);
+    if (e instanceof SVGGeometryElement) {
+      if (cs.fill === "none") return under(rest);
+      const alpha = Number(cs.opacity) * Number(cs.fillOpacity);
+      if (cs.fill.startsWith("url(")) {
+        const pat = document.getElementById(cs.fill.match(/#([^"')]+)/)[1]), below = under(rest);
+        const marks = [...pat.querySelectorAll("*")].flatMap((m) => {
+          const ms = getComputedStyle(m), a = Number(ms.opacity);
+          return [ms.fill, ms.stroke].filter((c) => c && c !== "none").map((c) => [rgba(c), a]);
+        });
+        return below.concat(marks.flatMap(([c, a]) => below.map((b) => over(c, a * c[3], b))));
+      }
+      const c = rgba(cs.fill);
+      return c[3] * alpha >= 1 ? [c.slice(0, 3)] : under(rest).map((b) => over(c, c[3] * alpha, b));
+    }
+    if (e instanceof SVGElement) return under(rest);
+    const bg = rgba(cs.backgroundColor);
+    if (bg[3] === 0) return under(rest);
+    return bg[3] >= 1 ? [bg.slice(0, 3)] : under(rest).map((b) => over(bg, bg[3], b));
+  }
+  const fg = rgba(getComputedStyle(el).fill).slice(0, 3), box = el.getBoundingClientRect();
+  let worst = Infinity;
+  for (let k = 1; k < 8; k++) {
+    const x = box.left + (box.width * k) / 8, y = box.top + box.height / 2;
+    const stack = document.elementsFromPoint(x, y);
+    const below = stack.slice(stack.indexOf(el) + 1);
+    for (const c of under(below)) worst = Math.min(worst, ratio(fg, c));
+  }
+  return worst;
+}"""
+
+
+@pytest.mark.parametrize("name", ["quickstart", "long-names"])
+def test_map_labels_are_readable(new_page, reports, name: str) -> None:
+    page = new_page().open(reports[name])
+    labels = page.locator("#map text")
+    assert labels.count() >= 16
+    checked = []
+    for k in range(labels.count()):
+        label = labels.nth(k)
+        label.scroll_into_view_if_needed()
+        checked.append((label.text_content(), label.evaluate(CONTRAST)))
+    assert any("cordoned" in t for t, _ in checked), checked
+    poor = [(t, round(c, 2)) for t, c in checked if c < 4.5]
+    assert not poor, f"map labels below WCAG AA contrast 4.5:1: {poor}"

@@ -55,6 +55,17 @@
     const x = total > 0 ? used / total : 0;
     return `<span class="bar${x > 1 ? " over" : ""}" aria-hidden="true"><span style="width:${Math.min(100, 100 * x).toFixed(1)}%"></span></span>`;
   }
+  // A name (pod, node, zone, profile) on one line (report.css says why), in a table cell
+  // shortened to CELL characters; the full name is its tooltip.
+  const CELL = 28;
+  function nameSpan(s, n) { return `<span class="name" title="${esc(s)}">${esc(shorten(s, n))}</span>`; }
+  // A name shortened to n characters by its middle (no limit without n): names of one
+  // cluster often share a long prefix and differ at the end (pool-a-7f9x, pool-a-k2mq).
+  function shorten(s, n) {
+    if (!n || s.length <= n) return s;
+    const head = Math.ceil((n - 1) / 2);
+    return `${s.slice(0, head)}…${s.slice(s.length - (n - 1 - head))}`;
+  }
   function badge(result) { return `<span class="badge r-${esc(result)}">${esc(result)}</span>`; }
   function nodeMarks(i) {
     const m = [];
@@ -87,20 +98,20 @@
     if (m.stopReason === "stalled") {
       h += `<p class="panel">Stopped as <strong>stalled</strong>: pods kept retrying with no progress for 30 minutes of virtual time.</p>`;
     }
-    h += `<table id="profiles"><caption>Pods per profile</caption><thead><tr><th scope="col">profile</th>` +
+    h += `<div class="table-scroll"><table id="profiles"><caption>Pods per profile</caption><thead><tr><th scope="col">profile</th>` +
       `${RESULTS.map((r) => `<th scope="col" class="num">${r}</th>`).join("")}<th scope="col" class="num">attempts</th></tr></thead><tbody>`;
     for (const row of D.summary) {
-      h += `<tr><th scope="row">${esc(row.profile)}${row.served ? "" : " <em>(no such profile)</em>"}</th>` +
+      h += `<tr><th scope="row">${nameSpan(row.profile, CELL)}${row.served ? "" : " <em>(no such profile)</em>"}</th>` +
         `${RESULTS.map((r) => `<td class="num">${num(row[r] || 0)}</td>`).join("")}<td class="num">${num(row.attempts || 0)}</td></tr>`;
     }
-    h += "</tbody></table>";
+    h += "</tbody></table></div>";
     if (D.meta.detail !== "full") {
       h += `<p class="note">The run kept outcomes only (<code>--detail summary</code>): pod stories show attempts and messages, not filter verdicts or scores.</p>`;
     } else if (D.meta.explainedPods < D.pods.name.length) {
       h += `<p class="note">Filter verdicts and scores are kept for ${num(D.meta.explainedPods)} pods (pending, preemption and rejected pods first, then a sample; name more with <code>--explain</code>).</p>`;
     }
     if (D.rejections && D.rejections.length) {
-      h += `<h3>Rejected by admission (${num(D.rejections.length)})</h3><ul>` +
+      h += `<h3>Rejected by admission (${num(D.rejections.length)})</h3><ul class="rejections">` +
         D.rejections.slice(0, 200).map((r) => `<li><strong>${esc(r.object)}</strong>: <span class="msg">${esc(r.message)}</span></li>`).join("") + "</ul>";
     }
     $("#summary .body").innerHTML = h;
@@ -151,7 +162,6 @@
       const x = (k % z.cols) * (cell.w + cell.gap), y = Math.floor(k / z.cols) * (cell.h + cell.gap);
       position.set(i, [x, y]);
       const x0 = ratio(i, r), fill = colour(x0);
-      const dark = x0 != null && x0 >= 4 / 7;
       const marks = nodeMarks(i);
       const title = `${D.nodes.name[i]}: ${r} ${amount(r, D.nodes.requested[r][i])}/${amount(r, D.nodes.allocatable[r][i])} (${pct(D.nodes.requested[r][i], D.nodes.allocatable[r][i])})${marks.length ? "; " + marks.join("; ") : ""}`;
       s += `<g class="node" data-node="${i}"><title>${esc(title)}</title><rect x="${x}" y="${y}" width="${cell.w}" height="${cell.h}" fill="${fill}" stroke="#555" stroke-width="0.5"/>`;
@@ -161,9 +171,9 @@
         s += `<path d="M${x + cell.w - t} ${y} L${x + cell.w} ${y} L${x + cell.w} ${y + t} Z" fill="#000" stroke="#fff" stroke-width="0.5"/>`;
       }
       if (cell.label) {
-        const c = dark ? "#fff" : "#111";
-        s += `<text x="${x + 6}" y="${y + 18}" font-size="12" fill="${c}">${esc(D.nodes.name[i].slice(0, 15))}</text>` +
-          `<text x="${x + 6}" y="${y + 36}" font-size="12" fill="${c}">${pct(D.nodes.requested[r][i], D.nodes.allocatable[r][i])}${D.nodes.unschedulable[i] ? " cordoned" : ""}</text>`;
+        // Each label has a plate of its own (fitPlates sizes it to the text).
+        s += `<rect class="plate" fill="#fff"/><text class="label" x="${x + 6}" y="${y + 18}" font-size="12" fill="#111">${esc(shorten(D.nodes.name[i], 15))}</text>` +
+          `<rect class="plate" fill="#fff"/><text class="label" x="${x + 6}" y="${y + 36}" font-size="12" fill="#111">${pct(D.nodes.requested[r][i], D.nodes.allocatable[r][i])}${D.nodes.unschedulable[i] ? " cordoned" : ""}</text>`;
       }
       if (i === S.node) s += outline(x, y, "#d55e00", "");
       s += "</g>";
@@ -186,7 +196,22 @@
       return `<div class="zone"><h3>${esc(z.name)} — ${plural(z.nodes.length, "node")}, ${esc(r)} ${pct(req, alloc)}</h3>` +
         `<svg width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" aria-hidden="true">${zi === 0 ? defs : ""}${svg}</svg></div>`;
     }).join("");
+    fitPlates();
     drawCursor();
+  }
+
+  // Tile labels sit on solid white plates the size of their text: over a cordoned node's
+  // hatching, or the middle steps of the scale, no one text colour keeps WCAG AA's 4.5:1,
+  // while a plate only as large as the text leaves most of the tile's colour in view.
+  function fitPlates() {
+    for (const t of document.querySelectorAll("#map text.label")) {
+      const b = t.getBBox(), plate = t.previousElementSibling;
+      plate.setAttribute("x", b.x - 2);
+      plate.setAttribute("y", b.y - 0.5);
+      plate.setAttribute("width", b.width + 4);
+      plate.setAttribute("height", b.height + 1);
+      plate.setAttribute("rx", 2);
+    }
   }
 
   function renderLegend() {
@@ -207,14 +232,14 @@
 
   function renderZoneBars() {
     const r = S.resource;
-    let h = `<table id="zone-bars"><caption>Requested / allocatable ${esc(resLabel(r))} per zone</caption><thead><tr><th scope="col">zone</th><th scope="col" class="num">nodes</th><th scope="col" class="num">requested</th><th scope="col" class="num">allocatable</th><th scope="col">use</th><th scope="col" class="num">%</th></tr></thead><tbody>`;
+    let h = `<div class="table-scroll"><table id="zone-bars"><caption>Requested / allocatable ${esc(resLabel(r))} per zone</caption><thead><tr><th scope="col">zone</th><th scope="col" class="num">nodes</th><th scope="col" class="num">requested</th><th scope="col" class="num">allocatable</th><th scope="col">use</th><th scope="col" class="num">%</th></tr></thead><tbody>`;
     const row = (name, nodes) => {
       const [q, a] = zoneTotals(nodes, r);
-      return `<tr><th scope="row">${esc(name)}</th><td class="num">${num(nodes.length)}</td><td class="num">${amount(r, q)}</td><td class="num">${amount(r, a)}</td><td>${bar(q, a)}</td><td class="num">${pct(q, a)}</td></tr>`;
+      return `<tr><th scope="row">${nameSpan(name, CELL)}</th><td class="num">${num(nodes.length)}</td><td class="num">${amount(r, q)}</td><td class="num">${amount(r, a)}</td><td>${bar(q, a)}</td><td class="num">${pct(q, a)}</td></tr>`;
     };
     for (const z of zones) h += row(z.name, z.nodes);
     if (zones.length > 1) h += row("all zones", order);
-    $("#zone-bars-wrap").innerHTML = h + "</tbody></table>";
+    $("#zone-bars-wrap").innerHTML = h + "</tbody></table></div>";
   }
 
   // The node table: sortable, paged.
@@ -236,13 +261,13 @@
     const pages = Math.max(1, Math.ceil(idx.length / 25));
     NT.page = Math.min(NT.page, pages - 1);
     const th = (k, label) => `<th scope="col" aria-sort="${NT.sort === k ? (NT.dir > 0 ? "ascending" : "descending") : "none"}"><button class="sort" data-nsort="${k}">${label}</button></th>`;
-    let h = `<table id="node-table"><caption>Nodes, requested / allocatable (sorted by ${esc(NT.sort === "use" ? r + " use" : NT.sort)})</caption><thead><tr>${th("name", "node")}${th("zone", "zone")}<th scope="col">marks</th>` +
+    let h = `<div class="table-scroll"><table id="node-table"><caption>Nodes, requested / allocatable (sorted by ${esc(NT.sort === "use" ? r + " use" : NT.sort)})</caption><thead><tr>${th("name", "node")}${th("zone", "zone")}<th scope="col">marks</th>` +
       cols.map((c) => c === r ? th("use", esc(resLabel(c))) : `<th scope="col">${esc(resLabel(c))}</th>`).join("") + "</tr></thead><tbody>";
     for (const i of idx.slice(NT.page * 25, NT.page * 25 + 25)) {
-      h += `<tr><th scope="row"><button class="link" data-node="${i}">${esc(D.nodes.name[i])}</button></th><td>${esc(str(D.nodes.zone[i]) || "–")}</td><td>${esc(nodeMarks(i).join("; "))}</td>` +
+      h += `<tr><th scope="row">${nodeLink(D.nodes.name[i], CELL)}</th><td>${nameSpan(str(D.nodes.zone[i]) || "–", CELL)}</td><td>${esc(nodeMarks(i).join("; "))}</td>` +
         cols.map((c) => { const q = D.nodes.requested[c][i], a = D.nodes.allocatable[c][i]; return `<td>${bar(q, a)} ${amount(c, q)}/${amount(c, a)} (${pct(q, a)})</td>`; }).join("") + "</tr>";
     }
-    h += `</tbody></table><div class="pager"><button data-npage="-1" ${NT.page ? "" : "disabled"}>Previous</button><span>page ${NT.page + 1} of ${pages}</span><button data-npage="1" ${NT.page + 1 < pages ? "" : "disabled"}>Next</button></div>`;
+    h += `</tbody></table></div><div class="pager"><button data-npage="-1" ${NT.page ? "" : "disabled"}>Previous</button><span>page ${NT.page + 1} of ${pages}</span><button data-npage="1" ${NT.page + 1 < pages ? "" : "disabled"}>Next</button></div>`;
     $("#node-table-wrap").innerHTML = h;
   }
 
@@ -255,8 +280,8 @@
     const labels = Object.entries(D.nodes.labels[i] || {}).map(([k, v]) => `${k}=${v}`);
     let h = `<h3 id="node-detail-title">Node ${esc(D.nodes.name[i])}</h3><p>zone ${esc(str(D.nodes.zone[i]) || "–")}${D.nodes.unschedulable[i] ? " · <strong>cordoned</strong> (spec.unschedulable)" : ""}` +
       `${D.nodes.taints[i].length ? ` · taints: <code>${esc(D.nodes.taints[i].join(", "))}</code>` : ""}</p>`;
-    h += `<table><caption>Requested / allocatable</caption><thead><tr><th scope="col">resource</th><th scope="col" class="num">requested</th><th scope="col" class="num">allocatable</th><th scope="col">use</th><th scope="col" class="num">%</th></tr></thead><tbody>` +
-      res.map((r) => { const q = D.nodes.requested[r][i], a = D.nodes.allocatable[r][i]; return `<tr><th scope="row">${esc(resLabel(r))}</th><td class="num">${amount(r, q)}</td><td class="num">${amount(r, a)}</td><td>${bar(q, a)}</td><td class="num">${pct(q, a)}</td></tr>`; }).join("") + "</tbody></table>";
+    h += `<div class="table-scroll"><table><caption>Requested / allocatable</caption><thead><tr><th scope="col">resource</th><th scope="col" class="num">requested</th><th scope="col" class="num">allocatable</th><th scope="col">use</th><th scope="col" class="num">%</th></tr></thead><tbody>` +
+      res.map((r) => { const q = D.nodes.requested[r][i], a = D.nodes.allocatable[r][i]; return `<tr><th scope="row">${nameSpan(resLabel(r), CELL)}</th><td class="num">${amount(r, q)}</td><td class="num">${amount(r, a)}</td><td>${bar(q, a)}</td><td class="num">${pct(q, a)}</td></tr>`; }).join("") + "</tbody></table></div>";
     if (labels.length) h += `<details><summary>${plural(labels.length, "label")}</summary><p class="nodes-list">${esc(labels.join(", "))}</p></details>`;
     h += `<p>${plural(podsOn.length, "pod")} on the node${podsOn.length ? ":" : "."}</p>`;
     if (podsOn.length) h += `<ul class="nodes-list">${podsOn.slice(0, 200).map((p) => `<li>${podButton(p)}</li>`).join("")}</ul>${podsOn.length > 200 ? `<p class="note">and ${num(podsOn.length - 200)} more (filter the pod table by the node's name)</p>` : ""}`;
@@ -280,7 +305,7 @@
       `<div id="legend" class="legend" aria-label="Legend"></div></div>` +
       `<p id="map-help" class="sr-only"></p>` +
       `<div id="map" class="map zones" tabindex="0" role="group" aria-roledescription="cluster map" aria-describedby="map-help"></div>` +
-      `<div class="grid2"><div id="zone-bars-wrap"></div><div id="node-detail" class="panel" aria-live="polite"></div></div>` +
+      `<div class="pair"><div id="zone-bars-wrap"></div><div id="node-detail" class="panel" aria-live="polite"></div></div>` +
       `<div id="node-table-wrap"></div>`;
     groupZones();
     redrawCluster();
@@ -355,9 +380,9 @@
     const pendingTotal = D.pods.result.filter((x) => str(x) === "pending").length;
     el.innerHTML = `<p>${plural(pendingTotal, "pod")} pending. Each reason of the FailedScheduling message counts once per pod.</p>` +
       `<svg id="pending-chart" role="img" aria-labelledby="pending-chart-t" width="100%" viewBox="0 0 ${W} ${H}" style="max-width:${W}px"><title id="pending-chart-t">Bar chart of pending pods by FailedScheduling reason; the table below has the same figures.</title>${s}</svg>` +
-      `<table id="pending-table"><caption>Pending pods by reason</caption><thead><tr><th scope="col">reason</th><th scope="col" class="num">pods</th><th scope="col" class="num">nodes (summed over pods)</th><th scope="col"><span class="sr-only">action</span></th></tr></thead><tbody>` +
+      `<div class="table-scroll"><table id="pending-table"><caption>Pending pods by reason</caption><thead><tr><th scope="col">reason</th><th scope="col" class="num">pods</th><th scope="col" class="num">nodes (summed over pods)</th><th scope="col"><span class="sr-only">action</span></th></tr></thead><tbody>` +
       reasons.slice(0, 100).map((r) => `<tr><td class="msg">${esc(r.reason)}</td><td class="num">${num(r.pods)}</td><td class="num">${num(r.nodes)}</td><td><button class="link" data-reason="${esc(r.reason)}">show these pods</button></td></tr>`).join("") +
-      `</tbody></table>${reasons.length > 100 ? `<p class="note">and ${num(reasons.length - 100)} more reasons</p>` : ""}`;
+      `</tbody></table></div>${reasons.length > 100 ? `<p class="note">and ${num(reasons.length - 100)} more reasons</p>` : ""}`;
     el.addEventListener("click", (e) => {
       const b = e.target.closest("button[data-reason]");
       if (!b) return;
@@ -373,7 +398,12 @@
   const PT = { q: "", result: "", sort: "pod", dir: 1, page: 0 };
   let searchKeys = null;
   function podKey(p) { return `${str(D.pods.namespace[p])}/${D.pods.name[p]}`; }
-  function podButton(p) { return `<button class="link" data-pod="${p}">${esc(podKey(p))}</button>`; }
+  // A pod's button; in a table cell its namespace and name are shortened each on its own,
+  // the namespace more: the name tells the pods of a table apart.
+  function podButton(p, short) {
+    const text = short ? `${shorten(str(D.pods.namespace[p]), 12)}/${shorten(D.pods.name[p], CELL)}` : podKey(p);
+    return `<button class="link name" data-pod="${p}" title="${esc(podKey(p))}">${esc(text)}</button>`;
+  }
   function nodeName(p) { const n = D.pods.node[p]; return n >= 0 ? D.nodes.name[n] : ""; }
 
   function renderPods() {
@@ -425,24 +455,24 @@
     PT.page = Math.max(0, Math.min(PT.page, pages - 1));
     $("#pod-count").textContent = `${plural(rows.length, "pod")} shown of ${num(D.pods.name.length)}`;
     const th = (k, label, cls) => `<th scope="col"${cls ? ` class="${cls}"` : ""} aria-sort="${PT.sort === k ? (PT.dir > 0 ? "ascending" : "descending") : "none"}"><button class="sort" data-sort="${k}">${label}</button></th>`;
-    let h = `<table id="pod-table"><caption class="sr-only">Pods (sortable: choose a column heading)</caption><thead><tr>${th("pod", "pod")}${th("profile", "profile")}${th("result", "result")}${th("node", "node")}${th("priority", "priority", "num")}${th("attempts", "attempts", "num")}<th scope="col">message</th></tr></thead><tbody>`;
+    let h = `<div class="table-scroll"><table id="pod-table"><caption class="sr-only">Pods (sortable: choose a column heading)</caption><thead><tr>${th("pod", "pod")}${th("profile", "profile")}${th("result", "result")}${th("node", "node")}${th("priority", "priority", "num")}${th("attempts", "attempts", "num")}<th scope="col">message</th></tr></thead><tbody>`;
     for (const p of rows.slice(PT.page * PAGE, PT.page * PAGE + PAGE)) {
       const msg = str(D.pods.message[p]) || "";
-      h += `<tr data-pod-row="${p}"><th scope="row">${podButton(p)}</th><td>${esc(str(D.pods.profile[p]) || "–")}</td><td>${badge(str(D.pods.result[p]))}</td><td>${esc(nodeName(p) || "–")}</td>` +
+      h += `<tr data-pod-row="${p}"><th scope="row">${podButton(p, true)}</th><td>${nameSpan(str(D.pods.profile[p]) || "–", CELL)}</td><td>${badge(str(D.pods.result[p]))}</td><td>${nameSpan(nodeName(p) || "–", CELL)}</td>` +
         `<td class="num">${D.pods.priority[p] ?? "–"}</td><td class="num">${D.pods.attempts[p]}</td><td class="msg">${esc(msg.length > 160 ? msg.slice(0, 158) + "…" : msg)}</td></tr>`;
     }
-    h += `</tbody></table><div class="pager"><button data-page="-1" ${PT.page ? "" : "disabled"}>Previous</button><span>page ${PT.page + 1} of ${pages}</span><button data-page="1" ${PT.page + 1 < pages ? "" : "disabled"}>Next</button></div>`;
+    h += `</tbody></table></div><div class="pager"><button data-page="-1" ${PT.page ? "" : "disabled"}>Previous</button><span>page ${PT.page + 1} of ${pages}</span><button data-page="1" ${PT.page + 1 < pages ? "" : "disabled"}>Next</button></div>`;
     $("#pod-table-wrap").innerHTML = h;
   }
 
   // -- one pod's story ------------------------------------------------------------------------
-  function nodeLink(name) {
+  function nodeLink(name, n) {
     const i = nodeIndex.get(name);
-    return i === undefined ? esc(name) : `<button class="link" data-node="${i}">${esc(name)}</button>`;
+    return i === undefined ? nameSpan(name, n) : `<button class="link name" data-node="${i}" title="${esc(name)}">${esc(shorten(name, n))}</button>`;
   }
   let nodeIndex = new Map();
 
-  function showPod(p, focus) {
+  function showPod(p, focus, push) {
     S.pod = p;
     const st = (D.stories || {})[String(p)] || {};
     const result = str(D.pods.result[p]), node = nodeName(p);
@@ -459,32 +489,35 @@
     else if (st.feasible && st.feasible.count === 1) h += `<p>One node passed the filters: it was chosen without scoring, as upstream does.</p>`;
     if (st.preemption) h += preemptionBlock(st.preemption);
     $("#story .body").innerHTML = h;
-    if (history.replaceState) history.replaceState(null, "", `#pod=${encodeURIComponent(podKey(p))}`);
-    if (focus) { $("#story").scrollIntoView(); $("#story-title").focus(); }
+    // A pod opened on the page becomes a history entry, so Back returns to the story before;
+    // one opened from the address (a link, Back, Forward) already has its entry.
+    const hash = `#pod=${encodeURIComponent(podKey(p))}`;
+    if (push && location.hash !== hash) history.pushState(null, "", hash);
+    if (focus) { $("#story").scrollIntoView(); $("#story-title").focus({ preventScroll: true }); }
   }
 
   function historyTable(hist) {
     if (!hist.length) return `<p>No scheduling attempt${D.pods.attempts[S.pod] ? "" : " (the pod was given bound, refused, or left to another scheduler)"}.</p>`;
-    return `<table id="story-attempts"><caption>Attempts</caption><thead><tr><th scope="col" class="num">#</th><th scope="col" class="num">started</th><th scope="col">result</th><th scope="col">node</th><th scope="col" class="num">nodes</th><th scope="col" class="num">evaluated</th><th scope="col" class="num">feasible</th><th scope="col">nominated</th><th scope="col">message</th></tr></thead><tbody>` +
-      hist.map((a) => `<tr><td class="num">${a.attempt}</td><td class="num">${secs(a.startedAt)}</td><td>${badge(a.result)}</td><td>${a.node ? nodeLink(a.node) : "–"}</td><td class="num">${num(a.allNodes)}</td><td class="num">${num(a.evaluatedNodes)}</td><td class="num">${num(a.feasibleNodes)}</td><td>${a.nominatedNode ? nodeLink(a.nominatedNode) : "–"}</td><td class="msg">${esc(a.message)}</td></tr>`).join("") +
-      "</tbody></table>";
+    return `<div class="table-scroll"><table id="story-attempts"><caption>Attempts</caption><thead><tr><th scope="col" class="num">#</th><th scope="col" class="num">started</th><th scope="col">result</th><th scope="col">node</th><th scope="col" class="num">nodes</th><th scope="col" class="num">evaluated</th><th scope="col" class="num">feasible</th><th scope="col">nominated</th><th scope="col">message</th></tr></thead><tbody>` +
+      hist.map((a) => `<tr><td class="num">${a.attempt}</td><td class="num">${secs(a.startedAt)}</td><td>${badge(a.result)}</td><td>${a.node ? nodeLink(a.node, CELL) : "–"}</td><td class="num">${num(a.allNodes)}</td><td class="num">${num(a.evaluatedNodes)}</td><td class="num">${num(a.feasibleNodes)}</td><td>${a.nominatedNode ? nodeLink(a.nominatedNode, CELL) : "–"}</td><td class="msg">${esc(a.message)}</td></tr>`).join("") +
+      "</tbody></table></div>";
   }
 
   function nodeNames(names, count) {
-    const shown = names.map(nodeLink).join(", ");
+    const shown = names.map((n) => nodeLink(n, CELL)).join(", ");
     return count > names.length ? `${shown} <span class="note">(+${num(count - names.length)} more)</span>` : shown;
   }
 
   function filterTable(st) {
     const groups = st.filters || [];
-    let h = `<table id="story-filters"><caption>Filter verdicts in the last attempt, by plugin and reason (the first plugin that rejects a node is named)</caption><thead><tr><th scope="col">plugin</th><th scope="col">verdict</th><th scope="col">reason</th><th scope="col" class="num">nodes</th><th scope="col">which</th></tr></thead><tbody>`;
+    let h = `<div class="table-scroll"><table id="story-filters"><caption>Filter verdicts in the last attempt, by plugin and reason (the first plugin that rejects a node is named)</caption><thead><tr><th scope="col">plugin</th><th scope="col">verdict</th><th scope="col">reason</th><th scope="col" class="num">nodes</th><th scope="col">which</th></tr></thead><tbody>`;
     for (const g of groups) {
       const code = g.code === "UnschedulableAndUnresolvable" ? `${g.code} <span class="note">(preemption would not help)</span>` : esc(g.code);
       h += `<tr><td>${esc(g.plugin || "–")}</td><td>${code}</td><td class="msg">${esc(g.reasons.join("; "))}</td><td class="num">${num(g.count)}</td><td class="nodes-list">${nodeNames(g.nodes, g.count)}</td></tr>`;
     }
     if (st.feasible) h += `<tr><td>all filters</td><td>passed</td><td>feasible</td><td class="num">${num(st.feasible.count)}</td><td class="nodes-list">${nodeNames(st.feasible.nodes, st.feasible.count)}</td></tr>`;
     if (st.notEvaluated) h += `<tr><td>–</td><td>not evaluated</td><td>the search stopped early (percentageOfNodesToScore found enough feasible nodes, or the nominated node fit)</td><td class="num">${num(st.notEvaluated)}</td><td></td></tr>`;
-    return h + "</tbody></table>";
+    return h + "</tbody></table></div>";
   }
 
   function scoreTable(sc, chosen) {
@@ -497,7 +530,7 @@
     rows.forEach((r, k) => {
       let x = labelW;
       const y = k * rowH;
-      s += `<text x="${labelW - 6}" y="${y + 15}" text-anchor="end" font-size="12"${r.node === chosen ? ' font-weight="bold"' : ""}>${esc(r.node.slice(0, 22))}${r.node === chosen ? " ✓" : ""}</text>`;
+      s += `<text x="${labelW - 6}" y="${y + 15}" text-anchor="end" font-size="12"${r.node === chosen ? ' font-weight="bold"' : ""}>${esc(shorten(r.node, 18))}${r.node === chosen ? " ✓" : ""}</text>`;
       P.forEach((pl, j) => {
         const w = ((W - labelW - 60) * r.normalized[j] * pl.weight) / maxT;
         if (w > 0) s += `<rect x="${x}" y="${y + 3}" width="${w}" height="${rowH - 6}" fill="${CATEGORICAL[j % CATEGORICAL.length]}" stroke="#fff" stroke-width="0.5"><title>${esc(pl.plugin)}: ${r.normalized[j] * pl.weight}</title></rect>`;
@@ -507,13 +540,13 @@
     });
     const legend = P.map((pl, j) => `<span><span class="sw" style="background:${CATEGORICAL[j % CATEGORICAL.length]}"></span>${esc(pl.plugin)} ×${pl.weight}</span>`).join("");
     h += `<div class="legend">${legend}</div><svg id="score-chart" role="img" aria-labelledby="score-chart-t" width="100%" viewBox="0 0 ${W} ${H}" style="max-width:${W}px"><title id="score-chart-t">Stacked bars of each candidate node's weighted score per plugin; the table below has the figures.</title>${s}</svg>`;
-    h += `<table id="story-scores"><caption>Score per plugin: raw → normalised (0–100) × weight = weighted</caption><thead><tr><th scope="col" class="num">rank</th><th scope="col">node</th><th scope="col" class="num">total</th>` +
+    h += `<div class="table-scroll"><table id="story-scores"><caption>Score per plugin: raw → normalised (0–100) × weight = weighted</caption><thead><tr><th scope="col" class="num">rank</th><th scope="col">node</th><th scope="col" class="num">total</th>` +
       P.map((pl) => `<th scope="col" class="num">${esc(pl.plugin)} <span class="note">×${pl.weight}</span></th>`).join("") + "</tr></thead><tbody>";
     for (const r of rows) {
-      h += `<tr data-node="${esc(r.node)}"${r.node === chosen ? ' class="chosen"' : ""}><td class="num">${r.rank}</td><td>${nodeLink(r.node)}${r.node === chosen ? " <strong>(chosen)</strong>" : ""}</td><td class="num total">${r.total}</td>` +
+      h += `<tr data-node="${esc(r.node)}"${r.node === chosen ? ' class="chosen"' : ""}><td class="num">${r.rank}</td><td>${nodeLink(r.node, CELL)}${r.node === chosen ? " <strong>(chosen)</strong>" : ""}</td><td class="num total">${r.total}</td>` +
         P.map((pl, j) => `<td class="num"><span class="note">${r.raw[j]} →</span> ${r.normalized[j]} <span class="note">→</span> <strong>${r.normalized[j] * pl.weight}</strong></td>`).join("") + "</tr>";
     }
-    h += "</tbody></table>";
+    h += "</tbody></table></div>";
     const ties = rows.filter((r) => r.rank === 1).length;
     if (ties > 1 && chosen) h += `<p class="note">${ties} nodes share the best total; the scheduler picked ${esc(chosen)} among them at random (reservoir sampling, seeded by --seed), as upstream does.</p>`;
     return h;
@@ -524,9 +557,9 @@
     if (pr.victims.length) h += `<p>${plural(pr.victims.length, "victim")} deleted to make room:</p><ul>${pr.victims.map((v) => `<li>${esc(v)}</li>`).join("")}</ul>`;
     if (pr.chosen) h += `<p>Nominated node: <strong>${nodeLink(pr.chosen)}</strong>${pr.decidedBy ? `, decided by <strong id="story-decided-by">${esc(pr.decidedBy)}</strong>` : ""}.</p>`;
     if (pr.candidates.length) {
-      h += `<table><caption>Candidate nodes of the last preemption attempt</caption><thead><tr><th scope="col">node</th><th scope="col">victims it would need</th><th scope="col" class="num">PDB violations</th></tr></thead><tbody>` +
-        pr.candidates.map((c) => `<tr${c.node === pr.chosen ? ' class="chosen"' : ""}><td>${nodeLink(c.node)}</td><td class="msg">${esc(c.victims.join(", "))}</td><td class="num">${c.pdbViolations}</td></tr>`).join("") +
-        `</tbody></table>${pr.moreCandidates ? `<p class="note">and ${num(pr.moreCandidates)} more candidates</p>` : ""}`;
+      h += `<div class="table-scroll"><table><caption>Candidate nodes of the last preemption attempt</caption><thead><tr><th scope="col">node</th><th scope="col">victims it would need</th><th scope="col" class="num">PDB violations</th></tr></thead><tbody>` +
+        pr.candidates.map((c) => `<tr${c.node === pr.chosen ? ' class="chosen"' : ""}><td>${nodeLink(c.node, CELL)}</td><td class="msg">${esc(c.victims.join(", "))}</td><td class="num">${c.pdbViolations}</td></tr>`).join("") +
+        `</tbody></table></div>${pr.moreCandidates ? `<p class="note">and ${num(pr.moreCandidates)} more candidates</p>` : ""}`;
     }
     if (pr.message) h += `<p class="msg">PostFilter: ${esc(pr.message)}</p>`;
     return h + "</div>";
@@ -563,9 +596,9 @@
     const desc = `Timeline over ${secs(T)} of virtual time: ${plural(binds.length, "pod")} bound by the scheduler (blue line, cumulative), ${plural(pre, "preemption")} (pink circles), ${plural(evi, "eviction")} (vermillion diamonds).`;
     let h = `<p>${esc(desc)}</p><svg id="timeline-chart" role="img" aria-labelledby="timeline-t" width="100%" viewBox="0 0 ${W} ${H}" style="max-width:${W}px"><title id="timeline-t">${esc(desc)} The table below lists the events.</title>${s}</svg>`;
     if (ev.length) {
-      h += `<table id="timeline-table"><caption>Preemptions and evictions</caption><thead><tr><th scope="col" class="num">time</th><th scope="col">reason</th><th scope="col">object</th><th scope="col">message</th></tr></thead><tbody>` +
+      h += `<div class="table-scroll"><table id="timeline-table"><caption>Preemptions and evictions</caption><thead><tr><th scope="col" class="num">time</th><th scope="col">reason</th><th scope="col">object</th><th scope="col">message</th></tr></thead><tbody>` +
         ev.slice(0, 300).map((e) => `<tr><td class="num">${secs(e.time)}</td><td>${esc(e.reason)}</td><td>${esc(e.object)}</td><td class="msg">${esc(e.message)}</td></tr>`).join("") +
-        `</tbody></table>${ev.length > 300 ? `<p class="note">and ${num(ev.length - 300)} more events</p>` : ""}`;
+        `</tbody></table></div>${ev.length > 300 ? `<p class="note">and ${num(ev.length - 300)} more events</p>` : ""}`;
     } else {
       h += `<p>No preemption or eviction happened.</p>`;
     }
@@ -613,12 +646,18 @@
     document.body.addEventListener("click", (e) => {
       const b = e.target.closest("button[data-pod], button[data-node]");
       if (!b || b.closest("#node-table-wrap")) return;
-      if (b.dataset.pod !== undefined) showPod(+b.dataset.pod, true);
+      if (b.dataset.pod !== undefined) showPod(+b.dataset.pod, true, true);
       else { selectNode(+b.dataset.node, false); $("#cluster").scrollIntoView(); $("#node-detail").focus(); }
     });
     $("#node-detail").tabIndex = -1;
+    // A link to a pod (report.html#pod=ns/name) opens its story and scrolls to it, on load
+    // and on Back and Forward.
     const p = podFromHash();
-    if (p >= 0) showPod(p, false);
+    if (p >= 0) showPod(p, true, false);
+    window.addEventListener("popstate", () => {
+      const q = podFromHash();
+      if (q >= 0 && q !== S.pod) showPod(q, true, false);
+    });
     document.body.dataset.ready = "true";
   }
 
