@@ -30,7 +30,7 @@ def test_text_table(capsys) -> None:
 
 
 def test_json_report(capsys, tmp_path) -> None:
-    saved = tmp_path / "out" / "r.json"
+    saved = tmp_path / "r.json"
     code = main(["bench", "all", *SMALL, "--output", "json", "--repeat", "2", "--save", str(saved)])
     assert code == 0
     data = json.loads(capsys.readouterr().out)
