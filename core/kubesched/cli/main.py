@@ -55,8 +55,17 @@ def build_parser() -> argparse.ArgumentParser:
     # Also after the command (``kubesched simulate --debug``), where it is easy to add
     # to a command line; SUPPRESS keeps the global flag's value when it is not there.
     for sub in subparsers.choices.values():
-        sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug_help)
+        _add_debug(sub, debug_help)
     return parser
+
+
+def _add_debug(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--debug`` on ``parser`` and on its own sub-commands (``config validate``)."""
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=help)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _add_debug(sub, help)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
