@@ -34,8 +34,12 @@ def output_file(text: str) -> str:
     path = Path(text)
     folder = path.parent
     if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise argparse.ArgumentTypeError(f"cannot write {text}: the folder {folder} {what}")
+        why = (
+            f"{folder} is not a folder"
+            if folder.exists()
+            else f"the folder {folder} does not exist"
+        )
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {why}")
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"cannot write {text}: it is a folder")
     return text
