@@ -231,3 +231,19 @@ def _reading(pid: int) -> bool:
     except (FileNotFoundError, PermissionError):
         return False
     return bool(syscall) and syscall[0] == "0" and syscall[1] == "0x0"  # read(0, ...)
+
+
+def test_a_reader_that_goes_away_is_no_error() -> None:
+    quickstart = Path(__file__).parents[2] / "examples" / "quickstart"
+    proc = subprocess.Popen(
+        [*KUBESCHED, "simulate", str(quickstart), "-o", "yaml", "--events"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(10)  # as ``| head -c 10`` does
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err

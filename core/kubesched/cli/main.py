@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -86,7 +87,8 @@ def _run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly, and keep Python from
         # complaining again when it flushes stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        with contextlib.suppress(OSError, ValueError):  # stdout without a file descriptor
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except (Exception, KeyboardInterrupt, Terminated) as err:
         return report_failure(err, args.command)
