@@ -7,7 +7,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -24,6 +27,26 @@ def _default_sigint() -> None:
     # A test run started in the background inherits an ignored SIGINT; a terminal's
     # foreground process has the default one.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextmanager
+def _process(argv: list[str], **popen: Any) -> Iterator[subprocess.Popen]:
+    """``argv`` started as from a terminal (stderr read as text, stdout discarded unless
+    ``popen`` says otherwise); killed on the way out if still running."""
+    options: dict[str, Any] = {
+        "stdout": subprocess.DEVNULL,
+        "stderr": subprocess.PIPE,
+        "text": True,
+        "preexec_fn": _default_sigint,
+        **popen,
+    }
+    proc = subprocess.Popen(argv, **options)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def _wait_for(check, what: str, timeout: float = 60.0) -> None:
@@ -49,15 +72,7 @@ def _nodes_yaml(count: int) -> str:
 
 @pytest.mark.skipif(not SCRIPT.exists(), reason="the kubesched console script is not installed")
 def test_ctrl_c_during_the_imports() -> None:
-    proc = subprocess.Popen(
-        [str(SCRIPT), "simulate", "-"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
-    )
-    try:
+    with _process([str(SCRIPT), "simulate", "-"], stdin=subprocess.PIPE) as proc:
         # numpy is among the first things ``kubesched`` imports, long before the command
         # line runs: once its extension is mapped, the imports are under way.
         maps = Path(f"/proc/{proc.pid}/maps")
@@ -67,10 +82,6 @@ def test_ctrl_c_during_the_imports() -> None:
         )
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130
     assert "Traceback" not in err and err.count("\n") <= 1
 
@@ -105,25 +116,9 @@ def test_ctrl_c_while_run_waits_for_an_api_server(tmp_path: Path) -> None:
             }
         )
     )
-    proc = subprocess.Popen(
-        [
-            *KUBESCHED,
-            "run",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--bind-address",
-            "127.0.0.1",
-            "--secure-port",
-            str(free_port()),
-            "--cert-dir",
-            str(tmp_path),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
-    )
-    try:
+    argv = [*KUBESCHED, "run", "--kubeconfig", str(kubeconfig), "--bind-address", "127.0.0.1",
+            "--secure-port", str(free_port()), "--cert-dir", str(tmp_path)]  # fmt: skip
+    with _process(argv) as proc:
         assert proc.stderr is not None
         lines = []
         for line in proc.stderr:
@@ -132,10 +127,6 @@ def test_ctrl_c_while_run_waits_for_an_api_server(tmp_path: Path) -> None:
                 break
         proc.send_signal(signal.SIGINT)
         _, rest = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     err = "".join(lines) + rest
     assert proc.returncode == 130, err
     assert "Traceback" not in err
@@ -169,14 +160,7 @@ def _gone(pid: int) -> bool:
     ids=["sigterm", "sigint", "sigkill"],
 )
 def test_bench_stops_its_worker_with_itself(sig: int, status: int) -> None:
-    proc = subprocess.Popen(
-        [*KUBESCHED, "bench", "basic", "--nodes", "3000", "--pods", "20000"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
-    )
-    try:
+    with _process([*KUBESCHED, "bench", "basic", "--nodes", "3000", "--pods", "20000"]) as proc:
         assert proc.stderr is not None
         # "running basic (...)" comes right before the run is forked (while importing,
         # croniter runs ``file``: a child that is no worker).
@@ -189,26 +173,14 @@ def test_bench_stops_its_worker_with_itself(sig: int, status: int) -> None:
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
         _wait_for(lambda: _gone(worker), "the worker outlived bench", timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == status
     assert "Traceback" not in err
     if sig != signal.SIGKILL:
         assert err.splitlines()[-1] == ("terminated" if sig == signal.SIGTERM else "interrupted")
 
 
-def test_sigterm_is_quiet_during_simulate(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [*KUBESCHED, "simulate", "-", "--no-progress"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
-    )
-    try:
+def test_sigterm_is_quiet_during_simulate() -> None:
+    with _process([*KUBESCHED, "simulate", "-", "--no-progress"], stdin=subprocess.PIPE) as proc:
         assert proc.stdin is not None
         proc.stdin.write(_nodes_yaml(3))
         proc.stdin.flush()
@@ -216,10 +188,6 @@ def test_sigterm_is_quiet_during_simulate(tmp_path: Path) -> None:
         _wait_for(lambda: proc.poll() is not None or _reading(proc.pid), "never read stdin")
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 143
     assert err == "terminated\n"
 
@@ -235,15 +203,12 @@ def _reading(pid: int) -> bool:
 
 def test_a_reader_that_goes_away_is_no_error() -> None:
     quickstart = Path(__file__).parents[2] / "examples" / "quickstart"
-    proc = subprocess.Popen(
-        [*KUBESCHED, "simulate", str(quickstart), "-o", "yaml", "--events"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.read(10)  # as ``| head -c 10`` does
-    proc.stdout.close()
-    err = proc.stderr.read().decode()
-    proc.wait(timeout=120)
+    argv = [*KUBESCHED, "simulate", str(quickstart), "-o", "yaml", "--events"]
+    with _process(argv, stdout=subprocess.PIPE, text=False) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.read(10)  # as ``| head -c 10`` does
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        proc.wait(timeout=120)
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "BrokenPipe" not in err
