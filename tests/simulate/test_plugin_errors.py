@@ -133,22 +133,22 @@ def test_explain_shows_the_message(tmp_path: Path, monkeypatch, capsys) -> None:
     assert 'running Score plugins: plugin "Boom" failed with: ' + MESSAGE in out
 
 
-@pytest.mark.parametrize("how", ["flag", "flag-after-command", "environment"])
+@pytest.mark.parametrize(
+    ("before", "environment"),
+    [(["--debug"], {}), ([], {"KUBESCHED_DEBUG": "1"})],
+    ids=["flag", "environment"],
+)
 def test_debug_logs_the_plugins_traceback_once(
-    how: str, tmp_path: Path, monkeypatch, capsys, caplog
+    before: list[str], environment: dict[str, str], tmp_path: Path, monkeypatch, capsys, caplog
 ) -> None:
     monkeypatch.delenv("KUBESCHED_DEBUG", raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
     # Each case starts as a fresh process would, with no traceback logged yet.
     monkeypatch.setattr(runtime_framework, "_LOGGED_RAISES", set())
     _with(monkeypatch, _plugin("Boom", "reserve"))
     manifests, config = _inputs(tmp_path, "reserve")
-    args = ["simulate", manifests, "--config", config, "-o", "json"]
-    if how == "flag":
-        args.insert(0, "--debug")
-    elif how == "flag-after-command":
-        args.append("--debug")
-    else:
-        monkeypatch.setenv("KUBESCHED_DEBUG", "1")
+    args = [*before, "simulate", manifests, "--config", config, "-o", "json"]
     with caplog.at_level(logging.ERROR, logger="kubesched.framework.runtime.framework"):
         assert main(args) == 0
     logged = [r for r in caplog.records if r.exc_info]
