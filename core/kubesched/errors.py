@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import Any
 
 from pydantic import ValidationError
+
+DEBUG_ENV = "KUBESCHED_DEBUG"
+"""The environment variable that asks for tracebacks (``kubesched --debug`` sets it, so
+that the processes kubesched starts inherit it)."""
+
+
+def debug_enabled() -> bool:
+    """True when a failure should show its traceback: ``kubesched --debug`` or
+    ``KUBESCHED_DEBUG=1`` (any value but empty, ``0``, ``false`` or ``no``)."""
+    return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
 class ErrorType(StrEnum):

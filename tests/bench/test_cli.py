@@ -30,7 +30,7 @@ def test_text_table(capsys) -> None:
 
 
 def test_json_report(capsys, tmp_path) -> None:
-    saved = tmp_path / "out" / "r.json"
+    saved = tmp_path / "r.json"
     code = main(["bench", "all", *SMALL, "--output", "json", "--repeat", "2", "--save", str(saved)])
     assert code == 0
     data = json.loads(capsys.readouterr().out)
@@ -80,8 +80,44 @@ def test_errors(monkeypatch, capsys, argv, message) -> None:
     assert message in err and "Traceback" not in err
 
 
-def test_bad_numbers(capsys) -> None:
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--nodes", "0"], "argument --nodes: must be at least 1, not 0"),
+        (["--nodes", "-3"], "argument --nodes: must be at least 1, not -3"),
+        (["--nodes", "many"], "argument --nodes: not a whole number: 'many'"),
+        (["--pods", "0"], "argument --pods: must be at least 1, not 0"),
+        (["--pods", "-1"], "argument --pods: must be at least 1, not -1"),
+        (["--repeat", "0"], "argument --repeat: must be at least 1, not 0"),
+        (["--percentage-of-nodes-to-score", "101"], "must be within 0..100, not 101"),
+        (["--percentage-of-nodes-to-score", "half"], "not a whole number: 'half'"),
+        (["--timeout", "0"], "argument --timeout: must be greater than 0, not 0"),
+        (["--timeout", "-5"], "argument --timeout: must be greater than 0, not -5"),
+        (["--timeout", "nan"], "argument --timeout: must be greater than 0, not nan"),
+        (["--timeout", "soon"], "argument --timeout: not a number: 'soon'"),
+        (["--save", "no/such/folder/r.json"], "the folder no/such/folder does not exist"),
+    ],
+    ids=[
+        "nodes-0", "nodes-negative", "nodes-word", "pods-0", "pods-negative", "repeat-0",
+        "pct-101", "pct-word", "timeout-0", "timeout-negative", "timeout-nan", "timeout-word",
+        "save-no-folder",
+    ],
+)  # fmt: skip
+def test_bad_arguments_are_refused_before_any_run(argv, message, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
-        main(["bench", "--nodes", "0"])
+        main(["bench", *argv])
     assert exc.value.code == 2
-    assert "must be at least 1" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_save_refuses_a_folder_and_a_file_as_folder(tmp_path, capsys) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for path, message in (
+        (tmp_path, f"cannot write {tmp_path}: it is a folder"),
+        (afile / "r.json", f"cannot write {afile / 'r.json'}: {afile} is not a folder"),
+    ):
+        with pytest.raises(SystemExit):
+            main(["bench", "--save", str(path)])
+        assert message in capsys.readouterr().err

@@ -563,4 +563,7 @@ def test_vectorised_hooks_must_return_one_result_per_node():
     assert error.code is Code.ERROR and error.plugin == "Short"
     assert "filter_nodes of plugin 'Short' returned 1 verdicts for 2 nodes" in error.message()
     status = fw.run_score_plugins(state, POD, batch)
-    assert status.message() == "score_nodes of plugin 'Short' returned 1 scores for 2 nodes"
+    assert status.message() == (
+        'running Score plugins: plugin "Short" failed with: '
+        "score_nodes of plugin 'Short' returned 1 scores for 2 nodes"
+    )

@@ -214,7 +214,8 @@ def test_cli_summary_detail_still_explains(example_dir: Path, tmp_path: Path, ca
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--report", "/nonexistent-dir/r.html"], "cannot write the report"),
+        # A folder that exists but takes no new file (a missing one is refused up front).
+        (["--report", "/proc/r.html"], "cannot write the report"),
         (["--report", "{tmp}/r.html", "--explain", "default/ghost"], "no pod default/ghost"),
     ],
     ids=["unwritable", "unknown-explained-pod"],

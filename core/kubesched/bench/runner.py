@@ -52,6 +52,7 @@ import gc
 import os
 import platform
 import resource
+import signal
 import statistics
 import sys
 import time
@@ -375,14 +376,24 @@ def run_once(
     return result, workload
 
 
+WORKER_STOP_SECONDS = 5.0
+"""How long a worker stopped early (Ctrl-C, SIGTERM) has to end before it is killed."""
+
+
 def _run_isolated(kwargs: dict[str, Any]) -> RunResult:
-    """``run_once`` in a forked child, so that its memory peak is its own."""
+    """``run_once`` in a forked child, so that its memory peak is its own.
+
+    The child never outlives the parent: whatever ends the wait (Ctrl-C, SIGTERM made
+    an exception by the command line, an error) terminates it, and on Linux the kernel
+    kills it if the parent dies without a word (SIGKILL)."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
+    parent_pid = os.getpid()
 
     def target() -> None:
+        _worker_signals(parent_pid)
         try:
             result, _ = run_once(**kwargs)
             child.send(("ok", asdict(result)))
@@ -396,13 +407,40 @@ def _run_isolated(kwargs: dict[str, Any]) -> RunResult:
     child.close()
     try:
         status, payload = parent.recv()
-    except EOFError:
-        proc.join()
-        raise BenchError(f"benchmark process died (exit code {proc.exitcode})") from None
+    except BaseException as err:
+        _stop_worker(proc)
+        if isinstance(err, EOFError):
+            raise BenchError(f"benchmark process died (exit code {proc.exitcode})") from None
+        raise
     proc.join()
     if status != "ok":
         raise BenchError(payload)
     return RunResult(**payload)
+
+
+def _worker_signals(parent_pid: int) -> None:
+    """A worker's signals: the parent decides about Ctrl-C (a terminal sends SIGINT to
+    both; the parent stops the worker), SIGTERM ends it at once (the handler the fork
+    inherited would raise inside the run), and it dies with its parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform == "linux":
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the parent died before the line above took effect
+        os._exit(1)
+
+
+def _stop_worker(proc: Any) -> None:
+    """Terminate ``proc`` and wait for it; kill it if SIGTERM did not end it in time."""
+    if proc.is_alive():
+        proc.terminate()
+        proc.join(WORKER_STOP_SECONDS)
+        if proc.is_alive():
+            proc.kill()
+    proc.join()
 
 
 def _median(values: Sequence[float]) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def positive_int(text: str) -> int:
@@ -24,3 +25,31 @@ def positive_int_or_all(text: str) -> int | None:
         return positive_int(text)
     except argparse.ArgumentTypeError as err:
         raise argparse.ArgumentTypeError(f"{err} (or 'all')") from None
+
+
+def positive_number(text: str) -> float:
+    """A number greater than 0, e.g. seconds (argparse ``type``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be greater than 0, not {text}")
+    return value
+
+
+def output_file(text: str) -> str:
+    """A file to write at the end of a run (argparse ``type``): refused at once, before
+    any work, when its folder does not exist or the path is a folder."""
+    path = Path(text)
+    folder = path.parent
+    if not folder.is_dir():
+        why = (
+            f"{folder} is not a folder"
+            if folder.exists()
+            else f"the folder {folder} does not exist"
+        )
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {why}")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text}: it is a folder")
+    return text

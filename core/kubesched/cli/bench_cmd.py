@@ -18,7 +18,7 @@ from kubesched.bench import (
     run_workload,
 )
 from kubesched.bench.kube import SCHEDULERS, run_on_api_server
-from kubesched.cli.arguments import positive_int
+from kubesched.cli.arguments import output_file, positive_int, positive_number
 from kubesched.cli.config_option import add_feature_gates_argument, feature_gates_argument
 from kubesched.errors import KubeschedError
 from kubesched.framework.registry import PluginRegistry, default_registry
@@ -29,15 +29,11 @@ def _registry() -> PluginRegistry:
     return default_registry()
 
 
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, not {value}")
-    return value
-
-
 def _percentage(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if not 0 <= value <= 100:
         raise argparse.ArgumentTypeError(f"must be within 0..100, not {value}")
     return value
@@ -66,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--nodes", type=positive_int, default=500, help="nodes (default: 500)")
     parser.add_argument(
-        "--pods", type=_non_negative, default=1000, help="measured pods (default: 1000)"
+        "--pods", type=positive_int, default=1000, help="measured pods (default: 1000)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
     parser.add_argument(
@@ -100,7 +96,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--output", "-o", choices=("text", "json"), default="text", help="output format"
     )
-    parser.add_argument("--save", metavar="FILE", help="also write the JSON report to FILE")
+    parser.add_argument(
+        "--save", metavar="FILE", type=output_file, help="also write the JSON report to FILE"
+    )
     api = parser.add_argument_group(
         "against an API server",
         "create the workload's objects in a real (scratch, node-less) API server and measure "
@@ -124,7 +122,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     api.add_argument("--config", metavar="FILE", help="kubesched run's configuration")
     add_feature_gates_argument(parser)
     api.add_argument(
-        "--timeout", type=float, default=1800.0, metavar="S", help="give up after S seconds"
+        "--timeout",
+        type=positive_number,
+        default=1800.0,
+        metavar="S",
+        help="give up after S seconds",
     )
     parser.set_defaults(func=_bench)
 
@@ -222,12 +224,7 @@ def _bench(args: argparse.Namespace) -> int:
     }
     data = report(results, options=options)
     if args.save:
-        try:
-            path = Path(args.save)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(data, indent=2) + "\n")
-        except OSError as err:
-            raise KubeschedError(f"cannot write {args.save}: {err}") from None
+        _save(args.save, data)
     if text:
         print(render_text(results), end="")
         for r in results:
@@ -236,6 +233,14 @@ def _bench(args: argparse.Namespace) -> int:
     else:
         print(json.dumps(data, indent=2))
     return 0
+
+
+def _save(path: str, data: dict[str, Any]) -> None:
+    """``--save``: the JSON report written to ``path`` (its folder was checked up front)."""
+    try:
+        Path(path).write_text(json.dumps(data, indent=2) + "\n")
+    except OSError as err:
+        raise KubeschedError(f"cannot write {path}: {err.strerror or err}") from None
 
 
 def _bench_api_server(args: argparse.Namespace) -> int:
@@ -279,7 +284,7 @@ def _bench_api_server(args: argparse.Namespace) -> int:
         )
     data = {"environment": environment(), "results": [r.to_dict() for r in results]}
     if args.save:
-        Path(args.save).write_text(json.dumps(data, indent=2) + "\n")
+        _save(args.save, data)
     if args.output == "json":
         print(json.dumps(data, indent=2))
         return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from kubesched.api import KubeObject
+from kubesched.cli.arguments import output_file
 from kubesched.cli.output import YamlDumper
 from kubesched.errors import UserInputError
 
@@ -28,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--save-snapshot",
         metavar="FILE",
+        type=output_file,
         help="with --from-cluster, also write what was read as manifests to FILE "
         "(a later run can take FILE instead of the cluster)",
     )

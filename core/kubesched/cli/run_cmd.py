@@ -12,6 +12,7 @@ from kubesched.backend.kube import KubeClient, KubeCluster
 from kubesched.backend.kube.client import load_configuration_and_source
 from kubesched.backend.protocol import BackendError
 from kubesched.cli.config_option import add_config_argument, load_config_argument
+from kubesched.cli.errors import EXIT_INTERRUPTED
 from kubesched.errors import KubeschedError, UserInputError
 from kubesched.framework.registry import default_registry
 from kubesched.metrics import Metrics
@@ -94,9 +95,18 @@ def _run(args: argparse.Namespace) -> int:
             runner.server.stop()
         cluster.close()
         raise
+    received: list[int] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        received.append(signum)
+        runner.stop()
+
+    # Either signal stops the scheduler gracefully (the lease released, the server
+    # stopped); Ctrl-C still ends with the shell's status for it, as everywhere else.
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda _signum, _frame: runner.stop())
+        signal.signal(sig, stop)
     try:
-        return runner.run()
+        code = runner.run()
+        return EXIT_INTERRUPTED if signal.SIGINT in received else code
     except BackendError as err:
         raise KubeschedError(str(err)) from err

@@ -9,7 +9,7 @@ from pathlib import Path
 from kubesched.api import MANIFEST_SUFFIXES, KubeObject, load_manifests
 from kubesched.backend.memory.store import DEFAULT_MAX_PODS, SYSTEM_NAMESPACES
 from kubesched.cli import live_cluster, output
-from kubesched.cli.arguments import positive_int, positive_int_or_all
+from kubesched.cli.arguments import output_file, positive_int, positive_int_or_all
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.cli.output import progress_bar, write_data
 from kubesched.errors import UserInputError
@@ -91,6 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--metrics",
         metavar="FILE",
+        type=output_file,
         help="write the scheduler's metrics in Prometheus text format to FILE at the end",
     )
     parser.add_argument(
@@ -143,6 +144,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--report",
         metavar="FILE.html",
+        type=output_file,
         help="also write a self-contained HTML report (cluster map, pending reasons, pod "
         "table, each pod's filter verdicts and scores, timeline) to FILE.html; it opens "
         "offline in a browser",

@@ -6,6 +6,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
@@ -17,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kubesched.backend.protocol import BackendError, ConflictError, NotFoundError
 from kubesched.config.types import ClientConnectionConfiguration
+from kubesched.notices import notice
 
 if TYPE_CHECKING:
     # The official client costs about 0.1 s to import: only commands that talk to a real
@@ -209,6 +211,26 @@ def _kubeconfig_source(path: str) -> str:
     return f'kubeconfig {path}, user "{user_name}" ({how})'
 
 
+_UNVERIFIED_SERVERS: set[str] = set()
+"""The API servers whose missing TLS verification this process has reported."""
+_UNVERIFIED_LOCK = threading.Lock()
+
+
+def _say_tls_unverified(host: str) -> None:
+    """Report once per process and server that its certificate is not verified (the
+    kubeconfig's ``insecure-skip-tls-verify``), as a notice; and silence urllib3's
+    ``InsecureRequestWarning``, which would say it again at every request."""
+    warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
+    with _UNVERIFIED_LOCK:
+        if host in _UNVERIFIED_SERVERS:
+            return
+        _UNVERIFIED_SERVERS.add(host)
+    notice(
+        f"TLS verification is off for the API server {host} (insecure-skip-tls-verify): "
+        "its certificate is not checked"
+    )
+
+
 class KubeClient:
     """Requests to one API server with the official client's connection and credentials.
 
@@ -237,6 +259,8 @@ class KubeClient:
         self._pool = self.api_client.rest_client.pool_manager
         self.host = configuration.host.rstrip("/")
         self._host_label = urlsplit(self.host).netloc
+        if not configuration.verify_ssl and self.host.startswith("https://"):
+            _say_tls_unverified(self.host)
         # Requests go straight to the API server's connection pool: the pool manager's
         # URL parsing and pool lookup cost about 40 µs a request. Through a proxy, the
         # manager (a ProxyManager) knows how to reach it.

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kubesched.api import PODS
-from kubesched.errors import KubeschedError
+from kubesched.errors import KubeschedError, debug_enabled
 from kubesched.features import FeatureGates
 from kubesched.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
 from kubesched.framework.events import WILDCARD_EVENT, ClusterEvent, ClusterEventWithHint
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from kubesched.config import EffectiveProfile
     from kubesched.framework.node_table import NodeTable
     from kubesched.metrics import Metrics
+
+log = logging.getLogger(__name__)
 
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 """Share of scheduling cycles whose per-plugin durations are recorded (upstream: 10%)."""
@@ -884,7 +887,7 @@ class Framework:
                 call = runner.call("filter")
                 results = [call(state, pod, pod_info, ni) for ni in sub.infos]
         except Exception as err:
-            return Status.from_error(err, runner.name)
+            return _plugin_raised(err, runner.name, "Filter", pod_info)
         if start:
             self._observe_plugin(runner.name, "Filter", None, start)
         if results is None:
@@ -990,8 +993,11 @@ class Framework:
                 continue
             raw = self._score_many(runner, state, pod, pod_info, batch)
             if isinstance(raw, Status):
-                self._observe("Score", raw, start)
-                return raw
+                error = _wrap_error(
+                    raw, f"running Score plugins: plugin {_q(runner.name)} failed with"
+                )
+                self._observe("Score", error, start)
+                return error
             values = raw
             normalize = runner.call("normalize_score")
             if normalize is not None:
@@ -1010,7 +1016,7 @@ class Framework:
                 if status is not None and not status.is_success():
                     error = _wrap_error(
                         status.with_plugin(runner.name),
-                        f"running Normalize on Score plugins {_q(runner.name)}",
+                        f"running Normalize on Score plugins: plugin {_q(runner.name)} failed with",
                     )
                     self._observe("Score", error, start)
                     return error
@@ -1049,9 +1055,7 @@ class Framework:
             if batch_call is not None:
                 raw = batch_call(state, pod, pod_info, batch)
                 if isinstance(raw, Status):
-                    return _wrap_error(
-                        raw.with_plugin(runner.name), f"running Score plugin {_q(runner.name)}"
-                    )
+                    return raw.with_plugin(runner.name)
                 raw = np.asarray(raw)
                 if raw.dtype.kind not in "iu":
                     return _wrong_result(runner.name, "score_nodes", raw.dtype)
@@ -1061,14 +1065,12 @@ class Framework:
                 values = [call(state, pod, pod_info, ni) for ni in batch.infos]
                 for v in values:
                     if isinstance(v, Status):
-                        return _wrap_error(
-                            v.with_plugin(runner.name), f"running Score plugin {_q(runner.name)}"
-                        )
+                        return v.with_plugin(runner.name)
                     if not _is_score(v):
                         return _wrong_result(runner.name, "score", v)
                 raw = np.fromiter(values, dtype=np.int64, count=len(values))
         except Exception as err:
-            return Status.from_error(err, runner.name)
+            return _plugin_raised(err, runner.name, "Score", pod_info)
         if start:
             self._observe_plugin(runner.name, "Score", None, start)
         if len(raw) != len(batch):
@@ -1249,7 +1251,7 @@ class Framework:
         try:
             result = call(*args)
         except Exception as err:
-            result = Status.from_error(err, runner.name)
+            result = _plugin_raised(err, runner.name, ep, next(_pod_infos(args), None))
         else:
             allowed = _RESULT_TYPES.get(hook)
             if allowed is not None and result is not None and not isinstance(result, allowed):
@@ -1505,6 +1507,35 @@ def _batch_length_error(plugin: str, hook: str, what: str, got: int, want: int) 
         f"{hook} of plugin {plugin!r} returned {got} {what} for {want} nodes",
         plugin=plugin,
     )
+
+
+def _plugin_raised(
+    err: Exception, plugin: str, extension_point: str, pod_info: PodInfo | None
+) -> Status:
+    """The ``ERROR`` status of a plugin that raised ``err``, attributed to it (the caller
+    adds upstream's "running <point> plugin" context).
+
+    With debugging on, the traceback is logged, as upstream logs "Plugin failed" with
+    the error: the status keeps only the message, and a plugin author needs the line
+    that raised. Once per plugin, extension point and error: a failing pod is retried
+    with backoff, and a simulation would repeat the same traceback at every attempt.
+    """
+    if debug_enabled():
+        seen = (plugin, extension_point, type(err).__name__, str(err))
+        if seen not in _LOGGED_RAISES:
+            _LOGGED_RAISES.add(seen)
+            pod = f" for pod {pod_info.key}" if pod_info is not None else ""
+            log.error("%s plugin %s raised%s", extension_point, _q(plugin), pod, exc_info=err)
+    return Status.from_error(err, plugin)
+
+
+_LOGGED_RAISES: set[tuple[str, str, str, str]] = set()
+"""The plugin exceptions whose traceback this process logged (see ``_plugin_raised``)."""
+
+
+def _pod_infos(args: Sequence[Any]) -> Iterator[PodInfo]:
+    """The ``PodInfo`` among a hook's arguments (every hook but QueueSort's has one)."""
+    return (a for a in args if isinstance(a, PodInfo))
 
 
 def _q(name: str) -> str:
