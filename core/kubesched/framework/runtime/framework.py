@@ -14,6 +14,7 @@ import numpy as np
 from kubesched.api import PODS
 from kubesched.errors import KubeschedError
 from kubesched.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
+from kubesched.framework.diagnosis import EXTENDER_NAME
 from kubesched.framework.events import WILDCARD_EVENT, ClusterEvent, ClusterEventWithHint
 from kubesched.framework.gomath import sat_add_array, saturate
 from kubesched.framework.plugin import EXTENSION_POINTS
@@ -266,8 +267,12 @@ class Framework:
         clock: Any = None,
         parallelism: int = 16,
         rng: random.Random | None = None,
+        extenders: Sequence[Any] = (),
     ) -> None:
         self.profile_name = profile.scheduler_name
+        self.extenders: tuple[Any, ...] = tuple(extenders)
+        """The scheduler's extenders (``kubesched.extenders.Extender``), called after the
+        plugins at Filter and Score, in preemption and at Bind (upstream ``Extenders()``)."""
         self.profile = profile
         self.client = client
         self.lister = lister
@@ -439,6 +444,9 @@ class Framework:
                     if isinstance(ev, ClusterEvent):
                         ev = ClusterEventWithHint(ev)
                     registrations.append((runner.name, ev.event, ev.queueing_hint))
+        if self.extenders:
+            # Extenders register no events: a pod they rejected moves on any event.
+            registrations.append((EXTENDER_NAME, WILDCARD_EVENT, None))
         return registrations
 
     # -- scheduling cycle ---------------------------------------------------------------
