@@ -223,10 +223,7 @@ def _go_reason(url: str, err: HTTPError) -> str:
     """Why a request failed, in the words of Go's net/http where the cause is common
     (so that FailedScheduling messages read as kube-scheduler's)."""
     cause = getattr(err, "reason", None) or err
-    if isinstance(cause, ReadTimeoutError | Urllib3ConnectTimeout) or isinstance(
-        err, ReadTimeoutError | Urllib3ConnectTimeout
-    ):
-        return "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+    # urllib3's NewConnectionError is also a ConnectTimeoutError: test it first.
     if isinstance(cause, NewConnectionError):
         original = cause.__context__ or cause
         if isinstance(original, ConnectionRefusedError):
@@ -235,6 +232,9 @@ def _go_reason(url: str, err: HTTPError) -> str:
             return f"dial tcp {parts.hostname}:{port}: connect: connection refused"
         if isinstance(original, socket.gaierror):
             return f"dial tcp: lookup {urlsplit(url).hostname}: no such host"
+        return str(original)
+    if isinstance(cause, ReadTimeoutError | Urllib3ConnectTimeout):
+        return "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
     if isinstance(cause, SSLError):
         return f"tls: {cause}"
     return str(cause)
