@@ -164,9 +164,11 @@ def bench_configuration(
     registry: PluginRegistry,
     percentage_of_nodes_to_score: int | None = None,
     plugins: dict[str, Any] | None = None,
+    extenders: list[dict[str, Any]] | None = None,
 ) -> EffectiveConfiguration:
     """The default configuration (with ``percentageOfNodesToScore`` when given, and the
-    default profile's ``plugins`` replaced by ``plugins``, a workload's own).
+    default profile's ``plugins`` replaced by ``plugins``, a workload's own), calling
+    ``extenders`` (the ``extenders`` of a configuration file) when given.
 
     DefaultPreemption is disabled when it is not installed, so that the other
     workloads run without it.
@@ -177,6 +179,8 @@ def bench_configuration(
     }
     if percentage_of_nodes_to_score is not None:
         data["percentageOfNodesToScore"] = percentage_of_nodes_to_score
+    if extenders:
+        data["extenders"] = extenders
     profile_plugins: dict[str, Any] = {k: dict(v) for k, v in (plugins or {}).items()}
     if "DefaultPreemption" not in registry:
         multi = profile_plugins.setdefault("multiPoint", {})
@@ -301,12 +305,13 @@ def run_once(
     breakdown: bool = False,
     profile_path: str | None = None,
     registry: PluginRegistry | None = None,
+    extenders: list[dict[str, Any]] | None = None,
 ) -> tuple[RunResult, Workload]:
     """Build the workload, set the cluster up, schedule, and measure (in this process)."""
     registry = registry or default_registry()
     check_workload(workload_name, registry)
     config = bench_configuration(
-        registry, percentage_of_nodes_to_score, WORKLOADS[workload_name].plugins
+        registry, percentage_of_nodes_to_score, WORKLOADS[workload_name].plugins, extenders
     )
     gc.collect()
     rss_before = rss_bytes()
@@ -418,13 +423,15 @@ def run_workload(
     isolate: bool = True,
     registry: PluginRegistry | None = None,
     on_run: Callable[[RunResult], None] | None = None,
+    extenders: list[dict[str, Any]] | None = None,
 ) -> BenchResult:
     """Run ``workload_name`` ``repeat`` times and report the medians.
 
     With ``profile_path``, one more run is made under cProfile and its stats written
     there (the timed runs are not profiled). ``isolate`` runs each in a forked
     process (where ``fork`` exists), which inherits ``registry``.
-    ``on_run`` is called with each timed run's result.
+    ``on_run`` is called with each timed run's result. ``extenders`` (a configuration's
+    ``extenders``, as mappings) are called in every run.
     """
     if repeat < 1:
         raise BenchError("--repeat must be at least 1")
@@ -439,6 +446,7 @@ def run_workload(
         "seed": seed,
         "percentage_of_nodes_to_score": percentage_of_nodes_to_score,
         "breakdown": breakdown,
+        "extenders": extenders,
     }
     runs: list[RunResult] = []
     for _ in range(repeat):
