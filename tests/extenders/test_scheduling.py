@@ -11,7 +11,10 @@ import pytest
 
 from kubesched.api import Node
 from kubesched.config.types import Extender as ExtenderConfig
+from kubesched.extenders import EXTENDER_NAME
+from kubesched.framework.events import WILDCARD_EVENT
 from kubesched.testing import make_node, make_pod
+from kubesched.testing.framework import make_framework
 from kubesched.testing.run import placements, simulate_small
 from kubesched_contrib.extenders import (
     PROTECTED_LABEL,
@@ -467,3 +470,26 @@ def test_client_certificate(tmp_path: Path) -> None:
             ),
         )
         assert placements(with_cert)["default/p"] in ("b", "c")
+
+
+def test_a_pod_an_extender_rejected_moves_on_any_event(server: ExtenderServer) -> None:
+    ext = {"urlPrefix": server.url, "filterVerb": "filter"}
+    pods = [make_pod("p").req(cpu="3").obj(), make_pod("q").req(cpu="3").obj()]
+    run = simulate_small(
+        node("a", **{REJECT_LABEL: "no-gpu-driver"}), node("b"), *pods, config=config(ext)
+    )
+    rejectors = {
+        rs[0].pod_key: rs[0].diagnosis.unschedulable_plugins for rs in run.attempts.values()
+    }
+    # As upstream, the extender is recorded whenever it removed nodes: p went to b, q fits
+    # only a by the plugins (NodeResourcesFit rejected b) and the extender rejects a.
+    assert rejectors == {
+        "default/p": {EXTENDER_NAME},
+        "default/q": {EXTENDER_NAME, "NodeResourcesFit"},
+    }
+    alone = simulate_small(node("b"), make_pod("r").obj(), config=config(ext))
+    assert [rs[0].diagnosis.unschedulable_plugins for rs in alone.attempts.values()] == [set()]
+    # Extenders register no events: any cluster event moves such a pod.
+    fwk = make_framework(extenders=(object(),))
+    assert (EXTENDER_NAME, WILDCARD_EVENT, None) in fwk.events_to_register()
+    assert not any(p == EXTENDER_NAME for p, _, _ in make_framework().events_to_register())
