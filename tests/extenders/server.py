@@ -5,8 +5,6 @@ knobs for failures, delays and TLS."""
 from __future__ import annotations
 
 import contextlib
-import datetime
-import ipaddress
 import json
 import ssl
 import threading
@@ -20,6 +18,7 @@ from typing import Any
 from kubesched.api import Node, Pod, parse_object
 from kubesched.extenders import ExtenderBindingArgs, Victims
 from kubesched.extenders.types import field_of
+from kubesched.serving.certs import self_signed_pair
 
 
 @dataclass
@@ -158,40 +157,11 @@ def extender_server(logic: Any, nodes: list[Node] = (), **kw: Any) -> Iterator[E
         server.close()
 
 
-def self_signed(directory: Path, host: str = "127.0.0.1") -> tuple[Path, Path]:
-    """A self-signed certificate for ``host`` (an IP SAN) and its key, as PEM files."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test-extender")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address(host)), x509.DNSName("extender.test")]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A self-signed certificate (for ``extender.test``, ``localhost`` and ``127.0.0.1``)
+    and its key, as PEM files in ``directory``."""
+    cert_pem, key_pem = self_signed_pair("extender.test")
     cert_path, key_path = directory / "extender.crt", directory / "extender.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    cert_path.write_bytes(cert_pem)
+    key_path.write_bytes(key_pem)
     return cert_path, key_path

@@ -69,41 +69,32 @@ def server() -> Any:
         yield s
 
 
-def test_filter_and_prioritize_over_http(server: ExtenderServer) -> None:
+def _names(body: dict[str, Any]) -> list[str]:
+    if body["NodeNames"] is not None:
+        assert body["Nodes"] is None
+        return sorted(body["NodeNames"])
+    return sorted(i["metadata"]["name"] for i in body["Nodes"]["items"])
+
+
+@pytest.mark.parametrize("cache_capable", [False, True], ids=["full nodes", "node names"])
+def test_filter_and_prioritize_over_http(server: ExtenderServer, cache_capable: bool) -> None:
     ext = {
         "urlPrefix": server.url,
         "filterVerb": "filter",
         "prioritizeVerb": "prioritize",
         "weight": 1,
+        "nodeCacheCapable": cache_capable,
     }
     run = simulate_small(*NODES, make_pod("p").req(cpu="1").obj(), config=config(ext))
     assert placements(run) == {"default/p": "c"}
     assert server.verbs() == ["filter", "prioritize"]
-    filter_body = server.requests[0][1]
-    # Full Node objects when the extender does not cache nodes.
-    assert filter_body["NodeNames"] is None
-    assert sorted(i["metadata"]["name"] for i in filter_body["Nodes"]["items"]) == list("abcd")
+    filter_body, prioritize_body = (body for _, body in server.requests)
+    # Node names only when the extender caches nodes, else full Node objects.
+    assert (filter_body["NodeNames"] is not None) is cache_capable
+    assert _names(filter_body) == list("abcd")
     assert filter_body["Pod"]["metadata"]["name"] == "p"
     # Only the nodes that passed the extender's Filter are scored.
-    assert sorted(i["metadata"]["name"] for i in server.requests[1][1]["Nodes"]["items"]) == [
-        "b",
-        "c",
-    ]
-
-
-def test_node_cache_capable_sends_names_only(server: ExtenderServer) -> None:
-    ext = {
-        "urlPrefix": server.url,
-        "filterVerb": "filter",
-        "prioritizeVerb": "prioritize",
-        "weight": 1,
-        "nodeCacheCapable": True,
-    }
-    run = simulate_small(*NODES, make_pod("p").req(cpu="1").obj(), config=config(ext))
-    assert placements(run) == {"default/p": "c"}
-    body = server.requests[0][1]
-    assert body["Nodes"] is None and sorted(body["NodeNames"]) == list("abcd")
-    assert sorted(server.requests[1][1]["NodeNames"]) == ["b", "c"]
+    assert _names(prioritize_body) == ["b", "c"]
 
 
 def test_rejections_make_the_failed_scheduling_message(server: ExtenderServer) -> None:
@@ -446,14 +437,19 @@ def test_tls(tmp_path: Path, tls: dict, ok: bool) -> None:
             assert failed_scheduling(run, "p")[0].startswith(f'Post "{s.url}filter": tls: ')
 
 
-def test_client_certificate(tmp_path: Path) -> None:
+@pytest.mark.parametrize("inline", [False, True], ids=["files", "data"])
+def test_client_certificate(tmp_path: Path, inline: bool) -> None:
+    import base64
     import ssl
 
+    from tests.server.certs import ca_and_client
+
     cert, key = self_signed(tmp_path)
+    client_ca, client_cert, client_key = ca_and_client(tmp_path, "kubesched", [])
     with extender_server(LabelExtender(ExtenderConfig()), NODES, tls=(cert, key)) as s:
         context = s.httpd.socket.context
         context.verify_mode = ssl.CERT_REQUIRED
-        context.load_verify_locations(cafile=str(cert))
+        context.load_verify_locations(cadata=client_ca)
         base = {"urlPrefix": s.url, "filterVerb": "filter"}
         without = simulate_small(
             *NODES, make_pod("p").obj(), config=config({**base, "tlsConfig": {"caFile": str(cert)}})
@@ -465,7 +461,17 @@ def test_client_certificate(tmp_path: Path) -> None:
             config=config(
                 {
                     **base,
-                    "tlsConfig": {"caFile": str(cert), "certFile": str(cert), "keyFile": str(key)},
+                    "tlsConfig": {
+                        "caFile": str(cert),
+                        **(
+                            {
+                                "certData": base64.b64encode(client_cert.read_bytes()).decode(),
+                                "keyData": base64.b64encode(client_key.read_bytes()).decode(),
+                            }
+                            if inline
+                            else {"certFile": str(client_cert), "keyFile": str(client_key)}
+                        ),
+                    },
                 }
             ),
         )

@@ -3,6 +3,7 @@ interest in a pod, and the checks on its answers, over HTTP or in-process."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,6 +18,9 @@ from kubesched.extenders.types import (
     Victims,
 )
 from kubesched.extenders.webhook import HTTPExtenderClient
+from kubesched.framework.diagnosis import ExtenderVerdict
+
+log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "kubesched.extenders"
 """The entry point group of in-process extenders (``urlPrefix: python://NAME``)."""
@@ -157,6 +161,20 @@ class Extender:
             "bind",
             ExtenderBindingArgs(meta.name or "", meta.namespace or "", meta.uid or "", node_name),
         )
+
+    def passed_over(self, verb: str, err: ExtenderError, verdicts: list[ExtenderVerdict]) -> bool:
+        """Whether scheduling goes on without this extender after ``err`` at ``verb``:
+        when it is ignorable (the skip is logged and recorded in ``verdicts``)."""
+        if not self.ignorable:
+            return False
+        log.info(
+            "Skipping extender %s in %s as it returned error and has ignorable flag set: %s",
+            self.name,
+            verb,
+            err,
+        )
+        verdicts.append(ExtenderVerdict(self.name, verb, f"error, passed over (ignorable): {err}"))
+        return True
 
     def _call(self, verb: str, *args: Any) -> Any:
         try:

@@ -535,17 +535,7 @@ class Evaluator:
                     snapshot.get,
                 )
             except ExtenderError as err:
-                if ext.ignorable:
-                    log.info(
-                        "Skipped extender %s as it returned error and has ignorable flag set: %s",
-                        ext.name,
-                        err,
-                    )
-                    explanation.extender_verdicts.append(
-                        ExtenderVerdict(
-                            ext.name, "preempt", f"error, passed over (ignorable): {err}"
-                        )
-                    )
+                if ext.passed_over("preempt", err, explanation.extender_verdicts):
                     continue
                 return [], Status(Code.ERROR, str(err))
             for node, (pods, _) in list(kept.items()):

@@ -189,17 +189,9 @@ class SchedulingAlgorithm:
             try:
                 passing, failed, unresolvable = ext.filter(pod, feasible)
             except ExtenderError as err:
-                if not ext.ignorable:
-                    raise SchedulingError(Status(Code.ERROR, str(err))) from None
-                log.info(
-                    "Skipping extender %s as it returned error and has ignorable flag set: %s",
-                    ext.name,
-                    err,
-                )
-                diagnosis.extender_verdicts.append(
-                    ExtenderVerdict(ext.name, "filter", f"error, passed over (ignorable): {err}")
-                )
-                continue
+                if ext.passed_over("filter", err, diagnosis.extender_verdicts):
+                    continue
+                raise SchedulingError(Status(Code.ERROR, str(err))) from None
             # A node in both maps is unresolvable (upstream: that map takes precedence).
             for name, message in failed.items():
                 if name not in unresolvable:

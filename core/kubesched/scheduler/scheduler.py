@@ -540,16 +540,7 @@ class Scheduler:
             try:
                 ext.bind(pod, host)
             except ExtenderError as err:
-                if ext.ignorable:
-                    log.info(
-                        "Skipping extender %s in bind as it returned error and has ignorable "
-                        "flag set: %s",
-                        ext.name,
-                        err,
-                    )
-                    record.extender_verdicts.append(
-                        ExtenderVerdict(ext.name, "bind", f"error, passed over (ignorable): {err}")
-                    )
+                if ext.passed_over("bind", err, record.extender_verdicts):
                     continue
                 record.extender_verdicts.append(ExtenderVerdict(ext.name, "bind", f"error: {err}"))
                 return Status(Code.ERROR, str(err))
