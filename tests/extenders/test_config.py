@@ -185,3 +185,27 @@ def test_ignored_by_scheduler_resources() -> None:
         ]
     )
     assert ignored_extended_resources(config.extenders) == ("example.com/gpu", "example.com/vgpu")
+
+
+@pytest.mark.parametrize(
+    ("extender", "message"),
+    [
+        (
+            {"urlPrefix": "https://e/", "tlsConfig": {"caFile": "/no/such/ca.pem"}},
+            "cannot set up extender 'https://e/': tlsConfig.caFile /no/such/ca.pem: No such "
+            "file or directory",
+        ),
+        (
+            {"urlPrefix": "https://e/", "tlsConfig": {"caData": "bm90IGEgY2VydA=="}},
+            "cannot set up extender 'https://e/': tlsConfig.caData: ",
+        ),
+    ],
+    ids=["missing CA file", "CA not PEM"],
+)
+def test_extenders_that_cannot_be_set_up(extender: dict, message: str) -> None:
+    from kubesched.extenders import build_extenders
+
+    with pytest.raises(UserInputError) as err:
+        build_extenders(_config([extender]).extenders)
+    assert err.value.obj == "KubeSchedulerConfiguration extenders[0]"
+    assert str(err.value.message).startswith(message)

@@ -11,6 +11,7 @@ from importlib_metadata import entry_points
 
 from kubesched.api import Pod
 from kubesched.config.types import Extender as ExtenderConfig
+from kubesched.errors import UserInputError
 from kubesched.extenders.types import (
     ExtenderBindingArgs,
     ExtenderError,
@@ -187,5 +188,17 @@ class Extender:
 
 
 def build_extenders(configs: Sequence[ExtenderConfig]) -> tuple[Extender, ...]:
-    """The configured extenders, in configuration order."""
-    return tuple(Extender(c) for c in configs)
+    """The configured extenders, in configuration order. An extender that cannot be set
+    up (a TLS file missing or not PEM, an in-process extender whose construction fails)
+    is a ``UserInputError`` naming it."""
+    built = []
+    for i, config in enumerate(configs):
+        try:
+            built.append(Extender(config))
+        # Whatever setting it up raised is the configuration's problem to report.
+        except Exception as err:
+            raise UserInputError(
+                f"cannot set up extender {config.url_prefix!r}: {err}",
+                obj=f"KubeSchedulerConfiguration extenders[{i}]",
+            ) from None
+    return tuple(built)

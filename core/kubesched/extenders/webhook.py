@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import ssl
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -52,12 +53,27 @@ def ssl_context(enable_https: bool, tls: ExtenderTLSConfig | None) -> ssl.SSLCon
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
     elif tls.ca_data:
-        ctx.load_verify_locations(cadata=tls.ca_data.decode())
+        with _loading("tlsConfig.caData"):
+            ctx.load_verify_locations(cadata=tls.ca_data.decode(errors="replace"))
     elif tls.ca_file:
-        ctx.load_verify_locations(cafile=tls.ca_file)
+        with _loading(f"tlsConfig.caFile {tls.ca_file}"):
+            ctx.load_verify_locations(cafile=tls.ca_file)
     if has_cert:
-        _load_client_cert(ctx, tls)
+        what = (
+            "tlsConfig.certData/keyData" if tls.cert_data else f"tlsConfig.certFile {tls.cert_file}"
+        )
+        with _loading(what):
+            _load_client_cert(ctx, tls)
     return ctx
+
+
+@contextlib.contextmanager
+def _loading(what: str) -> Iterator[None]:
+    """Turn a failure to read TLS material into an ``ExtenderError`` saying which."""
+    try:
+        yield
+    except (OSError, ssl.SSLError, ValueError) as err:
+        raise ExtenderError(f"{what}: {getattr(err, 'strerror', None) or err}") from None
 
 
 def _load_client_cert(ctx: ssl.SSLContext, tls: ExtenderTLSConfig) -> None:
