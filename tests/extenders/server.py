@@ -77,6 +77,11 @@ class ExtenderServer:
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self._thread.start()
 
+    @staticmethod
+    def node_of(manifest: dict[str, Any]) -> Node:
+        """A Node manifest as the server's node cache holds it."""
+        return parse_object(manifest)
+
     def close(self) -> None:
         """Stop serving."""
         self.httpd.shutdown()

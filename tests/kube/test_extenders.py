@@ -129,3 +129,85 @@ def test_placements_and_messages_agree_with_kube_scheduler(
     assert theirs["broken"] == f"failed filter with extender at URL {server.url}filter, code 500"
     assert ours == theirs
     assert set(server.verbs()) == real_verbs == {"filter", "prioritize"}
+
+
+class BindingExtender(LabelExtender):
+    """The label extender, binding through the API server as a real binding extender does."""
+
+    def __init__(self, api: Api) -> None:
+        super().__init__(ExtenderConfig())
+        self.api = api
+
+    def bind(self, args: Any) -> None:
+        super().bind(args)
+        self.api.client.request(
+            "POST",
+            f"/api/v1/namespaces/{args.pod_namespace}/pods/{args.pod_name}/binding",
+            body={
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": args.pod_name, "uid": args.pod_uid},
+                "target": {"kind": "Node", "name": args.node},
+            },
+        )
+
+
+def test_node_cache_capable_binding_extender_agrees_with_kube_scheduler(
+    control_plane: ControlPlane, api: Api, in_process: Callable[..., Any], tmp_path: Path
+) -> None:
+    nodes = [ExtenderServer.node_of(n) for n in NODES]
+    with extender_server(BindingExtender(api), nodes) as server:
+        settings = {
+            "extenders": [
+                {
+                    "urlPrefix": server.url,
+                    "filterVerb": "filter",
+                    "prioritizeVerb": "prioritize",
+                    "bindVerb": "bind",
+                    "weight": 5,
+                    "nodeCacheCapable": True,
+                }
+            ]
+        }
+        try:
+            command = control_plane.kube_scheduler_command(tmp_path, settings)
+        except EnvtestError as err:
+            pytest.skip(str(err))
+
+        def scenario() -> dict[str, Any]:
+            api.create_many(NODES)
+            placed = {}
+            for name, cpu in PODS[:2]:
+                api.create(make_pod(name).req(cpu=cpu, memory="64Mi").manifest())
+                placed[name] = wait_for(lambda n=name: api.node_of(n), 30, f"{name} to be bound")
+            return placed
+
+        with (tmp_path / "kube-scheduler.log").open("w") as log:
+            real = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            theirs = scenario()
+        finally:
+            real.terminate()
+            real.wait(30)
+        their_calls = [
+            (v, b["Node"] if v == "bind" else sorted(b["NodeNames"])) for v, b in server.requests
+        ]
+        their_bound = [(b.pod_name, b.node) for b in server.logic.bound]
+        api.clean()
+        server.requests.clear()
+        server.logic.bound.clear()
+
+        ours_runner = in_process(settings)
+        try:
+            ours = scenario()
+        finally:
+            ours_runner.stop()
+        our_calls = [
+            (v, b["Node"] if v == "bind" else sorted(b["NodeNames"])) for v, b in server.requests
+        ]
+
+    assert theirs == ours == {"web": "c", "train": "b"}
+    assert their_bound == [(b.pod_name, b.node) for b in server.logic.bound]
+    assert their_bound == [("web", "c"), ("train", "b")]
+    # The same questions, with node names only.
+    assert our_calls == their_calls
