@@ -499,3 +499,24 @@ def test_a_pod_an_extender_rejected_moves_on_any_event(server: ExtenderServer) -
     fwk = make_framework(extenders=(object(),))
     assert (EXTENDER_NAME, WILDCARD_EVENT, None) in fwk.events_to_register()
     assert not any(p == EXTENDER_NAME for p, _, _ in make_framework().events_to_register())
+
+
+@pytest.mark.parametrize(
+    ("cache_capable", "answer", "passing"),
+    [
+        (True, {"NodeNames": ["b"], "Nodes": {"items": [{"metadata": {"name": "c"}}]}}, ["b"]),
+        (True, {"NodeNames": None, "Nodes": {"items": [{"metadata": {"name": "c"}}]}}, ["c"]),
+        (False, {"NodeNames": ["b"], "Nodes": {"items": [{"metadata": {"name": "c"}}]}}, ["c"]),
+        (False, {"nodenames": ["b"]}, []),
+        (False, {"nodes": {"items": [{"metadata": {"name": "b"}}]}}, ["b"]),
+    ],
+    ids=["names", "cache capable, nodes only", "nodes win", "names ignored", "lower case"],
+)
+def test_which_answer_field_counts(cache_capable: bool, answer: dict, passing: list[str]) -> None:
+    from kubesched.extenders.webhook import HTTPExtenderClient
+
+    client = HTTPExtenderClient(
+        ExtenderConfig(url_prefix="http://e/", filter_verb="f", node_cache_capable=cache_capable)
+    )
+    client.send = lambda verb, args: answer  # the answer as decoded JSON
+    assert client.filter(make_pod("p").obj(), NODES).node_names == passing

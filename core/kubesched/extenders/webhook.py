@@ -124,11 +124,13 @@ class HTTPExtenderClient:
         """POST ``filterVerb``; the nodes that pass by name."""
         answer = _object(self.send(self.config.filter_verb, self._node_args(pod, nodes)))
         names = field_of(answer, "NodeNames")
-        listed = field_of(answer, "Nodes")
-        if not (self.config.node_cache_capable and names is not None) and listed is not None:
+        if not (self.config.node_cache_capable and names is not None):
+            # As upstream: names count only from an extender that caches nodes; otherwise
+            # the Nodes listed pass (none when it lists none).
+            listed = field_of(answer, "Nodes")
             names = [
                 (item.get("metadata") or {}).get("name", "")
-                for item in (field_of(listed, "items") or [])
+                for item in (field_of(listed, "items") or [] if listed else [])
             ]
         return ExtenderFilterResult(
             node_names=names,
