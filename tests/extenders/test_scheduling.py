@@ -12,17 +12,17 @@ import pytest
 from kubesched.api import Node
 from kubesched.config.types import Extender as ExtenderConfig
 from kubesched.extenders import EXTENDER_NAME
-from kubesched.framework.events import WILDCARD_EVENT
-from kubesched.testing import make_node, make_pod
-from kubesched.testing.framework import make_framework
-from kubesched.testing.run import placements, simulate_small
-from kubesched_contrib.extenders import (
+from kubesched.extenders.labels import (
     PROTECTED_LABEL,
     REJECT_LABEL,
     SCORE_LABEL,
     UNSCHEDULABLE_LABEL,
     LabelExtender,
 )
+from kubesched.framework.events import WILDCARD_EVENT
+from kubesched.testing import make_node, make_pod
+from kubesched.testing.framework import make_framework
+from kubesched.testing.run import placements, simulate_small
 from tests.extenders.server import ExtenderServer, extender_server, self_signed
 
 GPU = "example.com/gpu"

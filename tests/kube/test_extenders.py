@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from kubesched.config.types import Extender as ExtenderConfig
-from kubesched.testing import make_node, make_pod
-from kubesched.testing.envtest import ControlPlane, EnvtestError
-from kubesched_contrib.extenders import (
+from kubesched.extenders.labels import (
     REJECT_LABEL,
     SCORE_LABEL,
     UNSCHEDULABLE_LABEL,
     LabelExtender,
 )
+from kubesched.testing import make_node, make_pod
+from kubesched.testing.envtest import ControlPlane, EnvtestError
 from tests.extenders.server import ExtenderServer, extender_server
 
 from .conftest import Api, wait_for

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from kubesched.api import Node, Pod
 from kubesched.config.types import Extender as ExtenderConfig
-from kubesched.extenders import (
+from kubesched.extenders.types import (
     MAX_EXTENDER_PRIORITY,
     ExtenderBindingArgs,
     ExtenderFilterResult,
