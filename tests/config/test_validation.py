@@ -135,9 +135,15 @@ profiles:
         ],
     ),
     (
-        "extenders",
-        "extenders:\n- urlPrefix: http://x\n",
-        [("extenders", "extenders are not supported")],
+        "two binding extenders",
+        "extenders:\n- urlPrefix: http://x\n  bindVerb: b\n- urlPrefix: http://y\n  bindVerb: b\n",
+        [
+            (
+                "extenders",
+                'Invalid value: "found 2 extenders implementing bind": only one extender can '
+                "implement bind",
+            )
+        ],
     ),
     (
         "negative burst",

@@ -167,9 +167,11 @@ def bench_configuration(
     percentage_of_nodes_to_score: int | None = None,
     plugins: dict[str, Any] | None = None,
     gates: FeatureGates | None = None,
+    extenders: list[dict[str, Any]] | None = None,
 ) -> EffectiveConfiguration:
     """The default configuration (with ``percentageOfNodesToScore`` when given, and the
-    default profile's ``plugins`` replaced by ``plugins``, a workload's own).
+    default profile's ``plugins`` replaced by ``plugins``, a workload's own), calling
+    ``extenders`` (the ``extenders`` of a configuration file) when given.
 
     DefaultPreemption is disabled when it is not installed, so that the other
     workloads run without it.
@@ -180,6 +182,8 @@ def bench_configuration(
     }
     if percentage_of_nodes_to_score is not None:
         data["percentageOfNodesToScore"] = percentage_of_nodes_to_score
+    if extenders:
+        data["extenders"] = extenders
     profile_plugins: dict[str, Any] = {k: dict(v) for k, v in (plugins or {}).items()}
     if "DefaultPreemption" not in registry:
         multi = profile_plugins.setdefault("multiPoint", {})
@@ -305,13 +309,18 @@ def run_once(
     profile_path: str | None = None,
     registry: PluginRegistry | None = None,
     feature_gates: FeatureGates | None = None,
+    extenders: list[dict[str, Any]] | None = None,
 ) -> tuple[RunResult, Workload]:
     """Build the workload, set the cluster up, schedule, and measure (in this process),
     under ``feature_gates`` (default: every gate at its default)."""
     registry = registry or default_registry()
     check_workload(workload_name, registry)
     config = bench_configuration(
-        registry, percentage_of_nodes_to_score, WORKLOADS[workload_name].plugins, feature_gates
+        registry,
+        percentage_of_nodes_to_score,
+        WORKLOADS[workload_name].plugins,
+        gates=feature_gates,
+        extenders=extenders,
     )
     gc.collect()
     rss_before = rss_bytes()
@@ -461,6 +470,7 @@ def run_workload(
     registry: PluginRegistry | None = None,
     on_run: Callable[[RunResult], None] | None = None,
     feature_gates: FeatureGates | None = None,
+    extenders: list[dict[str, Any]] | None = None,
 ) -> BenchResult:
     """Run ``workload_name`` ``repeat`` times and report the medians.
 
@@ -468,6 +478,7 @@ def run_workload(
     there (the timed runs are not profiled). ``isolate`` runs each in a forked
     process (where ``fork`` exists), which inherits ``registry``.
     ``on_run`` is called with each timed run's result; ``feature_gates`` as in ``run_once``.
+    ``extenders`` (a configuration's ``extenders``, as mappings) are called in every run.
     """
     if repeat < 1:
         raise BenchError("--repeat must be at least 1")
@@ -483,6 +494,7 @@ def run_workload(
         "percentage_of_nodes_to_score": percentage_of_nodes_to_score,
         "breakdown": breakdown,
         "feature_gates": feature_gates,
+        "extenders": extenders,
     }
     runs: list[RunResult] = []
     for _ in range(repeat):

@@ -20,7 +20,8 @@ from kubesched.bench import (
 from kubesched.bench.kube import SCHEDULERS, run_on_api_server
 from kubesched.cli.arguments import output_file, positive_int, positive_number
 from kubesched.cli.config_option import add_feature_gates_argument, feature_gates_argument
-from kubesched.errors import KubeschedError
+from kubesched.config import load_config
+from kubesched.errors import KubeschedError, UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 
 
@@ -98,6 +99,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--save", metavar="FILE", type=output_file, help="also write the JSON report to FILE"
+    )
+    parser.add_argument(
+        "--extenders",
+        metavar="FILE",
+        help="a KubeSchedulerConfiguration whose scheduler extenders every embedded run calls "
+        "(its profiles are not used: each workload has its own)",
     )
     api = parser.add_argument_group(
         "against an API server",
@@ -177,6 +184,12 @@ def _bench(args: argparse.Namespace) -> int:
             f"workload {name!r} needs the plugin {plugin}, which is not installed "
             "(see `kubesched plugins`)"
         )
+    extenders = None
+    if args.extenders:
+        if not Path(args.extenders).is_file():
+            raise UserInputError("no such file", source=args.extenders, obj="--extenders")
+        config = load_config(args.extenders, registry)
+        extenders = [e.model_dump(mode="json", by_alias=True) for e in config.extenders]
     text = args.output == "text"
     if text:
         env = environment()
@@ -210,6 +223,7 @@ def _bench(args: argparse.Namespace) -> int:
                 isolate=args.isolate,
                 registry=registry,
                 feature_gates=gates,
+                extenders=extenders,
             )
         )
     options = {
@@ -221,6 +235,7 @@ def _bench(args: argparse.Namespace) -> int:
         "percentage_of_nodes_to_score": args.percentage_of_nodes_to_score,
         "breakdown": args.breakdown,
         "isolate": args.isolate,
+        "extenders": [e["urlPrefix"] for e in extenders or ()],
     }
     data = report(results, options=options)
     if args.save:
@@ -250,6 +265,8 @@ def _bench_api_server(args: argparse.Namespace) -> int:
         ("breakdown", False),
         ("profile", None),
         ("percentage_of_nodes_to_score", None),
+        # With an API server the extenders are those of --config.
+        ("extenders", None),
     ):
         if getattr(args, flag) != default:
             raise BenchError(f"--{flag.replace('_', '-')} does not apply with --kubeconfig")

@@ -16,6 +16,7 @@ from kubesched.config.types import (
     KubeSchedulerProfile,
     Plugin,
     Plugins,
+    ignored_extended_resources,
 )
 from kubesched.config.validation import unknown_plugin_message, validation_error_problems
 from kubesched.errors import FieldProblem, UserInputError, problems_from_validation_error
@@ -25,6 +26,8 @@ from kubesched.framework.plugin import EXTENSION_POINTS
 from kubesched.framework.registry import PluginRegistry
 
 MAX_NODE_SCORE = 100
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+"""The plugin whose ``ignoredResources`` the extenders' ignored managed resources set."""
 """The highest score a Score plugin gives a node after normalisation."""
 MAX_TOTAL_SCORE = 2**63 - 1
 """Upstream's bound of the sum of weighted scores (``math.MaxInt64``)."""
@@ -93,7 +96,14 @@ class EffectiveConfiguration:
 class _ProfileBuilder:
     """Upstream's ``NewFramework`` for one profile, without instantiating plugins."""
 
-    def __init__(self, index: int, profile: KubeSchedulerProfile, registry: PluginRegistry) -> None:
+    def __init__(
+        self,
+        index: int,
+        profile: KubeSchedulerProfile,
+        registry: PluginRegistry,
+        ignored_resources: tuple[str, ...] = (),
+    ) -> None:
+        self.ignored_resources = ignored_resources
         self.path = f"profiles[{index}]"
         self.index = index
         self.profile = profile
@@ -220,6 +230,12 @@ class _ProfileBuilder:
             j, args = configured.get(name, (None, {}))
             try:
                 result[name] = entry.args_model.model_validate(args)
+                if name == NODE_RESOURCES_FIT and self.ignored_resources:
+                    # As upstream: the resources extenders manage with ignoredByScheduler
+                    # replace the plugin's ignoredResources.
+                    result[name] = result[name].model_copy(
+                        update={"ignored_resources": self.ignored_resources}
+                    )
             except ValidationError as err:
                 if j is None:
                     self.problems.append(
@@ -303,7 +319,9 @@ def effective_configuration(
     """
     profiles: list[EffectiveProfile] = []
     for index, profile in enumerate(config.profiles):
-        builder = _ProfileBuilder(index, profile, registry)
+        builder = _ProfileBuilder(
+            index, profile, registry, ignored_extended_resources(config.extenders)
+        )
         built = builder.build(config.percentage_of_nodes_to_score)
         if built is None:
             raise UserInputError(

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+import base64
+import binascii
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from kubesched.config.duration import Duration
@@ -197,6 +207,121 @@ class ClientConnectionConfiguration(ConfigModel):
         return value
 
 
+def _decode_base64(value: Any) -> Any:
+    # Go's encoding/json reads a []byte field from a base64 string (standard alphabet).
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except binascii.Error as err:
+            raise ValueError(f"illegal base64 data: {err}") from None
+    return value
+
+
+Base64Bytes = Annotated[
+    bytes,
+    BeforeValidator(_decode_base64),
+    PlainSerializer(lambda b: base64.b64encode(b).decode(), return_type=str),
+]
+"""A ``[]byte`` field of the configuration: base64 in YAML, bytes in Python."""
+
+
+class ExtenderTLSConfig(ConfigModel):
+    """TLS to an extender: client certificate, CA, server name (client-go's TLS fields)."""
+
+    insecure: bool = Field(default=False, description="Skip verifying the server's certificate.")
+    server_name: str = Field(
+        default="", description="The name to verify the server's certificate against (SNI)."
+    )
+    cert_file: str = Field(default="", description="Client certificate file (PEM).")
+    key_file: str = Field(default="", description="Client key file (PEM).")
+    ca_file: str = Field(default="", description="CA bundle to verify the server with (PEM).")
+    cert_data: Base64Bytes = Field(
+        default=b"", description="Client certificate (PEM, base64); takes precedence over certFile."
+    )
+    key_data: Base64Bytes = Field(
+        default=b"", description="Client key (PEM, base64); takes precedence over keyFile."
+    )
+    ca_data: Base64Bytes = Field(
+        default=b"", description="CA bundle (PEM, base64); takes precedence over caFile."
+    )
+
+
+class ExtenderManagedResource(ConfigModel):
+    """An extended resource an extender manages."""
+
+    name: str = Field(description="The extended resource's name (e.g. example.com/gpu).")
+    ignored_by_scheduler: bool = Field(
+        default=False, description="NodeResourcesFit does not check this resource."
+    )
+
+
+DEFAULT_EXTENDER_TIMEOUT = 5.0
+"""kube-scheduler's timeout of an extender call when ``httpTimeout`` is unset or 0."""
+
+
+class Extender(ConfigModel):
+    """A scheduler extender: a webhook (or, with ``python://``, an in-process object)
+    called at Filter, Prioritize, preemption and Bind (see docs/configuration.md)."""
+
+    url_prefix: str = Field(
+        default="",
+        description="The extender's URL; a verb is appended (urlPrefix/filterVerb). "
+        "python://NAME selects the in-process extender NAME (entry point group "
+        "kubesched.extenders).",
+    )
+    filter_verb: str = Field(default="", description="Verb of the Filter call; empty: none.")
+    preempt_verb: str = Field(default="", description="Verb of the preemption call; empty: none.")
+    prioritize_verb: str = Field(
+        default="", description="Verb of the Prioritize call; empty: none."
+    )
+    weight: int = Field(
+        default=0,
+        description="Multiplies the extender's 0-10 scores (scaled to 0-100); > 0 when "
+        "prioritizeVerb is set.",
+    )
+    bind_verb: str = Field(
+        default="", description="Verb of the Bind call; the extender then binds the pods."
+    )
+    enable_https: bool = Field(
+        default=False,
+        alias="enableHTTPS",
+        description="Use TLS; without a CA the server's certificate is not verified.",
+    )
+    tls_config: ExtenderTLSConfig | None = Field(default=None, description="TLS settings.")
+    http_timeout: Duration = Field(
+        default=DEFAULT_EXTENDER_TIMEOUT,
+        description="Timeout of each call; unset or 0: 5s.",
+    )
+    node_cache_capable: bool = Field(
+        default=False, description="Send node names only (the extender caches the nodes)."
+    )
+    managed_resources: tuple[ExtenderManagedResource, ...] = Field(
+        default=(),
+        description="Extended resources the extender manages; when set, only pods that "
+        "request one of them are sent to it.",
+    )
+    ignorable: bool = Field(
+        default=False, description="Scheduling goes on without the extender when it fails."
+    )
+
+    @field_validator("managed_resources", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return () if value is None else value
+
+    @field_validator("http_timeout")
+    @classmethod
+    def _zero_means_default(cls, value: float) -> float:
+        # As kube-scheduler, which sets the default timeout on a zero duration.
+        return value or DEFAULT_EXTENDER_TIMEOUT
+
+
+def ignored_extended_resources(extenders: tuple[Extender, ...]) -> tuple[str, ...]:
+    """The managed resources with ``ignoredByScheduler``: NodeResourcesFit leaves them to
+    their extender (upstream replaces the plugin's ``ignoredResources`` with these)."""
+    return tuple(r.name for e in extenders for r in e.managed_resources if r.ignored_by_scheduler)
+
+
 class KubeSchedulerConfiguration(ConfigModel):
     """The scheduler's configuration file (``apiVersion: kubescheduler.config.k8s.io/v1``).
 
@@ -239,9 +364,14 @@ class KubeSchedulerConfiguration(ConfigModel):
     profiles: tuple[KubeSchedulerProfile, ...] = Field(
         default=(), description='Scheduling profiles; default: one "default-scheduler".'
     )
-    extenders: tuple[dict[str, Any], ...] = Field(
-        default=(), description="Scheduler extenders: not supported (must be empty)."
+    extenders: tuple[Extender, ...] = Field(
+        default=(), description="Scheduler extenders, called in order after the plugins."
     )
+
+    @field_validator("profiles", "extenders", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return () if value is None else value
 
     @field_validator("api_version")
     @classmethod
@@ -266,8 +396,3 @@ def not_registered(kind: str, version: str) -> str:
         # v1beta3, the last beta, was removed in Kubernetes 1.29; its fields are v1's.
         message += f' (kube-scheduler v1.36 reads only "{API_VERSION}")'
     return message
-
-    @field_validator("profiles", "extenders", mode="before")
-    @classmethod
-    def _none_is_empty(cls, value: Any) -> Any:
-        return () if value is None else value

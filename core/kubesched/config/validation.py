@@ -8,10 +8,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from kubesched.api.resources import is_extended_resource_name
+from kubesched.api.validation.syntax import is_qualified_name
 from kubesched.config.duration import format_duration
 from kubesched.config.types import (
     API_VERSION,
     PLUGIN_SET_FIELDS,
+    Extender,
     KubeSchedulerConfiguration,
     KubeSchedulerProfile,
 )
@@ -339,6 +342,61 @@ def validate_configuration(
                 "must be greater than or equal to PodInitialBackoffSeconds",
             )
         )
-    if config.extenders:
-        problems.append(FieldProblem("extenders", "extenders are not supported"))
+    problems += extender_problems(config.extenders)
+    return problems
+
+
+def extender_problems(extenders: Sequence[Extender]) -> list[FieldProblem]:
+    """Upstream's ``validateExtenders``: a positive weight for a prioritizer, valid and
+    distinct managed resource names, at most one binder; and (kubesched) that each
+    ``python://`` extender is installed."""
+    # Imported here: the extenders read the configuration's types, whose package
+    # imports this module.
+    from kubesched.extenders.extender import ENTRY_POINT_GROUP, in_process_name, in_process_names
+
+    problems: list[FieldProblem] = []
+    binders = 0
+    managed: set[str] = set()
+    installed: list[str] | None = None
+    for i, ext in enumerate(extenders):
+        path = f"extenders[{i}]"
+        if ext.prioritize_verb and ext.weight <= 0:
+            problems.append(
+                invalid(f"{path}.weight", ext.weight, "must have a positive weight applied to it")
+            )
+        if ext.bind_verb:
+            binders += 1
+        for j, resource in enumerate(ext.managed_resources):
+            name_path = f"{path}.managedResources[{j}].name"
+            errors = is_qualified_name(resource.name)
+            problems += [invalid(name_path, resource.name, e) for e in errors]
+            if not errors and not is_extended_resource_name(resource.name):
+                problems.append(
+                    invalid(name_path, resource.name, "is an invalid extended resource name")
+                )
+            if resource.name in managed:
+                problems.append(
+                    invalid(name_path, resource.name, "duplicate extender managed resource name")
+                )
+            managed.add(resource.name)
+        name = in_process_name(ext.url_prefix)
+        if name is not None:
+            installed = in_process_names() if installed is None else installed
+            if name not in installed:
+                problems.append(
+                    invalid(
+                        f"{path}.urlPrefix",
+                        ext.url_prefix,
+                        f'in-process extender "{name}" is not installed (entry point group '
+                        f"{ENTRY_POINT_GROUP}); installed: {', '.join(installed) or 'none'}",
+                    )
+                )
+    if binders > 1:
+        problems.append(
+            invalid(
+                "extenders",
+                f"found {binders} extenders implementing bind",
+                "only one extender can implement bind",
+            )
+        )
     return problems

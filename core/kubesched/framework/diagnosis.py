@@ -15,6 +15,22 @@ NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 """Upstream's ``NoNodeAvailableMsg``."""
 NO_NODES_AVAILABLE_ERROR = "no nodes available to schedule pods"
 """Upstream's ``ErrNoNodesAvailable``."""
+EXTENDER_NAME = "Extender"
+"""The rejector recorded for a pod when an extender filtered out nodes (upstream
+``framework.ExtenderName``): extenders register no cluster events, so any event may
+make such a pod schedulable."""
+
+
+@dataclass(frozen=True)
+class ExtenderVerdict:
+    """What one extender said in a scheduling attempt (explanations and reports show it):
+    its name (URL), the verb (``filter``, ``prioritize``, ``preempt``, ``bind``), the
+    outcome in words, and the message of each node it failed."""
+
+    extender: str
+    verb: str
+    result: str
+    failed_nodes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -34,6 +50,8 @@ class Diagnosis:
     pending_plugins: set[str] = field(default_factory=set)
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
+    extender_verdicts: list[ExtenderVerdict] = field(default_factory=list)
+    """The extenders' calls of the attempt, in order (none without extenders)."""
     rejected_rows: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list, repr=False)
     """Filter's rejections as columns, in the order recorded: per batch, the snapshot
     table rows and their statuses (an object array), as :meth:`add_rejected` put them

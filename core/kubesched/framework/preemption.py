@@ -28,8 +28,9 @@ import numpy as np
 from kubesched.api import PodDisruptionBudget, compile_label_selector
 from kubesched.api.selectors import LabelSelectorMatcher
 from kubesched.backend.protocol import NotFoundError, PodCondition
+from kubesched.extenders.types import ExtenderError, Victims
 from kubesched.framework.cycle_state import CycleState, StateKey
-from kubesched.framework.diagnosis import Diagnosis, FitError
+from kubesched.framework.diagnosis import Diagnosis, ExtenderVerdict, FitError
 from kubesched.framework.results import PostFilterResult
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import NodeInfo, PodInfo
@@ -165,6 +166,8 @@ class PreemptionExplanation:
     decided_by: str = ""
     victims: tuple[str, ...] = ()
     message: str = ""
+    extender_verdicts: list[ExtenderVerdict] = field(default_factory=list)
+    """What the extenders with a preemptVerb kept of the candidates."""
     _tried: tuple[Sequence[Candidate], Mapping[str, Status]] = field(
         default=((), {}), repr=False, compare=False
     )
@@ -484,7 +487,10 @@ class Evaluator:
             fit = FitError(pod_info.key, len(all_nodes), diagnosis)
             return PostFilterResult(""), Status.unschedulable(str(fit))
 
-        # 3) Extenders: kubesched has none.
+        # 3) The extenders that take part in preemption narrow the candidates.
+        candidates, status = self.call_extenders(pod_info, candidates, explanation)
+        if not status.is_success():
+            return None, status
         # 4) The best candidate.
         best, decided_by = self.select_candidate_explained(candidates)
         if best is None or not best.name:
@@ -498,6 +504,60 @@ class Evaluator:
         if not status.is_success():
             return None, status
         return PostFilterResult(best.name), Status()
+
+    def call_extenders(
+        self,
+        pod_info: PodInfo,
+        candidates: list[Candidate],
+        explanation: PreemptionExplanation,
+    ) -> tuple[list[Candidate], Status]:
+        """Upstream ``callExtenders``: each interested extender with a preemptVerb gets
+        the candidates and their victims and answers the ones it keeps (victims may
+        change); an error fails preemption unless the extender is ignorable."""
+        extenders = getattr(self.handle, "extenders", ())
+        if not extenders or not candidates:
+            return candidates, Status()
+        pod = pod_info.pod
+        victims: dict[str, tuple[list[PodInfo], int]] = {
+            c.name: (c.victims, c.num_pdb_violations) for c in candidates
+        }
+        snapshot = self.handle.snapshot
+        for ext in extenders:
+            if not ext.supports_preemption or not ext.is_interested(pod):
+                continue
+            try:
+                kept = ext.process_preemption(
+                    pod,
+                    {
+                        node: Victims([p.pod for p in pods], pdb)
+                        for node, (pods, pdb) in victims.items()
+                    },
+                    snapshot.get,
+                )
+            except ExtenderError as err:
+                if ext.passed_over("preempt", err, explanation.extender_verdicts):
+                    continue
+                return [], Status(Code.ERROR, str(err))
+            for node, (pods, _) in list(kept.items()):
+                if pods:
+                    continue
+                if not ext.ignorable:
+                    return [], Status(
+                        Code.ERROR, f'expected at least one victim pod on node "{node}"'
+                    )
+                log.info(
+                    "Ignored node %s for which extender %s reported no victims", node, ext.name
+                )
+                del kept[node]
+            explanation.extender_verdicts.append(
+                ExtenderVerdict(
+                    ext.name, "preempt", f"kept {len(kept)} of {len(victims)} candidate(s)"
+                )
+            )
+            victims = kept
+            if not victims:
+                break
+        return [Candidate(node, pods, pdb) for node, (pods, pdb) in victims.items()], Status()
 
     def find_candidates(
         self,

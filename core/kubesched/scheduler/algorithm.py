@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from kubesched.extenders import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, ExtenderError
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.diagnosis import NO_NODES_AVAILABLE_ERROR, Diagnosis, FitError
+from kubesched.framework.diagnosis import (
+    NO_NODES_AVAILABLE_ERROR,
+    Diagnosis,
+    ExtenderVerdict,
+    FitError,
+)
 from kubesched.framework.node_table import NodeTable
-from kubesched.framework.runtime import Framework, ScoreResult
+from kubesched.framework.results import MAX_NODE_SCORE
+from kubesched.framework.runtime import Framework, PluginScore, ScoreResult
 from kubesched.framework.status import Code, Status, not_none_mask
 from kubesched.framework.types import NodeBatch, NodeInfo, PodInfo
+
+log = logging.getLogger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 """Upstream: look for at least this many feasible nodes, whatever the percentage."""
@@ -90,7 +100,7 @@ class SchedulingAlgorithm:
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, evaluated, 1, diagnosis, feasible)
         scores = self.prioritize_nodes(
-            fwk, state, pod_info, NodeBatch(snapshot.table, rows, feasible)
+            fwk, state, pod_info, NodeBatch(snapshot.table, rows, feasible), diagnosis
         )
         host = self.select_host(scores)
         return ScheduleResult(host, evaluated, len(feasible), diagnosis, feasible, scores)
@@ -122,6 +132,9 @@ class SchedulingAlgorithm:
             feasible, rows = self.find_nodes_that_pass_filters(
                 fwk, state, pod_info, diagnosis, row, table
             )
+            feasible, rows = self.find_nodes_that_pass_extenders(
+                fwk, pod_info, feasible, rows, diagnosis, table
+            )
             if feasible:
                 # As upstream: the round-robin start does not move for the nominated node.
                 return feasible, rows, diagnosis
@@ -147,7 +160,61 @@ class SchedulingAlgorithm:
         if all_nodes:
             processed = len(feasible) + len(diagnosis.node_to_status)
             self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
+        feasible, feasible_rows = self.find_nodes_that_pass_extenders(
+            fwk, pod_info, feasible, feasible_rows, diagnosis, table
+        )
         return feasible, feasible_rows, diagnosis
+
+    def find_nodes_that_pass_extenders(
+        self,
+        fwk: Framework,
+        pod_info: PodInfo,
+        feasible: list[NodeInfo],
+        rows: np.ndarray,
+        diagnosis: Diagnosis,
+        table: NodeTable,
+    ) -> tuple[list[NodeInfo], np.ndarray]:
+        """Upstream ``findNodesThatPassExtenders``: each interested filtering extender in
+        turn narrows the plugins' feasible nodes; the nodes it fails get its message as
+        their status. An error fails the attempt unless the extender is ignorable."""
+        if not fwk.extenders or not feasible:
+            return feasible, rows
+        before = len(feasible)
+        pod = pod_info.pod
+        for ext in fwk.extenders:
+            if not feasible:
+                break
+            if not ext.is_filter or not ext.is_interested(pod):
+                continue
+            try:
+                passing, failed, unresolvable = ext.filter(pod, feasible)
+            except ExtenderError as err:
+                if ext.passed_over("filter", err, diagnosis.extender_verdicts):
+                    continue
+                raise SchedulingError(Status(Code.ERROR, str(err))) from None
+            # A node in both maps is unresolvable (upstream: that map takes precedence).
+            for name, message in failed.items():
+                if name not in unresolvable:
+                    diagnosis.node_to_status[name] = Status(Code.UNSCHEDULABLE, message)
+            for name, message in unresolvable.items():
+                diagnosis.node_to_status[name] = Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message
+                )
+            diagnosis.extender_verdicts.append(
+                ExtenderVerdict(
+                    ext.name,
+                    "filter",
+                    f"{len(passing)} of {len(feasible)} node(s) passed",
+                    {**failed, **unresolvable},
+                )
+            )
+            feasible = passing
+        if len(feasible) == before:
+            return feasible, rows
+        # Extenders register no cluster events: any event may make the pod schedulable.
+        diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+        index = table.index
+        return feasible, np.fromiter((index[ni.name] for ni in feasible), np.intp, len(feasible))
 
     def find_nodes_that_pass_filters(
         self,
@@ -259,11 +326,17 @@ class SchedulingAlgorithm:
 
     # -- scoring ------------------------------------------------------------------------
     def prioritize_nodes(
-        self, fwk: Framework, state: CycleState, pod_info: PodInfo, batch: NodeBatch
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod_info: PodInfo,
+        batch: NodeBatch,
+        diagnosis: Diagnosis | None = None,
     ) -> ScoreResult:
-        """PreScore and Score over the feasible nodes; every node scores 1 when the
-        profile has no Score plugins (upstream)."""
-        if not fwk.has_score_plugins():
+        """PreScore and Score over the feasible nodes, then the extenders' scores added;
+        every node scores 1 when the profile has neither Score plugins nor extenders
+        (upstream)."""
+        if not fwk.has_score_plugins() and not fwk.extenders:
             return ScoreResult(
                 [ni.name for ni in batch.infos], [], np.ones(len(batch), dtype=np.int64)
             )
@@ -273,7 +346,45 @@ class SchedulingAlgorithm:
         result = fwk.run_score_plugins(state, pod_info, batch)
         if isinstance(result, Status):
             raise SchedulingError(result)
+        if fwk.extenders:
+            self._add_extender_scores(fwk, pod_info, batch.infos, result, diagnosis)
         return result
+
+    def _add_extender_scores(
+        self,
+        fwk: Framework,
+        pod_info: PodInfo,
+        infos: list[NodeInfo],
+        result: ScoreResult,
+        diagnosis: Diagnosis | None,
+    ) -> None:
+        """Each interested prioritizing extender's 0-10 scores, times its weight, scaled
+        to the plugins' 0-100 range, added to the totals. An extender that fails gives
+        no score (upstream ignores prioritization errors)."""
+        pod = pod_info.pod
+        scale = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY
+        for ext in fwk.extenders:
+            if not ext.is_prioritizer or not ext.is_interested(pod):
+                continue
+            try:
+                by_name = ext.prioritize(pod, infos)
+            except ExtenderError as err:
+                log.info(
+                    "Extender %s failed to prioritize; no score given by it: %s", ext.name, err
+                )
+                if diagnosis is not None:
+                    diagnosis.extender_verdicts.append(
+                        ExtenderVerdict(ext.name, "prioritize", f"error, no score given: {err}")
+                    )
+                continue
+            raw = np.fromiter((by_name.get(ni.name, 0) for ni in infos), np.int64, len(infos))
+            score = PluginScore(ext.name, ext.weight, raw, raw * scale)
+            result.plugins.append(score)
+            result.totals = result.totals + score.weighted
+            if diagnosis is not None:
+                diagnosis.extender_verdicts.append(
+                    ExtenderVerdict(ext.name, "prioritize", f"scored {len(by_name)} node(s)")
+                )
 
     def select_host(self, scores: ScoreResult) -> str:
         """The node with the highest total; among equals, one chosen uniformly at random

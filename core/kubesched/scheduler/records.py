@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.diagnosis import Diagnosis, ExtenderVerdict
 from kubesched.framework.runtime import ScoreResult
 from kubesched.framework.status import Status
 
@@ -48,3 +48,12 @@ class AttemptRecord:
     nominated_node: str | None = None
     binding: Status | None = None
     finished_at: float | None = None
+    extender_verdicts: list[ExtenderVerdict] = field(default_factory=list)
+    """The binding extender's answer; :meth:`extender_calls` adds the others."""
+
+    def extender_calls(self) -> list[ExtenderVerdict]:
+        """Every extender call of the attempt, in order: Filter and Prioritize (kept in
+        ``diagnosis``), preemption (in ``post_filter_details``), then Bind."""
+        calls = list(self.diagnosis.extender_verdicts) if self.diagnosis is not None else []
+        calls += getattr(self.post_filter_details, "extender_verdicts", ())
+        return calls + self.extender_verdicts

@@ -16,8 +16,9 @@ from kubesched.backend.protocol import PodCondition
 from kubesched.cache import Cache, CacheError, Snapshot
 from kubesched.clock import Clock, RealClock
 from kubesched.config import EffectiveConfiguration
+from kubesched.extenders import ExtenderError, build_extenders
 from kubesched.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState
-from kubesched.framework.diagnosis import Diagnosis, FitError
+from kubesched.framework.diagnosis import Diagnosis, ExtenderVerdict, FitError
 from kubesched.framework.events import ActionType, ClusterEvent, EventResource
 from kubesched.framework.registry import PluginRegistry
 from kubesched.framework.runtime import Framework
@@ -143,6 +144,7 @@ class Scheduler:
         self.metrics = metrics or Metrics()
         self.cache = Cache(self.clock, metrics=self.metrics)
         self.snapshot = Snapshot()
+        self.extenders = build_extenders(cfg.extenders)
         self.frameworks: dict[str, Framework] = {}
         for profile in config.profiles:
             self.frameworks[profile.scheduler_name] = Framework(
@@ -157,6 +159,7 @@ class Scheduler:
                 parallelism=cfg.parallelism,
                 rng=random.Random(self.rng.random()),
                 feature_gates=config.feature_gates,
+                extenders=self.extenders,
             )
         self.pods: dict[str, Any] = {}
         """Each pod as the watch last reported it, by ``namespace/name`` (what upstream
@@ -493,7 +496,9 @@ class Scheduler:
             return
         status = fwk.run_pre_bind_plugins(state, assumed, host)
         if status.is_success():
-            status = fwk.run_bind_plugins(state, assumed, host)
+            status = self._extenders_binding(assumed, host, b.record)
+            if status is None:
+                status = fwk.run_bind_plugins(state, assumed, host)
             # As upstream, only a Bind that ran starts the assumed pod's expiry.
             self.cache.finish_binding(assumed)
         if not status.is_success():
@@ -522,6 +527,33 @@ class Scheduler:
         b.record.result = RESULT_SCHEDULED
         b.record.binding = status
         self._finish(b.record)
+
+    def _extenders_binding(
+        self, assumed: PodInfo, host: str, record: AttemptRecord
+    ) -> Status | None:
+        """Upstream ``extendersBinding``: the first interested binding extender binds the
+        pod instead of the Bind plugins (its status; None: no extender bound it). An
+        ignorable extender that fails is passed over."""
+        pod = assumed.pod
+        for ext in self.extenders:
+            if not ext.is_binder or not ext.is_interested(pod):
+                continue
+            try:
+                ext.bind(pod, host)
+            except ExtenderError as err:
+                if ext.passed_over("bind", err, record.extender_verdicts):
+                    continue
+                record.extender_verdicts.append(ExtenderVerdict(ext.name, "bind", f"error: {err}"))
+                return Status(Code.ERROR, str(err))
+            record.extender_verdicts.append(ExtenderVerdict(ext.name, "bind", f"bound to {host}"))
+            if getattr(self.backend, "embedded", False):
+                # The extender cannot reach the embedded cluster: write what it would.
+                try:
+                    self.backend.bind(pod, host)
+                except Exception as err:
+                    return Status.from_error(err)
+            return Status()
+        return None
 
     def _binding_failed(self, b: _Binding, status: Status, fit: FitError | None) -> None:
         """Upstream's handleBindingCycleError: unreserve, forget, move, fail."""

@@ -14,6 +14,7 @@ from kubesched.simulate.report import (
     AttemptReport,
     ClaimReport,
     EvictionReport,
+    ExtenderCallReport,
     NodeReport,
     PodReport,
     PreemptionReport,
@@ -591,6 +592,15 @@ def _filter_details(pod: PodReport) -> list[tuple[list[str], str]]:
     return sorted(((nodes, d) for d, nodes in groups.items()), key=lambda g: (-len(g[0]), g[1]))
 
 
+def extender_lines(calls: list[ExtenderCallReport]) -> list[str]:
+    """One line per extender call (``URL verb: result``), then one per node it failed."""
+    out = []
+    for c in calls:
+        out.append(f"{c.extender} {c.verb}: {c.result}")
+        out += [f"  {node}: {msg}" for node, msg in sorted(c.failed_nodes.items())]
+    return out
+
+
 def _node_list(nodes: list[str]) -> str:
     shown = ", ".join(nodes[:MAX_NODES_PER_REASON])
     rest = len(nodes) - MAX_NODES_PER_REASON
@@ -743,6 +753,13 @@ def render_explain(
             console.print(
                 Text.assemble("    ", (_node_list(nodes), "cyan"), f": {detail}"), soft_wrap=True
             )
+
+    calls = pod.history[-1].extenders if pod.history else []
+    if calls:
+        console.print()
+        console.print(Text("Extenders in the last attempt", style="bold"))
+        for line in extender_lines(calls):
+            console.print(Text(f"  {line}"), soft_wrap=True)
 
     if pod.scores:
         console.print()

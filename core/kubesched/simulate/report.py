@@ -96,7 +96,8 @@ class FilterStatus(_Model):
     node: str = Field(description="The node's name.")
     plugin: str | None = Field(
         description="The plugin that rejected the node (the first that did: filters stop at "
-        "the first rejection per node)."
+        "the first rejection per node); null when a scheduler extender rejected it (see "
+        "history[].extenders)."
     )
     code: str = Field(
         description="The status code as upstream spells it: Unschedulable, "
@@ -128,6 +129,24 @@ class NodeScoreReport(_Model):
     plugins: list[PluginScoreReport]
 
 
+class ExtenderCallReport(_Model):
+    """One call of a scheduler extender in an attempt, and what it answered."""
+
+    extender: str = Field(description="The extender's urlPrefix.")
+    verb: Literal["filter", "prioritize", "preempt", "bind"] = Field(
+        description="Which call: Filter, Prioritize, preemption or Bind."
+    )
+    result: str = Field(
+        description="The answer in words (e.g. '2 of 4 node(s) passed', 'bound to n1', "
+        "or the error, and whether the extender was passed over as ignorable)."
+    )
+    failed_nodes: dict[str, str] = Field(
+        default_factory=dict,
+        alias="failedNodes",
+        description="filter: the message of each node the extender failed.",
+    )
+
+
 class AttemptReport(_Model):
     """One scheduling attempt of the pod."""
 
@@ -152,6 +171,11 @@ class AttemptReport(_Model):
     feasible_nodes: int = Field(0, alias="feasibleNodes", description="Nodes that passed.")
     nominated_node: str | None = Field(
         None, alias="nominatedNode", description="The node PostFilter (preemption) nominated."
+    )
+    extenders: list[ExtenderCallReport] = Field(
+        default_factory=list,
+        description="The scheduler extenders' calls in this attempt, in order (absent "
+        "without extenders).",
     )
 
 
@@ -669,8 +693,9 @@ def _preemption_explained(explanation: Any) -> dict[str, Any]:
 
 
 def _history(records: list[AttemptRecord]) -> list[dict[str, Any]]:
-    return [
-        {
+    out = []
+    for r in records:
+        attempt = {
             "attempt": r.attempt,
             "profile": r.profile,
             "startedAt": r.started_at,
@@ -684,8 +709,20 @@ def _history(records: list[AttemptRecord]) -> list[dict[str, Any]]:
             "feasibleNodes": len(r.feasible),
             "nominatedNode": r.nominated_node,
         }
-        for r in records
-    ]
+        calls = r.extender_calls()
+        if calls:
+            # Only with extenders: the HTML page carries every pod's history.
+            attempt["extenders"] = [
+                {
+                    "extender": v.extender,
+                    "verb": v.verb,
+                    "result": v.result,
+                    "failedNodes": v.failed_nodes,
+                }
+                for v in calls
+            ]
+        out.append(attempt)
+    return out
 
 
 def _detail(records: list[AttemptRecord], node_names: list[str]) -> dict[str, Any]:

@@ -187,6 +187,10 @@ class MemoryCluster:
     """Controllers (PV binding, provisioning, workloads) act within the write that
     triggers them: a client need not wait for them (``ClusterBackend``)."""
 
+    embedded = True
+    """Nothing outside the process can write here: when a binding extender accepts a
+    pod, the scheduler writes the Binding itself (``ClusterBackend``)."""
+
     def __init__(
         self,
         clock: Clock,

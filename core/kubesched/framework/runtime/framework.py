@@ -16,6 +16,7 @@ from kubesched.api import PODS
 from kubesched.errors import KubeschedError, debug_enabled
 from kubesched.features import FeatureGates
 from kubesched.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
+from kubesched.framework.diagnosis import EXTENDER_NAME
 from kubesched.framework.events import WILDCARD_EVENT, ClusterEvent, ClusterEventWithHint
 from kubesched.framework.gomath import sat_add_array, saturate
 from kubesched.framework.plugin import EXTENSION_POINTS
@@ -271,9 +272,13 @@ class Framework:
         parallelism: int = 16,
         rng: random.Random | None = None,
         feature_gates: FeatureGates | None = None,
+        extenders: Sequence[Any] = (),
     ) -> None:
         self.profile_name = profile.scheduler_name
         self.feature_gates = feature_gates or FeatureGates()
+        self.extenders: tuple[Any, ...] = tuple(extenders)
+        """The scheduler's extenders (``kubesched.extenders.Extender``), called after the
+        plugins at Filter and Score, in preemption and at Bind (upstream ``Extenders()``)."""
         self.profile = profile
         self.client = client
         self.lister = lister
@@ -449,6 +454,9 @@ class Framework:
                     if isinstance(ev, ClusterEvent):
                         ev = ClusterEventWithHint(ev)
                     registrations.append((runner.name, ev.event, ev.queueing_hint))
+        if self.extenders:
+            # Extenders register no events: a pod they rejected moves on any event.
+            registrations.append((EXTENDER_NAME, WILDCARD_EVENT, None))
         return registrations
 
     # -- scheduling cycle ---------------------------------------------------------------

@@ -483,6 +483,7 @@
       (str(D.pods.preemptedBy[p]) ? `<div>preempted by: ${esc(str(D.pods.preemptedBy[p]))}</div>` : "") +
       (str(D.pods.message[p]) ? `<div class="msg">message: ${esc(str(D.pods.message[p]))}</div>` : "") + "</dl>";
     h += historyTable(st.history || []);
+    h += extenderList(st.history || []);
     if (st.filters || st.feasible) h += filterTable(st);
     else if (st.history && st.history.length) h += `<p class="note">Filter verdicts and scores were not kept for this pod${D.meta.detail === "full" ? ` (the report keeps them for ${num(D.meta.explainedPods)} pods; name it with <code>--explain</code>)` : " (the run used --detail summary)"}.</p>`;
     if (st.scores) h += scoreTable(st.scores, node || (st.history && st.history.length ? st.history[st.history.length - 1].node : null));
@@ -501,6 +502,14 @@
     return `<div class="table-scroll"><table id="story-attempts"><caption>Attempts</caption><thead><tr><th scope="col" class="num">#</th><th scope="col" class="num">started</th><th scope="col">result</th><th scope="col">node</th><th scope="col" class="num">nodes</th><th scope="col" class="num">evaluated</th><th scope="col" class="num">feasible</th><th scope="col">nominated</th><th scope="col">message</th></tr></thead><tbody>` +
       hist.map((a) => `<tr><td class="num">${a.attempt}</td><td class="num">${secs(a.startedAt)}</td><td>${badge(a.result)}</td><td>${a.node ? nodeLink(a.node, CELL) : "–"}</td><td class="num">${num(a.allNodes)}</td><td class="num">${num(a.evaluatedNodes)}</td><td class="num">${num(a.feasibleNodes)}</td><td>${a.nominatedNode ? nodeLink(a.nominatedNode, CELL) : "–"}</td><td class="msg">${esc(a.message)}</td></tr>`).join("") +
       "</tbody></table></div>";
+  }
+
+  function extenderList(hist) {
+    const calls = hist.length ? hist[hist.length - 1].extenders || [] : [];
+    if (!calls.length) return "";
+    return `<ul id="story-extenders" aria-label="Extenders in the last attempt">` + calls.map((c) =>
+      `<li>${esc(c.extender)} ${esc(c.verb)}: ${esc(c.result)}` +
+      Object.entries(c.failedNodes || {}).map(([n, m]) => `<br>${nodeLink(n)}: ${esc(m)}`).join("") + "</li>").join("") + "</ul>";
   }
 
   function nodeNames(names, count) {

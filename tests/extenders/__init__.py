@@ -1,0 +1,1 @@
+"""Tests of scheduler extenders: configuration, each verb over HTTP and in-process."""
