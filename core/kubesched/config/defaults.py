@@ -36,7 +36,7 @@ DEFAULT_MULTI_POINT_PLUGINS: tuple[Plugin, ...] = (
     Plugin(name="VolumeZone"),
     Plugin(name="PodTopologySpread", weight=2),
     Plugin(name="InterPodAffinity", weight=2),
-    Plugin(name="DynamicResources"),
+    Plugin(name="DynamicResources", weight=2),
     Plugin(name="DefaultPreemption"),
     Plugin(name="NodeResourcesBalancedAllocation", weight=1),
     Plugin(name="ImageLocality", weight=1),
