@@ -174,14 +174,16 @@ def test_node_cache_capable_binding_extender_agrees_with_kube_scheduler(
         except EnvtestError as err:
             pytest.skip(str(err))
 
+        # The nodes exist before each scheduler starts, so both list them all before they
+        # schedule (the request sequences compared below name every node).
         def scenario() -> dict[str, Any]:
-            api.create_many(NODES)
             placed = {}
             for name, cpu in PODS[:2]:
                 api.create(make_pod(name).req(cpu=cpu, memory="64Mi").manifest())
                 placed[name] = wait_for(lambda n=name: api.node_of(n), 30, f"{name} to be bound")
             return placed
 
+        api.create_many(NODES)
         with (tmp_path / "kube-scheduler.log").open("w") as log:
             real = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         try:
@@ -197,6 +199,7 @@ def test_node_cache_capable_binding_extender_agrees_with_kube_scheduler(
         server.requests.clear()
         server.logic.bound.clear()
 
+        api.create_many(NODES)
         ours_runner = in_process(settings)
         try:
             ours = scenario()

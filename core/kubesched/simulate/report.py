@@ -174,7 +174,7 @@ class AttemptReport(_Model):
     )
     extenders: list[ExtenderCallReport] = Field(
         default_factory=list,
-        description="The scheduler extenders' calls in this attempt, in order (absent "
+        description="The scheduler extenders' calls in this attempt, in order (empty "
         "without extenders).",
     )
 
@@ -709,18 +709,15 @@ def _history(records: list[AttemptRecord]) -> list[dict[str, Any]]:
             "feasibleNodes": len(r.feasible),
             "nominatedNode": r.nominated_node,
         }
-        calls = r.extender_calls()
-        if calls:
-            # Only with extenders: the HTML page carries every pod's history.
-            attempt["extenders"] = [
-                {
-                    "extender": v.extender,
-                    "verb": v.verb,
-                    "result": v.result,
-                    "failedNodes": v.failed_nodes,
-                }
-                for v in calls
-            ]
+        attempt["extenders"] = [
+            {
+                "extender": v.extender,
+                "verb": v.verb,
+                "result": v.result,
+                "failedNodes": v.failed_nodes,
+            }
+            for v in r.extender_calls()
+        ]
         out.append(attempt)
     return out
 
