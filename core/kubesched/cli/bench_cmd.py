@@ -19,9 +19,12 @@ from kubesched.bench import (
 )
 from kubesched.bench.kube import SCHEDULERS, run_on_api_server
 from kubesched.cli.arguments import output_file, positive_int, positive_number
-from kubesched.cli.config_option import add_feature_gates_argument, feature_gates_argument
-from kubesched.config import load_config
-from kubesched.errors import KubeschedError, UserInputError
+from kubesched.cli.config_option import (
+    add_feature_gates_argument,
+    feature_gates_argument,
+    load_config_file,
+)
+from kubesched.errors import KubeschedError
 from kubesched.framework.registry import PluginRegistry, default_registry
 
 
@@ -186,9 +189,7 @@ def _bench(args: argparse.Namespace) -> int:
         )
     extenders = None
     if args.extenders:
-        if not Path(args.extenders).is_file():
-            raise UserInputError("no such file", source=args.extenders, obj="--extenders")
-        config = load_config(args.extenders, registry)
+        config = load_config_file(args.extenders, registry, gates, option="--extenders")
         extenders = [e.model_dump(mode="json", by_alias=True) for e in config.extenders]
     text = args.output == "text"
     if text:

@@ -44,6 +44,19 @@ def feature_gates_argument(values: list[str] | None) -> FeatureGates:
     return parse_feature_gates(values or ())
 
 
+def load_config_file(
+    path: str | None,
+    registry: PluginRegistry,
+    gates: FeatureGates | None = None,
+    option: str = "--config",
+) -> KubeSchedulerConfiguration:
+    """The KubeSchedulerConfiguration file named by ``option`` (upstream's defaults when
+    ``path`` is None), validated; a missing file is a one-line user error naming it."""
+    if path is not None and not Path(path).is_file():
+        raise UserInputError("no such file", source=path, obj=option)
+    return load_config(path, registry, gates)
+
+
 def load_config_argument(
     path: str | None, registry: PluginRegistry, feature_gates: list[str] | None = None
 ) -> tuple[KubeSchedulerConfiguration, EffectiveConfiguration]:
@@ -51,8 +64,6 @@ def load_config_argument(
     ``--feature-gates``, validated against the plugins of ``registry``, and what each of
     its profiles runs. A missing file is a one-line user error naming the option."""
     gates = feature_gates_argument(feature_gates)
-    if path is not None and not Path(path).is_file():
-        raise UserInputError("no such file", source=path, obj="--config")
-    config = load_config(path, registry, gates)
+    config = load_config_file(path, registry, gates)
     source = path or "<defaults>"
     return config, effective_configuration(config, registry, source=source, gates=gates)
