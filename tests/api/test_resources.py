@@ -14,6 +14,7 @@ from kubesched.api import (
     node_allocatable,
     pod_non_zero_requests,
     pod_requests,
+    pod_scoring_requests,
 )
 
 Mi = 1024**2
@@ -301,3 +302,32 @@ POD_LEVEL_CASES = [
 def test_pod_level_resources(p, requests, non_zero):
     assert pod_requests(p) == requests
     assert pod_non_zero_requests(p) == non_zero
+
+
+POD_LEVEL_SCORING = {
+    # id: (the scoring strategies' cpu and memory, the requests with the gate off)
+    "pod-level-replaces-containers-sum": ((8000, 64 * 1024 * Mi), {"cpu": 2000}),
+    # The containers' defaults apply before the override: the container without a cpu
+    # request counts 100m here, unlike on the node's side (300m above).
+    "pod-level-memory-only-cpu-from-containers": ((400, 1024 * Mi), {"cpu": 300}),
+    "pod-level-memory-only-no-cpu-anywhere": ((2 * DEFAULT_MILLI_CPU_REQUEST, 1024 * Mi), {}),
+    "pod-level-limits-default-requests": ((2000, DEFAULT_MEMORY_REQUEST), {}),
+    "pod-level-extended-resources-are-not-pod-level": (
+        (1000, DEFAULT_MEMORY_REQUEST),
+        {"example.com/gpu": 1},
+    ),
+    "overhead-added-after-the-override": ((1250, DEFAULT_MEMORY_REQUEST), {"cpu": 4250}),
+}
+
+
+@pytest.mark.parametrize(
+    ("p", "scoring", "gate_off"),
+    [(case[1], *POD_LEVEL_SCORING[case[0]]) for case in POD_LEVEL_CASES],
+    ids=[case[0] for case in POD_LEVEL_CASES],
+)
+def test_pod_level_resources_when_scoring_and_with_the_gate_off(p, scoring, gate_off):
+    """``calculatePodResourceRequest`` (defaults per container, then the pod-level
+    override) and ``SkipPodLevelResources`` (the PodLevelResources gate off)."""
+    got = pod_scoring_requests(p)
+    assert (got.get("cpu", 0), got.get("memory", 0)) == scoring
+    assert pod_requests(p, pod_level=False) == gate_off

@@ -326,6 +326,44 @@ def test_default_toleration_seconds_can_be_disabled():
     assert cluster.create(pod("p")).spec.tolerations == []
 
 
+TSC_MERGE_CASES = [
+    # (id, pod labels, matchLabelKeys, the selector's requirements once admitted)
+    ("key-the-pod-has", {"app": "web", "rev": "2"}, ["rev"], [("rev", "In", ["2"])]),
+    ("key-the-pod-lacks", {"app": "web"}, ["rev"], []),
+    (
+        "several-keys-in-order",
+        {"app": "web", "rev": "2", "track": "canary"},
+        ["track", "rev"],
+        [("track", "In", ["canary"]), ("rev", "In", ["2"])],
+    ),
+    ("no-keys", {"app": "web", "rev": "2"}, [], []),
+]
+
+
+@pytest.mark.parametrize(
+    ("labels", "keys", "want"),
+    [c[1:] for c in TSC_MERGE_CASES],
+    ids=[c[0] for c in TSC_MERGE_CASES],
+)
+def test_match_label_keys_merge_into_topology_spread_selectors(
+    cluster: MemoryCluster, labels: dict[str, str], keys: list[str], want: list
+):
+    """kube-apiserver v1.36 (MatchLabelKeysInPodTopologySpreadSelectorMerge, on by
+    default) appends an ``In`` requirement per key the pod has; matchLabels stay."""
+    constraint = {
+        "maxSkew": 1,
+        "topologyKey": "zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+        "matchLabelKeys": keys,
+    }
+    p: Pod = cluster.create(pod("p", labels=labels, topologySpreadConstraints=[constraint]))
+    selector = p.spec.topology_spread_constraints[0].label_selector
+    assert selector is not None and selector.match_labels == {"app": "web"}
+    got = [(e.key, e.operator, e.values) for e in selector.match_expressions or []]
+    assert got == want
+
+
 def test_match_label_keys_merge_into_pod_affinity_selectors(cluster: MemoryCluster):
     term = {
         "labelSelector": {"matchLabels": {"app": "web"}},

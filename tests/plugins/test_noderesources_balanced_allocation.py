@@ -15,8 +15,10 @@ from pydantic import ValidationError
 
 from kubesched import Code, CycleState, NodeInfo, PodInfo
 from kubesched.config.validation import validation_error_problems
+from kubesched.features import FeatureGates
 from kubesched.testing import make_framework, make_node, make_pod, node_batch
 from kubesched_builtin.noderesources.balanced_allocation import (
+    NAME,
     PRE_SCORE_KEY,
     BalancedScorer,
     NodeResourcesBalancedAllocation,
@@ -30,8 +32,15 @@ GI = 1024**3
 MI = 1024**2
 
 
-def plugin(args: dict | None = None) -> NodeResourcesBalancedAllocation:
-    return NodeResourcesBalancedAllocation(Args.model_validate(args or {}), None)
+def plugin(
+    args: dict | None = None, gates: FeatureGates | None = None
+) -> NodeResourcesBalancedAllocation:
+    fw = make_framework(
+        NodeResourcesBalancedAllocation,
+        args={NAME: Args.model_validate(args or {})},
+        feature_gates=gates,
+    )
+    return fw.plugin(NAME)
 
 
 def node_info(node_builder, *pods) -> NodeInfo:

@@ -29,8 +29,10 @@ from kubesched import (
 )
 from kubesched.api import Pod
 from kubesched.config.validation import validation_error_problems
+from kubesched.features import FeatureGates
 from kubesched.testing import batch_verdicts, make_framework, make_node, make_pod, node_batch
 from kubesched_builtin.noderesources.fit import (
+    NAME,
     PRE_SCORE_KEY,
     NodeResourcesFit,
     is_schedulable_after_node_change,
@@ -57,8 +59,13 @@ class _Unvalidated:
         return Pod.model_validate(self.builder.manifest())
 
 
-def plugin(args: dict[str, Any] | None = None) -> NodeResourcesFit:
-    return NodeResourcesFit(Args.model_validate(args or {}), None)
+def plugin(
+    args: dict[str, Any] | None = None, gates: FeatureGates | None = None
+) -> NodeResourcesFit:
+    fw = make_framework(
+        NodeResourcesFit, args={NAME: Args.model_validate(args or {})}, feature_gates=gates
+    )
+    return fw.plugin(NAME)
 
 
 def node_info(node_builder, *pods) -> NodeInfo:
@@ -1207,6 +1214,59 @@ def test_pod_level_requests_are_what_the_filter_checks():
     statuses = run_filter(fw, pod, [make_node("n").capacity(cpu="4", memory="8Gi").obj()])
     assert statuses["n"].code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert statuses["n"].reasons == ["Insufficient cpu", "Insufficient memory"]
+
+
+POD_LEVEL_GATE_CASES = [
+    # (id, PodLevelResources, Filter's verdict on a node with 2 of its 4 cpus free,
+    #  the pod's (cpu, memory) as the Fit strategies and BalancedAllocation count it)
+    ("gate-on", True, (U, ["Insufficient cpu"]), (3000, 2 * 200 * MI), (3000, 0)),
+    ("gate-off", False, None, (1100, 2 * 200 * MI), (1000, 0)),
+]
+
+
+@pytest.mark.parametrize(
+    ("gate", "verdict", "fit_requests", "balanced_requests"),
+    [c[1:] for c in POD_LEVEL_GATE_CASES],
+    ids=[c[0] for c in POD_LEVEL_GATE_CASES],
+)
+def test_pod_level_resources_follow_the_gate(gate, verdict, fit_requests, balanced_requests):
+    """A pod asking 3 cpus at pod level, with containers of 1 cpu and of nothing: under
+    the PodLevelResources gate Filter and both scorers count the 3 cpus; with it off,
+    the containers (the second counting the 100m default when scoring)."""
+    from kubesched_builtin.noderesources.balanced_allocation import (
+        PRE_SCORE_KEY as BALANCED_KEY,
+    )
+    from kubesched_builtin.noderesources.balanced_allocation import (
+        NodeResourcesBalancedAllocation,
+    )
+
+    pod = Pod.model_validate(
+        {
+            "metadata": {"name": "p"},
+            "spec": {
+                "containers": [
+                    {"name": "a", "resources": {"requests": {"cpu": "1"}}},
+                    {"name": "b"},
+                ],
+                "resources": {"requests": {"cpu": "3"}},
+            },
+        }
+    )
+    gates = FeatureGates({"PodLevelResources": gate})
+    busy = make_pod("busy").req(cpu="2")
+    ni = node_info(make_node("n").capacity(cpu="4", memory="8Gi"), busy)
+    fit = plugin(gates=gates)
+    state = CycleState()
+    fit.pre_filter(state, PodInfo(pod))
+    status = fit.filter(state, ni)
+    assert (None if status is None else (status.code, status.reasons)) == verdict
+    fit.pre_score(state, PodInfo(pod))
+    assert state.read(PRE_SCORE_KEY) == fit_requests
+    balanced = make_framework(NodeResourcesBalancedAllocation, feature_gates=gates).plugin(
+        "NodeResourcesBalancedAllocation"
+    )
+    balanced.pre_score(state, PodInfo(pod))
+    assert state.read(BALANCED_KEY) == balanced_requests
 
 
 def test_null_scoring_strategy_is_the_default_one():

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from kubesched.api import Node, Pod, ReplicaSet, Service, StatefulSet
+from kubesched.api import LabelSelectorRequirement, Node, Pod, ReplicaSet, Service, StatefulSet
 from kubesched.cache import new_snapshot
+from kubesched.features import FeatureGates
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import QueueingHint
 from kubesched.framework.listers import StaticLister
@@ -51,8 +52,10 @@ def pods_on(node_name: str, n: int, prefix: str | None = None, **labels: str) ->
     return [make_pod(f"{prefix}{i}").labels(labels).node(node_name).obj() for i in range(n)]
 
 
-def _framework(args: dict | None = None, lister: Any = None):
-    return make_framework(PodTopologySpread, args={NAME: args} if args else None, lister=lister)
+def _framework(args: dict | None = None, lister: Any = None, gates: FeatureGates | None = None):
+    return make_framework(
+        PodTopologySpread, args={NAME: args} if args else None, lister=lister, feature_gates=gates
+    )
 
 
 def run_filter(
@@ -61,10 +64,11 @@ def run_filter(
     nodes: Sequence[Node],
     args: dict | None = None,
     lister: Any = None,
+    gates: FeatureGates | None = None,
 ) -> dict[str, Any]:
     """Node name -> Filter status (None: passes); checks batch == per node."""
     snap = new_snapshot(existing, nodes)
-    fw = _framework(args, lister)
+    fw = _framework(args, lister, gates)
     fw.set_snapshot(snap)
     pl = fw.plugin(NAME)
     state = CycleState()
@@ -328,26 +332,6 @@ FILTER_CASES = [
         {"node-x"},
     ),
     (
-        "matchLabelKeys: only pods with the same revision count",
-        make_pod("p")
-        .labels(foo="", rev="2")
-        .spread_constraint(1, HOST, DNS, FOO, match_label_keys=["rev"])
-        .obj(),
-        [*pods_on("node-a", 2, foo="", rev="1"), *pods_on("node-b", 1, foo="", rev="2")],
-        [hnode("node-a"), hnode("node-b")],
-        {"node-a"},
-    ),
-    (
-        "matchLabelKeys with a key the pod lacks is ignored",
-        make_pod("p")
-        .labels(foo="")
-        .spread_constraint(1, HOST, DNS, FOO, match_label_keys=["rev"])
-        .obj(),
-        [*pods_on("node-a", 2, foo="", rev="1"), *pods_on("node-b", 1, foo="", rev="2")],
-        [hnode("node-a"), hnode("node-b")],
-        {"node-b"},
-    ),
-    (
         "nil labelSelector matches no pod, not even itself",
         make_pod("p").labels(foo="").spread_constraint(1, HOST, DNS, None).obj(),
         [*pods_on("node-a", 3, foo="")],
@@ -369,6 +353,54 @@ FILTER_CASES = [
 )
 def test_filter(pod: Pod, existing: list[Pod], nodes: list[Node], want: set[str]) -> None:
     assert passing(run_filter(pod, existing, nodes)) == want
+
+
+MERGE_OFF = FeatureGates({"MatchLabelKeysInPodTopologySpreadSelectorMerge": False})
+KEYS_OFF = FeatureGates(
+    {
+        "MatchLabelKeysInPodTopologySpread": False,
+        "MatchLabelKeysInPodTopologySpreadSelectorMerge": False,
+    }
+)
+REVISIONS = [*pods_on("node-a", 2, foo="", rev="1"), *pods_on("node-b", 1, foo="", rev="2")]
+
+MATCH_LABEL_KEYS_CASES = [
+    # (id, pod labels, merged by the API server, feature gates, nodes passing)
+    ("selector-merged-by-the-api-server", {"foo": "", "rev": "2"}, True, None, {"node-a"}),
+    ("gate-on-selector-read-as-written", {"foo": "", "rev": "2"}, False, None, {"node-b"}),
+    ("selector-merge-off-plugin-merges", {"foo": "", "rev": "2"}, False, MERGE_OFF, {"node-a"}),
+    ("merge-off-key-the-pod-lacks-ignored", {"foo": ""}, False, MERGE_OFF, {"node-b"}),
+    ("match-label-keys-off-ignored", {"foo": "", "rev": "2"}, False, KEYS_OFF, {"node-b"}),
+]
+
+
+@pytest.mark.parametrize(
+    "labels,merged,gates,want",
+    [c[1:] for c in MATCH_LABEL_KEYS_CASES],
+    ids=[c[0] for c in MATCH_LABEL_KEYS_CASES],
+)
+def test_match_label_keys_follow_the_gates(
+    labels: dict[str, str], merged: bool, gates: FeatureGates | None, want: set[str]
+) -> None:
+    """``matchLabelKeys: [rev]``: kube-apiserver v1.36 merges the key into the selector at
+    creation (MatchLabelKeysInPodTopologySpreadSelectorMerge, on by default), so the plugin
+    reads the selector as it is; with that gate off the plugin merges the pod's labels
+    itself, and with MatchLabelKeysInPodTopologySpread off too it ignores them."""
+    pod = (
+        make_pod("p")
+        .labels(labels)
+        .spread_constraint(1, HOST, DNS, FOO, match_label_keys=["rev"])
+        .obj()
+    )
+    if merged:
+        # What kube-apiserver stores: the key's "In" requirement appended to the selector.
+        selector = pod.spec.topology_spread_constraints[0].label_selector
+        selector.match_expressions = [
+            *selector.match_expressions,
+            LabelSelectorRequirement(key="rev", operator="In", values=[labels["rev"]]),
+        ]
+    nodes = [hnode("node-a"), hnode("node-b")]
+    assert passing(run_filter(pod, REVISIONS, nodes, gates=gates)) == want
 
 
 def test_filter_reasons() -> None:
@@ -1040,18 +1072,17 @@ def test_args_validation(args: dict, message: str) -> None:
 def test_args_defaults() -> None:
     args = PodTopologySpreadArgs.model_validate({})
     assert args.defaulting_type == "System" and args.default_constraints == []
-    pl = PodTopologySpread(args, None)
+    pl = _framework().plugin(NAME)
     got = [(c.topology_key, c.max_skew, c.when_unsatisfiable) for c in pl.default_constraints]
     assert got == [(HOST, 3, SA), ("topology.kubernetes.io/zone", 5, SA)]
-    listed = PodTopologySpreadArgs.model_validate({"defaultingType": "List"})
-    assert PodTopologySpread(listed, None).default_constraints == ()
+    assert _framework({"defaultingType": "List"}).plugin(NAME).default_constraints == ()
 
 
 # --- events --------------------------------------------------------------------------
 
 
 def test_events_and_hints() -> None:
-    pl = PodTopologySpread(None, None)
+    pl = _framework().plugin(NAME)
     events = pl.events_to_register()
     assert [e.event.resource.value for e in events] == ["Pod", "Node"]
     pod = make_pod("p").labels(foo="").spread_constraint(1, "zone", DNS, FOO).obj()

@@ -35,6 +35,7 @@ from kubesched import (
 )
 from kubesched_builtin.names import NODE_RESOURCES_BALANCED_ALLOCATION
 
+from .fit import POD_LEVEL_RESOURCES_GATE
 from .resource_allocation import ResourceAllocationScorer, ResourceSpec, default_resources
 
 NAME = NODE_RESOURCES_BALANCED_ALLOCATION
@@ -148,7 +149,11 @@ class NodeResourcesBalancedAllocation:
         args = args or NodeResourcesBalancedAllocationArgs()
         self._handle = handle
         self.scorer = ResourceAllocationScorer(
-            NAME, args.resources, BalancedScorer(), use_requested=True
+            NAME,
+            args.resources,
+            BalancedScorer(),
+            use_requested=True,
+            pod_level=handle.feature_enabled(POD_LEVEL_RESOURCES_GATE),
         )
 
     def _requests(self, state: CycleState, pod_info: PodInfo) -> tuple[int, ...] | None:

@@ -51,6 +51,7 @@ from kubesched.api import (
     Pod,
     is_extended_resource_name,
     is_scalar_resource_name,
+    pod_level_requests,
     pod_requests,
 )
 from kubesched_builtin.names import NODE_RESOURCES_FIT
@@ -70,6 +71,10 @@ from .resource_allocation import (
 )
 
 NAME = NODE_RESOURCES_FIT
+
+POD_LEVEL_RESOURCES_GATE = "PodLevelResources"
+"""The gate under which a pod's ``spec.resources`` requests count (beta, on by default in
+v1.36); Filter and Score read it, as NodeResourcesBalancedAllocation does."""
 
 ERR_REASON_TOO_MANY_PODS = "Too many pods"
 ERR_REASON_INSUFFICIENT_CPU = "Insufficient cpu"
@@ -490,9 +495,16 @@ class NodeResourcesFit:
         self._handle = handle
         self.ignored_resources = frozenset(args.ignored_resources)
         self.ignored_resource_groups = frozenset(args.ignored_resource_groups)
+        # PodLevelResources (beta, on by default in v1.36): the pod's spec.resources
+        # requests replace its containers' sum, in Filter and in Score.
+        self.pod_level = handle.feature_enabled(POD_LEVEL_RESOURCES_GATE)
         strategy = args.scoring_strategy
         self.scorer = ResourceAllocationScorer(
-            strategy.type, strategy.resources, build_scorer(strategy), use_requested=False
+            strategy.type,
+            strategy.resources,
+            build_scorer(strategy),
+            use_requested=False,
+            pod_level=self.pod_level,
         )
 
     # -- registration -------------------------------------------------------------------
@@ -514,7 +526,10 @@ class NodeResourcesFit:
     # -- filter -------------------------------------------------------------------------
     @hookimpl
     def pre_filter(self, state: CycleState, pod_info: PodInfo) -> None:
-        state.write(PRE_FILTER_KEY, PodResourceRequest.from_requests(pod_info.requests))
+        requests = pod_info.requests
+        if not self.pod_level and pod_level_requests(pod_info.pod):
+            requests = pod_requests(pod_info.pod, pod_level=False)
+        state.write(PRE_FILTER_KEY, PodResourceRequest.from_requests(requests))
 
     def _pre_filter_state(self, state: CycleState) -> PodResourceRequest | Status:
         request = state.get(PRE_FILTER_KEY)
@@ -630,6 +645,7 @@ __all__ = [
     "ERR_REASON_INSUFFICIENT_MEMORY",
     "ERR_REASON_TOO_MANY_PODS",
     "NAME",
+    "POD_LEVEL_RESOURCES_GATE",
     "PRE_FILTER_KEY",
     "PRE_SCORE_KEY",
     "InsufficientResource",

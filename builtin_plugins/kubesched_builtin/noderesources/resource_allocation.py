@@ -34,7 +34,15 @@ from kubesched import (
     sat_add_array,
     saturate,
 )
-from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
+from kubesched.api import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    is_scalar_resource_name,
+    pod_level_requests,
+    pod_requests,
+    pod_scoring_requests,
+)
 
 __all__ = [
     "AllocationScorer",
@@ -179,10 +187,11 @@ class ResourceAllocationScorer:
     ``use_requested`` picks the node's ``requested`` totals for cpu and memory (and the
     pod's own requests as they are) instead of the non-zero ones scoring normally uses
     (100m cpu / 200Mi memory for containers that request nothing): BalancedAllocation
-    sets it, Fit's strategies do not.
+    sets it, Fit's strategies do not. ``pod_level``: whether the pod's own
+    ``spec.resources`` requests count (the PodLevelResources gate).
     """
 
-    __slots__ = ("_kinds", "name", "resources", "scorer", "use_requested")
+    __slots__ = ("_kinds", "name", "pod_level", "resources", "scorer", "use_requested")
 
     def __init__(
         self,
@@ -191,11 +200,13 @@ class ResourceAllocationScorer:
         scorer: AllocationScorer,
         *,
         use_requested: bool,
+        pod_level: bool = True,
     ) -> None:
         self.name = name
         self.resources = tuple(resources)
         self.scorer = scorer
         self.use_requested = use_requested
+        self.pod_level = pod_level
         self._kinds = tuple(_kind(r.name) for r in self.resources)
 
     # -- the pod --------------------------------------------------------------------------
@@ -205,7 +216,18 @@ class ResourceAllocationScorer:
         Without ``use_requested``, cpu and memory are the non-zero requests
         (``NonMissingContainerRequests``); everything else is the plain request
         (containers, init containers, sidecars and overhead, via ``PodInfo.requests``).
+        A pod with pod-level requests is counted from its spec: its containers' defaults
+        apply before the pod-level requests replace their sum, and with the gate off the
+        pod-level requests do not count at all.
         """
+        pod = pod_info.pod
+        if pod_level_requests(pod):
+            requests = (
+                pod_requests(pod, pod_level=self.pod_level)
+                if self.use_requested
+                else pod_scoring_requests(pod, pod_level=self.pod_level)
+            )
+            return tuple(requests.get(r.name, 0) for r in self.resources)
         out = []
         for r, kind in zip(self.resources, self._kinds, strict=True):
             if not self.use_requested and kind == _CPU:

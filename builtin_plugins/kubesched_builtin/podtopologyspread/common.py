@@ -70,19 +70,22 @@ def filter_topology_spread_constraints(
     constraints: Sequence[TopologySpreadConstraint],
     pod_labels: Mapping[str, str],
     action: str,
+    *,
+    merge_match_label_keys: bool = True,
 ) -> list[Constraint]:
     """The constraints whose ``whenUnsatisfiable`` is ``action``, parsed.
 
-    ``matchLabelKeys`` take their values from the pod's labels (keys the pod does not
-    have are ignored) and are ANDed into the selector. An invalid selector raises
-    ``ValueError``.
+    With ``merge_match_label_keys``, ``matchLabelKeys`` take their values from the pod's
+    labels (keys the pod does not have are ignored) and are ANDed into the selector;
+    without it the selector is used as written (the API server merged them when it
+    created the pod). An invalid selector raises ``ValueError``.
     """
     result = []
     for c in constraints:
         if c.when_unsatisfiable != action:
             continue
         selector = compile_label_selector(c.label_selector)
-        if c.match_label_keys:
+        if merge_match_label_keys and c.match_label_keys:
             match_labels = {k: pod_labels[k] for k in c.match_label_keys if k in pod_labels}
             if match_labels:
                 selector = merge_label_set_with_selector(match_labels, selector)

@@ -44,6 +44,12 @@ from .filtering import ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_N
 
 NAME = POD_TOPOLOGY_SPREAD
 
+MATCH_LABEL_KEYS_GATE = "MatchLabelKeysInPodTopologySpread"
+"""The gate of ``matchLabelKeys`` (beta, on by default in v1.36)."""
+SELECTOR_MERGE_GATE = "MatchLabelKeysInPodTopologySpreadSelectorMerge"
+"""With it on (beta, on by default in v1.36) the API server merges ``matchLabelKeys`` into
+``labelSelector`` at pod creation and the plugin reads the selector as it is."""
+
 SYSTEM_DEFAULTING = "System"
 """``defaultingType: System``: the built-in default constraints apply."""
 LIST_DEFAULTING = "List"
@@ -197,13 +203,22 @@ class PodTopologySpread:
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else tuple(args.default_constraints)
         )
         self.counter = PodCounter()
+        # kube-apiserver v1.36 merges matchLabelKeys into labelSelector when it creates the
+        # pod (MatchLabelKeysInPodTopologySpreadSelectorMerge); the scheduler merges them
+        # itself only when that gate is off and matchLabelKeys are on.
+        self.merge_match_label_keys = handle.feature_enabled(
+            MATCH_LABEL_KEYS_GATE
+        ) and not handle.feature_enabled(SELECTOR_MERGE_GATE)
 
     # -- constraints ------------------------------------------------------------------
     def _constraints(self, pod: Pod, action: str) -> list[Constraint]:
         labels = pod.metadata.labels or {}
         if pod.spec.topology_spread_constraints:
             return filter_topology_spread_constraints(
-                pod.spec.topology_spread_constraints, labels, action
+                pod.spec.topology_spread_constraints,
+                labels,
+                action,
+                merge_match_label_keys=self.merge_match_label_keys,
             )
         return self.build_default_constraints(pod, action)
 

@@ -38,7 +38,7 @@ from kubesched.api.volumeutil import (
 
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 """An unbound claim has no matching PV the node reaches, and cannot be provisioned there."""
-ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
+ERR_REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 """A bound claim's PV cannot be reached from the node."""
 ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 """No CSIStorageCapacity reaching the node has room for a volume to provision."""
@@ -50,21 +50,6 @@ ERR_REASON_PV_NOT_EXIST = (
     "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 )
 """A bound claim's PV does not exist."""
-
-
-def local_volume_node_names(pv: PersistentVolume) -> set[str]:
-    """``GetLocalPersistentVolumeNodeNames``: the union over the PV's required terms of
-    the intersection of their ``kubernetes.io/hostname`` In values."""
-    affinity = pv.spec.node_affinity
-    required = affinity.required if affinity is not None else None
-    out: set[str] = set()
-    for term in required.node_selector_terms if required is not None else ():
-        names: set[str] | None = None
-        for req in term.match_expressions:
-            if req.key == "kubernetes.io/hostname" and req.operator == "In":
-                names = set(req.values) if names is None else names & set(req.values)
-        out |= names or set()
-    return out
 
 
 class VolumeBindingError(Exception):
@@ -256,20 +241,6 @@ class VolumeBinder:
                 ]
         out.decisive_labels = self._decisive_labels(out)
         return out
-
-    def eligible_nodes(self, claims: PodVolumeClaims) -> set[str] | None:
-        """``GetEligibleNodes``: the nodes the bound claims' local PVs pin the pod to (by
-        ``kubernetes.io/hostname`` In terms, taken as node names as upstream does), or
-        None when they do not narrow the nodes (or a PV is missing)."""
-        eligible: set[str] | None = None
-        for pvc in claims.bound:
-            pv = claims.bound_volumes.get(pvc.spec.volume_name)
-            if pv is None:
-                return None
-            names = local_volume_node_names(pv)
-            if names:
-                eligible = set(names) if eligible is None else eligible & names
-        return eligible
 
     def _decisive_labels(self, claims: PodVolumeClaims) -> tuple[str, ...] | None:
         keys: set[str] = set()

@@ -19,7 +19,6 @@ from kubesched import (
     NodeBatch,
     NodeInfo,
     PluginArgs,
-    PreFilterResult,
     QueueingHint,
     StateKey,
     Status,
@@ -152,7 +151,7 @@ class VolumeBinding:
     # -- PreFilter / Filter --------------------------------------------------------------
 
     @hookimpl
-    def pre_filter(self, state: CycleState, pod: Pod) -> PreFilterResult | Status | None:
+    def pre_filter(self, state: CycleState, pod: Pod) -> Status | None:
         try:
             has_claims = self.binder.check_pod_claims(pod)
         except VolumeBindingError as err:
@@ -164,9 +163,10 @@ class VolumeBinding:
         if claims.immediate:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNBOUND_IMMEDIATE)
         state.write(STATE_KEY, _State(claims=claims))
-        # Bound local volumes pin the pod to their nodes: only those are filtered.
-        eligible = self.binder.eligible_nodes(claims)
-        return PreFilterResult(frozenset(eligible)) if eligible is not None else None
+        # Every node is filtered, also for bound local volumes pinned to some nodes: the
+        # v1.36.2 kube-scheduler no longer narrows the nodes to theirs in PreFilter, so
+        # the other nodes get Filter's reason, not "didn't satisfy plugin(s)".
+        return None
 
     def _state(self, state: CycleState) -> _State:
         s = state.get(STATE_KEY)

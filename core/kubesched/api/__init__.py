@@ -106,8 +106,10 @@ from .resources import (
     is_extended_resource_name,
     is_scalar_resource_name,
     node_allocatable,
+    pod_level_requests,
     pod_non_zero_requests,
     pod_requests,
+    pod_scoring_requests,
     resource_value,
 )
 from .selectors import (
@@ -350,8 +352,10 @@ __all__ = [
     "parse_objects",
     "parse_quantity",
     "pod_claim_name",
+    "pod_level_requests",
     "pod_non_zero_requests",
     "pod_requests",
+    "pod_scoring_requests",
     "register_kind",
     "requirement_errors",
     "resolve_kind",

@@ -18,8 +18,10 @@ __all__ = [
     "PODS",
     "is_scalar_resource_name",
     "node_allocatable",
+    "pod_level_requests",
     "pod_non_zero_requests",
     "pod_requests",
+    "pod_scoring_requests",
     "resource_value",
 ]
 
@@ -100,7 +102,7 @@ def _max_into(acc: dict[str, int], reqs: Mapping[str, int]) -> None:
 
 
 def pod_requests(
-    pod: Pod, *, non_missing_defaults: Mapping[str, int] | None = None
+    pod: Pod, *, non_missing_defaults: Mapping[str, int] | None = None, pod_level: bool = True
 ) -> dict[str, int]:
     """What the pod requests, per resource, as ``resourcehelper.PodRequests`` computes it.
 
@@ -109,8 +111,9 @@ def pod_requests(
     ``restartPolicy: Always``) init container started before it, and the pod needs at
     least the largest such figure; sidecars keep running, so they are also added to the
     containers' sum. Pod-level requests (``spec.resources``) of the resources that can be
-    set at pod level (cpu, memory, hugepages) replace that sum. Then ``spec.overhead`` is
-    added.
+    set at pod level (cpu, memory, hugepages) replace that sum, unless ``pod_level`` is
+    false (upstream's ``SkipPodLevelResources``, when the PodLevelResources gate is off).
+    Then ``spec.overhead`` is added.
 
     Units: milli-cores for cpu, ``Quantity.value()`` for everything else, each held
     within int64 (an amount beyond it counts as the int64 maximum). With
@@ -150,8 +153,9 @@ def pod_requests(
             _max_into(init_max, use)
         _max_into(total, init_max)
 
-    for name, q in pod_level_requests(pod).items():
-        total[name] = q.nanos
+    if pod_level:
+        for name, q in pod_level_requests(pod).items():
+            total[name] = q.nanos
 
     if spec.overhead:
         _add(total, spec.overhead)
@@ -169,6 +173,19 @@ def pod_level_requests(pod: Pod) -> dict[str, Quantity]:
         for name, q in res.requests.items()
         if name in (CPU, MEMORY) or name.startswith("hugepages-")
     }
+
+
+def pod_scoring_requests(pod: Pod, *, pod_level: bool = True) -> dict[str, int]:
+    """What the scoring strategies count the pod as requesting (upstream
+    ``calculatePodResourceRequest`` without ``useRequested``): :func:`pod_requests` with a
+    container or init container that requests no cpu (memory) counted as 100m (200 MiB).
+
+    Pod-level requests still replace the containers' sum, so with them a container's
+    default counts only for a resource the pod does not set; this differs from
+    :func:`pod_non_zero_requests` (the node's side) when some containers request a
+    resource and others do not.
+    """
+    return pod_requests(pod, non_missing_defaults=_NON_ZERO_DEFAULTS, pod_level=pod_level)
 
 
 def pod_non_zero_requests(pod: Pod) -> tuple[int, int]:

@@ -140,8 +140,8 @@ class PodAdmission:
     """The admission chain a new Pod goes through, with the cluster's classes as lookups.
 
     In order: the pod strategy's defaults (schedulerName, matchLabelKeys merged into pod
-    affinity selectors), ``LimitRanger``'s defaults (the namespace's LimitRanges' default
-    requests and limits), ``Priority`` (priorityClassName → priority and
+    affinity and topology spread selectors), ``LimitRanger``'s defaults (the namespace's
+    LimitRanges' default requests and limits), ``Priority`` (priorityClassName → priority and
     preemptionPolicy, or the globalDefault class, else 0), ``RuntimeClass``
     (overhead, nodeSelector, tolerations) and ``DefaultTolerationSeconds``. A pod that
     LimitRanger's defaults changed is validated again, as kube-apiserver validates
@@ -228,6 +228,23 @@ class PodAdmission:
         elif spec.termination_grace_period_seconds < 0:
             # The pod strategy turns a negative grace period into 1 (kube-apiserver v1.36).
             spec.termination_grace_period_seconds = 1
+        labels = pod.metadata.labels or {}
+        # applyMatchLabelKeys of topology spread constraints, as kube-apiserver v1.36 does
+        # with its MatchLabelKeysInPodTopologySpreadSelectorMerge gate on (the default):
+        # each key the pod has becomes an "In" requirement of the constraint's selector.
+        for tsc in spec.topology_spread_constraints or ():
+            if tsc.label_selector is None:
+                continue
+            merged = [
+                LabelSelectorRequirement(key=key, operator="In", values=[labels[key]])
+                for key in tsc.match_label_keys
+                if key in labels
+            ]
+            if merged:
+                tsc.label_selector.match_expressions = [
+                    *(tsc.label_selector.match_expressions or []),
+                    *merged,
+                ]
         aff = spec.affinity
         if aff is None:
             return
