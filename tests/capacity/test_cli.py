@@ -89,6 +89,24 @@ def test_remove_text(capsys) -> None:
     assert out.startswith("4 of 12 node(s) can be removed, saving cost 4 of 12; 3 pod(s) move.")
     assert "Removable, in the order tried" in out and "Kept" in out
     assert "NotUnderutilized: cpu utilisation 0.65 is not below 0.5" in out
+    # What examples/capacity/README.md says of it.
+    _, out, _ = run_cli(capsys, "capacity", "remove", QUICKSTART, "-o", "json")
+    report = CapacityRemoveReport.model_validate(json.loads(out))
+    assert [r.name for r in report.removable] == ["medium-6", "small-1", "small-2", "small-4"]
+    assert report.removable[0].empty
+    assert all(len(r.moved) == 1 for r in report.removable[1:])
+    kept = {k.name: k for k in report.kept}
+    assert {n for n, k in kept.items() if k.reason == "NotUnderutilized"} == {
+        "gpu-1",
+        "gpu-2",
+        "medium-3",
+        "small-3",
+    }
+    assert kept["medium-1"].blocking_pod == "shop/db-1"
+    assert kept["medium-2"].blocking_pod == "shop/db-0"
+    for node in ("medium-4", "medium-5"):
+        assert kept[node].reason == "NoPlaceToMovePods"
+        assert "didn't match pod anti-affinity rules" in kept[node].message
 
 
 def test_remove_json_follows_the_text(capsys) -> None:
