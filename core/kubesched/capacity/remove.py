@@ -2,17 +2,18 @@
 
 The scale-down half of what cluster-autoscaler and Karpenter decide, with the profile's
 real plugins instead of their own simplified scheduler. The cluster is first scheduled
-as it is, and that state frozen. A node is a candidate when its utilisation is under the
+as it is. A node is a candidate when its utilisation is under the
 threshold (cluster-autoscaler's ``--scale-down-utilization-threshold``: the larger of its
 cpu and memory requests over allocatable; on a GPU node, its GPU requests) and it is
 not annotated ``cluster-autoscaler.kubernetes.io/scale-down-disabled``. The candidates
 are tried in order — empty nodes first, as cluster-autoscaler deletes them first, then
 the least utilised — and greedily: for each, the pods on it are checked against
 cluster-autoscaler's drainability rules (:func:`blocking_reason`) and the disruption
-budgets left by the removals already accepted; then the node is removed in simulation,
-its DaemonSet and mirror pods dropped, the other pods unbound and scheduled again by the
-profile. The removal holds when every one of them is placed, and the next candidate
-starts from the state it left.
+budgets left by the removals already accepted; then the node is removed from the
+simulated cluster, its DaemonSet and mirror pods with it, and its other pods come back
+pending for the profile to place. The removal holds when every one of them is placed,
+and the next candidate is tried on the cluster it left; otherwise the node and its pods
+are put back.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from kubesched.api import KubeObject, Node, Pod, PodDisruptionBudget, pod_requests
 from kubesched.api.resources import node_allocatable
 from kubesched.api.selectors import LabelSelectorMatcher, compile_label_selector
-from kubesched.capacity.common import capacity_configuration, frozen_objects, node_zone
+from kubesched.capacity.common import capacity_configuration, node_zone
 from kubesched.capacity.nodes import COST_ANNOTATION, scheduling_message, settle
 from kubesched.capacity.report import CapacityRemoveReport, KeptNodeReport, RemovedNodeReport
 from kubesched.config import EffectiveConfiguration, KubeSchedulerConfiguration
@@ -199,6 +200,8 @@ def node_utilization(node: Node, pods: Iterable[Pod], options: DrainOptions) -> 
     allocatable = node_allocatable(node)
     requested: Counter[str] = Counter()
     for pod in pods:
+        if pod.status.phase in ("Succeeded", "Failed"):
+            continue  # not in the scheduler's view of the node either
         if options.ignore_daemonsets_utilization and _is_daemonset_pod(pod):
             continue
         if options.ignore_mirror_pods_utilization and _is_mirror_pod(pod):
@@ -243,6 +246,8 @@ def _unbound(pod: Pod) -> Pod:
 
 @dataclass
 class _Candidate:
+    """A node under the threshold, to try."""
+
     node: Node
     utilization: Utilization
     empty: bool
@@ -271,22 +276,36 @@ def capacity_remove(
     )
     try:
         sim.run()
-        state = frozen_objects(sim)
+        return _consolidate(sim, options, max_removals, progress, source, started)
     finally:
         sim.close()
-    nodes = sorted((o for o in state if isinstance(o, Node)), key=lambda n: n.name)
+
+
+def _consolidate(
+    sim: Simulation,
+    options: DrainOptions,
+    max_removals: int | None,
+    progress: Callable[[int, int | None], None] | None,
+    source: str,
+    started: float,
+) -> CapacityRemoveReport:
+    """Try the candidates of ``sim``'s settled cluster one by one, on that cluster."""
+    cluster = sim.cluster
+    nodes = sorted(
+        (n for n in cluster.objects("Node") if isinstance(n, Node)), key=lambda n: n.name
+    )
     costs = {n.name: _node_cost(n, source) for n in nodes}
-    pods_on: dict[str, list[Pod]] = {}
-    for obj in state:
-        if isinstance(obj, Pod) and obj.spec.node_name:
-            pods_on.setdefault(obj.spec.node_name, []).append(obj)
-    budgets = DisruptionBudgets(o for o in state if isinstance(o, PodDisruptionBudget))
-    controllers = {(o.kind or "", o.key) for o in state if (o.kind or "") in REPLICATED_KINDS}
+    budgets = DisruptionBudgets(
+        b for b in cluster.objects("PodDisruptionBudget") if isinstance(b, PodDisruptionBudget)
+    )
+    controllers = {
+        (kind, obj.key) for kind in sorted(REPLICATED_KINDS) for obj in cluster.objects(kind)
+    }
 
     kept: list[KeptNodeReport] = []
     candidates: list[_Candidate] = []
     for node in nodes:
-        pods = pods_on.get(node.name, [])
+        pods = _live_pods(sim, node.name)
         util = node_utilization(node, pods, options)
         if isinstance(util, str):
             kept.append(_kept(node, None, "UnexpectedError", util))
@@ -323,26 +342,21 @@ def capacity_remove(
                     f"--max-removals {max_removals} nodes already removed",
                 )
             )
-            continue
-        pods = [o for o in state if isinstance(o, Pod) and o.spec.node_name == cand.node.name]
-        verdict = _drain(
-            cand, pods, state, options, budgets, controllers, effective, registry, seed
-        )
-        if verdict.simulated:
-            simulations += 1
-        if verdict.kept is not None:
-            kept.append(verdict.kept)
         else:
-            assert verdict.report is not None and verdict.state is not None
-            removed.append(verdict.report)
-            budgets.spend(verdict.moved)
-            state = verdict.state
+            verdict = _drain(sim, cand, options, budgets, controllers)
+            simulations += verdict.simulated
+            if verdict.kept is not None:
+                kept.append(verdict.kept)
+            else:
+                assert verdict.report is not None
+                removed.append(verdict.report)
+                budgets.spend(verdict.moved)
         if progress is not None:
             progress(tried + 1, len(candidates))
 
     kept.sort(key=lambda k: k.name)
     return CapacityRemoveReport(
-        profiles=[p.scheduler_name for p in effective.profiles],
+        profiles=[p.scheduler_name for p in sim.effective.profiles],
         utilizationThreshold=options.utilization_threshold,
         gpuUtilizationThreshold=options.gpu_utilization_threshold,
         nodes=len(nodes),
@@ -354,6 +368,11 @@ def capacity_remove(
         simulations=simulations,
         wallTime=round(time.perf_counter() - started, 3),
     )
+
+
+def _live_pods(sim: Simulation, node: str) -> list[Pod]:
+    """The pods bound to ``node`` that are not being deleted."""
+    return [p for p in sim.cluster.pods_on_node(node) if p.metadata.deletion_timestamp is None]
 
 
 def _dropped(pod: Pod) -> bool:
@@ -378,28 +397,26 @@ def _kept(
 
 @dataclass
 class _Verdict:
-    """What draining one candidate gave: kept (and why), or removed with the state after."""
+    """What draining one candidate gave: kept (and why), or removed."""
 
     simulated: bool
     kept: KeptNodeReport | None = None
     report: RemovedNodeReport | None = None
-    state: list[KubeObject] | None = None
     moved: tuple[Pod, ...] = ()
 
 
 def _drain(
+    sim: Simulation,
     cand: _Candidate,
-    pods: list[Pod],
-    state: list[KubeObject],
     options: DrainOptions,
     budgets: DisruptionBudgets,
     controllers: set[tuple[str, str]],
-    effective: EffectiveConfiguration,
-    registry: PluginRegistry,
-    seed: int,
 ) -> _Verdict:
-    """Check and simulate the removal of ``cand.node`` from ``state``."""
+    """Check the removal of ``cand.node`` and play it on ``sim``'s cluster: the node and
+    its pods go, the movable pods come back pending and the scheduler places them. When
+    one finds no node, the cluster is put back as it was."""
     node, util = cand.node, cand.utilization
+    pods = _live_pods(sim, node.name)
     movable = [p for p in pods if not _dropped(p)]
     for pod in movable:
         blocker = blocking_reason(pod, options, budgets, controllers)
@@ -422,14 +439,6 @@ def _drain(
                 pod.key,
             ),
         )
-    gone = {p.metadata.uid for p in pods}
-    moving = {p.metadata.uid: p for p in movable}
-    objects = [
-        _unbound(o) if isinstance(o, Pod) and o.metadata.uid in moving else o
-        for o in state
-        if not (isinstance(o, Node) and o.name == node.name)
-        and not (isinstance(o, Pod) and o.metadata.uid in gone and o.metadata.uid not in moving)
-    ]
     report = RemovedNodeReport(
         name=node.name,
         zone=node_zone(node),
@@ -439,40 +448,50 @@ def _drain(
         moved={},
         droppedPods=len(pods) - len(movable),
     )
+    cluster = sim.cluster
+    before = [p.model_copy(deep=True) for p in pods]
+    node_before = cluster.get("Node", None, node.name).model_copy(deep=True)
+    # The controllers are held: the pods come back as their controllers would make them
+    # again, under the same names (a ReplicaSet sees its own pods, not missing ones).
+    with cluster.paused_controllers():
+        for pod in pods:
+            cluster.delete("Pod", pod.namespace, pod.name, grace_period_seconds=0)
+        cluster.delete("Node", None, node.name)
+        for pod in movable:
+            cluster.create(_unbound(pod), owned=True)
     if not movable:
-        return _Verdict(False, report=report, state=objects)
-    sim = Simulation(
-        objects,
-        config=effective,
-        registry=registry,
-        seed=seed,
-        detail=DETAIL_SUMMARY,
-        validate=False,
-    )
-    try:
-        settle(sim, allow_preemption=False)
-        after = {p.metadata.uid: p for p in sim.cluster.pods()}
-        stuck = [
-            after.get(uid) or moving[uid]
-            for uid in moving
-            if uid not in after or not after[uid].spec.node_name
-        ]
-        if stuck:
-            first = min(stuck, key=lambda p: p.key)
-            why = scheduling_message(after.get(first.metadata.uid, first)) or "not scheduled"
-            return _Verdict(
-                True,
-                _kept(
-                    node,
-                    util,
-                    "NoPlaceToMovePods",
-                    f"{len(stuck)} of {len(moving)} pod(s) found no other node; {first.key}: {why}",
-                    first.key,
-                ),
+        sim.run(periodic_retry=False)
+        return _Verdict(False, report=report)
+    settle(sim, allow_preemption=False)
+    placed = {p.metadata.uid: p for p in cluster.pods() if p.spec.node_name}
+    stuck = [p for p in movable if p.metadata.uid not in placed]
+    if not stuck:
+        report.moved = dict(
+            sorted(
+                (placed[p.metadata.uid].key, placed[p.metadata.uid].spec.node_name or "")
+                for p in movable
             )
-        report.moved = {after[uid].key: after[uid].spec.node_name or "" for uid in moving}
-        report.moved = dict(sorted(report.moved.items()))
-        new_state = frozen_objects(sim)
-    finally:
-        sim.close()
-    return _Verdict(True, report=report, state=new_state, moved=tuple(movable))
+        )
+        return _Verdict(True, report=report, moved=tuple(movable))
+    first = min(stuck, key=lambda p: p.key)
+    current = cluster.try_get("Pod", first.namespace, first.name)
+    why = scheduling_message(current) if isinstance(current, Pod) else ""
+    kept = _kept(
+        node,
+        util,
+        "NoPlaceToMovePods",
+        f"{len(stuck)} of {len(movable)} pod(s) found no other node; "
+        f"{first.key}: {why or 'not scheduled'}",
+        first.key,
+    )
+    with cluster.paused_controllers():
+        for pod in movable:
+            if cluster.try_get("Pod", pod.namespace, pod.name) is not None:
+                cluster.delete("Pod", pod.namespace, pod.name, grace_period_seconds=0)
+        node_before.metadata.resource_version = None
+        cluster.create(node_before, owned=True)
+        for pod in before:
+            pod.metadata.resource_version = None
+            cluster.create(pod, owned=True)
+    sim.run(periodic_retry=False)
+    return _Verdict(True, kept)
