@@ -1,7 +1,8 @@
-"""Time ``capacity fit`` and ``capacity nodes`` on the 5,000-node cluster of ``kubesched bench``.
+"""Time ``capacity fit``, ``capacity nodes`` and ``capacity remove`` on the cluster of
+``kubesched bench``.
 
     python benchmarks/bench_capacity.py [--nodes 5000] [--pods 5000] [--replicas 1000]
-                                        [--pending] [--only fit|nodes] [--out DIR]
+                                        [--pending] [--only fit|nodes|remove] [--out DIR]
 
 The cluster is the bench's: ``--nodes`` of upstream's default node (4 cpu, 32Gi, 110
 pods, three zones) and ``--pods`` of its default pod (100m cpu, 500Mi), running
@@ -11,7 +12,10 @@ pending, so that ``capacity`` first schedules them itself. The two questions:
 - ``fit``: how many more of a 2-cpu pod fit (one per node: 3.9 cpu are left on each);
 - ``nodes``: how many nodes of a new pool (label ``pool: batch``, the default node's
   shape) a Deployment of ``--replicas`` 1-cpu pods selecting that pool needs (four per
-  node: ``replicas / 4`` nodes, the lower bound).
+  node: ``replicas / 4`` nodes, the lower bound);
+- ``remove`` (only with ``--only remove``, as it drains every node in turn): which nodes
+  can go when the ``--pods`` default pods belong to a Deployment (pending: the
+  Deployment's pods are scheduled first, so they spread over the nodes).
 
 Each question runs through the Python API (``capacity_fit`` / ``capacity_nodes``) and
 prints one JSON line: the answer's key figures, the CPU seconds (``time.process_time``)
@@ -39,6 +43,7 @@ from kubesched.bench.workloads import node_manifest, pod_manifest
 from kubesched.capacity.common import pod_template
 from kubesched.capacity.fit import capacity_fit
 from kubesched.capacity.nodes import capacity_nodes, node_shapes
+from kubesched.capacity.remove import capacity_remove
 
 POOL_LABEL = "pool"
 POOL = "batch"
@@ -130,6 +135,38 @@ def bench_nodes(nodes: int, pods: int, pending: bool, replicas: int) -> dict[str
     }
 
 
+def deployment_manifest(replicas: int) -> dict[str, Any]:
+    """A Deployment of ``replicas`` of the bench's default pod (the cluster of ``remove``)."""
+    pod = pod_manifest("web")
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod["spec"]},
+        },
+    }
+
+
+def bench_remove(nodes: int, pods: int) -> dict[str, Any]:
+    """Time ``capacity remove`` on the bench's nodes running a Deployment of ``pods``."""
+    cluster = [parse_object(node_manifest(i)) for i in range(nodes)]
+    cluster.append(parse_object(deployment_manifest(pods)))
+    report, cpu, wall = _timed(lambda: capacity_remove(cluster))
+    return {
+        "question": "remove",
+        "nodes": nodes,
+        "pods": pods,
+        "removable": len(report.removable),
+        "pods_moved": report.pods_moved,
+        "simulations": report.simulations,
+        "cpu_s": round(cpu, 2),
+        "wall_s": round(wall, 2),
+    }
+
+
 def write_manifests(out: Path, nodes: int, pods: int, pending: bool, replicas: int) -> None:
     """The objects of both questions as manifest files under ``out``."""
     (out / "cluster").mkdir(parents=True, exist_ok=True)
@@ -149,7 +186,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--pending", action="store_true", help="leave the cluster's pods to the scheduler"
     )
-    parser.add_argument("--only", choices=("fit", "nodes"))
+    parser.add_argument("--only", choices=("fit", "nodes", "remove"))
     parser.add_argument("--out", type=Path, help="also write the manifests to this folder")
     args = parser.parse_args(argv)
     if args.out is not None:
@@ -160,6 +197,8 @@ def main(argv: list[str]) -> int:
         print(
             json.dumps(bench_nodes(args.nodes, args.pods, args.pending, args.replicas)), flush=True
         )
+    if args.only == "remove":
+        print(json.dumps(bench_remove(args.nodes, args.pods)), flush=True)
     return 0
 
 

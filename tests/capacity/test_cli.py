@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubesched.capacity import CapacityFitReport, CapacityNodesReport, json_schemas
+from kubesched.capacity import (
+    CapacityFitReport,
+    CapacityNodesReport,
+    CapacityRemoveReport,
+    json_schemas,
+)
 from kubesched.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,18 +83,73 @@ def test_nodes_json(capsys) -> None:
     assert len(report.plan.placements) == report.workload_pods == 30
 
 
+def test_remove_text(capsys) -> None:
+    code, out, err = run_cli(capsys, "capacity", "remove", QUICKSTART)
+    assert code == 0, err
+    assert out.startswith("4 of 12 node(s) can be removed, saving cost 4 of 12; 3 pod(s) move.")
+    assert "Removable, in the order tried" in out and "Kept" in out
+    assert "NotUnderutilized: cpu utilisation 0.65 is not below 0.5" in out
+    # What examples/capacity/README.md says of it.
+    _, out, _ = run_cli(capsys, "capacity", "remove", QUICKSTART, "-o", "json")
+    report = CapacityRemoveReport.model_validate(json.loads(out))
+    assert [r.name for r in report.removable] == ["medium-6", "small-1", "small-2", "small-4"]
+    assert report.removable[0].empty
+    assert all(len(r.moved) == 1 for r in report.removable[1:])
+    kept = {k.name: k for k in report.kept}
+    assert {n for n, k in kept.items() if k.reason == "NotUnderutilized"} == {
+        "gpu-1",
+        "gpu-2",
+        "medium-3",
+        "small-3",
+    }
+    assert kept["medium-1"].blocking_pod == "shop/db-1"
+    assert kept["medium-2"].blocking_pod == "shop/db-0"
+    for node in ("medium-4", "medium-5"):
+        assert kept[node].reason == "NoPlaceToMovePods"
+        assert "didn't match pod anti-affinity rules" in kept[node].message
+
+
+def test_remove_json_follows_the_text(capsys) -> None:
+    code, out, _ = run_cli(
+        capsys,
+        "capacity",
+        "remove",
+        QUICKSTART,
+        "-o",
+        "json",
+        "--scale-down-utilization-threshold",
+        "0.3",
+    )
+    assert code == 0
+    report = CapacityRemoveReport.model_validate(json.loads(out))
+    assert report.utilization_threshold == 0.3
+    # At 0.3 only the cordoned, nearly empty medium-6 is under the threshold.
+    assert [r.name for r in report.removable] == ["medium-6"]
+    assert report.removable[0].empty
+    assert len(report.kept) == report.nodes - 1 == 11
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", "half"])
+def test_remove_threshold_must_be_a_fraction(capsys, value: str) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["capacity", "remove", str(QUICKSTART), "--scale-down-utilization-threshold", value])
+    assert exit_.value.code == 2
+    assert "--scale-down-utilization-threshold" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["fit", "missing.yaml"], "missing.yaml: no such file or directory"),
         (["fit", QUICKSTART / "workload" / "00-namespaces.yaml"], "expected exactly one Pod"),
         (["fit", EXAMPLE / "probe.yaml", "--config", "nope.yaml"], "nope.yaml"),
+        (["remove", "missing/"], "missing: no such file or directory"),
         (
             ["nodes", EXAMPLE / "workload", "--node-template", EXAMPLE / "probe.yaml"],
             "a node template file holds Nodes only",
         ),
     ],
-    ids=["missing-file", "no-template", "missing-config", "template-not-a-node"],
+    ids=["missing-file", "no-template", "missing-config", "remove-missing", "template-not-a-node"],
 )
 def test_errors_are_one_line_and_exit_1(capsys, argv, message) -> None:
     code, _, err = run_cli(capsys, "capacity", *argv)
@@ -130,4 +190,9 @@ def test_outputs_validate_against_the_committed_schemas(capsys) -> None:
     assert code == 0
     jsonschema.validate(
         json.loads(out), json.loads((SCHEMAS / "capacity-nodes.schema.json").read_text())
+    )
+    code, out, _ = run_cli(capsys, "capacity", "remove", QUICKSTART, "-o", "json")
+    assert code == 0
+    jsonschema.validate(
+        json.loads(out), json.loads((SCHEMAS / "capacity-remove.schema.json").read_text())
     )

@@ -202,6 +202,25 @@ def test_capacity_fit_from_cluster(api: Api, reader: Path, tmp_path: Path, capsy
     assert report["nodes"] == [{"node": "big", "zone": "zone-a", "count": 6}]
 
 
+def test_capacity_remove_from_cluster(api: Api, reader: Path, capsys) -> None:
+    _live_cluster(api)
+    _grant(api, "snapshot-reader", READ_ONLY_RULES)
+    before = _state(api)
+    code = main(["capacity", "remove", "--from-cluster", "--kubeconfig", str(reader), "-o", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["removable"] == []
+    kept = {k["name"]: k for k in report["kept"]}
+    # small: 1.5 of 2 cpu (the finished pod does not count); big: 1.5 of 8, but its
+    # replica needs 1.5 cpu and small has 0.5 left.
+    assert (kept["small"]["reason"], kept["small"]["utilization"]) == ("NotUnderutilized", 0.75)
+    assert kept["big"]["reason"] == "NoPlaceToMovePods"
+    assert kept["big"]["blockingPod"] == "default/web-0"
+    assert kept["big"]["message"].endswith("0/1 nodes are available: 1 Insufficient cpu.")
+    assert _state(api) == before  # nothing written
+
+
 def test_a_kind_the_user_may_not_list_is_a_one_line_error(
     api: Api, reader: Path, tmp_path: Path, capsys
 ) -> None:

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kubesched.api import KubeObject, Node, Pod
+from kubesched.api import KINDS, KubeObject, Node, Pod
 from kubesched.api.workloads import (
     DaemonSet,
     Deployment,
@@ -27,6 +27,7 @@ from kubesched.config.types import DEFAULT_SCHEDULER_NAME
 from kubesched.errors import UserInputError
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.registry import PluginRegistry
+from kubesched.simulate.driver import Simulation
 from kubesched.simulate.report import ZONE_LABEL
 
 WORKLOAD_KINDS = (Deployment, ReplicaSet, StatefulSet, Job, ReplicationController)
@@ -156,4 +157,16 @@ def reason_counts(
         ReasonCount(reason=reason, plugin=plugin, nodes=n)
         for (plugin, reason), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][1]))
         if n
+    ]
+
+
+def frozen_objects(sim: Simulation) -> list[KubeObject]:
+    """Every object of ``sim``'s cluster as it is now, to start other simulations from:
+    bound pods stay bound; pods being deleted and Leases are left out."""
+    return [
+        obj
+        for kind in KINDS
+        if kind != "Lease"
+        for obj in sim.cluster.objects(kind)
+        if not (isinstance(obj, Pod) and obj.metadata.deletion_timestamp is not None)
     ]

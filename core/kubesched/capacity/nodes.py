@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.api import KINDS, PODS, KubeObject, Node, Pod, pod_requests
+from kubesched.api import PODS, KubeObject, Node, Pod, pod_requests
 from kubesched.api.nodeaffinity import RequiredNodeAffinity
 from kubesched.api.resources import node_allocatable
 from kubesched.api.tolerations import find_untolerated_taint
-from kubesched.capacity.common import capacity_configuration
+from kubesched.capacity.common import capacity_configuration, frozen_objects
 from kubesched.capacity.fastfit import failed_attempt, foreign_plugin
 from kubesched.capacity.report import (
     CapacityNodesReport,
@@ -161,7 +161,7 @@ class _Search:
             validate=False,
         )
         try:
-            _settle(sim, self.allow_preemption, self.fast)
+            settle(sim, self.allow_preemption, self.fast)
             outcome = self.outcome(key, sim.cluster.pods(), {n.name for n in new_nodes})
         finally:
             sim.close()
@@ -319,18 +319,12 @@ def _freeze(
         if idle and _all_pending_fail(sim, allow_preemption):
             settled = True
         else:
-            settled = _settle(sim, allow_preemption, fast).stop_reason == STOP_SETTLED
+            settled = settle(sim, allow_preemption, fast).stop_reason == STOP_SETTLED
         final = sim.cluster.pods()
         workload_pods = [p for p in final if p.metadata.uid not in before]
         pending = [p for p in workload_pods if not p.spec.node_name]
         room = _room_left(sim, pending, allow_preemption)
-        frozen = [
-            obj
-            for kind in KINDS
-            if kind != "Lease"
-            for obj in sim.cluster.objects(kind)
-            if not (isinstance(obj, Pod) and obj.metadata.deletion_timestamp is not None)
-        ]
+        frozen = frozen_objects(sim)
     finally:
         sim.close()
     live = [p for p in final if p.metadata.deletion_timestamp is None]
@@ -338,7 +332,7 @@ def _freeze(
     return frozen, uids, pending, room, live if settled else None
 
 
-def _settle(sim: Simulation, allow_preemption: bool, fast: bool = True) -> SimulationRun:
+def settle(sim: Simulation, allow_preemption: bool, fast: bool = True) -> SimulationRun:
     """Run ``sim`` until nothing can happen, as ``Simulation.run``, but without the last
     periodic retry of the pending pods when :func:`_all_pending_fail` shows that it
     would fail them all again (``fast=False``: always, to check that it changes nothing)."""
@@ -533,12 +527,14 @@ def _unplaceable(
     scheduler's last message for each."""
     widest = search.evaluate({s.name: min(max_nodes, len(base.pending)) for s in shapes})
     return [
-        PendingPodReport(pod=p.key, message=_last_message(p))
+        PendingPodReport(pod=p.key, message=scheduling_message(p))
         for p in sorted(widest.pending, key=lambda p: p.key)
     ]
 
 
-def _last_message(pod: Pod) -> str:
+def scheduling_message(pod: Pod) -> str:
+    """The message of the pod's ``PodScheduled=False`` condition (the scheduler's last
+    word on why it is pending), or ``""``."""
     for cond in pod.status.conditions:
         if cond.type == "PodScheduled" and cond.status == "False":
             return cond.message or cond.reason or ""

@@ -178,9 +178,89 @@ class CapacityNodesReport(_Model):
     wall_time: float = Field(alias="wallTime", description="Seconds the answer took.")
 
 
+class RemovedNodeReport(_Model):
+    """A node ``capacity remove`` found removable, and where its pods went."""
+
+    name: str
+    zone: str = Field(description='The node\'s zone label ("" when it has none).')
+    utilization: float = Field(
+        description="Its utilisation before removal: requests over allocatable of "
+        "utilizationResource (0 to 1)."
+    )
+    utilization_resource: str = Field(
+        alias="utilizationResource",
+        description="cpu or memory, whichever is higher; nvidia.com/gpu on a GPU node.",
+    )
+    empty: bool = Field(
+        description="Whether no pod had to move (only DaemonSet, mirror or "
+        "finished pods ran on it)."
+    )
+    moved: dict[str, str] = Field(
+        description="namespace/name of each pod moved off it → the node the profile placed it on."
+    )
+    dropped_pods: int = Field(
+        alias="droppedPods",
+        description="Pods that went with the node: DaemonSet and mirror pods, finished pods.",
+    )
+
+
+class KeptNodeReport(_Model):
+    """A node ``capacity remove`` keeps, and why (cluster-autoscaler's reason names)."""
+
+    name: str
+    zone: str = Field(description='The node\'s zone label ("" when it has none).')
+    utilization: float | None = Field(
+        description="Its utilisation (None when it cannot be computed)."
+    )
+    utilization_resource: str | None = Field(alias="utilizationResource")
+    reason: Literal[
+        "NotUnderutilized",
+        "ScaleDownDisabledAnnotation",
+        "BlockedByPod",
+        "NoPlaceToMovePods",
+        "MaxRemovalsReached",
+        "UnexpectedError",
+    ] = Field(description="Why it stays, as cluster-autoscaler's UnremovableReason names it.")
+    message: str = Field(
+        description="The detail: the utilisation against the threshold, the blocking pod's "
+        "rule (NotReplicated, NotEnoughPdb, ...), or the FailedScheduling message of a pod "
+        "that found no other node."
+    )
+    blocking_pod: str | None = Field(
+        None, alias="blockingPod", description="namespace/name of the pod that keeps it."
+    )
+
+
+class CapacityRemoveReport(_Model):
+    """The answer of ``kubesched capacity remove``: the nodes that can be removed."""
+
+    schema_version: Literal["kubesched.io/capacity/v1"] = Field(
+        SCHEMA_VERSION, alias="schemaVersion"
+    )
+    kind: Literal["CapacityRemove"] = "CapacityRemove"
+    profiles: list[str] = Field(
+        description="The schedulerNames of the profiles that re-placed the pods."
+    )
+    utilization_threshold: float = Field(alias="utilizationThreshold")
+    gpu_utilization_threshold: float = Field(alias="gpuUtilizationThreshold")
+    nodes: int = Field(description="Nodes in the cluster.")
+    removable: list[RemovedNodeReport] = Field(
+        description="The nodes that can be removed together, in the order they were tried."
+    )
+    kept: list[KeptNodeReport] = Field(description="Every other node and why it stays, by name.")
+    cost: float = Field(
+        description="The cost of every node (annotation kubesched.io/cost, default 1)."
+    )
+    cost_saved: float = Field(alias="costSaved", description="The cost of the removable nodes.")
+    pods_moved: int = Field(alias="podsMoved", description="Pods the removals re-place.")
+    simulations: int = Field(description="Drains simulated (empty nodes need none).")
+    wall_time: float = Field(alias="wallTime", description="Seconds the answer took.")
+
+
 def json_schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each report, by file name under docs/schema/."""
     return {
         "capacity-fit.schema.json": CapacityFitReport.model_json_schema(by_alias=True),
         "capacity-nodes.schema.json": CapacityNodesReport.model_json_schema(by_alias=True),
+        "capacity-remove.schema.json": CapacityRemoveReport.model_json_schema(by_alias=True),
     }

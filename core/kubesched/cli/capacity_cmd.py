@@ -1,4 +1,5 @@
-"""``kubesched capacity``: how many more of a pod fit, and how many new nodes a workload needs."""
+"""``kubesched capacity``: how many more of a pod fit, how many new nodes a workload needs,
+and which nodes can be removed."""
 
 from __future__ import annotations
 
@@ -18,6 +19,15 @@ from kubesched.capacity import (
     pod_template,
 )
 from kubesched.capacity.nodes import COST_ANNOTATION, DEFAULT_MAX_NODES, capacity_nodes, node_shapes
+from kubesched.capacity.remove import (
+    DEFAULT_GPU_UTILIZATION_THRESHOLD,
+    DEFAULT_UTILIZATION_THRESHOLD,
+    SAFE_TO_EVICT,
+    SCALE_DOWN_DISABLED,
+    DrainOptions,
+    capacity_remove,
+)
+from kubesched.capacity.report import CapacityRemoveReport
 from kubesched.cli import live_cluster, output
 from kubesched.cli.arguments import positive_int
 from kubesched.cli.config_option import add_config_argument, load_config_argument
@@ -36,10 +46,11 @@ def _registry() -> PluginRegistry:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``capacity`` command and its ``fit`` and ``nodes`` questions."""
+    """Add the ``capacity`` command and its ``fit``, ``nodes`` and ``remove`` questions."""
     parser = subparsers.add_parser(
         "capacity",
-        help="capacity planning: how many more of a pod fit, how many new nodes a workload needs",
+        help="capacity planning: how many more of a pod fit, how many new nodes a workload "
+        "needs, which nodes can be removed",
         description="Answer capacity questions by simulation with the profile's real plugins.",
     )
     questions = parser.add_subparsers(dest="question", metavar="QUESTION", required=True)
@@ -85,14 +96,84 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(nodes)
     nodes.set_defaults(func=_nodes)
 
-
-def _common(parser: argparse.ArgumentParser) -> None:
-    add_config_argument(parser)
-    parser.add_argument(
-        "--allow-preemption",
-        action="store_true",
-        help="let the pods preempt lower-priority pods (off: no PostFilter runs)",
+    remove = questions.add_parser(
+        "remove",
+        help="which nodes can be removed, each checked by draining it in simulation",
+        description="Schedule the cluster in CLUSTER..., then try removing its "
+        "under-utilised nodes one at a time, as cluster-autoscaler's scale-down does: "
+        "empty nodes first, then the least utilised. A node is tried when its utilisation "
+        "(the larger of cpu and memory requests over allocatable; GPUs on a GPU node) is "
+        "below the threshold, no pod on it blocks a drain (no controller, kube-system "
+        f"without a PodDisruptionBudget, local storage, {SAFE_TO_EVICT}=false, a "
+        "PodDisruptionBudget out of disruptions) and it is not annotated "
+        f"{SCALE_DOWN_DISABLED}=true; it is removed when the profile places every pod "
+        "it ran elsewhere. Prints the removable nodes, where their pods go, why each "
+        f"other node stays, and the cost saved (annotation {COST_ANNOTATION}, default 1).",
     )
+    remove.add_argument("cluster", metavar="CLUSTER", nargs="*", help="cluster manifests")
+    remove.add_argument(
+        "--scale-down-utilization-threshold",
+        type=_fraction,
+        default=DEFAULT_UTILIZATION_THRESHOLD,
+        metavar="F",
+        help="a node whose utilisation is at least F stays "
+        f"(default: {DEFAULT_UTILIZATION_THRESHOLD}, as cluster-autoscaler)",
+    )
+    remove.add_argument(
+        "--scale-down-gpu-utilization-threshold",
+        type=_fraction,
+        default=DEFAULT_GPU_UTILIZATION_THRESHOLD,
+        metavar="F",
+        help=f"the same for GPU nodes (default: {DEFAULT_GPU_UTILIZATION_THRESHOLD})",
+    )
+    remove.add_argument(
+        "--skip-nodes-with-local-storage",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep nodes with pods using emptyDir or hostPath volumes (default: on)",
+    )
+    remove.add_argument(
+        "--skip-nodes-with-system-pods",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep nodes with kube-system pods without a PodDisruptionBudget (default: on)",
+    )
+    remove.add_argument(
+        "--ignore-daemonsets-utilization",
+        action="store_true",
+        help="leave DaemonSet pods out of the utilisation",
+    )
+    remove.add_argument(
+        "--ignore-mirror-pods-utilization",
+        action="store_true",
+        help="leave mirror (static) pods out of the utilisation",
+    )
+    remove.add_argument(
+        "--max-removals", type=positive_int, metavar="N", help="stop after removing N nodes"
+    )
+    _common(remove, preemption=False)
+    remove.set_defaults(func=_remove)
+
+
+def _fraction(text: str) -> float:
+    """A number from 0 to 1 (a utilisation threshold)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
+def _common(parser: argparse.ArgumentParser, *, preemption: bool = True) -> None:
+    add_config_argument(parser)
+    if preemption:
+        parser.add_argument(
+            "--allow-preemption",
+            action="store_true",
+            help="let the pods preempt lower-priority pods (off: no PostFilter runs)",
+        )
     parser.add_argument("--seed", type=int, default=0, help="tie-breaking seed (default: 0)")
     parser.add_argument(
         "--output",
@@ -182,6 +263,35 @@ def _nodes(args: argparse.Namespace) -> int:
     )
 
 
+def _remove(args: argparse.Namespace) -> int:
+    registry = _registry()
+    effective = _configuration(args, registry)
+    cluster = [*live_cluster.objects(args), *load_manifests(args.cluster)]
+    options = DrainOptions(
+        utilization_threshold=args.scale_down_utilization_threshold,
+        gpu_utilization_threshold=args.scale_down_gpu_utilization_threshold,
+        skip_nodes_with_local_storage=args.skip_nodes_with_local_storage,
+        skip_nodes_with_system_pods=args.skip_nodes_with_system_pods,
+        ignore_daemonsets_utilization=args.ignore_daemonsets_utilization,
+        ignore_mirror_pods_utilization=args.ignore_mirror_pods_utilization,
+    )
+    return _answer(
+        args,
+        ("draining nodes", "nodes"),
+        lambda progress: capacity_remove(
+            cluster,
+            config=effective,
+            registry=registry,
+            options=options,
+            max_removals=args.max_removals,
+            seed=args.seed,
+            progress=progress,
+            source=", ".join(args.cluster) or "the cluster",
+        ),
+        render_remove,
+    )
+
+
 def render_fit(report: CapacityFitReport, console: object) -> None:
     """The answer of ``capacity fit`` for a person."""
     print_ = console.print  # type: ignore[attr-defined]
@@ -263,3 +373,42 @@ def render_nodes(report: CapacityNodesReport, console: object) -> None:
         alt_shapes = ", ".join(f"{n} × {name}" for name, n in alt.nodes.items())
         print_(f"Alternative: {alt_shapes} (cost {alt.cost:g})")
     print_(f"{report.simulations} simulations, {report.wall_time:.1f} s.")
+
+
+def render_remove(report: CapacityRemoveReport, console: object) -> None:
+    """The answer of ``capacity remove`` for a person."""
+    print_ = console.print  # type: ignore[attr-defined]
+    n = len(report.removable)
+    print_(
+        f"{n} of {report.nodes} node(s) can be removed, saving cost {report.cost_saved:g} "
+        f"of {report.cost:g}; {report.pods_moved} pod(s) move."
+    )
+    if report.removable:
+        table = Table(
+            "#",
+            "node",
+            "zone",
+            "utilisation",
+            "pods moved to",
+            title="Removable, in the order tried",
+            title_justify="left",
+        )
+        for i, r in enumerate(report.removable, 1):
+            moved = ", ".join(f"{pod} → {node}" for pod, node in r.moved.items())
+            if not moved:
+                moved = "empty" + (
+                    f" ({r.dropped_pods} DaemonSet/mirror pod(s) go)" if r.dropped_pods else ""
+                )
+            table.add_row(
+                str(i), r.name, r.zone, f"{r.utilization:.0%} {r.utilization_resource}", moved
+            )
+        print_(table)
+    if report.kept:
+        table = Table(
+            "node", "zone", "utilisation", "stays because", title="Kept", title_justify="left"
+        )
+        for k in report.kept:
+            util = "?" if k.utilization is None else f"{k.utilization:.0%} {k.utilization_resource}"
+            table.add_row(k.name, k.zone, util, f"{k.reason}: {k.message}")
+        print_(table)
+    print_(f"{report.simulations} drain simulations, {report.wall_time:.1f} s.")
