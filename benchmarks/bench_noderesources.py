@@ -12,13 +12,8 @@ from typing import Any
 from kubesched import CycleState, NodeBatch, PodInfo
 from kubesched.api import Node, Pod
 from kubesched.cache import new_snapshot
-from kubesched_builtin.noderesources.balanced_allocation import (
-    Args as BalancedArgs,
-)
-from kubesched_builtin.noderesources.balanced_allocation import (
-    NodeResourcesBalancedAllocation,
-)
-from kubesched_builtin.noderesources.fit import Args as FitArgs
+from kubesched.testing.framework import make_framework
+from kubesched_builtin.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from kubesched_builtin.noderesources.fit import NodeResourcesFit
 
 GPU = "example.com/gpu"
@@ -49,6 +44,13 @@ def _pod(name: str, node: str | None, rng: random.Random, gpu: bool = False) -> 
     if node:
         spec["nodeName"] = node
     return Pod.model_validate({"metadata": {"name": name, "namespace": "default"}, "spec": spec})
+
+
+def _plugin(cls: type, args: dict[str, Any] | None = None) -> Any:
+    """An instance of ``cls`` with ``args``, made by a Framework (the plugins read feature
+    gates through their handle)."""
+    name = cls.__name__
+    return make_framework(cls, args={name: args or {}}).plugin(name)
 
 
 def _median_ms(fn: Callable[[], object], repeats: int) -> float:
@@ -89,13 +91,13 @@ def main() -> None:
         }
     }
     fit_variants = {
-        "Fit/LeastAllocated": NodeResourcesFit(FitArgs(), None),
-        "Fit/MostAllocated": NodeResourcesFit(
-            FitArgs.model_validate({"scoringStrategy": {"type": "MostAllocated"}}), None
+        "Fit/LeastAllocated": _plugin(NodeResourcesFit),
+        "Fit/MostAllocated": _plugin(
+            NodeResourcesFit, {"scoringStrategy": {"type": "MostAllocated"}}
         ),
-        "Fit/RequestedToCapacityRatio": NodeResourcesFit(FitArgs.model_validate(rtcr), None),
+        "Fit/RequestedToCapacityRatio": _plugin(NodeResourcesFit, rtcr),
     }
-    balanced = NodeResourcesBalancedAllocation(BalancedArgs(), None)
+    balanced = _plugin(NodeResourcesBalancedAllocation)
 
     rows: list[tuple[str, float, float]] = []
     fit = fit_variants["Fit/LeastAllocated"]
