@@ -61,6 +61,7 @@ from .allocator import (
     AllocationError,
     AllocationTimeout,
     Allocator,
+    Features,
     NodeOutcome,
     gather_pools,
 )
@@ -124,6 +125,8 @@ class _ClaimInfo:
 class _State:
     claims: list[_ClaimInfo] = field(default_factory=list)
     allocator: Allocator | None = None
+    allocator_error: str | None = None
+    """Why the pending claims cannot be allocated anywhere (Filter fails with it)."""
     node_outcomes: dict[str, NodeOutcome] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     shape: Any = None
@@ -156,7 +159,16 @@ class DynamicResources:
     def __init__(self, args: DynamicResourcesArgs | None, handle: Any) -> None:
         args = args or DynamicResourcesArgs()
         self.handle = handle
-        self.filter_timeout = args.filter_timeout
+        # Without DRASchedulerFilterTimeout, Filter searches for as long as it takes.
+        self.filter_timeout = (
+            args.filter_timeout if handle.feature_enabled("DRASchedulerFilterTimeout") else 0.0
+        )
+        self.features = Features(
+            consumable_capacity=handle.feature_enabled("DRAConsumableCapacity"),
+            device_taints=handle.feature_enabled("DRADeviceTaints"),
+            binding_conditions=handle.feature_enabled("DRADeviceBindingConditions"),
+            partitionable_devices=handle.feature_enabled("DRAPartitionableDevices"),
+        )
         self.manager = DRAManager(handle)
         self.cel_cache = CELCache()
         self._match_cache: dict[Any, Any] = {}
@@ -296,15 +308,21 @@ class DynamicResources:
                     tuple(c.claim.spec.model_dump_json() for c in pending),
                 )
                 s.pool_versions = dict(self.manager.pool_versions)
-            s.allocator = Allocator(
-                [c.claim for c in pending],
-                self.manager.allocated_devices(),
-                self.manager.device_class,
-                self.cel_cache,
-                self._match_cache,
-                self._envs,
-                self.filter_timeout,
-            )
+            allocated, consumed = self.manager.allocated_state()
+            try:
+                s.allocator = Allocator(
+                    [c.claim for c in pending],
+                    allocated,
+                    self.manager.device_class,
+                    self.cel_cache,
+                    self._match_cache,
+                    self._envs,
+                    self.filter_timeout,
+                    consumed=consumed,
+                    features=self.features,
+                )
+            except AllocationError as err:
+                s.allocator_error = str(err)
         return None
 
     def _check_classes(self, claim: ResourceClaim) -> Status | None:
@@ -373,6 +391,8 @@ class DynamicResources:
             for i, c in enumerate(s.claims)
             if c.available_on is not None and not c.available_on.matches_node(node)
         ]
+        if s.allocator_error is not None:
+            return Status(Code.ERROR, s.allocator_error)
         if s.allocator is not None:
             try:
                 outcome = self._allocate(s, node)

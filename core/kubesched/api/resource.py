@@ -27,8 +27,12 @@ __all__ = [
     "POD_CLAIM_NAME_ANNOTATION",
     "RESOURCE_CLAIM_FINALIZER",
     "RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE",
+    "AllocatedDeviceStatus",
     "AllocationResult",
     "CELDeviceSelector",
+    "CapacityRequestPolicy",
+    "CapacityRequestPolicyRange",
+    "CapacityRequirements",
     "Counter",
     "CounterSet",
     "Device",
@@ -47,6 +51,7 @@ __all__ = [
     "DeviceRequestAllocationResult",
     "DeviceSelector",
     "DeviceSubRequest",
+    "DeviceTaint",
     "DeviceToleration",
     "ExactDeviceRequest",
     "OpaqueDeviceConfiguration",
@@ -133,13 +138,22 @@ class DeviceClass(KubeObject):
 
 
 class DeviceToleration(KubeModel):
-    """``DeviceToleration`` (device taints): kept for round-tripping."""
+    """``DeviceToleration``: lets a request's devices carry a matching ``DeviceTaint``
+    (``ToleratesTaint``: an empty key with Exists matches every key, an empty effect
+    every effect)."""
 
     key: str | None = None
     operator: str | None = None
     value: str | None = None
     effect: str | None = None
     toleration_seconds: int | None = None
+
+
+class CapacityRequirements(KubeModel):
+    """``CapacityRequirements`` (consumable capacity): how much of each named capacity
+    of a device the request consumes."""
+
+    requests: NullableDict[str, Quantity] = Field(default_factory=dict)
 
 
 class _RequestBody(KubeModel):
@@ -150,6 +164,7 @@ class _RequestBody(KubeModel):
     allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
     count: int | None = None
     tolerations: NullableList[DeviceToleration] = Field(default_factory=list)
+    capacity: CapacityRequirements | None = None
 
     @model_validator(mode="after")
     def _defaults(self) -> _RequestBody:
@@ -220,6 +235,11 @@ class DeviceRequestAllocationResult(KubeModel):
     device: str
     admin_access: bool | None = None
     tolerations: NullableList[DeviceToleration] = Field(default_factory=list)
+    binding_conditions: NullableList[str] = Field(default_factory=list)
+    binding_failure_conditions: NullableList[str] = Field(default_factory=list)
+    share_id: str | None = Field(default=None, alias="shareID")
+    """Set when the device allows multiple allocations: tells this share from others."""
+    consumed_capacity: NullableDict[str, Quantity] = Field(default_factory=dict)
 
 
 class DeviceAllocationConfiguration(KubeModel):
@@ -254,11 +274,25 @@ class ResourceClaimConsumerReference(KubeModel):
     uid: str = ""
 
 
+class AllocatedDeviceStatus(KubeModel):
+    """``AllocatedDeviceStatus``: what the driver reports of one allocated device; the
+    scheduler reads its ``conditions`` (binding conditions)."""
+
+    driver: str = ""
+    pool: str = ""
+    device: str = ""
+    share_id: str | None = Field(default=None, alias="shareID")
+    conditions: NullableList[dict[str, Any]] = Field(default_factory=list)
+    data: Any = None
+    network_data: Any = None
+
+
 class ResourceClaimStatus(KubeModel):
-    """``ResourceClaimStatus``: the allocation and who it is reserved for."""
+    """``ResourceClaimStatus``: the allocation, who it is reserved for, device status."""
 
     allocation: AllocationResult | None = None
     reserved_for: NullableList[ResourceClaimConsumerReference] = Field(default_factory=list)
+    devices: NullableList[AllocatedDeviceStatus] = Field(default_factory=list)
 
 
 class ResourceClaim(KubeObject):
@@ -309,10 +343,28 @@ class DeviceAttribute(KubeModel):
         raise ValueError("exactly one value must be specified")
 
 
+class CapacityRequestPolicyRange(KubeModel):
+    """``CapacityRequestPolicyRange``: requests round up to ``min + n * step``, at most ``max``."""
+
+    min: Quantity | None = None
+    max: Quantity | None = None
+    step: Quantity | None = None
+
+
+class CapacityRequestPolicy(KubeModel):
+    """``CapacityRequestPolicy``: the default amount a request consumes, and the amounts
+    it may consume (a list or a range)."""
+
+    default: Quantity | None = None
+    valid_values: NullableList[Quantity] = Field(default_factory=list)
+    valid_range: CapacityRequestPolicyRange | None = None
+
+
 class DeviceCapacity(KubeModel):
-    """``DeviceCapacity``: a quantity (``requestPolicy`` is consumable capacity, alpha)."""
+    """``DeviceCapacity``: a quantity, and with consumable capacity how requests share it."""
 
     value: Quantity
+    request_policy: CapacityRequestPolicy | None = None
 
 
 class Counter(KubeModel):
@@ -335,6 +387,16 @@ class DeviceCounterConsumption(KubeModel):
     counters: NullableDict[str, Counter] = Field(default_factory=dict)
 
 
+class DeviceTaint(KubeModel):
+    """``DeviceTaint``: NoSchedule and NoExecute keep the device from requests that do
+    not tolerate them (other effects, ``None`` included, are ignored)."""
+
+    key: str = ""
+    value: str | None = None
+    effect: str = ""
+    time_added: datetime | None = None
+
+
 class Device(KubeModel):
     """``Device``: a name, attributes and capacities (keys are qualified names)."""
 
@@ -345,6 +407,13 @@ class Device(KubeModel):
     node_name: str | None = None
     node_selector: NodeSelector | None = None
     all_nodes: bool | None = None
+    allow_multiple_allocations: bool | None = None
+    """Consumable capacity: several claims may hold the device, each consuming part of
+    its capacity."""
+    taints: NullableList[DeviceTaint] = Field(default_factory=list)
+    binds_to_node: bool | None = None
+    binding_conditions: NullableList[str] = Field(default_factory=list)
+    binding_failure_conditions: NullableList[str] = Field(default_factory=list)
 
 
 class ResourcePool(KubeModel):
