@@ -34,8 +34,8 @@ from kubesched.api import (
     Node,
     NodeSelector,
     NodeSelectorTermsMatcher,
-    ResourceClaim,
     Quantity,
+    ResourceClaim,
     ResourceSlice,
     toleration_tolerates_taint,
 )
@@ -513,7 +513,6 @@ class Allocator:
         ]
         reasons: dict[str, str] = {}
         remaining, consumption = self._counters(pools)
-        charged: dict[DeviceID, list[tuple[Any, int]]] = {}
 
         def free(dev: DeviceID, d: Device, opt: _Option) -> bool:
             shared = self._shared(d)
