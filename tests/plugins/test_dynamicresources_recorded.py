@@ -1,7 +1,8 @@
 """DynamicResources' v1.36 features (consumable capacity, device taints, partitionable
-devices, each with its gate on and off) against the real kube-scheduler v1.36, case by
-case, as recorded in tests/fixtures/dra/dra-features.json (re-record with
-tests/fixtures/dra/record.py): the same placements, allocated devices and messages."""
+devices, extended resources backed by DRA, each with its gate on and off) against the
+real kube-scheduler v1.36, case by case, as recorded in tests/fixtures/dra/dra-features.json
+(re-record with tests/fixtures/dra/record.py): the same placements, allocated devices,
+claims made for extended resources and messages."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ from kubesched.config.effective import effective_configuration
 from kubesched.features import FeatureGates
 from kubesched.framework.registry import default_registry
 from kubesched.simulate.driver import Simulation
-from tests.fixtures.dra.record import FIXTURE, allocation_summary
+from tests.fixtures.dra.record import (
+    FIXTURE,
+    allocation_summary,
+    claim_key,
+    extended_resource_status,
+)
 from tests.fixtures.scheduler.record import namespaced
 
 RECORDING: dict[str, Any] = json.loads(FIXTURE.read_text())
@@ -73,8 +79,13 @@ def kubesched_outcome(gates: dict[str, bool], case: dict[str, Any]) -> dict[str,
             sim.cluster.create(parse_object(namespaced(pods[name], ns)))
             sim.run()
             seen["pods"][name] = _pod_outcome(sim, ns, name)
-        for claim in sim.cluster.objects("ResourceClaim", ns):
-            seen["claims"][claim.name] = allocation_summary(claim.to_dict())
+        claims = [c.to_dict() for c in sim.cluster.objects("ResourceClaim", ns)]
+        keys = {c["metadata"]["name"]: claim_key(c) for c in claims}
+        for claim in sorted(claims, key=claim_key):
+            seen["claims"][claim_key(claim)] = allocation_summary(claim)
+        for name in case["pods"]:
+            pod = sim.cluster.get("Pod", ns, name).to_dict()
+            seen["pods"][name]["extendedResourceClaimStatus"] = extended_resource_status(pod, keys)
     finally:
         sim.close()
     return seen

@@ -144,6 +144,14 @@ class DRAManager:
         lister = getattr(self._handle, "lister", None)
         return lister.get_object(CLAIM, namespace, name) if lister is not None else None
 
+    def claims(self) -> list[ResourceClaim]:
+        """Every ResourceClaim."""
+        return self._list(CLAIM)
+
+    def device_classes(self) -> list[DeviceClass]:
+        """Every DeviceClass."""
+        return self._list(CLASS)
+
     def device_class(self, name: str) -> DeviceClass | None:
         """The DeviceClass ``name``, or None."""
         self._connect()

@@ -12,6 +12,7 @@ pod, whether it can be reserved.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -20,10 +21,13 @@ from pydantic import Field, model_validator
 from .core import NodeSelector, Pod
 from .meta import KubeModel, KubeObject, NullableDict, NullableList, ObjectMeta
 from .quantity import Quantity
+from .resources import is_extended_resource_name
 
 __all__ = [
     "API_GROUP",
     "API_VERSION",
+    "DEVICE_CLASS_RESOURCE_PREFIX",
+    "EXTENDED_RESOURCE_CLAIM_ANNOTATION",
     "POD_CLAIM_NAME_ANNOTATION",
     "RESOURCE_CLAIM_FINALIZER",
     "RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE",
@@ -66,6 +70,8 @@ __all__ = [
     "ResourceSlice",
     "ResourceSliceSpec",
     "can_be_reserved",
+    "extended_resource_classes",
+    "is_dra_extended_resource_name",
     "is_for_pod",
     "is_reserved_for_pod",
     "pod_claim_name",
@@ -80,6 +86,12 @@ removes it once the claim is deallocated), so an allocated claim is not deleted 
 
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 """Set by the resourceclaim controller on a claim it generated: the pod's claim entry."""
+
+DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+"""Every DeviceClass backs the extended resource of this prefix and its name."""
+
+EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+"""``"true"`` on the claim the scheduler creates for a pod's extended resources."""
 
 RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE = 256
 """``ResourceClaimReservedForMaxSize``: at most this many consumers share one claim."""
@@ -491,6 +503,25 @@ def is_reserved_for_pod(pod: Pod, claim: ResourceClaim) -> bool:
     """``resourceclaim.IsReservedForPod``."""
     uid = pod.metadata.uid
     return any(r.uid == uid for r in claim.status.reserved_for)
+
+
+def is_dra_extended_resource_name(name: str) -> bool:
+    """``IsDRAExtendedResourceName``: an extended resource, or a DeviceClass's implicit
+    ``deviceclass.resource.kubernetes.io/<class>``."""
+    return is_extended_resource_name(name) or name.startswith(DEVICE_CLASS_RESOURCE_PREFIX)
+
+
+def extended_resource_classes(classes: Iterable[DeviceClass]) -> dict[str, str]:
+    """Extended resource name -> the DeviceClass that backs it (DRAExtendedResource):
+    each class's ``spec.extendedResourceName`` and its implicit
+    ``deviceclass.resource.kubernetes.io/<class>``. Of classes naming the same resource,
+    the newest (then the last by name) wins, as the last informer event does upstream."""
+    mapping: dict[str, str] = {}
+    for cls in sorted(classes, key=lambda c: (str(c.metadata.creation_timestamp or ""), c.name)):
+        if cls.spec.extended_resource_name:
+            mapping[cls.spec.extended_resource_name] = cls.name
+        mapping[DEVICE_CLASS_RESOURCE_PREFIX + cls.name] = cls.name
+    return mapping
 
 
 def can_be_reserved(claim: ResourceClaim) -> bool:

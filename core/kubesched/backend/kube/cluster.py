@@ -123,7 +123,9 @@ def resource_for(kind: str) -> Resource | None:
     return Resource(kind, f"/apis/{api_version}/{kind.lower()}s", model)
 
 
-STATUS_SUBRESOURCE = frozenset({"PersistentVolume", "PersistentVolumeClaim", "ResourceClaim"})
+STATUS_SUBRESOURCE = frozenset(
+    {"PersistentVolume", "PersistentVolumeClaim", "Pod", "ResourceClaim"}
+)
 """Kinds whose ``status`` is written through the ``/status`` subresource."""
 
 REQUIRED_ACCESS: tuple[tuple[str, str, str, str], ...] = (
@@ -462,6 +464,17 @@ class KubeCluster:
         if resource is None:
             raise BackendError(f"kubesched does not read {kind} on a cluster", 400)
         data = self.client.request("GET", resource.object_path(namespace, name))
+        data.setdefault("kind", kind)
+        return resource.model.model_validate(data)
+
+    def create(self, obj: KubeObject) -> KubeObject:
+        """POST ``obj`` to its collection; the object as the API server stored it."""
+        kind = obj.kind or type(obj).__name__
+        resource = resource_for(kind)
+        if resource is None:
+            raise BackendError(f"kubesched does not write {kind} on a cluster", 400)
+        collection = resource.object_path(obj.namespace, "").rstrip("/")
+        data = self.client.request("POST", collection, body=obj.to_dict())
         data.setdefault("kind", kind)
         return resource.model.model_validate(data)
 
