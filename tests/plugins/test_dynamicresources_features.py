@@ -1,6 +1,6 @@
-"""DynamicResources' gated v1.36 allocator features, unit by unit: consumable capacity
-(request policies, shares), device taints, binding conditions, partitionable devices and
-the filter timeout, each with its gate on and off."""
+"""DynamicResources' gated v1.36 features, unit by unit: consumable capacity (request
+policies, shares), device taints, binding conditions, partitionable devices, the filter
+timeout, each with its gate on and off, and extended resources backed by DRA."""
 
 from __future__ import annotations
 
@@ -8,10 +8,22 @@ from typing import Any
 
 import pytest
 
-from kubesched.api import Quantity, ResourceClaim, ResourceSlice
+from kubesched.api import (
+    DeviceClass,
+    Pod,
+    Quantity,
+    ResourceClaim,
+    ResourceSlice,
+    extended_resource_classes,
+    parse_object,
+)
 from kubesched.api.resource import DeviceCapacity
+from kubesched.config.defaults import default_configuration
+from kubesched.config.effective import effective_configuration
 from kubesched.features import FeatureGates
 from kubesched.framework.listers import StaticLister
+from kubesched.framework.registry import default_registry
+from kubesched.simulate.driver import Simulation
 from kubesched_builtin.dynamicresources.allocator import (
     AllocationError,
     Allocator,
@@ -21,6 +33,7 @@ from kubesched_builtin.dynamicresources.allocator import (
     gather_pools,
 )
 from kubesched_builtin.dynamicresources.cel import CELCache
+from kubesched_builtin.dynamicresources.extended import requests_and_mappings
 from kubesched_builtin.dynamicresources.manager import DRAManager
 from kubesched_builtin.dynamicresources.plugin import DynamicResources
 from tests.plugins.test_dynamicresources import (
@@ -408,3 +421,194 @@ def test_manager_counts_shares_apart_from_devices_held_whole() -> None:
         {(DRIVER, "n1", "d1")},
         {(DRIVER, "n1", "d0"): {"memory": 5 * GI}},
     )
+
+
+def _ext_pod(init: list[tuple[str, str | None, bool]], main: list[tuple[str, str | None]]) -> Pod:
+    def container(name: str, gpus: str | None, sidecar: bool = False) -> dict[str, Any]:
+        requests = {"cpu": "100m", **({GPU: gpus} if gpus else {})}
+        return {
+            "name": name,
+            "resources": {"requests": requests},
+            **({"restartPolicy": "Always"} if sidecar else {}),
+        }
+
+    return Pod.model_validate(
+        {
+            "metadata": {"name": "p", "namespace": "default", "uid": "u"},
+            "spec": {
+                "initContainers": [container(n, g, s) for n, g, s in init],
+                "containers": [container(n, g) for n, g in main],
+            },
+        }
+    )
+
+
+GPU = "example.com/gpu"
+
+
+@pytest.mark.parametrize(
+    ("init", "main", "requests", "mappings"),
+    [
+        ([], [("a", "2")], {"container-0-request-1": 2}, {"a": "container-0-request-1"}),
+        (
+            [],
+            [("a", "1"), ("b", None), ("c", "1")],
+            {"container-0-request-1": 1, "container-2-request-1": 1},
+            {"a": "container-0-request-1", "c": "container-2-request-1"},
+        ),
+        (
+            [("i", "2", False)],
+            [("a", "1")],
+            {"container-0-request-1": 1, "container-1-request-1": 1},
+            {"a": "container-1-request-1", "i": "container-1-request-1+container-0-request-1"},
+        ),
+        (
+            [("i", "1", False)],
+            [("a", "1")],
+            {"container-1-request-1": 1},
+            {"a": "container-1-request-1", "i": "container-1-request-1"},
+        ),
+        (
+            [("i", "1", False), ("j", "3", False)],
+            [("a", None)],
+            {"container-1-request-1": 3},
+            {"i": "container-1-request-1", "j": "container-1-request-1"},
+        ),
+        (
+            [("s", "1", True)],
+            [("a", "1")],
+            {"container-0-request-1": 1, "container-1-request-1": 1},
+            {"s": "container-0-request-1", "a": "container-1-request-1"},
+        ),
+        ([], [("a", "500m")], {}, {}),
+    ],
+    ids=[
+        "one-container",
+        "containers-without-some",
+        "init-reuses-then-asks-the-rest",
+        "init-reuses-all",
+        "inits-share-the-largest",
+        "sidecar-keeps-its-own",
+        "fraction-asks-nothing",
+    ],
+)
+def test_extended_resource_requests_and_mappings(
+    init: list[tuple[str, str | None, bool]],
+    main: list[tuple[str, str | None]],
+    requests: dict[str, int],
+    mappings: dict[str, str],
+) -> None:
+    got_requests, got_mappings = requests_and_mappings(_ext_pod(init, main), {GPU: 1}, {GPU: "gpu"})
+    assert {r["name"]: r["exactly"]["count"] for r in got_requests} == requests
+    by_container: dict[str, list[str]] = {}
+    for m in got_mappings:
+        by_container.setdefault(m["containerName"], []).append(m["requestName"])
+    assert {k: "+".join(v) for k, v in by_container.items()} == mappings
+
+
+@pytest.mark.parametrize(
+    ("classes", "expected"),
+    [
+        (
+            [("gpu", GPU, "2026-01-01T00:00:00Z")],
+            {GPU: "gpu", "deviceclass.resource.kubernetes.io/gpu": "gpu"},
+        ),
+        (
+            [("new", GPU, "2026-02-01T00:00:00Z"), ("old", GPU, "2026-01-01T00:00:00Z")],
+            {
+                GPU: "new",
+                "deviceclass.resource.kubernetes.io/new": "new",
+                "deviceclass.resource.kubernetes.io/old": "old",
+            },
+        ),
+        (
+            [("plain", None, "2026-01-01T00:00:00Z")],
+            {"deviceclass.resource.kubernetes.io/plain": "plain"},
+        ),
+    ],
+    ids=["explicit-and-implicit", "newest-wins", "implicit-only"],
+)
+def test_extended_resource_classes(
+    classes: list[tuple[str, str | None, str]], expected: dict[str, str]
+) -> None:
+    objects = [
+        DeviceClass.model_validate(
+            {
+                "metadata": {"name": name, "creationTimestamp": created},
+                "spec": {"extendedResourceName": resource} if resource else {},
+            }
+        )
+        for name, resource, created in classes
+    ]
+    assert extended_resource_classes(objects) == expected
+
+
+def _gpu_cluster() -> Simulation:
+    docs = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {
+                "extendedResourceName": GPU,
+                "selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
+            },
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "n1"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": "n1",
+                "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "d0"}],
+            },
+        },
+    ]
+    registry = default_registry()
+    config = effective_configuration(default_configuration(registry), registry)
+    return Simulation([parse_object(d) for d in docs], config=config, registry=registry)
+
+
+def _gpu_pod(name: str) -> Pod:
+    return Pod.model_validate(
+        {
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "pause",
+                        "resources": {"requests": {GPU: "1"}, "limits": {GPU: "1"}},
+                    }
+                ]
+            },
+        }
+    )
+
+
+def test_a_deleted_pod_gives_its_extended_resource_devices_back() -> None:
+    sim = _gpu_cluster()
+    try:
+        sim.cluster.create(_gpu_pod("a"))
+        sim.run()
+        first = sim.cluster.get("Pod", "default", "a")
+        claim_name = first.status.extended_resource_claim_status.resource_claim_name
+        assert first.spec.node_name == "n1"
+        assert claim_name.startswith("a-extended-resources-")
+        sim.cluster.create(_gpu_pod("b"))
+        sim.run()
+        assert sim.cluster.get("Pod", "default", "b").spec.node_name is None
+        sim.cluster.delete_pod(first, grace_period_seconds=0)
+        sim.run()
+        assert sim.cluster.try_get("ResourceClaim", "default", claim_name) is None
+        assert sim.cluster.get("Pod", "default", "b").spec.node_name == "n1"
+    finally:
+        sim.close()
