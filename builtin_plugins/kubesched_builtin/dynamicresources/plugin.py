@@ -199,7 +199,7 @@ class DynamicResources:
     name = NAME
     Args = DynamicResourcesArgs
     reads = ("ResourceClaim", "ResourceSlice", "DeviceClass")
-    writes = ("ResourceClaim", "ResourceClaim/status")
+    writes = ("ResourceClaim", "ResourceClaim/status", "ResourceClaim/create", "Pod/status")
 
     def __init__(self, args: DynamicResourcesArgs | None, handle: Any) -> None:
         args = args or DynamicResourcesArgs()

@@ -74,7 +74,7 @@ class ClusterClient(Protocol):
 
     def create(self, obj: KubeObject) -> KubeObject:
         """Create ``obj`` (``metadata.generateName`` gives it a name) and return it as
-        stored. Name the kind in the plugin's ``writes``."""
+        stored. Name ``"Kind/create"`` in the plugin's ``writes``."""
         ...
 
     def update(self, obj: KubeObject) -> KubeObject:

@@ -254,8 +254,8 @@ class KubeCluster:
         self.watchable_kinds: frozenset[str] = frozenset()
         """The kinds ``list``/``watch`` serve (``EventHandlers`` skips the others)."""
         self.writes: set[str] = set()
-        """Kinds plugins write through ``update`` (``Kind`` or ``Kind/status``): their
-        permissions are checked at start-up too."""
+        """Kinds plugins write through ``update`` (``Kind`` or ``Kind/status``) or
+        ``create`` (``Kind/create``): their permissions are checked at start-up too."""
         self.events = EventBroadcaster(client)
         self._dispatcher: threading.Thread | None = None
         self._started = False
@@ -297,11 +297,17 @@ class KubeCluster:
             kind, _, sub = what.partition("/")
             resource = resource_for(kind)
             assert resource is not None  # update() refuses the kinds it does not know
-            # update() reads the object itself, and patches the object or its subresource.
-            for access in (
-                ("get", resource.group, resource.plural, "", ""),
-                ("patch", resource.group, resource.plural, sub, ""),
-            ):
+            # update() reads the object itself, and patches the object or its subresource;
+            # create() posts to the collection ("Kind/create").
+            accesses = (
+                (("create", resource.group, resource.plural, "", ""),)
+                if sub == "create"
+                else (
+                    ("get", resource.group, resource.plural, "", ""),
+                    ("patch", resource.group, resource.plural, sub, ""),
+                )
+            )
+            for access in accesses:
                 if access not in out:
                     out.append(access)
         if leases is not None:
