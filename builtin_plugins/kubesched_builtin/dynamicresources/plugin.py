@@ -17,6 +17,7 @@ Pods without claims or such resources skip everything (PreFilter returns Skip).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -606,13 +607,25 @@ class DynamicResources:
         (strategic merge, no resourceVersion); here the list is written with the version
         it was read at, and re-read on a conflict, so no concurrent entry is lost."""
         uid = pod.metadata.uid
+
+        def unreserve(fresh: Any) -> bool:
+            if not is_reserved_for_pod(pod, fresh):
+                return False
+            fresh.status.reserved_for = [r for r in fresh.status.reserved_for if r.uid != uid]
+            return True
+
+        self._update_on_conflict("ResourceClaim", claim, unreserve)
+
+    def _update_on_conflict(self, kind: str, obj: Any, change: Callable[[Any], bool]) -> None:
+        """Write ``change`` (made on a copy of ``obj``; False: nothing to write) with the
+        version it was read at, re-reading the object after a conflict (client-go's
+        ``RetryOnConflict``: 5 attempts)."""
         for attempt in range(_CONFLICT_RETRIES):
             if attempt:
-                claim = self.handle.client.get("ResourceClaim", claim.namespace, claim.name)
-                if not is_reserved_for_pod(pod, claim):
-                    return
-            fresh = claim.model_copy(deep=True)
-            fresh.status.reserved_for = [r for r in fresh.status.reserved_for if r.uid != uid]
+                obj = self.handle.client.get(kind, obj.namespace, obj.name)
+            fresh = obj.model_copy(deep=True)
+            if not change(fresh):
+                return
             try:
                 self.handle.client.update(fresh)
                 return
@@ -668,22 +681,18 @@ class DynamicResources:
         status = PodExtendedResourceClaimStatus.model_validate(
             {"requestMappings": mappings, "resourceClaimName": claim_name}
         )
-        current = self.handle.client.get("Pod", pod.namespace, pod.name)
-        for attempt in range(_CONFLICT_RETRIES):
-            if attempt:
-                current = self.handle.client.get("Pod", pod.namespace, pod.name)
-            fresh = current.model_copy(deep=True)
+
+        def set_status(fresh: Any) -> bool:
             fresh.status.extended_resource_claim_status = status
-            try:
-                self.handle.client.update(fresh)
-                return
-            except ConflictError:
-                if attempt == _CONFLICT_RETRIES - 1:
-                    raise
-            except Exception as err:
-                raise RuntimeError(
-                    f"update pod {pod.namespace}/{pod.name} ExtendedResourceClaimStatus: {err}"
-                ) from err
+            return True
+
+        try:
+            current = self.handle.client.get("Pod", pod.namespace, pod.name)
+            self._update_on_conflict("Pod", current, set_status)
+        except Exception as err:
+            raise RuntimeError(
+                f"update pod {pod.namespace}/{pod.name} ExtendedResourceClaimStatus: {err}"
+            ) from err
 
     def _bind_claim(
         self, info: _ClaimInfo, pod: Pod, created: ResourceClaim | None = None
