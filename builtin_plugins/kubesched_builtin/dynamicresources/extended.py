@@ -31,6 +31,7 @@ __all__ = [
     "extended_requests",
     "find_extended_resource_claim",
     "requests_and_mappings",
+    "requests_extended_resources",
     "special_claim",
 ]
 
@@ -39,16 +40,19 @@ SPECIAL_CLAIM_NAME = "<extended-resources>"
 cannot collide with a real claim); the API server names it when PreBind creates it."""
 
 
+def requests_extended_resources(pod: Pod) -> bool:
+    """Whether a container of the pod asks for an extended resource (most do not: the
+    DeviceClasses need not be looked at for them)."""
+    return any(
+        is_dra_extended_resource_name(name)
+        for c in (*pod.spec.init_containers, *pod.spec.containers)
+        for name in c.resources.requests
+    )
+
+
 def extended_requests(pod: Pod, backed: Mapping[str, str]) -> dict[str, int]:
     """The pod's non-zero requests of extended resources that a DeviceClass backs
-    (``backed``: resource name -> class name); empty for most pods, cheaply."""
-    containers = [*pod.spec.init_containers, *pod.spec.containers]
-    if not any(
-        is_dra_extended_resource_name(name) and name in backed
-        for c in containers
-        for name in c.resources.requests
-    ):
-        return {}
+    (``backed``: resource name -> class name)."""
     return {
         name: amount
         for name, amount in pod_requests(pod).items()

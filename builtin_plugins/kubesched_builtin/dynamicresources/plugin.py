@@ -76,6 +76,7 @@ from .extended import (
     extended_requests,
     find_extended_resource_claim,
     requests_and_mappings,
+    requests_extended_resources,
     special_claim,
 )
 from .manager import DRAManager
@@ -310,7 +311,7 @@ class DynamicResources:
     def _pre_filter_extended(self, s: _State, pod: Pod) -> None:
         """``preFilterExtendedResources``: the claim for the pod's extended resources
         backed by DRA, the one of an earlier attempt or a new one in memory."""
-        if not self.extended_resources:
+        if not self.extended_resources or not requests_extended_resources(pod):
             return
         backed = extended_resource_classes(self.manager.device_classes())
         wanted = extended_requests(pod, backed)
