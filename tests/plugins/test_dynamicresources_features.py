@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kubesched.api import (
+    Device,
     DeviceClass,
     Pod,
     Quantity,
@@ -32,7 +33,7 @@ from kubesched_builtin.dynamicresources.allocator import (
     _violates_policy,
     gather_pools,
 )
-from kubesched_builtin.dynamicresources.cel import CELCache
+from kubesched_builtin.dynamicresources.cel import CELCache, DeviceEnv
 from kubesched_builtin.dynamicresources.extended import requests_and_mappings
 from kubesched_builtin.dynamicresources.manager import DRAManager
 from kubesched_builtin.dynamicresources.plugin import DynamicResources
@@ -612,3 +613,14 @@ def test_a_deleted_pod_gives_its_extended_resource_devices_back() -> None:
         assert sim.cluster.get("Pod", "default", "b").spec.node_name == "n1"
     finally:
         sim.close()
+
+
+@pytest.mark.parametrize(
+    ("shared", "expected"),
+    [(True, True), (None, False)],
+    ids=["shared", "not-set"],
+)
+def test_cel_sees_allow_multiple_allocations(shared: bool | None, expected: bool) -> None:
+    device = Device.model_validate({"name": "d0", "allowMultipleAllocations": shared})
+    compiled = CELCache().get_or_compile("device.allowMultipleAllocations")
+    assert compiled.device_matches(DeviceEnv(DRIVER, device)) is expected
