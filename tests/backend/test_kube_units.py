@@ -357,8 +357,17 @@ def test_resource_paths(kind: str, group: str, plural: str, path: str) -> None:
             ],
             [("get", "resource.k8s.io", "resourceclaims", "status", "")],
         ),
+        (
+            ("ResourceClaim",),
+            ("ResourceClaim/create",),
+            [("create", "resource.k8s.io", "resourceclaims", "", "")],
+            [
+                ("patch", "resource.k8s.io", "resourceclaims", "create", ""),
+                ("get", "resource.k8s.io", "resourceclaims", "", ""),
+            ],
+        ),
     ],
-    ids=["base-only", "volumes", "claims-and-status"],
+    ids=["base-only", "volumes", "claims-and-status", "claims-created"],
 )
 def test_required_access_follows_the_kinds_and_writes(kinds, writes, wanted, unwanted) -> None:
     cluster = KubeCluster(object(), kinds=kinds)  # type: ignore[arg-type]

@@ -101,3 +101,46 @@ def test_claims_are_allocated_from_the_slice_and_written_through_the_api(
     condition = api.unschedulable("b")
     assert "cannot allocate all claims" in condition["message"]
     assert "allocation" not in api.client.request("GET", f"{CLAIMS}/claim-b").get("status", {})
+
+
+def test_extended_resources_are_served_by_a_claim_the_scheduler_creates(
+    dra_api: Api, in_process: Callable[..., InProcess]
+) -> None:
+    api = dra_api
+    nodes(api, 2)
+    gpu_class = device_class()
+    gpu_class["spec"]["extendedResourceName"] = "example.com/gpu"
+    api.create(gpu_class)
+    api.create(node_slice("n1", 1))
+    in_process()
+    manifest = make_pod("a").req(cpu="100m", memory="64Mi").manifest()
+    manifest["spec"]["terminationGracePeriodSeconds"] = 0
+    resources = manifest["spec"]["containers"][0]["resources"]
+    resources["requests"]["example.com/gpu"] = "1"
+    resources["limits"] = {"example.com/gpu": "1"}
+    api.create(manifest)
+    assert wait_for(lambda: api.node_of("a"), 30, "a bound") == "n1"
+    pod = api.pod("a")
+    status = wait_for(
+        lambda: (api.pod("a") or {}).get("status", {}).get("extendedResourceClaimStatus"),
+        30,
+        "the pod's extendedResourceClaimStatus",
+    )
+    name = status["resourceClaimName"]
+    assert name.startswith("a-extended-resources-")
+    assert status["requestMappings"] == [
+        {
+            "containerName": manifest["spec"]["containers"][0]["name"],
+            "resourceName": "example.com/gpu",
+            "requestName": "container-0-request-1",
+        }
+    ]
+    claim = api.client.request("GET", f"{CLAIMS}/{name}")
+    assert claim["metadata"]["annotations"] == {
+        "resource.kubernetes.io/extended-resource-claim": "true"
+    }
+    assert claim["metadata"]["ownerReferences"][0]["uid"] == pod["metadata"]["uid"]
+    assert claim["status"]["allocation"]["devices"]["results"] == [
+        {"request": "container-0-request-1", "driver": DRIVER, "pool": "n1", "device": "gpu-0"}
+    ]
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["a"]

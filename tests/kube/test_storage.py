@@ -138,6 +138,8 @@ def test_the_storage_kinds_are_watched_only_for_profiles_that_need_them(
         "PersistentVolumeClaim",
         "ResourceClaim",
         "ResourceClaim/status",
+        "ResourceClaim/create",
+        "Pod/status",
     }
     disabled = [{"name": plugin.name} for plugin in plugins]
     without = in_process(

@@ -20,6 +20,7 @@ from kubesched.api import (
     parse_manifests,
 )
 from kubesched.errors import UserInputError
+from kubesched.features import FeatureGates
 from kubesched.simulate.driver import Simulation, simulate
 from kubesched.simulate.report import MSG_HELD_BACK, build_report
 from kubesched.testing import make_pod
@@ -765,6 +766,7 @@ def test_claim_change_queueing_hint(
     class Handle:
         client = None
         lister = StaticLister([new] if uses else [new, mine])
+        feature_enabled = FeatureGates().enabled
 
     plugin = DynamicResources(None, Handle())
     assert plugin.is_schedulable_after_claim_change(pod, old, new) is QueueingHint[expected]
@@ -915,7 +917,9 @@ class _RacingClient:
 
 def _racing_plugin(claim: ResourceClaim) -> tuple[DynamicResources, _RacingClient]:
     client = _RacingClient(claim)
-    handle = type("Handle", (), {"client": client, "lister": None})()
+    handle = type(
+        "Handle", (), {"client": client, "lister": None, "feature_enabled": FeatureGates().enabled}
+    )()
     return DynamicResources(None, handle), client
 
 

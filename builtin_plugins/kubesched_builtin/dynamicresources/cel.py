@@ -300,7 +300,12 @@ class DeviceEnv:
         for name, cap in device.capacity.items():
             domain, ident = _split(name, driver)
             capacity.setdefault(domain, {})[ident] = quantity_value(cap.value)
-        self.value = {"driver": driver, "attributes": attributes, "capacity": capacity}
+        self.value = {
+            "driver": driver,
+            "allowMultipleAllocations": bool(device.allow_multiple_allocations),
+            "attributes": attributes,
+            "capacity": capacity,
+        }
         self._contexts: dict[tuple[str, ...], Any] = {}
 
     def context(self, domains: tuple[str, ...]) -> Any:

@@ -33,6 +33,10 @@ class DRAManager:
         self._watching = False
         self._objects: dict[str, dict[str, Any]] = {CLAIM: {}, SLICE: {}, CLASS: {}}
         self._allocated: Counter[DeviceID] = Counter()
+        self._consumed: dict[DeviceID, Counter[str]] = {}
+        """Shares of devices allowing multiple allocations: what they take of each
+        capacity (nano-units), summed over the claims holding one."""
+        self._shares: Counter[DeviceID] = Counter()
         self._in_flight: dict[str, ResourceClaim] = {}
         # Events arrive on the backend's watch thread (a real cluster) while the
         # scheduling and binding threads read.
@@ -102,15 +106,26 @@ class DRAManager:
             for obj, sign in ((old, -1), (new, 1)):
                 if obj is None:
                     continue
-                for dev, admin in claim_devices(obj):
+                for dev, admin, share in claim_devices(obj):
                     self.pool_versions[dev[:2]] += 1
-                    if not admin:
+                    if share is not None:
+                        self._count_share(dev, share, sign)
+                    elif not admin:
                         self._allocated[dev] += sign
                         if self._allocated[dev] <= 0:
                             del self._allocated[dev]
             # The written allocation is now in the cluster: it is no longer in flight.
             if new is not None and new.status.allocation is not None:
                 self.drop_in_flight(new.metadata.uid or "")
+
+    def _count_share(self, dev: DeviceID, share: dict[str, int], sign: int) -> None:
+        consumed = self._consumed.setdefault(dev, Counter())
+        for name, amount in share.items():
+            consumed[name] += sign * amount
+        self._shares[dev] += sign
+        if self._shares[dev] <= 0:
+            del self._shares[dev]
+            del self._consumed[dev]
 
     # -- reading ------------------------------------------------------------------------
     def _list(self, kind: str) -> list[Any]:
@@ -129,6 +144,14 @@ class DRAManager:
         lister = getattr(self._handle, "lister", None)
         return lister.get_object(CLAIM, namespace, name) if lister is not None else None
 
+    def claims(self) -> list[ResourceClaim]:
+        """Every ResourceClaim."""
+        return self._list(CLAIM)
+
+    def device_classes(self) -> list[DeviceClass]:
+        """Every DeviceClass."""
+        return self._list(CLASS)
+
     def device_class(self, name: str) -> DeviceClass | None:
         """The DeviceClass ``name``, or None."""
         self._connect()
@@ -142,21 +165,34 @@ class DRAManager:
         return self._list(SLICE)
 
     def allocated_devices(self) -> set[DeviceID]:
-        """Devices held by allocated claims (admin access excepted) or by allocations in
-        flight: ``ListAllAllocatedDevices``."""
+        """Devices held whole by allocated claims (admin access excepted) or by
+        allocations in flight: ``ListAllAllocatedDevices``."""
+        return self.allocated_state()[0]
+
+    def allocated_state(self) -> tuple[set[DeviceID], dict[DeviceID, dict[str, int]]]:
+        """``GatherAllocatedState``: the devices held whole, and per shared device (one
+        allowing multiple allocations) what its shares take of each capacity, counting
+        allocated claims and allocations in flight."""
         self._connect()
         if self._watching:
             with self._lock:
                 devices = set(self._allocated)
+                consumed = {dev: dict(c) for dev, c in self._consumed.items()}
+            claims: list[ResourceClaim] = []
         else:
-            devices = {
-                dev for c in self._list(CLAIM) for dev, admin in claim_devices(c) if not admin
-            }
+            devices, consumed = set(), {}
+            claims = self._list(CLAIM)
         with self._lock:
-            in_flight = list(self._in_flight.values())
-        for claim in in_flight:
-            devices.update(dev for dev, admin in claim_devices(claim) if not admin)
-        return devices
+            claims += self._in_flight.values()
+        for claim in claims:
+            for dev, admin, share in claim_devices(claim):
+                if share is not None:
+                    held = consumed.setdefault(dev, {})
+                    for name, amount in share.items():
+                        held[name] = held.get(name, 0) + amount
+                elif not admin:
+                    devices.add(dev)
+        return devices, consumed
 
     def has_pending_allocation(self, uid: str) -> bool:
         """``ClaimHasPendingAllocation``: Reserve allocated it, PreBind has not written it."""
@@ -177,5 +213,5 @@ class DRAManager:
                 self._bump_pools(claim)
 
     def _bump_pools(self, claim: ResourceClaim) -> None:
-        for dev, _ in claim_devices(claim):
+        for dev, _, _ in claim_devices(claim):
             self.pool_versions[dev[:2]] += 1

@@ -9,12 +9,15 @@ selector); Score prefers nodes where earlier ``firstAvailable`` alternatives fit
 PostFilter deallocates a claim the pod alone holds on nodes it can no longer use;
 Reserve keeps the chosen allocations in flight so that no other pod gets the same
 devices; PreBind writes the allocation and adds the pod to ``reservedFor``.
-Pods without claims skip everything (PreFilter returns Skip).
+Extended resources that a DeviceClass backs (DRAExtendedResource) are allocated in a
+claim of the scheduler's own on nodes that do not offer them (see ``extended``).
+Pods without claims or such resources skip everything (PreFilter returns Skip).
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,9 +49,11 @@ from kubesched.api import (
     NodeSelectorTermsMatcher,
     Pod,
     PodClaimError,
+    PodExtendedResourceClaimStatus,
     ResourceClaim,
     ResourceClaimConsumerReference,
     can_be_reserved,
+    extended_resource_classes,
     is_for_pod,
     is_reserved_for_pod,
     pod_claim_name,
@@ -61,10 +66,19 @@ from .allocator import (
     AllocationError,
     AllocationTimeout,
     Allocator,
+    Features,
     NodeOutcome,
     gather_pools,
 )
 from .cel import CELCache
+from .extended import (
+    SPECIAL_CLAIM_NAME,
+    extended_requests,
+    find_extended_resource_claim,
+    requests_and_mappings,
+    requests_extended_resources,
+    special_claim,
+)
 from .manager import DRAManager
 
 NAME = DYNAMIC_RESOURCES
@@ -73,6 +87,8 @@ ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
 ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
 ERR_IN_USE = "resourceclaim in use"
 ERR_TIMEOUT = "timed out trying to allocate devices"
+ERR_EXTENDED_STALE = "cannot schedule extended resource claim"
+ERR_CANNOT_FIT_RESOURCE = "cannot fit resource"
 MSG_NO_CLAIMS = "no new claims to deallocate"
 MSG_DEALLOCATED = "deallocation of ResourceClaim completed"
 MSG_STILL_NOT_SCHEDULABLE = "still not schedulable"
@@ -124,15 +140,49 @@ class _ClaimInfo:
 class _State:
     claims: list[_ClaimInfo] = field(default_factory=list)
     allocator: Allocator | None = None
+    allocator_error: str | None = None
+    """Why the pending claims cannot be allocated anywhere (Filter fails with it)."""
     node_outcomes: dict[str, NodeOutcome] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     shape: Any = None
     """The pending claims' specs and the class and slice versions: with the node and the
     versions of its pools, the key of the plugin's per-node outcome cache (None: off)."""
     pool_versions: dict[tuple[str, str], int] = field(default_factory=dict)
+    extended: _ClaimInfo | None = None
+    """The claim for the pod's extended resources backed by DRA (DRAExtendedResource)."""
+    extended_resources: dict[str, int] = field(default_factory=dict)
+    backed: dict[str, str] = field(default_factory=dict)
+    """Extended resource name -> the DeviceClass backing it."""
+    node_extended: dict[str, tuple[ResourceClaim, list[dict[str, str]], Allocator]] = field(
+        default_factory=dict
+    )
+    """Per node where DRA serves extended resources: the claim with that node's requests,
+    the containers' mappings to them, and the allocator of the pod's claims with it."""
+    extended_allocators: dict[Any, Allocator] = field(default_factory=dict)
+    user_claims: list[ResourceClaim] = field(default_factory=list)
+    extended_mappings: list[dict[str, str]] = field(default_factory=list)
+    """Reserve's node: the containers' mappings to the extended-resource claim's requests."""
 
     def to_allocate(self) -> list[_ClaimInfo]:
         return [c for c in self.claims if c.claim.status.allocation is None]
+
+    def to_allocate_on(self, node_name: str) -> list[_ClaimInfo]:
+        """The claims to allocate on ``node_name``, the allocator's order: the pod's, then
+        the extended-resource claim if the node serves extended resources through DRA
+        (which Reserve then takes as the claim and mappings of that node)."""
+        pending = self.to_allocate()
+        extended = self.node_extended.get(node_name)
+        if extended is not None and self.extended is not None:
+            self.extended.claim, self.extended_mappings = extended[0], extended[1]
+            pending.append(self.extended)
+        return pending
+
+    def to_bind(self) -> list[_ClaimInfo]:
+        """The claims PreBind writes: the pod's, and the extended-resource claim when
+        Reserve allocated it."""
+        if self.extended is not None and self.extended.allocation is not None:
+            return [*self.claims, self.extended]
+        return self.claims
 
 
 STATE_KEY: StateKey[_State] = StateKey(NAME)
@@ -151,12 +201,22 @@ class DynamicResources:
     name = NAME
     Args = DynamicResourcesArgs
     reads = ("ResourceClaim", "ResourceSlice", "DeviceClass")
-    writes = ("ResourceClaim", "ResourceClaim/status")
+    writes = ("ResourceClaim", "ResourceClaim/status", "ResourceClaim/create", "Pod/status")
 
     def __init__(self, args: DynamicResourcesArgs | None, handle: Any) -> None:
         args = args or DynamicResourcesArgs()
         self.handle = handle
-        self.filter_timeout = args.filter_timeout
+        # Without DRASchedulerFilterTimeout, Filter searches for as long as it takes.
+        self.filter_timeout = (
+            args.filter_timeout if handle.feature_enabled("DRASchedulerFilterTimeout") else 0.0
+        )
+        self.extended_resources = handle.feature_enabled("DRAExtendedResource")
+        self.features = Features(
+            consumable_capacity=handle.feature_enabled("DRAConsumableCapacity"),
+            device_taints=handle.feature_enabled("DRADeviceTaints"),
+            binding_conditions=handle.feature_enabled("DRADeviceBindingConditions"),
+            partitionable_devices=handle.feature_enabled("DRAPartitionableDevices"),
+        )
         self.manager = DRAManager(handle)
         self.cel_cache = CELCache()
         self._match_cache: dict[Any, Any] = {}
@@ -248,17 +308,31 @@ class DynamicResources:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err))
         return None
 
+    def _pre_filter_extended(self, s: _State, pod: Pod) -> None:
+        """``preFilterExtendedResources``: the claim for the pod's extended resources
+        backed by DRA, the one of an earlier attempt or a new one in memory."""
+        if not self.extended_resources or not requests_extended_resources(pod):
+            return
+        backed = extended_resource_classes(self.manager.device_classes())
+        wanted = extended_requests(pod, backed)
+        if not wanted:
+            return
+        s.backed, s.extended_resources = backed, wanted
+        claim = find_extended_resource_claim(pod, self.manager.claims())
+        s.extended = _ClaimInfo(claim if claim is not None else special_claim(pod), "")
+
     @hookimpl
     def pre_filter(self, state: CycleState, pod: Pod) -> Status | None:
         s = _State()
         state.write(STATE_KEY, s)
-        if not pod.spec.resource_claims:
+        self._pre_filter_extended(s, pod)
+        if not pod.spec.resource_claims and s.extended is None:
             return Status.skip()
         try:
             claims = self._pod_claims(pod)
         except PodClaimError as err:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, str(err))
-        if not claims:
+        if not claims and s.extended is None:
             return Status.skip()
         for pc_name, claim in claims:
             info = _ClaimInfo(claim, pc_name)
@@ -281,12 +355,13 @@ class DynamicResources:
                     return status
             s.claims.append(info)
         pending = s.to_allocate()
-        if pending:
+        s.user_claims = [c.claim for c in pending]
+        if pending or s.extended is not None:
             if len(self._match_cache) > _MATCH_CACHE_LIMIT:
                 # Verdicts of replaced slices and classes are never looked up again.
                 self._match_cache.clear()
                 self._envs.clear()
-            if self.manager.watching:
+            if self.manager.watching and s.extended is None:
                 # What a node's outcome depends on besides the node and its pools'
                 # allocations (see filter); a copy of the pool versions, so the cache
                 # key and the allocated devices below are of the same moment.
@@ -296,16 +371,25 @@ class DynamicResources:
                     tuple(c.claim.spec.model_dump_json() for c in pending),
                 )
                 s.pool_versions = dict(self.manager.pool_versions)
-            s.allocator = Allocator(
-                [c.claim for c in pending],
-                self.manager.allocated_devices(),
-                self.manager.device_class,
-                self.cel_cache,
-                self._match_cache,
-                self._envs,
-                self.filter_timeout,
-            )
+            try:
+                s.allocator = self._allocator(s.user_claims)
+            except AllocationError as err:
+                s.allocator_error = str(err)
         return None
+
+    def _allocator(self, claims: list[ResourceClaim]) -> Allocator:
+        allocated, consumed = self.manager.allocated_state()
+        return Allocator(
+            claims,
+            allocated,
+            self.manager.device_class,
+            self.cel_cache,
+            self._match_cache,
+            self._envs,
+            self.filter_timeout,
+            consumed=consumed,
+            features=self.features,
+        )
 
     def _check_classes(self, claim: ResourceClaim) -> Status | None:
         for req in claim.spec.devices.requests:
@@ -337,14 +421,13 @@ class DynamicResources:
             )
         return pools
 
-    def _allocate(self, s: _State, node: Any) -> NodeOutcome:
+    def _allocate(self, s: _State, node: Any, allocator: Allocator) -> NodeOutcome:
         """The allocator's outcome on ``node``, reused across pods when nothing it depends
         on changed: the same claim specs, classes and slices, the same node, and no
         device of the node's pools allocated or released since."""
         pools = self._node_pools(node)
-        assert s.allocator is not None
         if s.shape is None:
-            return s.allocator.allocate(node, pools)
+            return allocator.allocate(node, pools)
         versions = s.pool_versions
         key = (
             s.shape,
@@ -355,27 +438,64 @@ class DynamicResources:
         cached = self._outcomes.get(key)
         if cached is not None:
             picked, reasons, chosen = cached
-            return NodeOutcome(node.name, picked, reasons, chosen, allocator=s.allocator)
-        outcome = s.allocator.allocate(node, pools)
+            return NodeOutcome(node.name, picked, reasons, chosen, allocator=allocator)
+        outcome = allocator.allocate(node, pools)
         if len(self._outcomes) > _OUTCOME_CACHE_LIMIT:
             self._outcomes.clear()
         self._outcomes[key] = (outcome.picked, outcome.reasons, outcome.chosen_options)
         return outcome
 
+    def _filter_extended(self, s: _State, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """``filterExtendedResources``: which of the pod's extended resources the node
+        must serve through DRA; the node's own claim for them (``s.node_extended``), and
+        the allocator of the pod's claims together with it."""
+        assert s.extended is not None
+        node = node_info.node
+        if s.extended.claim.spec.devices.requests:
+            # Made in an earlier attempt: upstream waits for PostFilter to remove it.
+            return Status(Code.UNSCHEDULABLE, ERR_EXTENDED_STALE)
+        offered = node_info.allocatable.scalar_resources
+        needed = {}
+        for name, amount in s.extended_resources.items():
+            if offered.get(name, 0) == 0:
+                needed[name] = amount
+        if not needed or s.extended.claim.status.allocation is not None:
+            return None
+        requests, mappings = requests_and_mappings(pod, needed, s.backed)
+        claim = s.extended.claim.model_copy(deep=True)
+        claim.spec.devices = claim.spec.devices.model_validate({"requests": requests})
+        key = tuple(sorted(needed.items()))
+        if key not in s.extended_allocators:
+            s.extended_allocators[key] = self._allocator([*s.user_claims, claim])
+        s.node_extended[node.name] = (claim, mappings, s.extended_allocators[key])
+        return None
+
     @hookimpl
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         s = state.read(STATE_KEY)
-        if not s.claims:
+        if not s.claims and s.extended is None:
             return None
         node = node_info.node
+        allocator = s.allocator
+        if s.extended is not None:
+            status = self._filter_extended(s, pod, node_info)
+            if status is not None:
+                return status
+            extended = s.node_extended.get(node.name)
+            if extended is not None:
+                allocator = extended[2]
+            elif not s.user_claims:
+                allocator = None
         unavailable = [
             i
             for i, c in enumerate(s.claims)
             if c.available_on is not None and not c.available_on.matches_node(node)
         ]
-        if s.allocator is not None:
+        if s.allocator_error is not None:
+            return Status(Code.ERROR, s.allocator_error)
+        if allocator is not None:
             try:
-                outcome = self._allocate(s, node)
+                outcome = self._allocate(s, node, allocator)
             except AllocationTimeout:
                 return Status(Code.ERROR, f"node {node.name}: {ERR_TIMEOUT}")
             except AllocationError as err:
@@ -398,7 +518,7 @@ class DynamicResources:
             # This PreFilter never ran (an earlier one rejected the pod): upstream's read
             # of the cycle state fails, and that error ends PostFilter with its words.
             return Status(Code.ERROR, ERR_STATE_NOT_FOUND)
-        if not s.claims:
+        if not s.claims and s.extended is None:
             return Status(Code.UNSCHEDULABLE, MSG_NO_CLAIMS)
         for index in sorted(s.unavailable):
             claim = s.claims[index].claim
@@ -446,9 +566,9 @@ class DynamicResources:
     @hookimpl
     def reserve(self, state: CycleState, node_name: str) -> Status | None:
         s = state.get(STATE_KEY)
-        if s is None or not s.claims:
+        if s is None or (not s.claims and s.extended is None):
             return None
-        pending = s.to_allocate()
+        pending = s.to_allocate_on(node_name)
         if not pending:
             return None
         outcome = s.node_outcomes.get(node_name)
@@ -473,7 +593,9 @@ class DynamicResources:
         s = state.get(STATE_KEY)
         if s is None:
             return
-        for info in s.claims:
+        # (A claim PreBind created for extended resources stays: the pod owns it, and
+        # the next attempt finds it.)
+        for info in s.to_bind():
             self.manager.drop_in_flight(info.claim.metadata.uid or "")
             claim = self.manager.claim(info.claim.namespace, info.claim.name)
             if claim is not None and is_reserved_for_pod(pod, claim):
@@ -486,13 +608,25 @@ class DynamicResources:
         (strategic merge, no resourceVersion); here the list is written with the version
         it was read at, and re-read on a conflict, so no concurrent entry is lost."""
         uid = pod.metadata.uid
+
+        def unreserve(fresh: Any) -> bool:
+            if not is_reserved_for_pod(pod, fresh):
+                return False
+            fresh.status.reserved_for = [r for r in fresh.status.reserved_for if r.uid != uid]
+            return True
+
+        self._update_on_conflict("ResourceClaim", claim, unreserve)
+
+    def _update_on_conflict(self, kind: str, obj: Any, change: Callable[[Any], bool]) -> None:
+        """Write ``change`` (made on a copy of ``obj``; False: nothing to write) with the
+        version it was read at, re-reading the object after a conflict (client-go's
+        ``RetryOnConflict``: 5 attempts)."""
         for attempt in range(_CONFLICT_RETRIES):
             if attempt:
-                claim = self.handle.client.get("ResourceClaim", claim.namespace, claim.name)
-                if not is_reserved_for_pod(pod, claim):
-                    return
-            fresh = claim.model_copy(deep=True)
-            fresh.status.reserved_for = [r for r in fresh.status.reserved_for if r.uid != uid]
+                obj = self.handle.client.get(kind, obj.namespace, obj.name)
+            fresh = obj.model_copy(deep=True)
+            if not change(fresh):
+                return
             try:
                 self.handle.client.update(fresh)
                 return
@@ -503,13 +637,18 @@ class DynamicResources:
     @hookimpl
     def pre_bind(self, state: CycleState, pod: Pod) -> Status | None:
         s = state.get(STATE_KEY)
-        if s is None or not s.claims:
+        if s is None or (not s.claims and s.extended is None):
             return Status.skip()
-        for info in s.claims:
+        for info in s.to_bind():
             if is_reserved_for_pod(pod, info.claim):
                 continue
+            created = None
             try:
-                info.claim = self._bind_claim(info, pod)
+                if info.claim.name == SPECIAL_CLAIM_NAME:
+                    created = self._create_extended_claim(info)
+                info.claim = self._bind_claim(info, pod, created)
+                if info is s.extended:
+                    self._set_extended_status(pod, info.claim.name, s.extended_mappings)
             except Exception as err:  # the API refused: the binding fails, Unreserve runs
                 return Status(Code.ERROR, str(err))
             finally:
@@ -517,12 +656,54 @@ class DynamicResources:
                     self.manager.drop_in_flight(info.claim.metadata.uid or "")
         return None
 
-    def _bind_claim(self, info: _ClaimInfo, pod: Pod) -> ResourceClaim:
+    def _create_extended_claim(self, info: _ClaimInfo) -> ResourceClaim:
+        """Create the claim for the pod's extended resources (the API server names it);
+        it leaves the in-flight allocations under its temporary uid."""
+        fresh = info.claim.model_copy(deep=True)
+        self.manager.drop_in_flight(fresh.metadata.uid or "")
+        fresh.metadata.name = ""
+        fresh.metadata.uid = None
+        fresh.status = type(fresh.status)()
+        try:
+            return self.handle.client.create(fresh)
+        except Exception as err:
+            raise RuntimeError(
+                f"create claim for extended resources {fresh.namespace}/: {err}"
+            ) from err
+
+    def _set_extended_status(self, pod: Pod, claim_name: str, mappings: list[Any]) -> None:
+        """``patchPodExtendedResourceClaimStatus``: tell the pod which claim and which of
+        its requests serve its containers' extended resources."""
+        if not mappings:
+            raise RuntimeError(
+                f"nil or empty request mappings, no update of pod {pod.namespace}/{pod.name} "
+                "ExtendedResourceClaimStatus"
+            )
+        status = PodExtendedResourceClaimStatus.model_validate(
+            {"requestMappings": mappings, "resourceClaimName": claim_name}
+        )
+
+        def set_status(fresh: Any) -> bool:
+            fresh.status.extended_resource_claim_status = status
+            return True
+
+        try:
+            current = self.handle.client.get("Pod", pod.namespace, pod.name)
+            self._update_on_conflict("Pod", current, set_status)
+        except Exception as err:
+            raise RuntimeError(
+                f"update pod {pod.namespace}/{pod.name} ExtendedResourceClaimStatus: {err}"
+            ) from err
+
+    def _bind_claim(
+        self, info: _ClaimInfo, pod: Pod, created: ResourceClaim | None = None
+    ) -> ResourceClaim:
         """``bindClaim``: store the allocation Reserve chose (with the claim's
         delete-protection finalizer) and add the pod to ``reservedFor``, re-reading the
-        claim after a conflict (client-go's ``RetryOnConflict``)."""
-        current = self.manager.claim(info.claim.namespace, info.claim.name)
-        if current is None or current.metadata.uid != info.claim.metadata.uid:
+        claim after a conflict (client-go's ``RetryOnConflict``). ``created``: the claim
+        PreBind just created (the watch may not have brought it yet)."""
+        current = created or self.manager.claim(info.claim.namespace, info.claim.name)
+        if current is None or (created is None and current.metadata.uid != info.claim.metadata.uid):
             raise RuntimeError(f"claim {info.claim.key} got deleted in the meantime")
         for attempt in range(_CONFLICT_RETRIES):
             if attempt:

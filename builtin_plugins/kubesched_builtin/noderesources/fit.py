@@ -49,6 +49,8 @@ from kubesched.api import (
     MEMORY,
     Node,
     Pod,
+    extended_resource_classes,
+    is_dra_extended_resource_name,
     is_extended_resource_name,
     is_scalar_resource_name,
     pod_level_requests,
@@ -331,11 +333,13 @@ def fits_request(
     node_info: NodeInfo,
     ignored_resources: Iterable[str] = (),
     ignored_resource_groups: Iterable[str] = (),
+    dra_backed: frozenset[str] = frozenset(),
 ) -> list[InsufficientResource]:
     """Every resource ``node_info`` lacks for ``request`` (upstream ``fitsRequest``).
 
     Order: the pod count, cpu, memory, ephemeral-storage, then scalar resources by
-    name (upstream iterates a Go map there, in random order).
+    name (upstream iterates a Go map there, in random order). An extended resource in
+    ``dra_backed`` that the node does not offer is left to DynamicResources.
     """
     out: list[InsufficientResource] = []
     alloc, used = node_info.allocatable, node_info.requested
@@ -365,6 +369,8 @@ def fits_request(
     for name, want in checked_scalars(request, ignored_resources, ignored_resource_groups):
         total = alloc.scalar_resources.get(name, 0)
         have = used.scalar_resources.get(name, 0)
+        if total == 0 and name in dra_backed:
+            continue
         if want > total - have:
             out.append(
                 InsufficientResource(
@@ -476,6 +482,8 @@ def is_schedulable_after_node_change(
 # ---------------------------------------------------------------------------------------
 
 PRE_FILTER_KEY: StateKey[PodResourceRequest] = StateKey("PreFilter" + NAME)
+DRA_BACKED_KEY: StateKey[frozenset[str]] = StateKey("PreFilter" + NAME + "/DRA")
+"""The pod's extended resources that a DeviceClass backs (DRAExtendedResource)."""
 """The pod's request, written at PreFilter for Filter."""
 PRE_SCORE_KEY: StateKey[tuple[int, ...]] = StateKey("PreScore" + NAME)
 """The pod's (non-zero) request of each scored resource, written at PreScore."""
@@ -493,6 +501,8 @@ class NodeResourcesFit:
     def __init__(self, args: NodeResourcesFitArgs | None, handle: Any) -> None:
         args = args or NodeResourcesFitArgs()
         self._handle = handle
+        # DRAExtendedResource (beta, on by default): extended resources a DeviceClass backs.
+        self._dra_extended = handle.feature_enabled("DRAExtendedResource")
         self.ignored_resources = frozenset(args.ignored_resources)
         self.ignored_resource_groups = frozenset(args.ignored_resource_groups)
         # PodLevelResources (beta, on by default in v1.36): the pod's spec.resources
@@ -529,7 +539,16 @@ class NodeResourcesFit:
         requests = pod_info.requests
         if not self.pod_level and pod_level_requests(pod_info.pod):
             requests = pod_requests(pod_info.pod, pod_level=False)
-        state.write(PRE_FILTER_KEY, PodResourceRequest.from_requests(requests))
+        request = PodResourceRequest.from_requests(requests)
+        state.write(PRE_FILTER_KEY, request)
+        lister = getattr(self._handle, "lister", None)
+        if self._dra_extended and lister is not None:
+            extended = [n for n, _ in request.scalars if is_dra_extended_resource_name(n)]
+            if extended:
+                # Resources a DeviceClass backs: DynamicResources allocates them on nodes
+                # that do not offer them themselves.
+                backed = extended_resource_classes(lister.list_objects("DeviceClass"))
+                state.write(DRA_BACKED_KEY, frozenset(n for n in extended if n in backed))
 
     def _pre_filter_state(self, state: CycleState) -> PodResourceRequest | Status:
         request = state.get(PRE_FILTER_KEY)
@@ -546,7 +565,11 @@ class NodeResourcesFit:
         if isinstance(request, Status):
             return request
         insufficient = fits_request(
-            request, node_info, self.ignored_resources, self.ignored_resource_groups
+            request,
+            node_info,
+            self.ignored_resources,
+            self.ignored_resource_groups,
+            state.get(DRA_BACKED_KEY) or frozenset(),
         )
         return _status(insufficient) if insufficient else None
 
@@ -589,12 +612,16 @@ class NodeResourcesFit:
                     request, self.ignored_resources, self.ignored_resource_groups
                 )
             ]
+            dra_backed = state.get(DRA_BACKED_KEY) or frozenset()
             for reason, name, want in wanted:
                 if want <= 0:
                     continue
                 total = column(table.allocatable, name)
                 have = column(table.requested, name)
-                checks.append((reason, want > sat_sub_array(total, have), (want, total)))
+                fails = want > sat_sub_array(total, have)
+                if name in dra_backed:
+                    fails &= total != 0
+                checks.append((reason, fails, (want, total)))
         if not any(fails.any() for _, fails, _ in checks):
             return None  # every node fits (the usual answer)
         if len(checks) > _MAX_BATCH_CHECKS:

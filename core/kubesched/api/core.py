@@ -41,6 +41,7 @@ __all__ = [
     "PodAffinityTerm",
     "PodAntiAffinity",
     "PodCondition",
+    "PodExtendedResourceClaimStatus",
     "PodResourceClaim",
     "PodResourceClaimStatus",
     "PodSchedulingGate",
@@ -282,6 +283,23 @@ class PodResourceClaimStatus(KubeModel):
     resource_claim_name: str | None = None
 
 
+class ContainerExtendedResourceRequest(KubeModel):
+    """``v1.ContainerExtendedResourceRequest``: which request of the extended-resource
+    claim serves a container's extended resource."""
+
+    container_name: str = ""
+    resource_name: str = ""
+    request_name: str = ""
+
+
+class PodExtendedResourceClaimStatus(KubeModel):
+    """``v1.PodExtendedResourceClaimStatus``: the claim the scheduler made for the pod's
+    extended resources backed by DRA, and which of its requests serves which container."""
+
+    request_mappings: NullableList[ContainerExtendedResourceRequest] = Field(default_factory=list)
+    resource_claim_name: str = ""
+
+
 class PodSpec(KubeModel):
     """``v1.PodSpec`` with the API server's defaults that matter for scheduling."""
 
@@ -348,6 +366,7 @@ class PodStatus(KubeModel):
     reason: str | None = None
     message: str | None = None
     resource_claim_statuses: NullableList[PodResourceClaimStatus] = Field(default_factory=list)
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
 
 class Pod(KubeObject):

@@ -12,6 +12,7 @@ pod, whether it can be reserved.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -20,15 +21,22 @@ from pydantic import Field, model_validator
 from .core import NodeSelector, Pod
 from .meta import KubeModel, KubeObject, NullableDict, NullableList, ObjectMeta
 from .quantity import Quantity
+from .resources import is_extended_resource_name
 
 __all__ = [
     "API_GROUP",
     "API_VERSION",
+    "DEVICE_CLASS_RESOURCE_PREFIX",
+    "EXTENDED_RESOURCE_CLAIM_ANNOTATION",
     "POD_CLAIM_NAME_ANNOTATION",
     "RESOURCE_CLAIM_FINALIZER",
     "RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE",
+    "AllocatedDeviceStatus",
     "AllocationResult",
     "CELDeviceSelector",
+    "CapacityRequestPolicy",
+    "CapacityRequestPolicyRange",
+    "CapacityRequirements",
     "Counter",
     "CounterSet",
     "Device",
@@ -47,6 +55,7 @@ __all__ = [
     "DeviceRequestAllocationResult",
     "DeviceSelector",
     "DeviceSubRequest",
+    "DeviceTaint",
     "DeviceToleration",
     "ExactDeviceRequest",
     "OpaqueDeviceConfiguration",
@@ -61,6 +70,8 @@ __all__ = [
     "ResourceSlice",
     "ResourceSliceSpec",
     "can_be_reserved",
+    "extended_resource_classes",
+    "is_dra_extended_resource_name",
     "is_for_pod",
     "is_reserved_for_pod",
     "pod_claim_name",
@@ -75,6 +86,12 @@ removes it once the claim is deallocated), so an allocated claim is not deleted 
 
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 """Set by the resourceclaim controller on a claim it generated: the pod's claim entry."""
+
+DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+"""Every DeviceClass backs the extended resource of this prefix and its name."""
+
+EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+"""``"true"`` on the claim the scheduler creates for a pod's extended resources."""
 
 RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE = 256
 """``ResourceClaimReservedForMaxSize``: at most this many consumers share one claim."""
@@ -133,13 +150,22 @@ class DeviceClass(KubeObject):
 
 
 class DeviceToleration(KubeModel):
-    """``DeviceToleration`` (device taints): kept for round-tripping."""
+    """``DeviceToleration``: lets a request's devices carry a matching ``DeviceTaint``
+    (``ToleratesTaint``: an empty key with Exists matches every key, an empty effect
+    every effect)."""
 
     key: str | None = None
     operator: str | None = None
     value: str | None = None
     effect: str | None = None
     toleration_seconds: int | None = None
+
+
+class CapacityRequirements(KubeModel):
+    """``CapacityRequirements`` (consumable capacity): how much of each named capacity
+    of a device the request consumes."""
+
+    requests: NullableDict[str, Quantity] = Field(default_factory=dict)
 
 
 class _RequestBody(KubeModel):
@@ -150,6 +176,7 @@ class _RequestBody(KubeModel):
     allocation_mode: str = ALLOCATION_MODE_EXACT_COUNT
     count: int | None = None
     tolerations: NullableList[DeviceToleration] = Field(default_factory=list)
+    capacity: CapacityRequirements | None = None
 
     @model_validator(mode="after")
     def _defaults(self) -> _RequestBody:
@@ -220,6 +247,11 @@ class DeviceRequestAllocationResult(KubeModel):
     device: str
     admin_access: bool | None = None
     tolerations: NullableList[DeviceToleration] = Field(default_factory=list)
+    binding_conditions: NullableList[str] = Field(default_factory=list)
+    binding_failure_conditions: NullableList[str] = Field(default_factory=list)
+    share_id: str | None = Field(default=None, alias="shareID")
+    """Set when the device allows multiple allocations: tells this share from others."""
+    consumed_capacity: NullableDict[str, Quantity] = Field(default_factory=dict)
 
 
 class DeviceAllocationConfiguration(KubeModel):
@@ -254,11 +286,25 @@ class ResourceClaimConsumerReference(KubeModel):
     uid: str = ""
 
 
+class AllocatedDeviceStatus(KubeModel):
+    """``AllocatedDeviceStatus``: what the driver reports of one allocated device; the
+    scheduler reads its ``conditions`` (binding conditions)."""
+
+    driver: str = ""
+    pool: str = ""
+    device: str = ""
+    share_id: str | None = Field(default=None, alias="shareID")
+    conditions: NullableList[dict[str, Any]] = Field(default_factory=list)
+    data: Any = None
+    network_data: Any = None
+
+
 class ResourceClaimStatus(KubeModel):
-    """``ResourceClaimStatus``: the allocation and who it is reserved for."""
+    """``ResourceClaimStatus``: the allocation, who it is reserved for, device status."""
 
     allocation: AllocationResult | None = None
     reserved_for: NullableList[ResourceClaimConsumerReference] = Field(default_factory=list)
+    devices: NullableList[AllocatedDeviceStatus] = Field(default_factory=list)
 
 
 class ResourceClaim(KubeObject):
@@ -309,10 +355,28 @@ class DeviceAttribute(KubeModel):
         raise ValueError("exactly one value must be specified")
 
 
+class CapacityRequestPolicyRange(KubeModel):
+    """``CapacityRequestPolicyRange``: requests round up to ``min + n * step``, at most ``max``."""
+
+    min: Quantity | None = None
+    max: Quantity | None = None
+    step: Quantity | None = None
+
+
+class CapacityRequestPolicy(KubeModel):
+    """``CapacityRequestPolicy``: the default amount a request consumes, and the amounts
+    it may consume (a list or a range)."""
+
+    default: Quantity | None = None
+    valid_values: NullableList[Quantity] = Field(default_factory=list)
+    valid_range: CapacityRequestPolicyRange | None = None
+
+
 class DeviceCapacity(KubeModel):
-    """``DeviceCapacity``: a quantity (``requestPolicy`` is consumable capacity, alpha)."""
+    """``DeviceCapacity``: a quantity, and with consumable capacity how requests share it."""
 
     value: Quantity
+    request_policy: CapacityRequestPolicy | None = None
 
 
 class Counter(KubeModel):
@@ -335,6 +399,16 @@ class DeviceCounterConsumption(KubeModel):
     counters: NullableDict[str, Counter] = Field(default_factory=dict)
 
 
+class DeviceTaint(KubeModel):
+    """``DeviceTaint``: NoSchedule and NoExecute keep the device from requests that do
+    not tolerate them (other effects, ``None`` included, are ignored)."""
+
+    key: str = ""
+    value: str | None = None
+    effect: str = ""
+    time_added: datetime | None = None
+
+
 class Device(KubeModel):
     """``Device``: a name, attributes and capacities (keys are qualified names)."""
 
@@ -345,6 +419,13 @@ class Device(KubeModel):
     node_name: str | None = None
     node_selector: NodeSelector | None = None
     all_nodes: bool | None = None
+    allow_multiple_allocations: bool | None = None
+    """Consumable capacity: several claims may hold the device, each consuming part of
+    its capacity."""
+    taints: NullableList[DeviceTaint] = Field(default_factory=list)
+    binds_to_node: bool | None = None
+    binding_conditions: NullableList[str] = Field(default_factory=list)
+    binding_failure_conditions: NullableList[str] = Field(default_factory=list)
 
 
 class ResourcePool(KubeModel):
@@ -422,6 +503,25 @@ def is_reserved_for_pod(pod: Pod, claim: ResourceClaim) -> bool:
     """``resourceclaim.IsReservedForPod``."""
     uid = pod.metadata.uid
     return any(r.uid == uid for r in claim.status.reserved_for)
+
+
+def is_dra_extended_resource_name(name: str) -> bool:
+    """``IsDRAExtendedResourceName``: an extended resource, or a DeviceClass's implicit
+    ``deviceclass.resource.kubernetes.io/<class>``."""
+    return is_extended_resource_name(name) or name.startswith(DEVICE_CLASS_RESOURCE_PREFIX)
+
+
+def extended_resource_classes(classes: Iterable[DeviceClass]) -> dict[str, str]:
+    """Extended resource name -> the DeviceClass that backs it (DRAExtendedResource):
+    each class's ``spec.extendedResourceName`` and its implicit
+    ``deviceclass.resource.kubernetes.io/<class>``. Of classes naming the same resource,
+    the newest (then the last by name) wins, as the last informer event does upstream."""
+    mapping: dict[str, str] = {}
+    for cls in sorted(classes, key=lambda c: (str(c.metadata.creation_timestamp or ""), c.name)):
+        if cls.spec.extended_resource_name:
+            mapping[cls.spec.extended_resource_name] = cls.name
+        mapping[DEVICE_CLASS_RESOURCE_PREFIX + cls.name] = cls.name
+    return mapping
 
 
 def can_be_reserved(claim: ResourceClaim) -> bool:

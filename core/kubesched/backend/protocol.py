@@ -124,6 +124,11 @@ class ClusterBackend(Protocol):
         (a plugin re-reads an object this way after a conflict)."""
         ...
 
+    def create(self, obj: KubeObject) -> KubeObject:
+        """Create an object (a claim for a pod's extended resources) and return it as
+        stored; ``metadata.generateName`` gives it a name."""
+        ...
+
     def update(self, obj: KubeObject) -> KubeObject:
         """Replace an object (a PV's claimRef, a claim's annotations: volume binding);
         ``ConflictError`` when its resourceVersion is not the current one."""

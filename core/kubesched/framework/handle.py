@@ -72,6 +72,11 @@ class ClusterClient(Protocol):
         """The object as the cluster has it now (re-read after a conflict)."""
         ...
 
+    def create(self, obj: KubeObject) -> KubeObject:
+        """Create ``obj`` (``metadata.generateName`` gives it a name) and return it as
+        stored. Name ``"Kind/create"`` in the plugin's ``writes``."""
+        ...
+
     def update(self, obj: KubeObject) -> KubeObject:
         """Write ``obj`` (a changed copy of an object read at its ``resourceVersion``):
         ``ConflictError`` when the object changed since. Name the kind in the plugin's

@@ -5,8 +5,10 @@ ResourceSlice.
 CEL selectors are compiled here (with the ``cel`` library the DynamicResources plugin
 evaluates them with): an expression that does not compile is refused with upstream's
 ``compilation failed: ...``; the parser's detail after that prefix is the library's, not
-cel-go's word for word. Fields behind alpha feature gates (distinctAttribute, consumable
-capacity, device taints) are not checked: the API server drops them with its default gates.
+cel-go's word for word. The fields of v1.36's beta DRA features (consumable capacity:
+``allowMultipleAllocations``, ``requestPolicy``, ``capacity.requests``; device taints and
+tolerations; binding conditions) and ``distinctAttribute`` are read by the scheduler but
+not checked here.
 """
 
 from __future__ import annotations

@@ -123,7 +123,9 @@ def resource_for(kind: str) -> Resource | None:
     return Resource(kind, f"/apis/{api_version}/{kind.lower()}s", model)
 
 
-STATUS_SUBRESOURCE = frozenset({"PersistentVolume", "PersistentVolumeClaim", "ResourceClaim"})
+STATUS_SUBRESOURCE = frozenset(
+    {"PersistentVolume", "PersistentVolumeClaim", "Pod", "ResourceClaim"}
+)
 """Kinds whose ``status`` is written through the ``/status`` subresource."""
 
 REQUIRED_ACCESS: tuple[tuple[str, str, str, str], ...] = (
@@ -252,8 +254,8 @@ class KubeCluster:
         self.watchable_kinds: frozenset[str] = frozenset()
         """The kinds ``list``/``watch`` serve (``EventHandlers`` skips the others)."""
         self.writes: set[str] = set()
-        """Kinds plugins write through ``update`` (``Kind`` or ``Kind/status``): their
-        permissions are checked at start-up too."""
+        """Kinds plugins write through ``update`` (``Kind`` or ``Kind/status``) or
+        ``create`` (``Kind/create``): their permissions are checked at start-up too."""
         self.events = EventBroadcaster(client)
         self._dispatcher: threading.Thread | None = None
         self._started = False
@@ -295,11 +297,17 @@ class KubeCluster:
             kind, _, sub = what.partition("/")
             resource = resource_for(kind)
             assert resource is not None  # update() refuses the kinds it does not know
-            # update() reads the object itself, and patches the object or its subresource.
-            for access in (
-                ("get", resource.group, resource.plural, "", ""),
-                ("patch", resource.group, resource.plural, sub, ""),
-            ):
+            # update() reads the object itself, and patches the object or its subresource;
+            # create() posts to the collection ("Kind/create").
+            accesses = (
+                (("create", resource.group, resource.plural, "", ""),)
+                if sub == "create"
+                else (
+                    ("get", resource.group, resource.plural, "", ""),
+                    ("patch", resource.group, resource.plural, sub, ""),
+                )
+            )
+            for access in accesses:
                 if access not in out:
                     out.append(access)
         if leases is not None:
@@ -462,6 +470,17 @@ class KubeCluster:
         if resource is None:
             raise BackendError(f"kubesched does not read {kind} on a cluster", 400)
         data = self.client.request("GET", resource.object_path(namespace, name))
+        data.setdefault("kind", kind)
+        return resource.model.model_validate(data)
+
+    def create(self, obj: KubeObject) -> KubeObject:
+        """POST ``obj`` to its collection; the object as the API server stored it."""
+        kind = obj.kind or type(obj).__name__
+        resource = resource_for(kind)
+        if resource is None:
+            raise BackendError(f"kubesched does not write {kind} on a cluster", 400)
+        collection = resource.object_path(obj.namespace, "").rstrip("/")
+        data = self.client.request("POST", collection, body=obj.to_dict())
         data.setdefault("kind", kind)
         return resource.model.model_validate(data)
 

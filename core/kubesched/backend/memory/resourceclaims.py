@@ -155,6 +155,10 @@ class ResourceClaimController:
             for s in pod.status.resource_claim_statuses
             if s.resource_claim_name
         }
+        extended = pod.status.extended_resource_claim_status
+        if extended is not None:
+            # The claim the scheduler made for the pod's extended resources.
+            names.add(extended.resource_claim_name)
         uid = pod.metadata.uid
         for name in sorted(n for n in names if n):
             claim = self.cluster.try_get("ResourceClaim", ns, name)
