@@ -221,7 +221,7 @@ class MetricsSource:
                 value = _annotation_value(annotations, k)
                 if value is not None:
                     metrics.append(Metric(rtype, operator, value))
-        return metrics or None
+        return tuple(metrics) or None
 
     def columns(self, table: NodeTable) -> MetricColumns:
         """The metric arrays of every node of ``table``, computed once per Node change."""
