@@ -260,13 +260,17 @@ class NetworkOverhead:
             region_costs=_costs(topology, self.weights_name, REGION_LABEL),
             zone_costs=_costs(topology, self.weights_name, ZONE_LABEL),
         )
-        for host in {p.hostname for p in placed}:
-            region, zone = _region_zone(snapshot.get(host).node)
+        by_host: dict[str, list[_Placed]] = {}
+        for p in placed:
+            by_host.setdefault(p.hostname, []).append(p)
+        for host, here in by_host.items():
+            # A dependency pod on the node itself counts as satisfied at cost 0 instead
+            # of what it costs seen from elsewhere in the node's zone.
+            region, zone = here[0].region, here[0].zone
             sat, viol, cost = pf.location(region, zone)
-            for p in placed:
-                if p.hostname == host:
-                    s, v, c = pf._pair(region, zone, p)
-                    sat, viol, cost = sat - s + 1, viol - v, cost - c + SAME_HOSTNAME
+            for p in here:
+                s, v, c = pf._pair(region, zone, p)
+                sat, viol, cost = sat - s + 1, viol - v, cost - c + SAME_HOSTNAME
             pf.by_host[host] = (sat, viol, cost)
         state.write(PRE_FILTER_KEY, pf)
         return None

@@ -22,14 +22,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from kubesched import (
     MAX_NODE_SCORE,
     CycleState,
+    NodeBatch,
     NodeInfo,
     StateKey,
     go_round,
+    go_round_array,
     hookimpl,
 )
 from kubesched.api import CPU, MEMORY, Pod
@@ -125,6 +128,57 @@ class NodeRequestsAndLimits:
     capacity: int
 
 
+def limit_risk(request: int, limit: int, capacity: int) -> float:
+    """The overcommitment the limits allow: ``(limit - capacity) / (limit - request)``
+    when the limits exceed the capacity, else 0."""
+    if limit > capacity:
+        return (limit - capacity) / (limit - request)
+    return 0.0
+
+
+def load_risk(
+    metrics: Sequence[Metric],
+    metric_type: str,
+    request_minus_pod: int,
+    limit_minus_pod: int,
+    capacity: int,
+    smoothing_window_size: int,
+    mega: bool,
+) -> float:
+    """The risk that the measured load exceeds what the node's other pods request: 1 -
+    P(load <= their requests), conditioned on load <= their limits when those are
+    below the capacity (``mega``: compare memory in MiB). It depends on the node's pods,
+    not on the pod being scheduled."""
+    avg, std, valid = resource_data(metrics, metric_type)
+    if not valid:
+        return 0.0
+    cap = float(capacity) * MEGA_FACTOR if mega else float(capacity)
+    mu = sigma = 0.0
+    if cap > 0:
+        # GetMuSigma of the load alone (the pod's request does not count here).
+        used_avg = avg * cap / 100
+        used_std = std * cap / 100
+        mu = max(min(used_avg / cap, 1.0), 0.0)
+        sigma = max(min(used_std / cap, 1.0), 0.0)
+    sigma *= math.sqrt(smoothing_window_size)
+    sigma = min(sigma, math.sqrt(max_variance(mu) * MAX_VARIANCE_ALLOWANCE))
+    alloc_threshold = min(max(request_minus_pod / capacity, 0.0), 1.0) if capacity else 0.0
+    alloc_prob, dist = compute_probability(mu, sigma, alloc_threshold)
+    if limit_minus_pod < capacity and request_minus_pod <= limit_minus_pod:
+        limit_threshold = limit_minus_pod / capacity
+        if limit_threshold == 0:
+            alloc_prob = 1.0  # zero over zero
+        elif dist is not None:
+            limit_prob = dist.cdf(limit_threshold)
+            if limit_prob > 0:
+                alloc_prob = min(max(alloc_prob / limit_prob, 0.0), 1.0)
+    return 1 - alloc_prob
+
+
+def _combine(weight: float, risk_limit: float, risk_load: float) -> float:
+    return min(max(weight * risk_limit + (1 - weight) * risk_load, 0.0), 1.0)
+
+
 def resource_risk(
     metrics: Sequence[Metric],
     metric_type: str,
@@ -133,37 +187,29 @@ def resource_risk(
     smoothing_window_size: int,
     mega: bool,
 ) -> float:
-    """Upstream ``computeRisk`` of one resource (``mega``: compare memory in MiB)."""
-    request, limit, capacity = totals.request, totals.limit, totals.capacity
-    request_minus_pod, limit_minus_pod = totals.request_minus_pod, totals.limit_minus_pod
-    risk_limit = risk_load = 0.0
-    if limit > capacity:
-        risk_limit = (limit - capacity) / (limit - request)
-    avg, std, valid = resource_data(metrics, metric_type)
-    if valid:
-        cap = float(capacity) * MEGA_FACTOR if mega else float(capacity)
-        mu = sigma = 0.0
-        if cap > 0:
-            # GetMuSigma of the load alone (the pod's request does not count here).
-            used_avg = avg * cap / 100
-            used_std = std * cap / 100
-            mu = max(min(used_avg / cap, 1.0), 0.0)
-            sigma = max(min(used_std / cap, 1.0), 0.0)
-        sigma *= math.sqrt(smoothing_window_size)
-        sigma = min(sigma, math.sqrt(max_variance(mu) * MAX_VARIANCE_ALLOWANCE))
-        alloc_threshold = min(max(request_minus_pod / capacity, 0.0), 1.0) if capacity else 0.0
-        alloc_prob, dist = compute_probability(mu, sigma, alloc_threshold)
-        if limit_minus_pod < capacity and request_minus_pod <= limit_minus_pod:
-            limit_threshold = limit_minus_pod / capacity
-            if limit_threshold == 0:
-                alloc_prob = 1.0  # zero over zero
-            elif dist is not None:
-                limit_prob = dist.cdf(limit_threshold)
-                if limit_prob > 0:
-                    alloc_prob = min(max(alloc_prob / limit_prob, 0.0), 1.0)
-        risk_load = 1 - alloc_prob
-    total = weight * risk_limit + (1 - weight) * risk_load
-    return min(max(total, 0.0), 1.0)
+    """Upstream ``computeRisk`` of one resource: ``weight × limit risk + (1 - weight) ×
+    load risk``, within [0, 1]."""
+    risk_load = load_risk(
+        metrics,
+        metric_type,
+        totals.request_minus_pod,
+        totals.limit_minus_pod,
+        totals.capacity,
+        smoothing_window_size,
+        mega,
+    )
+    return _combine(weight, limit_risk(totals.request, totals.limit, totals.capacity), risk_load)
+
+
+@dataclass(frozen=True, slots=True)
+class _NodeState:
+    """What a node's score needs that changes only with its pods or its metrics: its
+    pods' summed requests and limits, its allocatable and the load risk per resource."""
+
+    requests: tuple[int, int]
+    limits: tuple[int, int]
+    capacity: tuple[int, int]
+    load_risks: tuple[float, float]
 
 
 class LowRiskOverCommitment:
@@ -179,65 +225,106 @@ class LowRiskOverCommitment:
         self.source = MetricsSource(args)
         self.window = args.smoothing_window_size
         self.weights: Mapping[str, float] = {**_default_weights(), **args.risk_limit_weights}
-        # Per node: (NodeInfo generation, summed requests and limits of its pods).
-        self._totals: dict[str, tuple[int, tuple[int, int, int, int]]] = {}
+        # Per node: (NodeInfo generation, what its score needs besides the pod).
+        self._states: dict[str, tuple[int, _NodeState]] = {}
 
     @hookimpl
     def pre_score(self, state: CycleState, pod: Pod) -> None:
         state.write(POD_RESOURCES_KEY, _PodResources(pod_requests(pod), pod_limits(pod)))
 
-    def _node_totals(self, node_info: NodeInfo) -> tuple[int, int, int, int]:
-        cached = self._totals.get(node_info.name)
+    def _node_state(self, node_info: NodeInfo) -> _NodeState:
+        cached = self._states.get(node_info.name)
         if cached is not None and cached[0] == node_info.generation:
             return cached[1]
+        metrics = self.source.node_metrics(node_info.node) or ()
         req_cpu = req_mem = lim_cpu = lim_mem = 0
         for pi in node_info.pods:
             rc, rm = pod_requests(pi.pod)
             lc, lm = pod_limits(pi.pod)
-            req_cpu, req_mem, lim_cpu, lim_mem = (
-                req_cpu + rc,
-                req_mem + rm,
-                lim_cpu + lc,
-                lim_mem + lm,
+            req_cpu, req_mem = req_cpu + rc, req_mem + rm
+            lim_cpu, lim_mem = lim_cpu + lc, lim_mem + lm
+        alloc = node_info.allocatable
+        capacity = (alloc.milli_cpu, alloc.memory)
+        load_risks = tuple(
+            load_risk(
+                metrics,
+                metric_type,
+                min(req, cap),
+                lim,
+                cap,
+                self.window,
+                mega=metric_type == MEMORY_METRIC,
             )
-        totals = (req_cpu, req_mem, lim_cpu, lim_mem)
-        self._totals[node_info.name] = (node_info.generation, totals)
-        return totals
+            for metric_type, req, lim, cap in (
+                (CPU_METRIC, req_cpu, lim_cpu, capacity[0]),
+                (MEMORY_METRIC, req_mem, lim_mem, capacity[1]),
+            )
+        )
+        state = _NodeState((req_cpu, req_mem), (lim_cpu, lim_mem), capacity, load_risks)
+        # NodeInfo.generation changes with the node's pods and with its Node object.
+        self._states[node_info.name] = (node_info.generation, state)
+        return state
 
-    @hookimpl
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+    def _pod_resources(self, state: CycleState, pod: Pod) -> _PodResources:
         resources = state.get(POD_RESOURCES_KEY)
         if resources is None:
             resources = _PodResources(pod_requests(pod), pod_limits(pod))
-        if resources.requests == (0, 0) and resources.limits == (0, 0):
-            return 0  # best effort: not this plugin's concern
-        metrics = self.source.node_metrics(node_info.node)
-        if metrics is None:
+        return resources
+
+    def _score(self, resources: _PodResources, node_info: NodeInfo) -> int:
+        if self.source.node_metrics(node_info.node) is None:
             return 0
-        node_req_cpu, node_req_mem, node_lim_cpu, node_lim_mem = self._node_totals(node_info)
-        alloc = node_info.allocatable
+        node = self._node_state(node_info)
         risks = []
-        for i, (metric_type, resource, node_req, node_lim, cap) in enumerate(
-            (
-                (CPU_METRIC, CPU, node_req_cpu, node_lim_cpu, alloc.milli_cpu),
-                (MEMORY_METRIC, MEMORY, node_req_mem, node_lim_mem, alloc.memory),
-            )
-        ):
-            totals = NodeRequestsAndLimits(
-                request=min(node_req + resources.requests[i], cap),
-                limit=node_lim + resources.limits[i],
-                request_minus_pod=min(node_req, cap),
-                limit_minus_pod=node_lim,
-                capacity=cap,
-            )
+        for i, resource in enumerate((CPU, MEMORY)):
+            cap = node.capacity[i]
+            request = min(node.requests[i] + resources.requests[i], cap)
+            limit = node.limits[i] + resources.limits[i]
             risks.append(
-                resource_risk(
-                    metrics,
-                    metric_type,
-                    totals,
+                _combine(
                     self.weights.get(resource, 0.0),
-                    self.window,
-                    mega=resource == MEMORY,
+                    limit_risk(request, limit, cap),
+                    node.load_risks[i],
                 )
             )
         return go_round((1 - max(risks)) * MAX_NODE_SCORE)
+
+    @staticmethod
+    def _best_effort(resources: _PodResources) -> bool:
+        # Not this plugin's concern: it scores them all 0.
+        return resources.requests == (0, 0) and resources.limits == (0, 0)
+
+    @hookimpl
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        resources = self._pod_resources(state, pod)
+        return 0 if self._best_effort(resources) else self._score(resources, node_info)
+
+    @hookimpl
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> np.ndarray:
+        resources = self._pod_resources(state, pod)
+        n = len(nodes.rows)
+        has = self.source.columns(nodes.table).has_metrics[nodes.rows]
+        if self._best_effort(resources) or not has.any():
+            return np.zeros(n, dtype=np.int64)
+        # The load risks, the costly part (a beta distribution per node), are cached per
+        # node until its pods change; the rest is the same arithmetic as ``_score``, on
+        # arrays.
+        infos = nodes.infos
+        empty = _NodeState((0, 0), (0, 0), (0, 0), (0.0, 0.0))
+        states = [self._node_state(ni) if has[i] else empty for i, ni in enumerate(infos)]
+        risks = []
+        for i, resource in enumerate((CPU, MEMORY)):
+            cap = np.array([s.capacity[i] for s in states], dtype=np.int64)
+            request = np.minimum(
+                np.array([s.requests[i] for s in states], dtype=np.int64) + resources.requests[i],
+                cap,
+            )
+            limit = np.array([s.limits[i] for s in states], dtype=np.int64) + resources.limits[i]
+            over = limit > cap
+            with np.errstate(all="ignore"):
+                risk_limit = np.where(over, (limit - cap) / np.where(over, limit - request, 1), 0.0)
+            weight = self.weights.get(resource, 0.0)
+            load = np.array([s.load_risks[i] for s in states], dtype=np.float64)
+            risks.append(np.clip(weight * risk_limit + (1 - weight) * load, 0.0, 1.0))
+        scores = go_round_array((1 - np.maximum(risks[0], risks[1])) * MAX_NODE_SCORE)
+        return np.where(has, scores, 0).astype(np.int64)

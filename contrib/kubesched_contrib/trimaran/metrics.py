@@ -196,6 +196,8 @@ class MetricColumns:
     memory_std: np.ndarray
     cpu_util: np.ndarray
     """CPU AVG-or-Latest (TargetLoadPacking's and Peaks' reading)."""
+    has_metrics: np.ndarray
+    """True where the node has metrics at all (of any type)."""
 
 
 class MetricsSource:
@@ -230,10 +232,12 @@ class MetricsSource:
     def _columns(self, table: NodeTable) -> MetricColumns:
         n = len(table)
         cols = {name: np.full(n, np.nan) for name in MetricColumns.__dataclass_fields__}
+        cols["has_metrics"] = np.zeros(n, dtype=bool)
         for i, ni in enumerate(table.infos):
             metrics = self.node_metrics(ni.node)
             if metrics is None:
                 continue
+            cols["has_metrics"][i] = True
             for rtype, prefix in ((CPU_METRIC, "cpu"), (MEMORY_METRIC, "memory")):
                 avg, std, valid = resource_data(metrics, rtype)
                 if valid:

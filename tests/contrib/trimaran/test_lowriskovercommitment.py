@@ -175,3 +175,44 @@ def test_beta_moments_match():
     mean = dist.alpha / (dist.alpha + dist.beta)
     var = dist.alpha * dist.beta / ((dist.alpha + dist.beta) ** 2 * (dist.alpha + dist.beta + 1))
     assert mean == pytest.approx(0.4) and var == pytest.approx(0.01)
+
+
+def test_batch_matches_per_node_and_follows_the_node_pods(metrics_file):
+    from kubesched.testing import node_batch
+
+    names = [f"n{i}" for i in range(6)]
+    path = metrics_file(
+        {
+            "n0": [("CPU", "AVG", 10)],
+            "n1": [("CPU", "AVG", 70), ("CPU", "STD", 15), ("Memory", "AVG", 40)],
+            "n2": [("Memory", "AVG", 60), ("Memory", "STD", 20)],
+            "n3": [("Unknown", "AVG", 33)],
+            "n5": [("CPU", "AVG", 30), ("CPU", "STD", 5)],
+        }
+    )
+    fw = framework({"metricsFile": path})
+    pl = fw.plugin("LowRiskOverCommitment")
+    running = [
+        make_pod(f"r{i}").container({"cpu": "1", "memory": "1Gi"}, {"cpu": "3"}).node(n).obj()
+        for i, n in enumerate(names)
+    ]
+    infos = [
+        NodeInfo(
+            node(n, cpu="4", memory="8Gi"), [PodInfo(p) for p in running if p.spec.node_name == n]
+        )
+        for n in names
+    ]
+    pods = (
+        make_pod("none").obj(),
+        make_pod("small").req(cpu="300m", memory="1Gi").obj(),
+        make_pod("bursty").container({"cpu": "500m"}, {"cpu": "4", "memory": "9Gi"}).obj(),
+    )
+    for p in pods:
+        state = fw.new_cycle_state()
+        pl.pre_score(state, p)
+        batch = pl.score_nodes(state, p, node_batch(infos)).tolist()
+        assert batch == [pl.score(state, p, ni) for ni in infos]
+    # A node whose pods changed is recomputed (its NodeInfo generation changed).
+    before = score(fw, pods[1], infos[5])
+    infos[5].add_pod(PodInfo(make_pod("more").req(cpu="2500m").node("n5").obj()))
+    assert score(fw, pods[1], infos[5]) < before
