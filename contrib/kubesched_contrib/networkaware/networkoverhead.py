@@ -41,7 +41,7 @@ from kubesched.api import Node, Pod
 from ..normalize import reverse_min_max
 from .api import (
     APP_GROUP_KIND,
-    APP_GROUP_LABEL,
+    APP_GROUP_SELECTOR_LABEL,
     NETWORK_TOPOLOGY_KIND,
     DependenciesInfo,
     NetworkTopology,
@@ -242,17 +242,21 @@ class NetworkOverhead:
             by_selector.setdefault(d.workload.selector, []).append(d.max_network_cost)
         snapshot = self.handle.snapshot
         placed: list[_Placed] = []
+        # The pods of each dependency workload (from the label index, not by walking
+        # every pod of the AppGroup), those of the pod's AppGroup and placed.
         for namespace in self.namespaces:
-            for other in lister.list_pods_with_label(namespace, APP_GROUP_LABEL, group):
-                host = other.spec.node_name
-                tolerances = by_selector.get(pod_workload_selector(other))
-                if not host or tolerances is None:
-                    continue
-                host_info = snapshot.get(host) if snapshot is not None else None
-                if host_info is None:
-                    return Status(Code.ERROR, f"pod hostname not found: node {host!r}")
-                region, zone = _region_zone(host_info.node)
-                placed.extend(_Placed(host, region, zone, m) for m in tolerances)
+            for selector, tolerances in by_selector.items():
+                for other in lister.list_pods_with_label(
+                    namespace, APP_GROUP_SELECTOR_LABEL, selector
+                ):
+                    host = other.spec.node_name
+                    if not host or pod_app_group(other) != group:
+                        continue
+                    host_info = snapshot.get(host) if snapshot is not None else None
+                    if host_info is None:
+                        return Status(Code.ERROR, f"pod hostname not found: node {host!r}")
+                    region, zone = _region_zone(host_info.node)
+                    placed.extend(_Placed(host, region, zone, m) for m in tolerances)
         topology = self._network_topology(lister)
         pf = _PreFilterState(
             score_equally=False,
