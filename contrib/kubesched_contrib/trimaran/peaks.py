@@ -108,14 +108,15 @@ class PeaksArgs(TrimaranArgs):
             # unless the environment names a readable file of them.
             path = os.environ.get(NODE_POWER_MODEL_ENV, "")
             try:
+                if not path:
+                    raise ValueError(f"${NODE_POWER_MODEL_ENV} is not set")
                 self._models = _load_power_models(path)
             except ValueError as err:
                 errors.append(
                     invalid(
                         ("nodePowerModel",),
                         {},
-                        f"empty, and ${NODE_POWER_MODEL_ENV} does not name a power model "
-                        f"file: {err}",
+                        f"empty, and no power model file to read instead: {err}",
                     )
                 )
         raise_args_errors("PeaksArgs", errors)

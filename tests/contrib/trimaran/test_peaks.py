@@ -94,6 +94,13 @@ def test_power_models_from_the_environment(tmp_path, monkeypatch):
     assert args.power_models()["node-1"].k1 == MODEL["k1"]
 
 
+def test_no_power_models_at_all_is_an_args_error(monkeypatch):
+    monkeypatch.delenv(NODE_POWER_MODEL_ENV, raising=False)
+    with pytest.raises(ValidationError) as err:
+        PeaksArgs.model_validate({})
+    assert "$NODE_POWER_MODEL is not set" in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
