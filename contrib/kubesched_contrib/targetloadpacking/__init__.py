@@ -39,12 +39,14 @@ from kubesched import (
     invalid,
     raise_args_errors,
 )
-from kubesched.api import CPU, Node, NullableDict, Pod, Quantity, parse_quantity
+from kubesched.api import CPU, NullableDict, Pod, Quantity, parse_quantity
 
 from ..trimaran.metrics import (
     DEFAULT_CPU_UTILIZATION_ANNOTATION,
     MetricsSource,
     TrimaranArgs,
+    cpu_capacity_column,
+    cpu_capacity_milli,
     cpu_utilization,
 )
 
@@ -135,13 +137,6 @@ def predict_utilization(pod: Pod, default_milli: int, multiplier: float) -> int:
     return total
 
 
-def _capacity_milli(node: Node | None) -> int:
-    if node is None:
-        return 0
-    q = (node.status.capacity or {}).get(CPU) if node.status is not None else None
-    return q.milli_value() if q is not None else 0
-
-
 class TargetLoadPacking:
     """Favours nodes whose predicted CPU utilisation stays just under the target."""
 
@@ -199,7 +194,7 @@ class TargetLoadPacking:
         if util is None:
             return 0  # no metrics: avoid the node (MinNodeScore)
         pod_milli = predict_utilization(pod, self.default_milli, self.multiplier)
-        cap = float(_capacity_milli(node_info.node))
+        cap = float(cpu_capacity_milli(node_info.node))
         util_milli = (util / 100) * cap
         predicted = 0.0
         if cap != 0:
@@ -216,10 +211,7 @@ class TargetLoadPacking:
     def score_nodes(self, pod: Pod, nodes: NodeBatch) -> np.ndarray:
         table, rows = nodes.table, nodes.rows
         util = self.source.columns(table).cpu_util[rows]
-        cap = table.derived(
-            (NAME, "capacity"),
-            lambda t: np.array([_capacity_milli(ni.node) for ni in t.infos], dtype=np.float64),
-        )[rows]
+        cap = cpu_capacity_column(table)[rows]
         missing = np.array([self._missing(ni) for ni in nodes.infos], dtype=np.float64)
         pod_milli = float(predict_utilization(pod, self.default_milli, self.multiplier))
         has_metrics = ~np.isnan(util)

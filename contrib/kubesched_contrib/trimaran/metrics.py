@@ -48,6 +48,8 @@ __all__ = [
     "MetricColumns",
     "MetricsSource",
     "TrimaranArgs",
+    "cpu_capacity_column",
+    "cpu_capacity_milli",
     "cpu_utilization",
     "pod_limits",
     "pod_requests",
@@ -283,6 +285,24 @@ def _amounts(container: Any, which: str) -> Mapping[str, Any]:
     if container.resources is None:
         return {}
     return getattr(container.resources, which) or {}
+
+
+def cpu_capacity_milli(node: Node | None) -> int:
+    """The node's ``status.capacity.cpu`` in millicores (0 when absent): what
+    TargetLoadPacking and Peaks take the measured percentage of."""
+    if node is None or node.status is None:
+        return 0
+    q = (node.status.capacity or {}).get(CPU)
+    return q.milli_value() if q is not None else 0
+
+
+def cpu_capacity_column(table: NodeTable) -> np.ndarray:
+    """:func:`cpu_capacity_milli` of every node of ``table`` (float64), computed once per
+    Node change."""
+    return table.derived(
+        ("trimaran-cpu-capacity",),
+        lambda t: np.array([cpu_capacity_milli(ni.node) for ni in t.infos], dtype=np.float64),
+    )
 
 
 def _effective(pod: Pod, which: str) -> tuple[int, int]:

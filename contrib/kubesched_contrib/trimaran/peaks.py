@@ -31,10 +31,17 @@ from kubesched import (
     invalid,
     raise_args_errors,
 )
-from kubesched.api import CPU, Node, Pod
+from kubesched.api import Pod
 
 from ..normalize import reverse_min_max
-from .metrics import MetricsSource, TrimaranArgs, cpu_utilization, pod_requests
+from .metrics import (
+    MetricsSource,
+    TrimaranArgs,
+    cpu_capacity_column,
+    cpu_capacity_milli,
+    cpu_utilization,
+    pod_requests,
+)
 
 __all__ = [
     "NAME",
@@ -133,13 +140,6 @@ def power_jump(x: float, p: float, model: PowerModel) -> float:
     return model.k1 * (math.exp(model.k2 * p) - math.exp(model.k2 * x))
 
 
-def _capacity_milli(node: Node | None) -> int:
-    if node is None or node.status is None:
-        return 0
-    q = (node.status.capacity or {}).get(CPU)
-    return q.milli_value() if q is not None else 0
-
-
 def _to_score(jump: float) -> int:
     # Go's int64(float) truncates toward zero.
     scaled = jump * POWER_SCALE
@@ -166,7 +166,7 @@ class Peaks:
         if util is None:
             return 0
         request = float(pod_requests(pod)[0])
-        cap = float(_capacity_milli(node_info.node))
+        cap = float(cpu_capacity_milli(node_info.node))
         predicted = 100 * ((util / 100) * cap + request) / cap if cap != 0 else 0.0
         if predicted > 100:
             return 0
@@ -177,10 +177,7 @@ class Peaks:
     def score_nodes(self, pod: Pod, nodes: NodeBatch) -> np.ndarray:
         table, rows = nodes.table, nodes.rows
         util = self.source.columns(table).cpu_util[rows]
-        cap = table.derived(
-            (NAME, "capacity"),
-            lambda t: np.array([_capacity_milli(ni.node) for ni in t.infos], dtype=np.float64),
-        )[rows]
+        cap = cpu_capacity_column(table)[rows]
         k1, k2 = (
             table.derived(
                 (NAME, key, id(self.models)),
