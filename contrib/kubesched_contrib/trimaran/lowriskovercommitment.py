@@ -212,6 +212,26 @@ class _NodeState:
     load_risks: tuple[float, float]
 
 
+class _StateColumns:
+    """:class:`_NodeState` of a NodeTable's rows as arrays (cpu, memory columns), with the
+    NodeInfo generation each row was computed for (-1: never)."""
+
+    def __init__(self, table: Any) -> None:
+        n = len(table)
+        self.generation = np.full(n, -1, dtype=np.int64)
+        self.requests = np.zeros((n, 2), dtype=np.int64)
+        self.limits = np.zeros((n, 2), dtype=np.int64)
+        self.capacity = np.zeros((n, 2), dtype=np.int64)
+        self.load_risks = np.zeros((n, 2), dtype=np.float64)
+
+    def write(self, row: int, generation: int, state: _NodeState) -> None:
+        self.generation[row] = generation
+        self.requests[row] = state.requests
+        self.limits[row] = state.limits
+        self.capacity[row] = state.capacity
+        self.load_risks[row] = state.load_risks
+
+
 class LowRiskOverCommitment:
     """Favours nodes where the pods' limits and the measured load leave least risk of
     exhausting CPU or memory."""
@@ -307,24 +327,31 @@ class LowRiskOverCommitment:
         if self._best_effort(resources) or not has.any():
             return np.zeros(n, dtype=np.int64)
         # The load risks, the costly part (a beta distribution per node), are cached per
-        # node until its pods change; the rest is the same arithmetic as ``_score``, on
-        # arrays.
+        # node until its pods change, in columns of the table's rows: only the rows whose
+        # NodeInfo generation changed are recomputed; the rest is the same arithmetic as
+        # ``_score``, on arrays.
+        cols = nodes.table.derived((NAME, "node-state", id(self)), _StateColumns)
+        rows = nodes.rows
         infos = nodes.infos
-        empty = _NodeState((0, 0), (0, 0), (0, 0), (0.0, 0.0))
-        states = [self._node_state(ni) if has[i] else empty for i, ni in enumerate(infos)]
+        generations = np.fromiter((ni.generation for ni in infos), dtype=np.int64, count=n)
+        for i in np.flatnonzero((generations != cols.generation[rows]) & has):
+            cols.write(int(rows[i]), int(generations[i]), self._node_state(infos[i]))
+        requests, limits, capacity, load_risks = (
+            cols.requests[rows],
+            cols.limits[rows],
+            cols.capacity[rows],
+            cols.load_risks[rows],
+        )
         risks = []
         for i, resource in enumerate((CPU, MEMORY)):
-            cap = np.array([s.capacity[i] for s in states], dtype=np.int64)
-            request = np.minimum(
-                np.array([s.requests[i] for s in states], dtype=np.int64) + resources.requests[i],
-                cap,
-            )
-            limit = np.array([s.limits[i] for s in states], dtype=np.int64) + resources.limits[i]
+            cap = capacity[:, i]
+            request = np.minimum(requests[:, i] + resources.requests[i], cap)
+            limit = limits[:, i] + resources.limits[i]
             over = limit > cap
             with np.errstate(all="ignore"):
                 risk_limit = np.where(over, (limit - cap) / np.where(over, limit - request, 1), 0.0)
             weight = self.weights.get(resource, 0.0)
-            load = np.array([s.load_risks[i] for s in states], dtype=np.float64)
+            load = load_risks[:, i]
             risks.append(np.clip(weight * risk_limit + (1 - weight) * load, 0.0, 1.0))
         scores = go_round_array((1 - np.maximum(risks[0], risks[1])) * MAX_NODE_SCORE)
         return np.where(has, scores, 0).astype(np.int64)
