@@ -44,6 +44,7 @@ from kubesched.api import CPU, NullableDict, Pod, Quantity, parse_quantity
 from ..trimaran.metrics import (
     DEFAULT_CPU_UTILIZATION_ANNOTATION,
     MetricsSource,
+    RowCache,
     TrimaranArgs,
     cpu_capacity_column,
     cpu_capacity_milli,
@@ -212,7 +213,9 @@ class TargetLoadPacking:
         table, rows = nodes.table, nodes.rows
         util = self.source.columns(table).cpu_util[rows]
         cap = cpu_capacity_column(table)[rows]
-        missing = np.array([self._missing(ni) for ni in nodes.infos], dtype=np.float64)
+        # Recomputed only for the nodes whose pods changed since (NodeInfo generation).
+        cache = RowCache.of(table, (NAME, "missing", id(self)), 1)
+        missing = cache.gather(nodes, lambda ni: (self._missing(ni),))[:, 0]
         pod_milli = float(predict_utilization(pod, self.default_milli, self.multiplier))
         has_metrics = ~np.isnan(util)
         util = np.where(has_metrics, util, 0.0)

@@ -44,6 +44,7 @@ from .metrics import (
     MEMORY_METRIC,
     Metric,
     MetricsSource,
+    RowCache,
     TrimaranArgs,
     pod_limits,
     pod_requests,
@@ -212,26 +213,6 @@ class _NodeState:
     load_risks: tuple[float, float]
 
 
-class _StateColumns:
-    """:class:`_NodeState` of a NodeTable's rows as arrays (cpu, memory columns), with the
-    NodeInfo generation each row was computed for (-1: never)."""
-
-    def __init__(self, table: Any) -> None:
-        n = len(table)
-        self.generation = np.full(n, -1, dtype=np.int64)
-        self.requests = np.zeros((n, 2), dtype=np.int64)
-        self.limits = np.zeros((n, 2), dtype=np.int64)
-        self.capacity = np.zeros((n, 2), dtype=np.int64)
-        self.load_risks = np.zeros((n, 2), dtype=np.float64)
-
-    def write(self, row: int, generation: int, state: _NodeState) -> None:
-        self.generation[row] = generation
-        self.requests[row] = state.requests
-        self.limits[row] = state.limits
-        self.capacity[row] = state.capacity
-        self.load_risks[row] = state.load_risks
-
-
 class LowRiskOverCommitment:
     """Favours nodes where the pods' limits and the measured load leave least risk of
     exhausting CPU or memory."""
@@ -285,6 +266,10 @@ class LowRiskOverCommitment:
         self._states[node_info.name] = (node_info.generation, state)
         return state
 
+    def _state_row(self, node_info: NodeInfo) -> tuple[float, ...]:
+        s = self._node_state(node_info)
+        return (*s.requests, *s.limits, *s.capacity, *s.load_risks)
+
     def _pod_resources(self, state: CycleState, pod: Pod) -> _PodResources:
         resources = state.get(POD_RESOURCES_KEY)
         if resources is None:
@@ -327,21 +312,12 @@ class LowRiskOverCommitment:
         if self._best_effort(resources) or not has.any():
             return np.zeros(n, dtype=np.int64)
         # The load risks, the costly part (a beta distribution per node), are cached per
-        # node until its pods change, in columns of the table's rows: only the rows whose
-        # NodeInfo generation changed are recomputed; the rest is the same arithmetic as
-        # ``_score``, on arrays.
-        cols = nodes.table.derived((NAME, "node-state", id(self)), _StateColumns)
-        rows = nodes.rows
-        infos = nodes.infos
-        generations = np.fromiter((ni.generation for ni in infos), dtype=np.int64, count=n)
-        for i in np.flatnonzero((generations != cols.generation[rows]) & has):
-            cols.write(int(rows[i]), int(generations[i]), self._node_state(infos[i]))
-        requests, limits, capacity, load_risks = (
-            cols.requests[rows],
-            cols.limits[rows],
-            cols.capacity[rows],
-            cols.load_risks[rows],
-        )
+        # node until its pods change; the rest is the same arithmetic as ``_score``, on
+        # arrays (float64 holds the integer amounts exactly).
+        cache = RowCache.of(nodes.table, (NAME, "node-state", id(self)), 8)
+        values = cache.gather(nodes, self._state_row, where=has)
+        requests, limits = values[:, 0:2], values[:, 2:4]
+        capacity, load_risks = values[:, 4:6], values[:, 6:8]
         risks = []
         for i, resource in enumerate((CPU, MEMORY)):
             cap = capacity[:, i]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,15 @@ from typing import Any
 import numpy as np
 from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
-from kubesched import ArgsError, NodeTable, PluginArgs, invalid, raise_args_errors
+from kubesched import (
+    ArgsError,
+    NodeBatch,
+    NodeInfo,
+    NodeTable,
+    PluginArgs,
+    invalid,
+    raise_args_errors,
+)
 from kubesched.api import CPU, MEMORY, KubeModel, Node, Pod
 
 __all__ = [
@@ -47,6 +55,7 @@ __all__ = [
     "Metric",
     "MetricColumns",
     "MetricsSource",
+    "RowCache",
     "TrimaranArgs",
     "cpu_capacity_column",
     "cpu_capacity_milli",
@@ -249,6 +258,41 @@ class MetricsSource:
             if util is not None:
                 cols["cpu_util"][i] = util
         return MetricColumns(**cols)
+
+
+class RowCache:
+    """Values of a NodeTable's rows that depend on each row's NodeInfo (its pods), each
+    kept with the NodeInfo generation it was computed for: a batch recomputes only the
+    rows whose node changed since, so a plugin's per-node Python runs once per change
+    rather than once per pod and node."""
+
+    def __init__(self, rows: int, width: int) -> None:
+        self.generation = np.full(rows, -1, dtype=np.int64)
+        self.values = np.zeros((rows, width), dtype=np.float64)
+
+    @classmethod
+    def of(cls, table: NodeTable, key: Hashable, width: int) -> RowCache:
+        """The cache under ``key`` of ``table`` (new, and empty, when the table's nodes
+        changed)."""
+        return table.derived(key, lambda t: cls(len(t), width))
+
+    def gather(
+        self,
+        nodes: NodeBatch,
+        compute: Callable[[NodeInfo], Sequence[float]],
+        where: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The values of the batch's rows (one row each), ``compute(node_info)`` for those
+        not current; rows outside ``where`` are left as they are (not to be read)."""
+        rows, infos = nodes.rows, nodes.infos
+        generations = np.fromiter((ni.generation for ni in infos), dtype=np.int64, count=len(rows))
+        stale = generations != self.generation[rows]
+        if where is not None:
+            stale &= where
+        for i in np.flatnonzero(stale):
+            self.values[rows[i]] = compute(infos[i])
+            self.generation[rows[i]] = generations[i]
+        return self.values[rows]
 
 
 def resource_data(metrics: Sequence[Metric], rtype: str) -> tuple[float, float, bool]:
