@@ -7,7 +7,7 @@ import pytest
 from kubesched import PodInfo, QueuedPodInfo
 from kubesched.framework.listers import StaticLister
 from kubesched.testing import framework_for
-from kubesched_contrib.networkaware import TopologicalSort, TopologicalSortArgs
+from kubesched_contrib.networkaware import AppGroup, TopologicalSort, TopologicalSortArgs
 from kubesched_contrib.networkaware.topologicalsort import find_pod_order
 
 from .conftest import app_pod, basic_objects
@@ -17,9 +17,9 @@ def queued(pod, timestamp: float) -> QueuedPodInfo:
     return QueuedPodInfo(PodInfo(pod), timestamp=timestamp)
 
 
-# Upstream TestTopologicalSortLess (the basic AppGroup's order p1 < p2 < p3).
+# Upstream TestTopologicalSortLess (the basic AppGroup's order p1 < p2 < p3), and more.
 CASES = [
-    ("same AppGroup: p1 before p2", app_pod("p1"), app_pod("p2"), True),
+    ("upstream: basic, same AppGroup, p1 order lower than p2", app_pod("p1"), app_pod("p2"), True),
     ("same AppGroup: p3 after p2", app_pod("p3"), app_pod("p2"), False),
     ("same AppGroup: p1 before p3", app_pod("p1"), app_pod("p3"), True),
     ("same workload compares as less (<=)", app_pod("p2"), app_pod("p2"), True),
@@ -47,6 +47,37 @@ def test_less(pod1, pod2, expected):
     fw = framework_for(TopologicalSort, lister=StaticLister(basic_objects()))
     pl = fw.plugin("TopologicalSort")
     assert pl.less(queued(pod1, 1.0), queued(pod2, 2.0)) is expected
+
+
+# onlineboutique's topology order (index per selector), sorted by selector as upstream's
+# test and the AppGroup controller keep it.
+BOUTIQUE = {"p1": 1, "p10": 2, "p9": 3, "p8": 4, "p7": 5, "p6": 6, "p5": 7, "p4": 8, "p3": 9}
+
+
+def test_upstream_onlineboutique_p5_order_higher_than_p1():
+    app_group = AppGroup.model_validate(
+        {
+            "metadata": {"name": "onlineboutique", "namespace": "default"},
+            "status": {
+                "topologyOrder": [
+                    {"workload": {"selector": sel}, "index": BOUTIQUE[sel]}
+                    for sel in sorted(BOUTIQUE)
+                ]
+            },
+        }
+    )
+    fw = framework_for(TopologicalSort, lister=StaticLister([app_group]))
+    pl = fw.plugin("TopologicalSort")
+    p5, p1 = app_pod("p5", "onlineboutique"), app_pod("p1", "onlineboutique")
+    assert pl.less(queued(p5, 0.0), queued(p1, 0.0)) is False
+    assert pl.less(queued(p1, 0.0), queued(p5, 0.0)) is True
+
+
+def test_upstream_pods_from_different_app_groups():
+    # Equal priorities and queue times: PrioritySort's "less" is false.
+    fw = framework_for(TopologicalSort, lister=StaticLister(basic_objects()))
+    pl = fw.plugin("TopologicalSort")
+    assert pl.less(queued(app_pod("p1"), 0.0), queued(app_pod("p5", "other"), 0.0)) is False
 
 
 def test_find_pod_order_is_a_binary_search_over_selectors():
