@@ -1,28 +1,28 @@
-"""TargetLoadPacking: pack nodes up to a target CPU utilisation read from node annotations (Score).
+"""TargetLoadPacking: pack nodes up to a target CPU utilisation measured on the nodes (Score).
 
-A simplification of kubernetes-sigs/scheduler-plugins ``pkg/trimaran/targetloadpacking``
-(master) for simulations and clusters without a load watcher: a node's measured CPU
-utilisation comes from a node annotation (percent of capacity, default key
-``kubesched.io/cpu-utilization``) instead of a metrics provider. The score is upstream's:
+Follows kubernetes-sigs/scheduler-plugins ``pkg/trimaran/targetloadpacking`` (master)
+for simulations and clusters without a load watcher: a node's measured CPU utilisation
+comes from the Trimaran metrics source (:mod:`kubesched_contrib.trimaran.metrics`: a node
+annotation, percent of capacity, default key ``kubesched.io/cpu-utilization``, or a
+load-watcher metrics file) instead of a metrics provider. The score is upstream's:
 with ``U`` the node's predicted utilisation in percent once the pod runs on it and ``T``
 the target,
 
 * ``U <= T``: ``round((100 - T) * U / T + T)`` (from T up to 100 at the target: packing),
 * ``T < U <= 100``: ``round(T * (100 - U) / (100 - T))`` (penalised, down to 0),
-* ``U > 100``, or no utilisation annotation: 0.
+* ``U > 100``, or no measured utilisation: 0.
 
 ``U = 100 * (measured + pod + placed) / capacity`` in millicores of the node's
-``status.capacity.cpu``: ``measured`` from the annotation, ``pod`` the pod's predicted
+``status.capacity.cpu``: ``measured`` from the metrics, ``pod`` the pod's predicted
 usage (a container's cpu limit, else its request times ``defaultRequestsMultiplier``,
 else ``defaultRequests.cpu``; plus overhead) and ``placed`` the predicted usage of the
-pods this profile has placed on the node since (Reserve), still on it: the annotation
-is a measurement taken before they ran (upstream adds the pods bound within the last
+pods this profile has placed on the node since (Reserve), still on it: the metrics are
+a measurement taken before they ran (upstream adds the pods bound within the last
 metrics window the same way).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,6 @@ from kubesched import (
     ArgsError,
     NodeBatch,
     NodeInfo,
-    PluginArgs,
     PodInfo,
     go_round,
     go_round_array,
@@ -40,21 +39,27 @@ from kubesched import (
     invalid,
     raise_args_errors,
 )
-from kubesched.api import CPU, Node, NullableDict, Pod, Quantity, parse_quantity
+from kubesched.api import CPU, NullableDict, Pod, Quantity, parse_quantity
+
+from ..trimaran.metrics import (
+    DEFAULT_CPU_UTILIZATION_ANNOTATION,
+    MetricsSource,
+    RowCache,
+    TrimaranArgs,
+    cpu_capacity_column,
+    cpu_capacity_milli,
+    cpu_utilization,
+)
 
 __all__ = [
     "DEFAULT_CPU_UTILIZATION_ANNOTATION",
     "NAME",
     "TargetLoadPacking",
     "TargetLoadPackingArgs",
-    "node_cpu_utilization",
     "predict_utilization",
 ]
 
 NAME = "TargetLoadPacking"
-
-DEFAULT_CPU_UTILIZATION_ANNOTATION = "kubesched.io/cpu-utilization"
-"""The node annotation holding its measured CPU utilisation, in percent (``"35.5"``)."""
 
 DEFAULT_TARGET_UTILIZATION = 40
 DEFAULT_REQUESTS_MILLI_CORES = 1000
@@ -65,9 +70,9 @@ def _default_requests() -> dict[str, Quantity]:
     return {CPU: parse_quantity(f"{DEFAULT_REQUESTS_MILLI_CORES}m")}
 
 
-class TargetLoadPackingArgs(PluginArgs):
+class TargetLoadPackingArgs(TrimaranArgs):
     """``TargetLoadPackingArgs`` with scheduler-plugins' v1 defaults; the metrics provider
-    (``watcherAddress``, ``metricProvider``) is replaced by an annotation key."""
+    (``watcherAddress``, ``metricProvider``) is replaced by the Trimaran metrics source."""
 
     default_requests: NullableDict[str, Quantity] = Field(
         default_factory=_default_requests,
@@ -82,10 +87,6 @@ class TargetLoadPackingArgs(PluginArgs):
     target_utilization: int = Field(
         default=DEFAULT_TARGET_UTILIZATION,
         description="Target CPU utilisation of a node, percent; 0 or less means 40.",
-    )
-    cpu_utilization_annotation: str = Field(
-        default=DEFAULT_CPU_UTILIZATION_ANNOTATION,
-        description="Node annotation with the node's measured CPU utilisation in percent.",
     )
 
     @model_validator(mode="after")
@@ -113,8 +114,6 @@ class TargetLoadPackingArgs(PluginArgs):
                     ("targetUtilization",), self.target_utilization, "not in valid range [1, 100]"
                 )
             )
-        if not self.cpu_utilization_annotation:
-            errors.append(invalid(("cpuUtilizationAnnotation",), "", "must not be empty"))
         raise_args_errors("TargetLoadPackingArgs", errors)
         return self
 
@@ -139,30 +138,6 @@ def predict_utilization(pod: Pod, default_milli: int, multiplier: float) -> int:
     return total
 
 
-def node_cpu_utilization(node: Node | None, annotation: str) -> float | None:
-    """The node's measured CPU utilisation (percent) from ``annotation``; None when it is
-    absent or not a finite non-negative number (the node has no metrics)."""
-    if node is None:
-        return None
-    raw = (node.metadata.annotations or {}).get(annotation)
-    if raw is None:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        return None
-    if not math.isfinite(value) or value < 0:
-        return None
-    return value
-
-
-def _capacity_milli(node: Node | None) -> int:
-    if node is None:
-        return 0
-    q = (node.status.capacity or {}).get(CPU) if node.status is not None else None
-    return q.milli_value() if q is not None else 0
-
-
 class TargetLoadPacking:
     """Favours nodes whose predicted CPU utilisation stays just under the target."""
 
@@ -176,7 +151,7 @@ class TargetLoadPacking:
         cpu = args.default_requests.get(CPU)
         self.default_milli = cpu.milli_value() if cpu is not None else 0
         self.multiplier = float(args.default_requests_multiplier)
-        self.annotation = args.cpu_utilization_annotation
+        self.source = MetricsSource(args)
         # Pods this profile placed, per node: uid -> predicted millicores. A pod that
         # left the node no longer counts (checked against the snapshot's NodeInfo).
         self._placed: dict[str, dict[str, int]] = {}
@@ -216,11 +191,11 @@ class TargetLoadPacking:
     # -- Score --------------------------------------------------------------------------
     @hookimpl
     def score(self, pod: Pod, node_info: NodeInfo) -> int:
-        util = node_cpu_utilization(node_info.node, self.annotation)
+        util = cpu_utilization(self.source.node_metrics(node_info.node))
         if util is None:
             return 0  # no metrics: avoid the node (MinNodeScore)
         pod_milli = predict_utilization(pod, self.default_milli, self.multiplier)
-        cap = float(_capacity_milli(node_info.node))
+        cap = float(cpu_capacity_milli(node_info.node))
         util_milli = (util / 100) * cap
         predicted = 0.0
         if cap != 0:
@@ -236,22 +211,11 @@ class TargetLoadPacking:
     @hookimpl
     def score_nodes(self, pod: Pod, nodes: NodeBatch) -> np.ndarray:
         table, rows = nodes.table, nodes.rows
-        key = self.annotation
-        util = table.derived(
-            (NAME, "util", key),
-            lambda t: np.array(
-                [
-                    np.nan if (u := node_cpu_utilization(ni.node, key)) is None else u
-                    for ni in t.infos
-                ],
-                dtype=np.float64,
-            ),
-        )[rows]
-        cap = table.derived(
-            (NAME, "capacity"),
-            lambda t: np.array([_capacity_milli(ni.node) for ni in t.infos], dtype=np.float64),
-        )[rows]
-        missing = np.array([self._missing(ni) for ni in nodes.infos], dtype=np.float64)
+        util = self.source.columns(table).cpu_util[rows]
+        cap = cpu_capacity_column(table)[rows]
+        # Recomputed only for the nodes whose pods changed since (NodeInfo generation).
+        cache = RowCache.of(table, (NAME, "missing", id(self)), 1)
+        missing = cache.gather(nodes, lambda ni: (self._missing(ni),))[:, 0]
         pod_milli = float(predict_utilization(pod, self.default_milli, self.multiplier))
         has_metrics = ~np.isnan(util)
         util = np.where(has_metrics, util, 0.0)

@@ -69,6 +69,7 @@ from .meta import (
     LabelSelector,
     LabelSelectorRequirement,
     NullableDict,
+    NullableList,
     ObjectMeta,
     OwnerReference,
 )
@@ -281,6 +282,7 @@ __all__ = [
     "NodeSpec",
     "NodeStatus",
     "NullableDict",
+    "NullableList",
     "ObjectMeta",
     "ObjectReference",
     "OwnerReference",

@@ -36,7 +36,7 @@ from kubesched.backend.kube import KubeClient, load_configuration
 from kubesched.backend.kube.client import MERGE_PATCH, UnreachableError
 from kubesched.backend.protocol import BackendError, ConflictError, NotFoundError
 from kubesched.bench.provisioner import PV_CONTROLLER, Provisioner
-from kubesched.bench.runner import BenchError
+from kubesched.bench.runner import BenchError, workload_plugin_config
 from kubesched.bench.workloads import WORKLOADS, build_workload
 from kubesched.config.types import ClientConnectionConfiguration
 from kubesched.testing.envtest import collection_path, create_objects, free_port
@@ -250,10 +250,12 @@ def start_kubesched(
     config: Path | None,
     plugins: dict[str, Any] | None = None,
     feature_gates: str = "",
+    plugin_config: list[dict[str, Any]] | None = None,
 ) -> tuple[Any, str]:
     """``kubesched run`` as a child process (its own interpreter, as in production), with
-    the workload's own ``plugins`` (gang: Coscheduling) when ``config`` sets no profile,
-    and ``feature_gates`` (a ``--feature-gates`` value) when not empty."""
+    the workload's own ``plugins`` (gang: Coscheduling) and ``plugin_config`` when
+    ``config`` sets no profile, and ``feature_gates`` (a ``--feature-gates`` value) when
+    not empty."""
     data: dict[str, Any] = (
         yaml.safe_load(config.read_text())
         if config
@@ -261,6 +263,8 @@ def start_kubesched(
     )
     if plugins and not data.get("profiles"):
         data["profiles"] = [{"schedulerName": "default-scheduler", "plugins": plugins}]
+        if plugin_config:
+            data["profiles"][0]["pluginConfig"] = plugin_config
     data["leaderElection"] = {"leaderElect": False}
     data["clientConnection"] = {
         **(data.get("clientConnection") or {}),
@@ -511,7 +515,12 @@ def run_on_api_server(
             if scheduler == "kubesched":
                 plugins = WORKLOADS[name].plugins
                 proc, metrics_url = start_kubesched(
-                    kubeconfig, Path(tmp), config, plugins, feature_gates
+                    kubeconfig,
+                    Path(tmp),
+                    config,
+                    plugins,
+                    feature_gates,
+                    workload_plugin_config(name, nodes),
                 )
             elif external_command is not None:
                 log = (Path(tmp) / "external.log").open("w")

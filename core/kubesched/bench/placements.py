@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched.bench.runner import bench_configuration, check_workload
+from kubesched.bench.runner import bench_configuration, check_workload, workload_plugin_config
 from kubesched.bench.workloads import WORKLOADS, build_workload
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.simulate.driver import DETAIL_SUMMARY, Simulation
@@ -29,7 +29,10 @@ def placements(
     registry = registry or default_registry()
     check_workload(workload_name, registry)
     config = bench_configuration(
-        registry, percentage_of_nodes_to_score, WORKLOADS[workload_name].plugins
+        registry,
+        percentage_of_nodes_to_score,
+        WORKLOADS[workload_name].plugins,
+        plugin_config=workload_plugin_config(workload_name, nodes),
     )
     workload = build_workload(workload_name, nodes, pods, seed)
     sim = Simulation(
@@ -62,6 +65,8 @@ RECORDED_CASES: list[dict[str, Any]] = [
     {"workload": "stateful", "nodes": 200, "pods": 300, "seed": 16},
     {"workload": "dra", "nodes": 200, "pods": 400, "seed": 17},
     {"workload": "preemption-anti-affinity", "nodes": 120, "pods": 150, "seed": 18},
+    {"workload": "load-aware", "nodes": 200, "pods": 300, "seed": 19},
+    {"workload": "network-aware", "nodes": 200, "pods": 300, "seed": 20},
 ]
 """The recorded runs: every workload, above the 100-node floor of percentageOfNodesToScore."""
 

@@ -168,10 +168,12 @@ def bench_configuration(
     plugins: dict[str, Any] | None = None,
     gates: FeatureGates | None = None,
     extenders: list[dict[str, Any]] | None = None,
+    plugin_config: list[dict[str, Any]] | None = None,
 ) -> EffectiveConfiguration:
     """The default configuration (with ``percentageOfNodesToScore`` when given, and the
-    default profile's ``plugins`` replaced by ``plugins``, a workload's own), calling
-    ``extenders`` (the ``extenders`` of a configuration file) when given.
+    default profile's ``plugins`` replaced by ``plugins`` and its ``pluginConfig`` by
+    ``plugin_config``, a workload's own), calling ``extenders`` (the ``extenders`` of a
+    configuration file) when given.
 
     DefaultPreemption is disabled when it is not installed, so that the other
     workloads run without it.
@@ -190,8 +192,16 @@ def bench_configuration(
         multi["disabled"] = [*multi.get("disabled", []), {"name": "DefaultPreemption"}]
     if profile_plugins:
         data["profiles"] = [{"schedulerName": "default-scheduler", "plugins": profile_plugins}]
+    if plugin_config:
+        data["profiles"][0]["pluginConfig"] = plugin_config
     config = config_from_dict(data, registry, source="<bench>", gates=gates)
     return effective_configuration(config, registry, source="<bench>", gates=gates)
+
+
+def workload_plugin_config(name: str, nodes: int) -> list[dict[str, Any]] | None:
+    """The ``pluginConfig`` workload ``name`` sets for ``nodes`` nodes (None: none)."""
+    make = WORKLOADS[name].plugin_config
+    return make(nodes) if make is not None else None
 
 
 def check_workload(name: str, registry: PluginRegistry) -> None:
@@ -321,6 +331,7 @@ def run_once(
         WORKLOADS[workload_name].plugins,
         gates=feature_gates,
         extenders=extenders,
+        plugin_config=workload_plugin_config(workload_name, nodes),
     )
     gc.collect()
     rss_before = rss_bytes()

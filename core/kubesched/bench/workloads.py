@@ -172,6 +172,9 @@ class WorkloadSpec:
     required_plugins: tuple[str, ...] = ()
     plugins: dict[str, Any] | None = None
     """The default profile's ``plugins`` for this workload (None: the default set)."""
+    plugin_config: Callable[[int], list[dict[str, Any]]] | None = None
+    """The default profile's ``pluginConfig`` (its plugins' args) for a cluster of that
+    many nodes (None: no args)."""
 
 
 # -- object factories ---------------------------------------------------------------------
@@ -586,6 +589,149 @@ def build_gang(nodes: int, pods: int, seed: int) -> Workload:
     return Workload("gang", _nodes(nodes), _pods(manifests), setup=setup)
 
 
+LOAD_AWARE_PLUGINS: dict[str, Any] = {
+    "multiPoint": {
+        "enabled": [
+            {"name": "TargetLoadPacking"},
+            {"name": "LoadVariationRiskBalancing"},
+            {"name": "LowRiskOverCommitment"},
+            {"name": "Peaks"},
+        ]
+    },
+}
+"""The Trimaran plugins (contrib), each at every extension point it has, on top of the
+default set."""
+LOAD_AWARE_POWER_MODEL = {"k0": 471.74, "k1": -91.5, "k2": -0.0719}
+"""Peaks' power model of every node (scheduler-plugins' sample model)."""
+
+
+def load_aware_plugin_config(nodes: int) -> list[dict[str, Any]]:
+    """Peaks' args: the power model of each of the ``nodes`` nodes, by name."""
+    models = {f"node-{i}": LOAD_AWARE_POWER_MODEL for i in range(nodes)}
+    return [{"name": "Peaks", "args": {"nodePowerModel": models}}]
+
+
+def _loaded_node(i: int, rng: random.Random) -> dict[str, Any]:
+    """Upstream's default node with measured utilisation annotations (the Trimaran
+    metrics): cpu 0-80 % ± 0-15 %, memory 0-80 % ± 0-15 %."""
+    manifest = node_manifest(i)
+    manifest["metadata"]["annotations"] = {
+        "kubesched.io/cpu-utilization": f"{rng.uniform(0, 80):.1f}",
+        "kubesched.io/cpu-utilization-stddev": f"{rng.uniform(0, 15):.1f}",
+        "kubesched.io/memory-utilization": f"{rng.uniform(0, 80):.1f}",
+        "kubesched.io/memory-utilization-stddev": f"{rng.uniform(0, 15):.1f}",
+    }
+    return manifest
+
+
+def build_load_aware(nodes: int, pods: int, seed: int) -> Workload:
+    """Load-aware scoring (Trimaran): default pods on nodes whose measured cpu and memory
+    utilisation (average and deviation, seeded) the four Trimaran plugins read from
+    node annotations."""
+    _check_sizes(nodes, pods)
+    rng = random.Random(seed)
+    node_objects = [parse_object(_loaded_node(i, rng)) for i in range(nodes)]
+    manifests = (pod_manifest(f"pod-{i}") for i in range(pods))
+    return Workload("load-aware", node_objects, _pods(manifests))
+
+
+NETWORK_AWARE_WORKLOADS = 10
+"""Workloads of the ``network-aware`` AppGroup: each depends on the next."""
+NETWORK_AWARE_MAX_COST = 10
+NETWORK_AWARE_PLUGINS: dict[str, Any] = {
+    "multiPoint": {"enabled": [{"name": "NetworkOverhead"}]},
+    "queueSort": {"enabled": [{"name": "TopologicalSort"}], "disabled": [{"name": "*"}]},
+}
+"""scheduler-plugins' network-aware profile: TopologicalSort instead of PrioritySort, and
+NetworkOverhead on top of the default set."""
+
+
+def build_network_aware(nodes: int, pods: int, seed: int) -> Workload:
+    """Network-aware placement: an AppGroup of 10 workloads in a chain (each depends on the
+    next, maxNetworkCost 10), a NetworkTopology of the three zones (cost 5 or 15 between
+    them), and default pods of the workloads in turn, interleaved by the seed."""
+    _check_sizes(nodes, pods)
+    names = [f"w{k}" for k in range(NETWORK_AWARE_WORKLOADS)]
+
+    def info(name: str) -> dict[str, Any]:
+        return {"kind": "Deployment", "name": name, "selector": name, "apiVersion": "apps/v1"}
+
+    app_group = {
+        "apiVersion": "appgroup.diktyo.x-k8s.io/v1alpha1",
+        "kind": "AppGroup",
+        "metadata": {"name": "bench", "namespace": "default"},
+        "spec": {
+            "numMembers": len(names),
+            "topologySortingAlgorithm": "KahnSort",
+            "workloads": [
+                {
+                    "workload": info(name),
+                    "dependencies": [
+                        {"workload": info(names[k + 1]), "maxNetworkCost": NETWORK_AWARE_MAX_COST}
+                    ]
+                    if k + 1 < len(names)
+                    else [],
+                }
+                for k, name in enumerate(names)
+            ],
+        },
+        "status": {
+            "topologyOrder": [
+                {"workload": info(name), "index": k + 1}
+                for k, name in sorted(enumerate(names), key=lambda e: e[1])
+            ]
+        },
+    }
+    costs = {("zone-a", "zone-b"): 5, ("zone-b", "zone-c"): 5, ("zone-a", "zone-c"): 15}
+    topology = {
+        "apiVersion": "networktopology.diktyo.x-k8s.io/v1alpha1",
+        "kind": "NetworkTopology",
+        "metadata": {"name": "nt-default", "namespace": "default"},
+        "spec": {
+            "weights": [
+                {
+                    "name": "UserDefined",
+                    "topologyList": [
+                        {
+                            "topologyKey": "topology.kubernetes.io/zone",
+                            "originList": [
+                                {
+                                    "origin": origin,
+                                    "costList": [
+                                        {
+                                            "destination": dest,
+                                            "networkCost": costs.get(
+                                                (origin, dest), costs.get((dest, origin), 0)
+                                            ),
+                                        }
+                                        for dest in ZONES
+                                        if dest != origin
+                                    ],
+                                }
+                                for origin in ZONES
+                            ],
+                        }
+                    ],
+                }
+            ]
+        },
+    }
+    order = list(range(pods))
+    random.Random(seed).shuffle(order)
+    manifests = (
+        pod_manifest(
+            f"app-pod-{i}",
+            labels={
+                "appgroup.diktyo.x-k8s.io": "bench",
+                "appgroup.diktyo.x-k8s.io.workload": names[i % len(names)],
+            },
+        )
+        for i in order
+    )
+    setup = [parse_object(app_group), parse_object(topology)]
+    return Workload("network-aware", _nodes(nodes), _pods(manifests), setup=setup)
+
+
 def unschedulable_count(pods: int) -> int:
     """How many of ``pods`` the ``unschedulable`` workload makes too large for any node."""
     return round(pods * UNSCHEDULABLE_SHARE)
@@ -971,6 +1117,30 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             build_gang,
             required_plugins=("Coscheduling",),
             plugins=GANG_PLUGINS,
+        ),
+        WorkloadSpec(
+            "load-aware",
+            "Trimaran (scheduler-plugins)",
+            "TargetLoadPacking, LoadVariationRiskBalancing, LowRiskOverCommitment and Peaks "
+            "on measured node load",
+            build_load_aware,
+            required_plugins=(
+                "TargetLoadPacking",
+                "LoadVariationRiskBalancing",
+                "LowRiskOverCommitment",
+                "Peaks",
+            ),
+            plugins=LOAD_AWARE_PLUGINS,
+            plugin_config=load_aware_plugin_config,
+        ),
+        WorkloadSpec(
+            "network-aware",
+            "NetworkAware (scheduler-plugins)",
+            "an AppGroup of 10 chained workloads over a zone NetworkTopology "
+            "(TopologicalSort, NetworkOverhead)",
+            build_network_aware,
+            required_plugins=("TopologicalSort", "NetworkOverhead"),
+            plugins=NETWORK_AWARE_PLUGINS,
         ),
         WorkloadSpec(
             "topology-spread-min-domains",

@@ -111,7 +111,8 @@ def resource_for(kind: str) -> Resource | None:
     """The collection of ``kind`` on a cluster: a built-in kind of ``RESOURCES``, or an
     extension kind (:func:`kubesched.api.resolve_kind`, such as Coscheduling's PodGroup)
     served by a CustomResourceDefinition under ``/apis/<its apiVersion>/``, whose plural
-    is the lower-cased kind plus ``s`` (the CRD convention: ``podgroups``). None when
+    is the model's ``plural`` class attribute if it has one (``networktopologies``), else
+    the lower-cased kind plus ``s`` (the CRD convention: ``podgroups``). None when
     kubesched cannot read it."""
     resource = RESOURCES.get(kind)
     if resource is not None:
@@ -120,7 +121,8 @@ def resource_for(kind: str) -> Resource | None:
     api_version = model.model_fields["api_version"].default if model is not None else None
     if model is None or not isinstance(api_version, str) or "/" not in api_version:
         return None
-    return Resource(kind, f"/apis/{api_version}/{kind.lower()}s", model)
+    plural = getattr(model, "plural", None) or f"{kind.lower()}s"
+    return Resource(kind, f"/apis/{api_version}/{plural}", model)
 
 
 STATUS_SUBRESOURCE = frozenset(
