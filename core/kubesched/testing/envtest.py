@@ -531,6 +531,9 @@ _VERSIONED_COLLECTIONS = {
     ("scheduling.k8s.io/v1alpha2", "PodGroup"): (
         "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups"
     ),
+    ("scheduling.k8s.io/v1alpha2", "Workload"): (
+        "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/workloads"
+    ),
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): (
         "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"
     ),
