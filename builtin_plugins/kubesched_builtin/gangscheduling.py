@@ -26,7 +26,7 @@ from kubesched import (
     Status,
     hookimpl,
 )
-from kubesched.api import Pod, WorkloadPodGroup
+from kubesched.api import WORKLOAD_API_VERSION, Pod, WorkloadPodGroup
 from kubesched_builtin.names import GANG_SCHEDULING
 
 NAME = GANG_SCHEDULING
@@ -78,6 +78,8 @@ class GangScheduling:
     of them have a node; pods of basic groups and pods without a group pass through."""
 
     name = NAME
+    reads = (f"{WORKLOAD_API_VERSION}/PodGroup",)
+    """On a cluster, the Workload API's PodGroups are watched (not Coscheduling's CRD)."""
 
     def __init__(self, args: Any, handle: Any) -> None:
         self.handle = handle

@@ -22,7 +22,8 @@ from kubesched.framework.registry import PluginRegistry
 
 # Upstream's getDefaultPlugins (pkg/scheduler/apis/config/v1/default_plugins.go, the
 # version with SchedulingGates first), without EBSLimits, GCEPDLimits and AzureDiskLimits;
-# NodeDeclaredFeatures last, there while its gate is on (v1.36's default).
+# NodeDeclaredFeatures, there while its gate is on (v1.36's default), then GangScheduling,
+# there while its gate is on (alpha, off by default).
 UPSTREAM_DEFAULTS = [
     ("SchedulingGates", None),
     ("PrioritySort", None),
@@ -44,6 +45,7 @@ UPSTREAM_DEFAULTS = [
     ("ImageLocality", 1),
     ("DefaultBinder", None),
     ("NodeDeclaredFeatures", None),
+    ("GangScheduling", None),
 ]
 
 

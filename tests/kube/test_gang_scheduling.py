@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,11 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.backend.kube import KubeClient, load_configuration
+from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
+from kubesched.config import default_configuration, effective_configuration, load_config
+from kubesched.features import parse_feature_gates
+from kubesched.framework.registry import default_registry
+from kubesched.runner import SchedulerRunner
 from kubesched.testing.envtest import (
     WORKLOAD_APISERVER_ARGS,
     ControlPlane,
@@ -26,7 +32,7 @@ from kubesched.testing.envtest import (
     create_object,
 )
 
-from .conftest import FAST, wait_for
+from .conftest import FAST, wait_for, write_config
 
 pytestmark = pytest.mark.envtest
 
@@ -114,3 +120,89 @@ def test_the_real_scheduler_and_the_recording_agree(real: KubeClient) -> None:
     if os.environ.get("KUBESCHED_RECORD"):
         RECORDING.write_text(json.dumps(recorded, indent=1) + "\n")
     assert recorded == json.loads(RECORDING.read_text())
+
+
+@pytest.fixture(scope="module")
+def kubesched_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeClient]:
+    """A control plane of its own serving the Workload API, with kubesched (the same
+    gates) scheduling it in this process."""
+    if assets_dir() is None:
+        pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
+    registry = default_registry()
+    gates = parse_feature_gates([SCHEDULER_GATES.partition("=")[2]])
+    with ControlPlane(apiserver_args=WORKLOAD_APISERVER_ARGS) as cp:
+        config = load_config(write_config(tmp_path_factory.mktemp("kubesched")), registry, gates)
+        client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
+        cluster = KubeCluster(client)
+        runner = SchedulerRunner(
+            effective_configuration(config, registry, gates=gates), registry, cluster
+        )
+        thread = threading.Thread(target=runner.run, daemon=True)
+        thread.start()
+        wait_for(cluster.synced, 60, "kubesched's informers to sync")
+        admin = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
+        yield admin
+        runner.stop()
+        thread.join(60)
+        admin.close()
+
+
+def test_kubesched_on_a_real_cluster_as_the_real_scheduler(kubesched_cluster: KubeClient) -> None:
+    """``kubesched run``'s scheduler watches the Workload API's PodGroups and gives the
+    recorded outcome on a real API server (bound or not; the refusals' messages)."""
+    recorded = json.loads(RECORDING.read_text())
+    manifests = example_manifests()
+    for manifest in manifests:
+        create_object(kubesched_cluster, manifest)
+    first = outcome(wait_for(lambda: _settled(kubesched_cluster, 6, 5), 90, "the example"))
+    assert first == recorded["settled"]
+    create_object(kubesched_cluster, late_pod(manifests))
+    then = outcome(wait_for(lambda: _settled(kubesched_cluster, 9, 5), 60, "the eval gang"))
+    assert then == recorded["after_eval_2"]
+
+
+def _real_default_plugins(tmp_path: Path, gates: str) -> list[tuple[str, int]]:
+    """``kube-scheduler --write-config-to`` under ``gates``: the default profile's
+    multiPoint plugins with their weights."""
+    assets = assets_dir()
+    if assets is None or not (assets / "kube-scheduler").is_file():
+        pytest.skip("KUBEBUILDER_ASSETS has no kube-scheduler")
+    kubeconfig = tmp_path / "kubeconfig"
+    # Never contacted: --write-config-to exits before any request.
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "
+        "'https://127.0.0.1:1'}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        "current-context: c\nusers: [{name: u, user: {token: x}}]\n"
+    )
+    out = tmp_path / "config.yaml"
+    command = [str(assets / "kube-scheduler"), f"--kubeconfig={kubeconfig}"]
+    command += [f"--write-config-to={out}", f"--feature-gates={gates}"]
+    subprocess.run(command, capture_output=True, check=True, timeout=60)
+    profile = yaml.safe_load(out.read_text())["profiles"][0]
+    return [(p["name"], p["weight"]) for p in profile["plugins"]["multiPoint"]["enabled"]]
+
+
+def _kubesched_default_plugins(gates: str) -> list[tuple[str, int]]:
+    config = default_configuration(gates=parse_feature_gates([gates]))
+    return [(p.name, p.weight or 0) for p in config.profiles[0].plugins.multi_point.enabled]
+
+
+@pytest.mark.parametrize(
+    ("gates", "missing"),
+    [
+        ("GenericWorkload=false", []),
+        ("GenericWorkload=true,GangScheduling=true", []),
+        (
+            "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true",
+            [("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1)],
+        ),
+    ],
+    ids=["gates-off", "gang-scheduling", "topology-aware-not-modelled"],
+)
+def test_default_profile_under_the_gates_is_kube_schedulers(
+    tmp_path: Path, gates: str, missing: list[tuple[str, int]]
+) -> None:
+    real = _real_default_plugins(tmp_path, gates)
+    # The placement plugins of TopologyAwareWorkloadScheduling do not exist in kubesched.
+    assert [p for p in real if p not in missing] == _kubesched_default_plugins(gates)
+    assert all(p in real for p in missing)
