@@ -365,3 +365,35 @@ def test_example_as_the_real_kube_scheduler_placed_it():
         assert _outcome(sim) == recorded["after_eval_2"]
     finally:
         sim.close()
+
+
+@pytest.mark.parametrize(
+    ("gates", "preemption"),
+    [
+        (
+            GATES,
+            "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.",
+        ),
+        (
+            GATES + ",TopologyAwareWorkloadScheduling=true,WorkloadAwarePreemption=true",
+            # kube-scheduler v1.36.2's words for a gang member under that gate.
+            "preemption: not eligible due to workload aware preemption enabled",
+        ),
+    ],
+    ids=["pod-preemption", "workload-aware-preemption"],
+)
+def test_a_gang_member_without_a_node_under_workload_aware_preemption(gates, preemption):
+    objs = [*nodes(2), group("g", 3), *(gpod(f"p{i}", "g", cpu="3") for i in range(3))]
+    messages = [m for _, m in simulate(objs, gates=gates).values()]
+    failed = [m for m in messages if m.startswith("0/2 nodes are available: 2 Insufficient cpu.")]
+    assert len(failed) == 1
+    assert failed[0].endswith("no new claims to deallocate, " + preemption)
+
+
+def test_workload_aware_preemption_leaves_pods_without_a_group_to_pod_preemption():
+    objs = [*nodes(2), gpod("big", cpu="5")]
+    gates = GATES + ",WorkloadAwarePreemption=true"
+    (message,) = [m for _, m in simulate(objs, gates=gates).values()]
+    assert message.endswith(
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
