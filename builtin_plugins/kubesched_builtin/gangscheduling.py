@@ -98,22 +98,30 @@ class GangScheduling:
         """The pods of the cluster that name the pod's group (itself included), but the
         finished ones: what upstream's workload manager counts as the group's pods."""
         lister = self.handle.lister
-        if lister is None:
+        name = pod_group_name(pod)
+        if lister is None or name is None:
             return []
+        # The lister narrows to the namespace; one attribute walk per pod of it.
         return [
             p
             for p in lister.list_objects("Pod", pod.metadata.namespace or "default")
-            if _same_group(pod, p) and p.status.phase not in _TERMINAL_PHASES
+            if (group := p.spec.scheduling_group) is not None
+            and group.pod_group_name == name
+            and p.status.phase not in _TERMINAL_PHASES
         ]
 
     def _assigned_count(self, pod: Pod) -> int:
         """Pods of the group with a node in the cycle's snapshot (bound or assumed); the
         pod being scheduled is not among them during its own cycle."""
+        name = pod_group_name(pod)
+        namespace = pod.metadata.namespace or "default"
         return sum(
             1
             for node_info in self.handle.snapshot.list()
             for pod_info in node_info.pods
-            if _same_group(pod, pod_info.pod)
+            if (group := pod_info.pod.spec.scheduling_group) is not None
+            and group.pod_group_name == name
+            and pod_info.namespace == namespace
         )
 
     # -- events -------------------------------------------------------------------------
