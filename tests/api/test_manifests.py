@@ -58,6 +58,7 @@ def test_kinds_cover_the_objects_we_read() -> None:
         "ResourceSlice",
         "LimitRange",
         "ResourceQuota",
+        "Workload",
     }
     assert all(cls.model_fields["kind"].default == kind for kind, cls in KINDS.items())
 

@@ -22,7 +22,8 @@ from kubesched.framework.registry import PluginRegistry
 
 # Upstream's getDefaultPlugins (pkg/scheduler/apis/config/v1/default_plugins.go, the
 # version with SchedulingGates first), without EBSLimits, GCEPDLimits and AzureDiskLimits;
-# NodeDeclaredFeatures last, there while its gate is on (v1.36's default).
+# NodeDeclaredFeatures, there while its gate is on (v1.36's default), then GangScheduling,
+# there while its gate is on (alpha, off by default).
 UPSTREAM_DEFAULTS = [
     ("SchedulingGates", None),
     ("PrioritySort", None),
@@ -44,6 +45,7 @@ UPSTREAM_DEFAULTS = [
     ("ImageLocality", 1),
     ("DefaultBinder", None),
     ("NodeDeclaredFeatures", None),
+    ("GangScheduling", None),
 ]
 
 
@@ -193,8 +195,9 @@ def test_user_args_are_completed_with_defaults(registry: PluginRegistry) -> None
 def test_defaults_without_plugins_installed() -> None:
     config = default_configuration(PluginRegistry())
     assert config.profiles[0].plugin_config == ()
+    # The gated plugins are out at the gates' defaults (GangScheduling: alpha, off).
     assert [p.name for p in config.profiles[0].plugins.multi_point.enabled] == [
-        name for name, _ in UPSTREAM_DEFAULTS
+        name for name, _ in UPSTREAM_DEFAULTS if name != "GangScheduling"
     ]
 
 

@@ -166,6 +166,7 @@ def test_every_example_has_a_readme():
     assert (DOCS_EXAMPLES / "README.md").is_file()
     assert (EXAMPLES / "whatif" / "README.md").is_file()
     assert (EXAMPLES / "capacity" / "README.md").is_file()
+    assert (EXAMPLES / "gang-scheduling" / "README.md").is_file()
     for scenario in DOCS_EXAMPLES.iterdir():
         if scenario.is_dir():
             assert (scenario / "README.md").is_file(), scenario
@@ -629,3 +630,40 @@ def test_stateful_zonal_reports_claims_and_the_storage_diagnosis() -> None:
         if f["plugin"] == "VolumeBinding"
     }
     assert ("node-3", ("node(s) did not have enough free storage",)) in rejected
+
+
+# -- gang-scheduling ---------------------------------------------------------------------
+
+GANG = EXAMPLES / "gang-scheduling"
+TOO_BIG = (
+    "0/4 nodes are available: 4 Insufficient cpu. no new claims to deallocate, preemption: "
+    "0/4 nodes are available: 4 No preemption victims found for incoming pod."
+)
+
+
+def _gang_pods(*gates: str) -> dict[str, dict]:
+    argv = ["simulate", str(GANG), "--seed", "0", "--output", "json", "--no-progress", *gates]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main_cli(argv)
+    assert code == 0, err.getvalue()
+    return {p["name"]: p for p in json.loads(out.getvalue())["pods"]}
+
+
+def test_gang_scheduling_as_its_readme_says() -> None:
+    pods = _gang_pods("--feature-gates", "GenericWorkload=true,GangScheduling=true")
+    assert all(pods[f"train-{i}"]["node"] for i in range(4))
+    assert all(pods[f"web-{i}"]["node"] for i in range(2))
+    for i in range(5):
+        assert pods[f"too-big-{i}"]["node"] is None
+        assert pods[f"too-big-{i}"]["message"] == TOO_BIG
+    for i in range(2):
+        assert pods[f"eval-{i}"]["node"] is None
+        assert pods[f"eval-{i}"]["message"].startswith("never tried: a PreEnqueue plugin")
+
+
+def test_gang_scheduling_without_its_gates_binds_pods_one_by_one() -> None:
+    pods = _gang_pods()
+    assert all(pods[f"eval-{i}"]["node"] for i in range(2))
+    # As many as fit beside the others (no node has room for a fifth 4-CPU pod).
+    assert 0 < sum(pods[f"too-big-{i}"]["node"] is not None for i in range(5)) < 5

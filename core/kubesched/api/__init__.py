@@ -38,6 +38,7 @@ from .core import (
     PodResourceClaim,
     PodResourceClaimStatus,
     PodSchedulingGate,
+    PodSchedulingGroup,
     PodSpec,
     PodStatus,
     PreferredSchedulingTerm,
@@ -79,6 +80,7 @@ from .nodeaffinity import (
     PreferredSchedulingTermsScorer,
     RequiredNodeAffinity,
 )
+from .podgroups import WORKLOAD_API_VERSION, Workload, WorkloadPodGroup
 from .quantity import Quantity, parse_quantity
 from .quota import LimitRange, LimitRangeItem, ResourceQuota
 from .resource import (
@@ -220,6 +222,7 @@ __all__ = [
     "NOT_SUPPORTED_PROVISIONER",
     "PODS",
     "RESOURCE_CLAIM_FINALIZER",
+    "WORKLOAD_API_VERSION",
     "AWSElasticBlockStoreVolumeSource",
     "Affinity",
     "AllocationResult",
@@ -307,6 +310,7 @@ __all__ = [
     "PodResourceClaim",
     "PodResourceClaimStatus",
     "PodSchedulingGate",
+    "PodSchedulingGroup",
     "PodSpec",
     "PodStatus",
     "PodTemplateSpec",
@@ -345,6 +349,8 @@ __all__ = [
     "VolumeNodeResources",
     "VolumeResourceRequirements",
     "WeightedPodAffinityTerm",
+    "Workload",
+    "WorkloadPodGroup",
     "aggregate_message",
     "can_be_reserved",
     "compile_label_selector",

@@ -45,6 +45,7 @@ __all__ = [
     "PodResourceClaim",
     "PodResourceClaimStatus",
     "PodSchedulingGate",
+    "PodSchedulingGroup",
     "PodSpec",
     "PodStatus",
     "PreferredSchedulingTerm",
@@ -228,6 +229,13 @@ class PodSchedulingGate(KubeModel):
     name: str = ""
 
 
+class PodSchedulingGroup(KubeModel):
+    """``v1.PodSchedulingGroup`` (``spec.schedulingGroup``, GenericWorkload): the
+    ``scheduling.k8s.io`` PodGroup of the pod's namespace that the pod belongs to."""
+
+    pod_group_name: str | None = None
+
+
 # --- volumes ----------------------------------------------------------------------------
 
 
@@ -317,6 +325,7 @@ class PodSpec(KubeModel):
     preemption_policy: str | None = None
     scheduler_name: str = "default-scheduler"
     scheduling_gates: NullableList[PodSchedulingGate] = Field(default_factory=list)
+    scheduling_group: PodSchedulingGroup | None = None
     overhead: dict[str, Quantity] | None = None
     resources: ResourceRequirements | None = None
     """Pod-level requests and limits (``spec.resources``, PodLevelResources)."""

@@ -22,6 +22,7 @@ from .cluster import Lease, PodDisruptionBudget, PriorityClass, RuntimeClass
 from .core import Namespace, Node, Pod, Service
 from .kubelet import KubeletConfiguration
 from .meta import KubeObject
+from .podgroups import WORKLOAD_API_VERSION, Workload, WorkloadPodGroup
 from .quota import LimitRange, ResourceQuota
 from .resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from .rest import resource_name
@@ -48,6 +49,7 @@ __all__ = [
     "KINDS",
     "KIND_ENTRY_POINT_GROUP",
     "MANIFEST_SUFFIXES",
+    "VERSIONED_KINDS",
     "DecodingError",
     "KeptObject",
     "kept_kind",
@@ -93,6 +95,7 @@ KINDS: dict[str, type[KubeObject]] = {
         ResourceSlice,
         LimitRange,
         ResourceQuota,
+        Workload,
     )
 }
 """The object kinds kubesched reads, by ``kind``: the built-in ones, and those that
@@ -100,6 +103,15 @@ KINDS: dict[str, type[KubeObject]] = {
 :func:`register_kind` (CRD-like kinds of plugins, e.g. Coscheduling's PodGroup)."""
 
 _BUILTIN_KINDS = frozenset(KINDS)
+
+VERSIONED_KINDS: dict[tuple[str, str], type[KubeObject]] = {
+    (WORKLOAD_API_VERSION, "PodGroup"): WorkloadPodGroup,
+    (WORKLOAD_API_VERSION, "Workload"): Workload,
+}
+"""Kinds read by apiVersion and kind: the Workload API, which kube-apiserver v1.36 serves
+only when enabled (``--runtime-config=scheduling.k8s.io/v1alpha2=true`` with the
+GenericWorkload gate), so the recorded schema does not list it, and whose PodGroup shares
+its kind name with Coscheduling's (both are kept under the kind ``PodGroup``)."""
 
 KIND_ENTRY_POINT_GROUP = "kubesched.kinds"
 """Entry-point group of extra object kinds: ``PodGroup = "pkg.module:PodGroup"``, each a
@@ -166,6 +178,8 @@ def resolve_kind(kind: str) -> type[KubeObject] | None:
         served = _served_by_kind().get(kind)
         if served is not None:
             cls = kept_kind(served)
+    if cls is None:
+        cls = next((c for (_, k), c in VERSIONED_KINDS.items() if k == kind), None)
     return cls
 
 
@@ -296,7 +310,7 @@ def _kind_of(
     if not isinstance(kind, str) or not isinstance(api_version, str):
         raise DecodingError("apiVersion and kind must be strings", source=source, obj=obj)
     served = schema.served_kind(api_version, kind)
-    if served is None:
+    if served is None and (api_version, kind) not in VERSIONED_KINDS:
         group, _, version = api_version.rpartition("/")
         # A group the server serves, or one without a domain (extensions/v1beta1), is
         # Kubernetes' own: an unknown version or kind there is an error, not a CRD.
@@ -354,8 +368,10 @@ def _parse_one(doc: Any, source: str | None, label: str | None, form: Form) -> K
         # A kind of a group the server does not serve: a plugin's kind (or one of
         # kubesched's own files, KubeletConfiguration), else a custom resource. A
         # built-in kind's name in a foreign group is a custom resource too.
-        cls = resolve_kind(kind)
-        if cls is None or kind in _served_by_kind():
+        cls = VERSIONED_KINDS.get((doc["apiVersion"], kind)) or resolve_kind(kind)
+        if cls is None or (
+            kind in _served_by_kind() and (doc["apiVersion"], kind) not in VERSIONED_KINDS
+        ):
             notice(
                 f"custom resource {doc['apiVersion']} {kind} is not a kind kubesched reads "
                 "(no plugin registers it); skipped",

@@ -42,6 +42,7 @@ DEFAULT_MULTI_POINT_PLUGINS: tuple[Plugin, ...] = (
     Plugin(name="ImageLocality", weight=1),
     Plugin(name="DefaultBinder"),
     Plugin(name="NodeDeclaredFeatures"),
+    Plugin(name="GangScheduling"),
 )
 """The default profile's plugins, all enabled through ``multiPoint``: upstream v1.36's
 default set, in its order and with its score weights
@@ -49,7 +50,10 @@ default set, in its order and with its score weights
 ``AzureDiskLimits``, still listed by some upstream versions, are rejected by upstream's own
 v1 validation and are not among them."""
 
-GATED_DEFAULT_PLUGINS: dict[str, str] = {"NodeDeclaredFeatures": "NodeDeclaredFeatures"}
+GATED_DEFAULT_PLUGINS: dict[str, str] = {
+    "NodeDeclaredFeatures": "NodeDeclaredFeatures",
+    "GangScheduling": "GangScheduling",
+}
 """Default plugins that upstream leaves out of the default profile while a feature gate is
 off: plugin name → gate (``applyFeatureGates`` of upstream's ``default_plugins.go``)."""
 

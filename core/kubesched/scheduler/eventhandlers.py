@@ -15,6 +15,9 @@ from kubesched.scheduler.scheduler import ASSIGNED_POD_DELETE, Scheduler
 log = logging.getLogger(__name__)
 
 NODE_ADD = ClusterEvent(EventResource.NODE, ActionType.ADD, "NodeAdd")
+UNSCHEDULED_POD_ADD = ClusterEvent(
+    EventResource.UNSCHEDULED_POD, ActionType.ADD, "UnscheduledPodAdd"
+)
 
 _NODE_UPDATES = (
     ("allocatable", ActionType.UPDATE_NODE_ALLOCATABLE, "NodeAllocatableChange"),
@@ -107,6 +110,9 @@ class EventHandlers:
     def __init__(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
         self.watches: list[Watch] = []
+        # As upstream: with gang scheduling on, a new pod may complete a gang whose pods
+        # PreEnqueue holds back, so its arrival is a cluster event too.
+        self._pod_add_moves = scheduler.config.feature_gates.enabled("GangScheduling")
 
     def connect(self, backend: Any) -> None:
         """List and watch Nodes first (pods need their nodes), then Pods and the rest."""
@@ -171,6 +177,10 @@ class EventHandlers:
                 self._add_to_cache(pod)
             elif self._responsible(pod):
                 self.scheduler.queue.add(pod)
+                if self._pod_add_moves:
+                    self.scheduler.queue.move_all_to_active_or_backoff_queue(
+                        UNSCHEDULED_POD_ADD, None, pod
+                    )
         elif ev.type is EventType.MODIFIED:
             old = ev.old
             if _assigned(old):

@@ -45,6 +45,16 @@ ASSETS_ENV = "KUBEBUILDER_ASSETS"
 
 ADMIN_TOKEN = "kubesched-envtest-admin"
 
+WORKLOAD_GATES = (
+    "--feature-gates=GenericWorkload=true,GangScheduling=true,"
+    "TopologyAwareWorkloadScheduling=true,WorkloadAwarePreemption=true"
+)
+"""The workload family of alpha gates of v1.36 (the Workload API, gang scheduling,
+topology-aware placement, workload-aware preemption), for kube-apiserver and
+kube-scheduler alike."""
+WORKLOAD_APISERVER_ARGS = (WORKLOAD_GATES, "--runtime-config=scheduling.k8s.io/v1alpha2=true")
+"""What kube-apiserver needs to serve the Workload API with every field of those gates."""
+
 
 class EnvtestError(KubeschedError):
     """The control plane could not start (missing binaries, a process that died)."""
@@ -530,6 +540,9 @@ _VERSIONED_COLLECTIONS = {
     # scheduler-plugins' Coscheduling CRD.
     ("scheduling.k8s.io/v1alpha2", "PodGroup"): (
         "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups"
+    ),
+    ("scheduling.k8s.io/v1alpha2", "Workload"): (
+        "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/workloads"
     ),
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): (
         "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"

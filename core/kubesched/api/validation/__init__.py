@@ -19,7 +19,7 @@ from .syntax import (
 )
 
 # The storage, DRA, quota and batch kinds register their validators on import.
-from . import batch, dra, quota, storage  # noqa: F401  isort: skip
+from . import batch, dra, podgroups, quota, storage  # noqa: F401  isort: skip
 from .update import UPDATE_VALIDATORS, register_update_validator, validate_update  # isort: skip
 
 __all__ = [

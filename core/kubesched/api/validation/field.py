@@ -149,4 +149,7 @@ def too_long(field: str, value: Any, max_length: int) -> FieldError:
 
 def too_many(field: str, actual: int, max_quantity: int) -> FieldError:
     """``field.TooMany``: a list with more items than allowed."""
-    return FieldError("FieldValueTooMany", field, actual, f"must have at most {max_quantity} items")
+    unit = "item" if max_quantity == 1 else "items"
+    return FieldError(
+        "FieldValueTooMany", field, actual, f"must have at most {max_quantity} {unit}"
+    )

@@ -579,6 +579,13 @@ def validate_pod_spec(
         if gate.name in gates:
             errs.append(duplicate(gpath, gate.name))
         gates.add(gate.name)
+    if spec.scheduling_group is not None:
+        group = spec.scheduling_group.pod_group_name
+        gpath = f"{path}.schedulingGroup.podGroupName"
+        if group is None:
+            errs.append(invalid(gpath, None, "must specify one of: `podGroupName`"))
+        else:
+            errs.extend(invalid(gpath, group, msg) for msg in is_dns1123_subdomain(group))
     errs.extend(
         _spread_constraints(
             spec.topology_spread_constraints, f"{path}.topologySpreadConstraints", pod_labels

@@ -34,6 +34,7 @@ from kubesched.api import (
     StorageClass,
     resolve_kind,
 )
+from kubesched.api.manifests import VERSIONED_KINDS
 from kubesched.backend.kube.client import (
     MERGE_PATCH,
     STRATEGIC_MERGE_PATCH,
@@ -123,6 +124,15 @@ def resource_for(kind: str) -> Resource | None:
         return None
     plural = getattr(model, "plural", None) or f"{kind.lower()}s"
     return Resource(kind, f"/apis/{api_version}/{plural}", model)
+
+
+def versioned_resource(api_version: str, kind: str) -> Resource | None:
+    """The collection of a kind read at one API version (:data:`VERSIONED_KINDS`, such as
+    the Workload API's ``scheduling.k8s.io/v1alpha2`` PodGroup), or None."""
+    model = VERSIONED_KINDS.get((api_version, kind))
+    if model is None:
+        return None
+    return Resource(kind, f"/apis/{api_version}/{kind.lower()}s", model)
 
 
 STATUS_SUBRESOURCE = frozenset(
@@ -264,15 +274,22 @@ class KubeCluster:
         self.watch_kinds((*BASE_KINDS, *kinds))
 
     def watch_kinds(self, kinds: Iterable[str]) -> list[str]:
-        """Watch these kinds too (before ``start``); returns those kubesched cannot watch
-        on a cluster (not in ``RESOURCES``), which are left out."""
+        """Watch these kinds too (before ``start``), each a kind name or ``apiVersion/Kind``;
+        returns those kubesched cannot watch on a cluster (not in ``RESOURCES``), which are
+        left out."""
         unknown = []
-        for kind in kinds:
-            resource = resource_for(kind)
+        # A plugin that reads one group's kind of a name two groups share (GangScheduling:
+        # the Workload API's PodGroup, not Coscheduling's) names it ``apiVersion/Kind``;
+        # that collection is watched for the kind, so such names go first.
+        for name in sorted(kinds, key=lambda k: "/" not in k):
+            api_version, _, kind = name.rpartition("/")
+            resource = versioned_resource(api_version, kind) if api_version else resource_for(kind)
             if resource is None:
-                unknown.append(kind)
+                unknown.append(name)
                 continue
             if kind in self.informers:
+                if self.informers[kind].resource.path != resource.path:
+                    log.debug("watching %s at %s only", kind, self.informers[kind].resource.path)
                 continue
             if self._started:
                 raise BackendError(f"cannot watch {kind}: the informers are started", 400)

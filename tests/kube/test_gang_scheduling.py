@@ -1,0 +1,208 @@
+"""Gang scheduling with the Workload API: kubesched against the real v1.36 kube-scheduler
+and kube-apiserver, with the same gates, on the objects of ``examples/gang-scheduling``.
+
+The real outcome is recorded in ``tests/fixtures/scheduler/gang-scheduling.json`` (written
+by this test with ``KUBESCHED_RECORD=1``); ``tests/plugins/test_gangscheduling.py``
+holds kubesched to that recording without the binaries, and this test holds the recording
+to the real scheduler.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
+from kubesched.config import default_configuration, effective_configuration, load_config
+from kubesched.features import parse_feature_gates
+from kubesched.framework.registry import default_registry
+from kubesched.runner import SchedulerRunner
+from kubesched.testing.envtest import (
+    WORKLOAD_APISERVER_ARGS,
+    ControlPlane,
+    assets_dir,
+    create_object,
+)
+
+from .conftest import FAST, wait_for, write_config
+
+pytestmark = pytest.mark.envtest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "gang-scheduling"
+RECORDING = ROOT / "tests" / "fixtures" / "scheduler" / "gang-scheduling.json"
+SCHEDULER_GATES = "--feature-gates=GenericWorkload=true,GangScheduling=true"
+"""The gates both schedulers run with (the API server serves every workload field)."""
+LATE_POD = "eval-2"
+"""The third worker of the ``eval`` gang, created once the rest settled."""
+
+
+def example_manifests() -> list[dict[str, Any]]:
+    """The example's documents, namespaced, with pods deleted at once when the test ends."""
+    docs = []
+    for name in ("cluster.yaml", "workload.yaml"):
+        for doc in yaml.safe_load_all((EXAMPLE / name).read_text()):
+            if doc["kind"] != "Node":
+                doc["metadata"].setdefault("namespace", "default")
+            if doc["kind"] == "Pod":
+                doc["spec"]["terminationGracePeriodSeconds"] = 0
+            docs.append(doc)
+    return docs
+
+
+def late_pod(manifests: list[dict[str, Any]]) -> dict[str, Any]:
+    """``eval-2``: a copy of ``eval-1`` under the next name."""
+    template = next(m for m in manifests if m["metadata"]["name"] == "eval-1")
+    return {**template, "metadata": {**template["metadata"], "name": LATE_POD}}
+
+
+def outcome(pods: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per pod: bound or not, and its PodScheduled=False message (None without one)."""
+    out = {}
+    for pod in pods:
+        condition = next(
+            (
+                c
+                for c in (pod.get("status") or {}).get("conditions") or ()
+                if c["type"] == "PodScheduled" and c["status"] == "False"
+            ),
+            None,
+        )
+        out[pod["metadata"]["name"]] = {
+            "bound": bool(pod["spec"].get("nodeName")),
+            "message": condition["message"] if condition is not None else None,
+        }
+    return dict(sorted(out.items()))
+
+
+@pytest.fixture(scope="module")
+def real() -> Iterator[KubeClient]:
+    """A control plane serving the Workload API, with the real kube-scheduler gated on."""
+    if assets_dir() is None:
+        pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
+    with ControlPlane(apiserver_args=WORKLOAD_APISERVER_ARGS) as cp:
+        cp.start_scheduler(args=(SCHEDULER_GATES,))
+        client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
+        yield client
+        client.close()
+
+
+def _pods(client: KubeClient) -> list[dict[str, Any]]:
+    return client.request("GET", "/api/v1/namespaces/default/pods")["items"]
+
+
+def _settled(client: KubeClient, bound: int, refused: int) -> list[dict[str, Any]] | None:
+    pods = outcome(_pods(client))
+    done = (
+        sum(p["bound"] for p in pods.values()) == bound
+        and sum(p["message"] is not None for p in pods.values()) == refused
+    )
+    return _pods(client) if done else None
+
+
+def test_the_real_scheduler_and_the_recording_agree(real: KubeClient) -> None:
+    manifests = example_manifests()
+    for manifest in manifests:
+        create_object(real, manifest)
+    # train (4) and web (2) bound; the five too-big workers refused; eval held back.
+    first = outcome(wait_for(lambda: _settled(real, 6, 5), 90, "the example to settle"))
+    create_object(real, late_pod(manifests))
+    then = outcome(wait_for(lambda: _settled(real, 9, 5), 60, "the eval gang to complete"))
+    recorded = {"settled": first, "after_eval_2": then}
+    if os.environ.get("KUBESCHED_RECORD"):
+        RECORDING.write_text(json.dumps(recorded, indent=1) + "\n")
+    assert recorded == json.loads(RECORDING.read_text())
+
+
+@pytest.fixture(scope="module")
+def kubesched_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeClient]:
+    """A control plane of its own serving the Workload API, with kubesched (the same
+    gates) scheduling it in this process."""
+    if assets_dir() is None:
+        pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
+    registry = default_registry()
+    gates = parse_feature_gates([SCHEDULER_GATES.partition("=")[2]])
+    with ControlPlane(apiserver_args=WORKLOAD_APISERVER_ARGS) as cp:
+        config = load_config(write_config(tmp_path_factory.mktemp("kubesched")), registry, gates)
+        client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
+        cluster = KubeCluster(client)
+        runner = SchedulerRunner(
+            effective_configuration(config, registry, gates=gates), registry, cluster
+        )
+        thread = threading.Thread(target=runner.run, daemon=True)
+        thread.start()
+        wait_for(cluster.synced, 60, "kubesched's informers to sync")
+        admin = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
+        yield admin
+        runner.stop()
+        thread.join(60)
+        admin.close()
+
+
+def test_kubesched_on_a_real_cluster_as_the_real_scheduler(kubesched_cluster: KubeClient) -> None:
+    """``kubesched run``'s scheduler watches the Workload API's PodGroups and gives the
+    recorded outcome on a real API server (bound or not; the refusals' messages)."""
+    recorded = json.loads(RECORDING.read_text())
+    manifests = example_manifests()
+    for manifest in manifests:
+        create_object(kubesched_cluster, manifest)
+    first = outcome(wait_for(lambda: _settled(kubesched_cluster, 6, 5), 90, "the example"))
+    assert first == recorded["settled"]
+    create_object(kubesched_cluster, late_pod(manifests))
+    then = outcome(wait_for(lambda: _settled(kubesched_cluster, 9, 5), 60, "the eval gang"))
+    assert then == recorded["after_eval_2"]
+
+
+def _real_default_plugins(tmp_path: Path, gates: str) -> list[tuple[str, int]]:
+    """``kube-scheduler --write-config-to`` under ``gates``: the default profile's
+    multiPoint plugins with their weights."""
+    assets = assets_dir()
+    if assets is None or not (assets / "kube-scheduler").is_file():
+        pytest.skip("KUBEBUILDER_ASSETS has no kube-scheduler")
+    kubeconfig = tmp_path / "kubeconfig"
+    # Never contacted: --write-config-to exits before any request.
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "
+        "'https://127.0.0.1:1'}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        "current-context: c\nusers: [{name: u, user: {token: x}}]\n"
+    )
+    out = tmp_path / "config.yaml"
+    command = [str(assets / "kube-scheduler"), f"--kubeconfig={kubeconfig}"]
+    command += [f"--write-config-to={out}", f"--feature-gates={gates}"]
+    subprocess.run(command, capture_output=True, check=True, timeout=60)
+    profile = yaml.safe_load(out.read_text())["profiles"][0]
+    return [(p["name"], p["weight"]) for p in profile["plugins"]["multiPoint"]["enabled"]]
+
+
+def _kubesched_default_plugins(gates: str) -> list[tuple[str, int]]:
+    config = default_configuration(gates=parse_feature_gates([gates]))
+    return [(p.name, p.weight or 0) for p in config.profiles[0].plugins.multi_point.enabled]
+
+
+@pytest.mark.parametrize(
+    ("gates", "missing"),
+    [
+        ("GenericWorkload=false", []),
+        ("GenericWorkload=true,GangScheduling=true", []),
+        (
+            "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true",
+            [("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1)],
+        ),
+    ],
+    ids=["gates-off", "gang-scheduling", "topology-aware-not-modelled"],
+)
+def test_default_profile_under_the_gates_is_kube_schedulers(
+    tmp_path: Path, gates: str, missing: list[tuple[str, int]]
+) -> None:
+    real = _real_default_plugins(tmp_path, gates)
+    # The placement plugins of TopologyAwareWorkloadScheduling do not exist in kubesched.
+    assert [p for p in real if p not in missing] == _kubesched_default_plugins(gates)
+    assert all(p in real for p in missing)
