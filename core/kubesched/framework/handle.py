@@ -97,6 +97,11 @@ class PodNominator(Protocol):
         """The pods nominated to ``node_name``."""
         ...
 
+    def nominated_pods_by_node(self) -> dict[str, list[PodInfo]]:
+        """Every node's nominated pods, by node name (SDK 1.5): one call for a plugin
+        that reads them all (CapacityScheduling counts them against quotas)."""
+        ...
+
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
         """Forget ``pod``'s nomination."""
         ...
