@@ -9,7 +9,7 @@ report, so that usage follows the cluster without a watch of its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from kubesched import INT64_MAX, NodeInfo, Resource
 from kubesched.api import resource_value
@@ -84,9 +84,13 @@ def add_resource(into: Resource, amounts: Resource, sign: int = 1) -> None:
 class ElasticQuotaInfo:
     """One namespace's quota: ``min``, ``max``, and ``used`` by the pods in ``pods`` (uids).
 
-    ``min``/``max`` None mean no guarantee / no limit (upstream's nil)."""
+    ``min``/``max`` None mean no guarantee / no limit (upstream's nil). The uids counted
+    are ``base`` (read, never changed: the usage's own, shared by every copy) with this
+    copy's additions and removals, so that copying a quota for a cycle, and once per node
+    for preemption's dry run, does not copy every pod of the namespace.
+    """
 
-    __slots__ = ("max", "min", "namespace", "pods", "used")
+    __slots__ = ("_added", "_base", "_removed", "max", "min", "namespace", "used")
 
     def __init__(
         self,
@@ -94,13 +98,24 @@ class ElasticQuotaInfo:
         min: Resource | None,
         max: Resource | None,
         used: Resource | None = None,
-        pods: Iterable[str] = (),
+        base: Collection[str] = frozenset(),
     ) -> None:
         self.namespace = namespace
         self.min = min
         self.max = max
         self.used = used if used is not None else Resource()
-        self.pods: set[str] = set(pods)
+        self._base = base
+        self._added: set[str] = set()
+        self._removed: set[str] = set()
+
+    @property
+    def pods(self) -> set[str]:
+        """The uids of the pods counted in ``used`` (a new set)."""
+        return (set(self._base) - self._removed) | self._added
+
+    def has_pod(self, uid: str) -> bool:
+        """Whether the pod ``uid`` is counted in ``used``."""
+        return uid in self._added or (uid in self._base and uid not in self._removed)
 
     @classmethod
     def of(cls, quota: ElasticQuota) -> ElasticQuotaInfo:
@@ -132,30 +147,37 @@ class ElasticQuotaInfo:
 
     def add_pod_if_not_present(self, uid: str, request: Resource) -> None:
         """Count the pod ``uid`` in ``used`` unless it already is."""
-        if uid not in self.pods:
-            self.pods.add(uid)
+        if not self.has_pod(uid):
+            self._removed.discard(uid)
+            if uid not in self._base:
+                self._added.add(uid)
             add_resource(self.used, request)
 
     def delete_pod_if_present(self, uid: str, request: Resource) -> None:
         """Stop counting the pod ``uid`` in ``used`` if it is."""
-        if uid in self.pods:
-            self.pods.discard(uid)
+        if self.has_pod(uid):
+            self._added.discard(uid)
+            if uid in self._base:
+                self._removed.add(uid)
             add_resource(self.used, request, -1)
 
     def clone(self) -> ElasticQuotaInfo:
         """An independent copy."""
-        return ElasticQuotaInfo(
+        c = ElasticQuotaInfo(
             self.namespace,
             self.min.clone() if self.min is not None else None,
             self.max.clone() if self.max is not None else None,
             self.used.clone(),
-            self.pods,
+            self._base,
         )
+        c._added = set(self._added)
+        c._removed = set(self._removed)
+        return c
 
     def __repr__(self) -> str:
         return (
             f"ElasticQuotaInfo({self.namespace!r}, min={self.min}, max={self.max}, "
-            f"used={self.used}, pods={len(self.pods)})"
+            f"used={self.used})"
         )
 
 
@@ -237,9 +259,7 @@ class QuotaUsage:
         used = self.used.get(info.namespace)
         if used is not None:
             info.used = used.clone()
-            info.pods = set(self.pods[info.namespace])
+            # The usage's own mapping, as the base: only Reserve and Unreserve change it,
+            # once the cycle that read it has decided.
+            info._base = self.pods[info.namespace]
         return info
-
-    def request_of(self, namespace: str, uid: str) -> Resource | None:
-        """What the counted pod ``uid`` requests, or None when it is not counted."""
-        return self.pods.get(namespace, {}).get(uid)
