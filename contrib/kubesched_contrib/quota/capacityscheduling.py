@@ -37,10 +37,15 @@ from kubesched import (
     hookimpl,
     importance_key,
 )
-from kubesched.api import Pod
 
 from .api import ELASTIC_QUOTA_KIND, ElasticQuota
-from .elasticquota import ElasticQuotaInfo, ElasticQuotaInfos, QuotaUsage, add_resource
+from .elasticquota import (
+    ElasticQuotaInfo,
+    ElasticQuotaInfos,
+    QuotaUsage,
+    add_resource,
+    request_of,
+)
 from .victims import select_victims
 
 NAME = "CapacityScheduling"
@@ -87,10 +92,6 @@ class ElasticQuotaSnapshotState(StateData):
         return ElasticQuotaSnapshotState(self.infos.clone())
 
 
-def _request(pod_info: PodInfo) -> Resource:
-    return Resource.from_mapping(pod_info.requests)
-
-
 class CapacityScheduling:
     """Keeps each namespace within its ElasticQuota: within max always, beyond min only
     while other namespaces leave their min unused, and preempts to give a namespace
@@ -128,25 +129,27 @@ class CapacityScheduling:
             out.setdefault(eq.metadata.namespace or "default", eq)
         return out
 
-    def elastic_quota_infos(self, nodes: Sequence[NodeInfo]) -> ElasticQuotaInfos:
-        """Every quota with its namespace's usage, ``nodes`` (the snapshot's) counted."""
-        self.usage.sync(nodes)
-        return ElasticQuotaInfos((ns, self.usage.info(eq)) for ns, eq in self.quotas().items())
+    def elastic_quota_infos(self, snapshot: Any) -> ElasticQuotaInfos:
+        """Every quota with its namespace's usage: the pods of ``snapshot`` (the cycle's)
+        and those reserved since."""
+        used, reserved = self.usage.used(snapshot)
+        return ElasticQuotaInfos(
+            (ns, ElasticQuotaInfo.of(eq, used.get(ns), reserved.get(ns, frozenset())))
+            for ns, eq in self.quotas().items()
+        )
 
     # -- PreFilter -------------------------------------------------------------------------
     @hookimpl
-    def pre_filter(
-        self, state: CycleState, pod: Pod, pod_info: PodInfo, nodes: Sequence[NodeInfo]
-    ) -> Status | None:
-        infos = self.elastic_quota_infos(nodes)
+    def pre_filter(self, state: CycleState, pod_info: PodInfo) -> Status | None:
+        infos = self.elastic_quota_infos(self.handle.snapshot)
         state.write(ELASTIC_QUOTA_SNAPSHOT_KEY, ElasticQuotaSnapshotState(infos))
-        pod_req = _request(pod_info)
+        pod_req = request_of(pod_info)
         ns = pod_info.namespace
         eq = infos.get(ns)
         if eq is None:
             state.write(PRE_FILTER_STATE_KEY, PreFilterState(pod_req, Resource(), Resource()))
             return None
-        in_eq, total = self._nominated_requests(pod_info, infos, nodes)
+        in_eq, total = self._nominated_requests(pod_info, infos)
         add_resource(in_eq, pod_req)
         add_resource(total, pod_req)
         state.write(PRE_FILTER_STATE_KEY, PreFilterState(pod_req, in_eq, total))
@@ -159,7 +162,7 @@ class CapacityScheduling:
         return None
 
     def _nominated_requests(
-        self, pod_info: PodInfo, infos: ElasticQuotaInfos, nodes: Sequence[NodeInfo]
+        self, pod_info: PodInfo, infos: ElasticQuotaInfos
     ) -> tuple[Resource, Resource]:
         """The requests of the pods nominated to the snapshot's nodes that go before the
         pod: those of its namespace with at least its priority (both sums), and those of
@@ -171,26 +174,26 @@ class CapacityScheduling:
         nominated = nominator.nominated_pods_by_node()
         if not nominated:
             return in_eq, total
-        listed = {ni.name for ni in nodes}
+        snapshot = self.handle.snapshot
         for node_name, pods in nominated.items():
-            if node_name not in listed:
+            if _node(snapshot, node_name) is None:
                 continue
             for p in pods:
                 info = infos.get(p.namespace)
                 if p.uid == pod_info.uid or info is None:
                     continue
                 if p.namespace == pod_info.namespace and p.priority >= pod_info.priority:
-                    add_resource(in_eq, _request(p))
-                    add_resource(total, _request(p))
+                    add_resource(in_eq, request_of(p))
+                    add_resource(total, request_of(p))
                 elif p.namespace != pod_info.namespace and not info.used_over_min():
-                    add_resource(total, _request(p))
+                    add_resource(total, request_of(p))
         return in_eq, total
 
     @hookimpl
     def pre_filter_add_pod(self, state: CycleState, pod_info_to_add: PodInfo) -> Status | None:
         info = _snapshot(state).infos.get(pod_info_to_add.namespace)
         if info is not None:
-            info.add_pod_if_not_present(pod_info_to_add.uid, _request(pod_info_to_add))
+            info.add_pod_if_not_present(pod_info_to_add)
         return None
 
     @hookimpl
@@ -199,7 +202,7 @@ class CapacityScheduling:
     ) -> Status | None:
         info = _snapshot(state).infos.get(pod_info_to_remove.namespace)
         if info is not None:
-            info.delete_pod_if_present(pod_info_to_remove.uid, _request(pod_info_to_remove))
+            info.delete_pod_if_present(pod_info_to_remove)
         return None
 
     # -- PostFilter ------------------------------------------------------------------------
@@ -223,13 +226,13 @@ class CapacityScheduling:
 
     # -- Reserve ---------------------------------------------------------------------------
     @hookimpl
-    def reserve(self, pod_info: PodInfo) -> Status | None:
-        self.usage.reserve(pod_info.namespace, pod_info.uid, _request(pod_info))
+    def reserve(self, pod_info: PodInfo, node_name: str) -> Status | None:
+        self.usage.reserve(pod_info, node_name)
         return None
 
     @hookimpl
     def unreserve(self, pod_info: PodInfo) -> None:
-        self.usage.unreserve(pod_info.namespace, pod_info.uid)
+        self.usage.unreserve(pod_info)
 
     # -- PreemptionInterface ---------------------------------------------------------------
     def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:

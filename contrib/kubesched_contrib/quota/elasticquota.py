@@ -2,21 +2,24 @@
 
 :class:`ElasticQuotaInfo` is upstream's per-namespace record (min, max, used and the pods
 counted in used); :class:`ElasticQuotaInfos` all of them, as one cycle sees them.
-:class:`QuotaUsage` keeps what each namespace's pods use, from the scheduler's own view
-of the cluster (its snapshot: bound and assumed pods) plus what Reserve and Unreserve
-report, so that usage follows the cluster without a watch of its own.
+:class:`QuotaUsage` says what each namespace's pods use, from the scheduler's own view
+of the cluster (its snapshot: bound and assumed pods, counted per group of pods alike,
+which the cache keeps current) plus the pods Reserve reported that the snapshot does
+not show yet, so that usage follows the cluster without a watch of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
+from typing import Any
 
-from kubesched import INT64_MAX, NodeInfo, Resource
+from kubesched import INT64_MAX, PodInfo, Resource
 from kubesched.api import resource_value
 
 from .api import ElasticQuota
 
 __all__ = [
+    "GROUPS",
     "LOWER_BOUND_OF_MIN",
     "UPPER_BOUND_OF_MAX",
     "ElasticQuotaInfo",
@@ -24,6 +27,7 @@ __all__ = [
     "QuotaUsage",
     "add_resource",
     "exceeds",
+    "request_of",
 ]
 
 UPPER_BOUND_OF_MAX = INT64_MAX
@@ -84,9 +88,10 @@ def add_resource(into: Resource, amounts: Resource, sign: int = 1) -> None:
 class ElasticQuotaInfo:
     """One namespace's quota: ``min``, ``max``, and ``used`` by the pods in ``pods`` (uids).
 
-    ``min``/``max`` None mean no guarantee / no limit (upstream's nil). The uids counted
-    are ``base`` (read, never changed: the usage's own, shared by every copy) with this
-    copy's additions and removals, so that copying a quota for a cycle, and once per node
+    ``min``/``max`` None mean no guarantee / no limit (upstream's nil). The pods counted
+    are those bound or assumed in the snapshot (their ``node_name`` is set) and those of
+    ``base`` (reserved, not in the snapshot yet; shared by copies, never changed), with
+    this copy's additions and removals: copying a quota for a cycle, and once per node
     for preemption's dry run, does not copy every pod of the namespace.
     """
 
@@ -110,21 +115,32 @@ class ElasticQuotaInfo:
 
     @property
     def pods(self) -> set[str]:
-        """The uids of the pods counted in ``used`` (a new set)."""
+        """The uids counted beyond the snapshot's pods (a new set)."""
         return (set(self._base) - self._removed) | self._added
 
-    def has_pod(self, uid: str) -> bool:
-        """Whether the pod ``uid`` is counted in ``used``."""
-        return uid in self._added or (uid in self._base and uid not in self._removed)
+    def has_pod(self, pod_info: PodInfo) -> bool:
+        """Whether the pod is counted in ``used``."""
+        uid = pod_info.uid
+        if uid in self._added:
+            return True
+        return (bool(pod_info.node_name) or uid in self._base) and uid not in self._removed
 
     @classmethod
-    def of(cls, quota: ElasticQuota) -> ElasticQuotaInfo:
-        """The info of ``quota`` with nothing used yet; an unset min guarantees 0 and an
-        unset max limits cpu, memory and ephemeral storage to the int64 maximum."""
+    def of(
+        cls,
+        quota: ElasticQuota,
+        used: Resource | None = None,
+        reserved: Collection[str] = frozenset(),
+    ) -> ElasticQuotaInfo:
+        """The info of ``quota`` with ``used`` (default: nothing) by the snapshot's pods
+        and the ``reserved`` ones; an unset min guarantees 0 and an unset max limits cpu,
+        memory and ephemeral storage to the int64 maximum."""
         return cls(
             quota.metadata.namespace or "default",
             _from_quantities(quota.spec.min, LOWER_BOUND_OF_MIN),
             _from_quantities(quota.spec.max, UPPER_BOUND_OF_MAX),
+            used,
+            reserved,
         )
 
     def used_over_min_with(self, request: Resource) -> bool:
@@ -145,21 +161,25 @@ class ElasticQuotaInfo:
             return True
         return exceeds(self.used, _NOTHING, self.min, LOWER_BOUND_OF_MIN)
 
-    def add_pod_if_not_present(self, uid: str, request: Resource) -> None:
-        """Count the pod ``uid`` in ``used`` unless it already is."""
-        if not self.has_pod(uid):
-            self._removed.discard(uid)
-            if uid not in self._base:
+    def add_pod_if_not_present(self, pod_info: PodInfo) -> None:
+        """Count the pod in ``used`` unless it already is."""
+        if not self.has_pod(pod_info):
+            uid = pod_info.uid
+            if uid in self._removed:
+                self._removed.discard(uid)
+            else:
                 self._added.add(uid)
-            add_resource(self.used, request)
+            add_resource(self.used, request_of(pod_info))
 
-    def delete_pod_if_present(self, uid: str, request: Resource) -> None:
-        """Stop counting the pod ``uid`` in ``used`` if it is."""
-        if self.has_pod(uid):
-            self._added.discard(uid)
-            if uid in self._base:
+    def delete_pod_if_present(self, pod_info: PodInfo) -> None:
+        """Stop counting the pod in ``used`` if it is."""
+        if self.has_pod(pod_info):
+            uid = pod_info.uid
+            if uid in self._added:
+                self._added.discard(uid)
+            else:
                 self._removed.add(uid)
-            add_resource(self.used, request, -1)
+            add_resource(self.used, request_of(pod_info), -1)
 
     def clone(self) -> ElasticQuotaInfo:
         """An independent copy."""
@@ -199,67 +219,65 @@ class ElasticQuotaInfos(dict[str, ElasticQuotaInfo]):
         return exceeds(used, _NOTHING, total_min, LOWER_BOUND_OF_MIN)
 
 
-class QuotaUsage:
-    """What each namespace's pods request in all, with the pods counted (by uid).
+GROUPS = "CapacityScheduling/requests"
+"""The name of CapacityScheduling's pod grouping in the snapshot (see ``pods_grouped``)."""
 
-    :meth:`sync` follows the scheduler's snapshot node by node (only the nodes whose
-    generation changed since the last sync are looked at); :meth:`reserve` and
-    :meth:`unreserve` count a pod from Reserve on, before a snapshot shows it, and stop
-    counting it at Unreserve. A pod is counted once however it is reported.
+
+def request_of(pod_info: PodInfo) -> Resource:
+    """What the pod requests, as its quota counts it (NodeResourcesFit's requests)."""
+    return Resource.from_mapping(pod_info.requests)
+
+
+def _namespace_and_requests(pod_info: PodInfo) -> tuple[str, frozenset[tuple[str, int]]]:
+    return pod_info.namespace, frozenset(pod_info.requests.items())
+
+
+class QuotaUsage:
+    """What each namespace's pods request in all.
+
+    The snapshot's pods count through its grouping of pods by namespace and requests,
+    which the cache keeps current as nodes change (a cycle reads one sum per group, not
+    every pod). :meth:`reserve` counts a pod from Reserve on, until a snapshot shows it
+    on its node; :meth:`unreserve` stops counting it.
     """
 
     def __init__(self) -> None:
-        self.used: dict[str, Resource] = {}
-        self.pods: dict[str, dict[str, Resource]] = {}
-        # Per node: the generation synced and the pods seen on it (uid -> namespace).
-        self._nodes: dict[str, tuple[int, dict[str, str]]] = {}
+        # Reserved pods not seen in a snapshot yet: uid -> (namespace, node, request).
+        self.reserved: dict[str, tuple[str, str, Resource]] = {}
 
-    def reserve(self, namespace: str, uid: str, request: Resource) -> None:
-        """Count the pod ``uid`` of ``namespace`` (no-op when counted)."""
-        pods = self.pods.setdefault(namespace, {})
-        if uid not in pods:
-            pods[uid] = request
-            add_resource(self.used.setdefault(namespace, Resource()), request)
+    def reserve(self, pod_info: PodInfo, node_name: str) -> None:
+        """Count the pod, reserved on ``node_name``."""
+        self.reserved[pod_info.uid] = (pod_info.namespace, node_name, request_of(pod_info))
 
-    def unreserve(self, namespace: str, uid: str) -> None:
-        """Stop counting the pod ``uid`` of ``namespace`` (no-op when not counted)."""
-        request = self.pods.get(namespace, {}).pop(uid, None)
-        if request is not None:
-            add_resource(self.used[namespace], request, -1)
+    def unreserve(self, pod_info: PodInfo) -> None:
+        """Stop counting the pod as reserved (the snapshot drops it once it is forgotten)."""
+        self.reserved.pop(pod_info.uid, None)
 
-    def sync(self, nodes: Iterable[NodeInfo]) -> None:
-        """Count the pods of ``nodes`` (the snapshot's) and stop counting those gone."""
-        seen = self._nodes
-        listed = 0
-        for ni in nodes:
-            listed += 1
-            known = seen.get(ni.name)
-            if known is not None and known[0] == ni.generation:
+    def used(self, snapshot: Any) -> tuple[dict[str, Resource], dict[str, set[str]]]:
+        """Per namespace: what its pods use, and the uids of its reserved pods that the
+        snapshot does not show yet."""
+        used: dict[str, Resource] = {}
+        for (namespace, requests), group in snapshot.pods_grouped(
+            GROUPS, _namespace_and_requests
+        ).groups.items():
+            total = used.setdefault(namespace, Resource())
+            for name, amount in requests:
+                total.add({name: amount * group.count})
+        pending: dict[str, set[str]] = {}
+        for uid, (namespace, node_name, request) in list(self.reserved.items()):
+            if _shows(snapshot, node_name, uid):
+                del self.reserved[uid]
                 continue
-            before = known[1] if known is not None else {}
-            after = {p.uid: p.namespace for p in ni.pods}
-            for uid, ns in before.items():
-                if uid not in after:
-                    self.unreserve(ns, uid)
-            for p in ni.pods:
-                if p.uid not in before:
-                    self.reserve(p.namespace, p.uid, Resource.from_mapping(p.requests))
-            seen[ni.name] = (ni.generation, after)
-        if listed < len(seen):
-            self._forget_nodes_not_in({ni.name for ni in nodes})
+            add_resource(used.setdefault(namespace, Resource()), request)
+            pending.setdefault(namespace, set()).add(uid)
+        return used, pending
 
-    def _forget_nodes_not_in(self, names: set[str]) -> None:
-        for name in [n for n in self._nodes if n not in names]:
-            for uid, ns in self._nodes.pop(name)[1].items():
-                self.unreserve(ns, uid)
 
-    def info(self, quota: ElasticQuota) -> ElasticQuotaInfo:
-        """``quota``'s info with its namespace's pods counted (a copy to change)."""
-        info = ElasticQuotaInfo.of(quota)
-        used = self.used.get(info.namespace)
-        if used is not None:
-            info.used = used.clone()
-            # The usage's own mapping, as the base: only Reserve and Unreserve change it,
-            # once the cycle that read it has decided.
-            info._base = self.pods[info.namespace]
-        return info
+def _shows(snapshot: Any, node_name: str, uid: str) -> bool:
+    """Whether ``snapshot`` has the pod ``uid`` on ``node_name`` (or no such node: the
+    reservation is then moot)."""
+    try:
+        node = snapshot.get(node_name)
+    except KeyError:
+        return True
+    return node is None or any(p.uid == uid for p in node.pods)

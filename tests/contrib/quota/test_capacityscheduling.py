@@ -43,7 +43,7 @@ def pre_filter(fw, pod, pods=(), nodes=None):
     fw.set_snapshot(snap)
     state = fw.new_cycle_state()
     pi = as_pod_info(pod)
-    status = plugin(fw).pre_filter(state=state, pod=pi.pod, pod_info=pi, nodes=snap.list())
+    status = plugin(fw).pre_filter(state=state, pod_info=pi)
     return (status or Status()), state
 
 
@@ -330,16 +330,13 @@ def test_reserve():
     """Reserve pods: ns1's used goes from 300 to 350; a pod of ns2 leaves ns1 alone."""
     fw = capacity_framework([quota("ns1", min={"memory": "1000"}, max={"memory": "2000"})])
     pl = plugin(fw)
-    _, _ = pre_filter(fw, mem_pod("x", "ns3", 0), [mem_pod("used", "ns1", 300, node="node-a")])
+    pre_filter(fw, mem_pod("x", "ns3", 0), [mem_pod("used", "ns1", 300, node="node-a")])
     used = []
-    for p in (
-        mem_pod("t1-p1", "ns1", 50, MID, "node-a"),
-        mem_pod("t1-p2", "ns2", 50, MID, "node-a"),
-    ):
-        pl.reserve(pod_info=as_pod_info(p))
-        used.append(pl.elastic_quota_infos(fw.snapshot.list())["ns1"].used.memory)
+    for p in (mem_pod("t1-p1", "ns1", 50, MID), mem_pod("t1-p2", "ns2", 50, MID)):
+        pl.reserve(pod_info=as_pod_info(p), node_name="node-a")
+        used.append(pl.elastic_quota_infos(fw.snapshot)["ns1"].used.memory)
     assert used == [350, 350]
-    assert "t1-p1" in pl.elastic_quota_infos(fw.snapshot.list())["ns1"].pods
+    assert pl.elastic_quota_infos(fw.snapshot)["ns1"].pods == {"t1-p1"}
 
 
 def test_unreserve():
@@ -347,16 +344,17 @@ def test_unreserve():
     (counted) is uncounted."""
     fw = capacity_framework([quota("ns1", min={"memory": "1000"}, max={"memory": "2000"})])
     pl = plugin(fw)
-    pl.usage.reserve("ns1", "t1-p3", Resource(memory=50))
-    pl.usage.reserve("ns1", "t1-p4", Resource(memory=250))
+    fw.set_snapshot(snapshot_of([mem_node(memory=BIG)]))
+    pl.reserve(pod_info=as_pod_info(mem_pod("t1-p3", "ns1", 50, MID)), node_name="node-a")
+    pl.reserve(pod_info=as_pod_info(mem_pod("t1-p4", "ns1", 250, MID)), node_name="node-a")
     used = []
     for p in (
-        mem_pod("t1-p1", "ns1", 50, MID, "node-a"),
-        mem_pod("t1-p2", "ns2", 50, MID, "node-a"),
-        mem_pod("t1-p3", "ns1", 50, MID, "node-a"),
+        mem_pod("t1-p1", "ns1", 50, MID),
+        mem_pod("t1-p2", "ns2", 50, MID),
+        mem_pod("t1-p3", "ns1", 50, MID),
     ):
         pl.unreserve(pod_info=as_pod_info(p))
-        eq = pl.elastic_quota_infos([])["ns1"]
+        eq = pl.elastic_quota_infos(fw.snapshot)["ns1"]
         used.append((eq.used.memory, sorted(eq.pods)))
     assert used == [(300, ["t1-p3", "t1-p4"]), (300, ["t1-p3", "t1-p4"]), (250, ["t1-p4"])]
 
@@ -423,17 +421,44 @@ def test_events_to_register():
 
 
 def test_usage_follows_the_snapshot():
-    """Bound pods count once however reported; a pod gone from its node, or a node gone,
-    stops counting."""
+    """A reserved pod counts until a snapshot shows it on its node, then counts once; a
+    pod gone from the snapshot, with its node or not, stops counting."""
     fw = capacity_framework([quota("ns1", min={"memory": "1000"})])
     pl = plugin(fw)
     a, b = mem_pod("a", "ns1", 100, node="node-a"), mem_pod("b", "ns1", 200, node="node-b")
     nodes = [mem_node("node-a", BIG), mem_node("node-b", BIG)]
-    pl.reserve(pod_info=as_pod_info(a))
+    pl.reserve(pod_info=as_pod_info(a), node_name="node-a")
     steps = []
-    for snap in (snapshot_of(nodes, [a, b]), snapshot_of(nodes, [b]), snapshot_of(nodes[:1], [a])):
-        steps.append(pl.elastic_quota_infos(snap.list())["ns1"].used.memory)
-    assert steps == [300, 200, 100]
+    for snap in (
+        snapshot_of(nodes, [b]),
+        snapshot_of(nodes, [a, b]),
+        snapshot_of(nodes, [b]),
+        snapshot_of(nodes[:1], [a]),
+    ):
+        steps.append(pl.elastic_quota_infos(snap)["ns1"].used.memory)
+    assert steps == [300, 300, 200, 100]
+    assert pl.usage.reserved == {}
+
+
+@pytest.mark.parametrize(
+    ("pod", "node", "counted_before", "counted_after"),
+    [
+        pytest.param(mem_pod("bound", "ns1", 50, node="node-a"), "node-a", True, False, id="bound"),
+        pytest.param(mem_pod("nominated", "ns1", 50), "", False, True, id="not in the snapshot"),
+    ],
+)
+def test_dry_run_add_and_remove_count_once(pod, node, counted_before, counted_after):
+    """AddPod/RemovePod of the dry run: a bound pod is counted and removing it uncounts
+    it (twice: once); a pod not in the snapshot is added once."""
+    eq = ElasticQuotaInfo("ns1", Resource(), None, Resource(memory=50 if node else 0))
+    pi = as_pod_info(pod)
+    assert eq.has_pod(pi) is counted_before
+    for _ in range(2):
+        (eq.delete_pod_if_present if counted_before else eq.add_pod_if_not_present)(pi)
+    assert (eq.has_pod(pi), eq.used.memory) == (counted_after, 0 if counted_before else 50)
+    clone = eq.clone()
+    (clone.add_pod_if_not_present if counted_before else clone.delete_pod_if_present)(pi)
+    assert (clone.has_pod(pi), eq.has_pod(pi)) == (counted_before, counted_after)
 
 
 def test_max_without_memory_limits_memory_to_zero():
