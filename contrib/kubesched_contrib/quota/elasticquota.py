@@ -26,6 +26,7 @@ __all__ = [
     "ElasticQuotaInfos",
     "QuotaUsage",
     "add_resource",
+    "bounds",
     "exceeds",
     "request_of",
 ]
@@ -48,6 +49,28 @@ def _from_quantities(amounts: Mapping[str, object] | None, unset: int) -> Resour
     if amounts is None:
         return _bound(unset)
     return Resource.from_mapping({n: resource_value(n, q) for n, q in amounts.items()})
+
+
+def bounds(quota: ElasticQuota) -> tuple[Resource, Resource]:
+    """``quota``'s min and max: an unset min guarantees 0, an unset max limits cpu, memory
+    and ephemeral storage to the int64 maximum. Read-only: shared by every info of the
+    same quota object (a changed quota is a new object)."""
+    cached = _BOUNDS.get(id(quota))
+    if cached is None or cached[0] is not quota:
+        if len(_BOUNDS) > _BOUNDS_KEPT:
+            _BOUNDS.clear()
+        cached = _BOUNDS[id(quota)] = (
+            quota,
+            _from_quantities(quota.spec.min, LOWER_BOUND_OF_MIN),
+            _from_quantities(quota.spec.max, UPPER_BOUND_OF_MAX),
+        )
+    return cached[1], cached[2]
+
+
+# Parsed bounds by quota object (kept with the object, so that its id is not reused
+# while cached); cleared past a size no cluster's quotas reach.
+_BOUNDS: dict[int, tuple[ElasticQuota, Resource, Resource]] = {}
+_BOUNDS_KEPT = 4096
 
 
 def exceeds(x1: Resource, x2: Resource, y: Resource, bound: int) -> bool:
@@ -133,15 +156,9 @@ class ElasticQuotaInfo:
         reserved: Collection[str] = frozenset(),
     ) -> ElasticQuotaInfo:
         """The info of ``quota`` with ``used`` (default: nothing) by the snapshot's pods
-        and the ``reserved`` ones; an unset min guarantees 0 and an unset max limits cpu,
-        memory and ephemeral storage to the int64 maximum."""
-        return cls(
-            quota.metadata.namespace or "default",
-            _from_quantities(quota.spec.min, LOWER_BOUND_OF_MIN),
-            _from_quantities(quota.spec.max, UPPER_BOUND_OF_MAX),
-            used,
-            reserved,
-        )
+        and the ``reserved`` ones (see :func:`bounds` for min and max)."""
+        min_, max_ = bounds(quota)
+        return cls(quota.metadata.namespace or "default", min_, max_, used, reserved)
 
     def used_over_min_with(self, request: Resource) -> bool:
         """Whether ``used + request`` is above min in some resource."""
