@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kubesched import (
-    PREEMPTION_EXPLANATION_KEY,
     ActionType,
     Candidate,
     ClusterEvent,
@@ -46,7 +45,7 @@ from .elasticquota import (
     add_resource,
     request_of,
 )
-from .victims import select_victims
+from .victims import preempt, select_victims
 
 NAME = "CapacityScheduling"
 
@@ -191,7 +190,7 @@ class CapacityScheduling:
 
     @hookimpl
     def pre_filter_add_pod(self, state: CycleState, pod_info_to_add: PodInfo) -> Status | None:
-        info = _snapshot(state).infos.get(pod_info_to_add.namespace)
+        info = _quota_of(state, pod_info_to_add)
         if info is not None:
             info.add_pod_if_not_present(pod_info_to_add)
         return None
@@ -200,7 +199,7 @@ class CapacityScheduling:
     def pre_filter_remove_pod(
         self, state: CycleState, pod_info_to_remove: PodInfo
     ) -> Status | None:
-        info = _snapshot(state).infos.get(pod_info_to_remove.namespace)
+        info = _quota_of(state, pod_info_to_remove)
         if info is not None:
             info.delete_pod_if_present(pod_info_to_remove)
         return None
@@ -210,19 +209,11 @@ class CapacityScheduling:
     def post_filter(
         self, state: CycleState, pod_info: PodInfo, filtered_node_status_map: NodeToStatus
     ) -> PostFilterResult | Status:
-        metrics = getattr(self.handle, "metrics", None)
         self._state = state
         try:
-            result, status = self.evaluator.preempt(state, pod_info, filtered_node_status_map)
+            return preempt(self.evaluator, state, pod_info, filtered_node_status_map)
         finally:
             self._state = None
-            if metrics is not None:
-                metrics.preemption_attempts.inc()
-        details = state.get(PREEMPTION_EXPLANATION_KEY)
-        nominated = result.nominated_node_name if result is not None else None
-        if status.is_success() and result is not None:
-            return PostFilterResult(nominated, details=details)
-        return PostFilterResult(nominated, status=status, details=details)
 
     # -- Reserve ---------------------------------------------------------------------------
     @hookimpl
@@ -357,11 +348,12 @@ class CapacityScheduling:
         return None
 
 
-def _snapshot(state: CycleState) -> ElasticQuotaSnapshotState:
+def _quota_of(state: CycleState, pod_info: PodInfo) -> ElasticQuotaInfo | None:
+    """The cycle's quota of the pod's namespace, if it has one."""
     snap = state.get(ELASTIC_QUOTA_SNAPSHOT_KEY)
     if snap is None:
         raise KeyError(f'error reading "{ELASTIC_QUOTA_SNAPSHOT_KEY}" from cycleState')
-    return snap
+    return snap.infos.get(pod_info.namespace)
 
 
 def _node(snapshot: Any, name: str) -> NodeInfo | None:

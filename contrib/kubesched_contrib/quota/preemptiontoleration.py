@@ -15,7 +15,6 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from kubesched import (
-    PREEMPTION_EXPLANATION_KEY,
     ArgsError,
     Candidate,
     Code,
@@ -35,7 +34,7 @@ from kubesched import (
 )
 from kubesched.api import Pod, PriorityClass
 
-from .victims import select_victims
+from .victims import preempt, select_victims
 
 __all__ = [
     "ANNOTATION_KEY_MINIMUM_PREEMPTABLE_PRIORITY",
@@ -219,18 +218,8 @@ class PreemptionToleration:
     def post_filter(
         self, state: CycleState, pod_info: PodInfo, filtered_node_status_map: NodeToStatus
     ) -> PostFilterResult | Status:
-        metrics = getattr(self.handle, "metrics", None)
         self._now = self.now()
-        try:
-            result, status = self.evaluator.preempt(state, pod_info, filtered_node_status_map)
-        finally:
-            if metrics is not None:
-                metrics.preemption_attempts.inc()
-        details = state.get(PREEMPTION_EXPLANATION_KEY)
-        nominated = result.nominated_node_name if result is not None else None
-        if status.is_success() and result is not None:
-            return PostFilterResult(nominated, details=details)
-        return PostFilterResult(nominated, status=status, details=details)
+        return preempt(self.evaluator, state, pod_info, filtered_node_status_map)
 
     def _priority_class(self, pod: Pod) -> PriorityClass | None:
         """The pod's PriorityClass (None when it names none); ``LookupError`` when the

@@ -1,5 +1,6 @@
-"""Victim selection on one node for the quota family's preemption plugins (upstream's
-``SelectVictimsOnNode`` shape, shared by CapacityScheduling and PreemptionToleration).
+"""Preemption for the quota family's PostFilter plugins: the evaluator's call, and victim
+selection on one node (upstream's ``SelectVictimsOnNode`` shape), shared by
+CapacityScheduling and PreemptionToleration.
 
 The plugin says which pods may be preempted, one at a time, in the order it chooses;
 each one chosen is removed at once (through the PreFilter RemovePod extensions, so the
@@ -12,16 +13,39 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from kubesched import (
+    PREEMPTION_EXPLANATION_KEY,
     CycleState,
+    Evaluator,
     NodeInfo,
+    NodeToStatus,
     PDBView,
     PodInfo,
+    PostFilterResult,
     Status,
     filter_pods_with_pdb_violation,
     importance_key,
 )
 
-__all__ = ["no_victims_status", "select_victims"]
+__all__ = ["no_victims_status", "preempt", "select_victims"]
+
+
+def preempt(
+    evaluator: Evaluator, state: CycleState, pod_info: PodInfo, statuses: NodeToStatus
+) -> PostFilterResult:
+    """A PostFilter's preemption through ``evaluator``: the nominated node, or the status
+    saying why none (a nomination of "" clears a stale one), with the explanation; every
+    call counts as a preemption attempt, as upstream's deferred metric."""
+    metrics = getattr(evaluator.handle, "metrics", None)
+    try:
+        result, status = evaluator.preempt(state, pod_info, statuses)
+    finally:
+        if metrics is not None:
+            metrics.preemption_attempts.inc()
+    details = state.get(PREEMPTION_EXPLANATION_KEY)
+    nominated = result.nominated_node_name if result is not None else None
+    if status.is_success() and result is not None:
+        return PostFilterResult(nominated, details=details)
+    return PostFilterResult(nominated, status=status, details=details)
 
 
 def no_victims_status(node_info: NodeInfo, preemptor: PodInfo) -> Status:
