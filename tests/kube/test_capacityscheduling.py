@@ -119,7 +119,8 @@ def test_max_holds_on_a_real_cluster(api: Api, in_process) -> None:
         cond = wait_for(lambda: _unschedulable(api, "second"), 30, "second to be unschedulable")
         assert cond["message"] == (
             f"0/1 nodes are available: Pod {NAMESPACE}/second is rejected in PreFilter "
-            f"because ElasticQuota {NAMESPACE} is more than Max."
+            f"because ElasticQuota {NAMESPACE} is more than Max. no new claims to deallocate, "
+            "0/1 nodes are available: 1 No victims found on node n0 for preemptor pod second."
         )
     finally:
         api.delete_all(f"/api/v1/namespaces/{NAMESPACE}/pods")
