@@ -43,6 +43,7 @@ from .elasticquota import (
     ElasticQuotaInfos,
     QuotaUsage,
     add_resource,
+    node_of,
     request_of,
 )
 from .victims import preempt, select_victims
@@ -175,7 +176,7 @@ class CapacityScheduling:
             return in_eq, total
         snapshot = self.handle.snapshot
         for node_name, pods in nominated.items():
-            if _node(snapshot, node_name) is None:
+            if node_of(snapshot, node_name) is None:
                 continue
             for p in pods:
                 info = infos.get(p.namespace)
@@ -218,7 +219,7 @@ class CapacityScheduling:
     # -- Reserve ---------------------------------------------------------------------------
     @hookimpl
     def reserve(self, pod_info: PodInfo, node_name: str) -> Status | None:
-        self.usage.reserve(pod_info, node_name)
+        self.usage.reserve(pod_info, node_name, self.handle.snapshot)
         return None
 
     @hookimpl
@@ -251,7 +252,7 @@ class CapacityScheduling:
         ):
             return True, ""
         snap = state.get(ELASTIC_QUOTA_SNAPSHOT_KEY)
-        node_info = _node(self.handle.snapshot, nominated)
+        node_info = node_of(self.handle.snapshot, nominated)
         if snap is None or node_info is None:
             return True, ""
         infos: ElasticQuotaInfos = snap.infos
@@ -354,10 +355,3 @@ def _quota_of(state: CycleState, pod_info: PodInfo) -> ElasticQuotaInfo | None:
     if snap is None:
         raise KeyError(f'error reading "{ELASTIC_QUOTA_SNAPSHOT_KEY}" from cycleState')
     return snap.infos.get(pod_info.namespace)
-
-
-def _node(snapshot: Any, name: str) -> NodeInfo | None:
-    try:
-        return snapshot.get(name)
-    except KeyError:
-        return None

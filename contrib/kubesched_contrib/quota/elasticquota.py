@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from kubesched import INT64_MAX, PodInfo, Resource
+from kubesched import INT64_MAX, NodeInfo, PodInfo, Resource
 from kubesched.api import resource_value
 
 from .api import ElasticQuota
@@ -28,6 +28,7 @@ __all__ = [
     "add_resource",
     "bounds",
     "exceeds",
+    "node_of",
     "request_of",
 ]
 
@@ -254,25 +255,33 @@ class QuotaUsage:
 
     The snapshot's pods count through its grouping of pods by namespace and requests,
     which the cache keeps current as nodes change (a cycle reads one sum per group, not
-    every pod). :meth:`reserve` counts a pod from Reserve on, until a snapshot shows it
-    on its node; :meth:`unreserve` stops counting it.
+    every pod). :meth:`reserve` counts a pod from Reserve on, while the snapshot still
+    has its node as it was then (the pod is assumed in the cache before Reserve: any
+    later snapshot of the node shows it, or shows it gone); :meth:`unreserve` stops
+    counting it.
     """
 
     def __init__(self) -> None:
-        # Reserved pods not seen in a snapshot yet: uid -> (namespace, node, request).
-        self.reserved: dict[str, tuple[str, str, Resource]] = {}
+        # Reserved pods: uid -> (namespace, node, request, the node's generation then).
+        self.reserved: dict[str, tuple[str, str, Resource, int | None]] = {}
 
-    def reserve(self, pod_info: PodInfo, node_name: str) -> None:
-        """Count the pod, reserved on ``node_name``."""
-        self.reserved[pod_info.uid] = (pod_info.namespace, node_name, request_of(pod_info))
+    def reserve(self, pod_info: PodInfo, node_name: str, snapshot: Any) -> None:
+        """Count the pod, reserved on ``node_name`` while ``snapshot`` is the cycle's."""
+        node = node_of(snapshot, node_name)
+        self.reserved[pod_info.uid] = (
+            pod_info.namespace,
+            node_name,
+            request_of(pod_info),
+            node.generation if node is not None else None,
+        )
 
     def unreserve(self, pod_info: PodInfo) -> None:
         """Stop counting the pod as reserved (the snapshot drops it once it is forgotten)."""
         self.reserved.pop(pod_info.uid, None)
 
     def used(self, snapshot: Any) -> tuple[dict[str, Resource], dict[str, set[str]]]:
-        """Per namespace: what its pods use, and the uids of its reserved pods that the
-        snapshot does not show yet."""
+        """Per namespace: what its pods use, and the uids of its reserved pods that
+        ``snapshot`` cannot show yet."""
         used: dict[str, Resource] = {}
         for (namespace, requests), group in snapshot.pods_grouped(
             GROUPS, _namespace_and_requests
@@ -281,20 +290,19 @@ class QuotaUsage:
             for name, amount in requests:
                 total.add({name: amount * group.count})
         pending: dict[str, set[str]] = {}
-        for uid, (namespace, node_name, request) in list(self.reserved.items()):
-            if _shows(snapshot, node_name, uid):
-                del self.reserved[uid]
+        for uid, (namespace, node_name, request, generation) in list(self.reserved.items()):
+            node = node_of(snapshot, node_name)
+            if node is None or node.generation != generation:
+                del self.reserved[uid]  # the snapshot has the node since: it tells
                 continue
             add_resource(used.setdefault(namespace, Resource()), request)
             pending.setdefault(namespace, set()).add(uid)
         return used, pending
 
 
-def _shows(snapshot: Any, node_name: str, uid: str) -> bool:
-    """Whether ``snapshot`` has the pod ``uid`` on ``node_name`` (or no such node: the
-    reservation is then moot)."""
+def node_of(snapshot: Any, name: str) -> NodeInfo | None:
+    """The snapshot's NodeInfo of ``name``, or None."""
     try:
-        node = snapshot.get(node_name)
+        return snapshot.get(name)
     except KeyError:
-        return True
-    return node is None or any(p.uid == uid for p in node.pods)
+        return None

@@ -421,22 +421,36 @@ def test_events_to_register():
 
 
 def test_usage_follows_the_snapshot():
-    """A reserved pod counts until a snapshot shows it on its node, then counts once; a
-    pod gone from the snapshot, with its node or not, stops counting."""
+    """A reserved pod counts while the snapshot has its node as it was at Reserve; a
+    snapshot taken since shows the pod (counted once) or shows it gone; a pod gone from
+    the snapshot, with its node or not, stops counting."""
     fw = capacity_framework([quota("ns1", min={"memory": "1000"})])
     pl = plugin(fw)
     a, b = mem_pod("a", "ns1", 100, node="node-a"), mem_pod("b", "ns1", 200, node="node-b")
     nodes = [mem_node("node-a", BIG), mem_node("node-b", BIG)]
+    before = snapshot_of(nodes, [b])
+    fw.set_snapshot(before)
     pl.reserve(pod_info=as_pod_info(a), node_name="node-a")
-    steps = []
+    steps = [pl.elastic_quota_infos(before)["ns1"].used.memory]
     for snap in (
-        snapshot_of(nodes, [b]),
         snapshot_of(nodes, [a, b]),
         snapshot_of(nodes, [b]),
         snapshot_of(nodes[:1], [a]),
     ):
         steps.append(pl.elastic_quota_infos(snap)["ns1"].used.memory)
     assert steps == [300, 300, 200, 100]
+    assert pl.usage.reserved == {}
+
+
+def test_reserved_pod_deleted_before_the_next_cycle_stops_counting():
+    """Reserved, then gone (bound and deleted, or forgotten) before the next cycle: the
+    next snapshot has its node without it, and it counts no more."""
+    fw = capacity_framework([quota("ns1", min={"memory": "1000"})])
+    pl = plugin(fw)
+    fw.set_snapshot(snapshot_of([mem_node(memory=BIG)]))
+    pl.reserve(pod_info=as_pod_info(mem_pod("gone", "ns1", 100)), node_name="node-a")
+    later = snapshot_of([mem_node(memory=BIG)])
+    assert pl.elastic_quota_infos(later)["ns1"].used.memory == 0
     assert pl.usage.reserved == {}
 
 
