@@ -43,10 +43,16 @@ from .elasticquota import (
     ElasticQuotaInfos,
     QuotaUsage,
     add_resource,
-    node_of,
     request_of,
 )
-from .victims import preempt, select_victims
+from .victims import (
+    ERR_REASON_PREEMPTION_POLICY_NEVER,
+    ERR_REASON_TERMINATING,
+    node_of,
+    node_to_wait_on,
+    preempt,
+    select_victims,
+)
 
 NAME = "CapacityScheduling"
 
@@ -63,8 +69,6 @@ ERR_REASON_OVER_MIN = (
 """PreFilter: all quotas together would use more than the sum of their mins."""
 ERR_REASON_QUOTA_EXCEEDED = "global quota max exceeded"
 """Dry run: even without its potential victims, the node's preemption breaks a quota."""
-ERR_REASON_PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
-ERR_REASON_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 ERR_REASON_NO_STATE = "not eligible due to failed to read from cycleState"
 
 
@@ -236,23 +240,14 @@ class CapacityScheduling:
     ) -> tuple[bool, str]:
         """Not with ``preemptionPolicy: Never``; not while a pod it may have preempted
         still terminates on its nominated node (upstream's quota-aware rule)."""
-        pod = pod_info.pod
-        if pod.spec.preemption_policy == "Never":
+        if pod_info.pod.spec.preemption_policy == "Never":
             return False, ERR_REASON_PREEMPTION_POLICY_NEVER
         state = self._state
         pre = state.get(PRE_FILTER_STATE_KEY) if state is not None else None
         if pre is None:
             return False, ERR_REASON_NO_STATE
-        nominated = pod.status.nominated_node_name or ""
-        if not nominated:
-            return True, ""
-        if (
-            nominated_node_status is not None
-            and nominated_node_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        ):
-            return True, ""
         snap = state.get(ELASTIC_QUOTA_SNAPSHOT_KEY)
-        node_info = node_of(self.handle.snapshot, nominated)
+        node_info = node_to_wait_on(self.handle.snapshot, pod_info, nominated_node_status)
         if snap is None or node_info is None:
             return True, ""
         infos: ElasticQuotaInfos = snap.infos

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from kubesched import INT64_MAX, NodeInfo, PodInfo, Resource
+from kubesched import INT64_MAX, PodInfo, Resource
 from kubesched.api import resource_value
 
 from .api import ElasticQuota
+from .victims import node_of
 
 __all__ = [
     "GROUPS",
@@ -28,7 +29,6 @@ __all__ = [
     "add_resource",
     "bounds",
     "exceeds",
-    "node_of",
     "request_of",
 ]
 
@@ -298,11 +298,3 @@ class QuotaUsage:
             add_resource(used.setdefault(namespace, Resource()), request)
             pending.setdefault(namespace, set()).add(uid)
         return used, pending
-
-
-def node_of(snapshot: Any, name: str) -> NodeInfo | None:
-    """The snapshot's NodeInfo of ``name``, or None."""
-    try:
-        return snapshot.get(name)
-    except KeyError:
-        return None

@@ -34,7 +34,13 @@ from kubesched import (
 )
 from kubesched.api import Pod, PriorityClass
 
-from .victims import preempt, select_victims
+from .victims import (
+    ERR_REASON_PREEMPTION_POLICY_NEVER,
+    ERR_REASON_TERMINATING,
+    node_to_wait_on,
+    preempt,
+    select_victims,
+)
 
 __all__ = [
     "ANNOTATION_KEY_MINIMUM_PREEMPTABLE_PRIORITY",
@@ -57,8 +63,6 @@ ANNOTATION_KEY_TOLERATION_SECONDS = ANNOTATION_KEY_PREFIX + "toleration-seconds"
 """How long after being scheduled a pod of the class tolerates lower preemptors (default 0:
 not at all; negative: forever)."""
 
-ERR_REASON_PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
-ERR_REASON_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 
 # The embedded cluster's virtual time 0 (kubesched.backend.memory.naming): a FakeClock's
 # seconds count from there, as the timestamps the embedded cluster writes.
@@ -256,21 +260,9 @@ class PreemptionToleration:
     ) -> tuple[bool, str]:
         """Not with ``preemptionPolicy: Never``; not while a lower-priority pod terminates
         on its nominated node (unless Filter found that node unresolvable)."""
-        pod = pod_info.pod
-        if pod.spec.preemption_policy == "Never":
+        if pod_info.pod.spec.preemption_policy == "Never":
             return False, ERR_REASON_PREEMPTION_POLICY_NEVER
-        nominated = pod.status.nominated_node_name or ""
-        if not nominated:
-            return True, ""
-        if (
-            nominated_node_status is not None
-            and nominated_node_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        ):
-            return True, ""
-        try:
-            node_info = self.handle.snapshot.get(nominated)
-        except KeyError:
-            node_info = None
+        node_info = node_to_wait_on(self.handle.snapshot, pod_info, nominated_node_status)
         if node_info is not None:
             for p in node_info.pods:
                 if p.pod.metadata.deletion_timestamp is not None and p.priority < pod_info.priority:

@@ -11,9 +11,11 @@ as possible are reprieved, most important first, PDB-violating ones before the o
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from kubesched import (
     PREEMPTION_EXPLANATION_KEY,
+    Code,
     CycleState,
     Evaluator,
     NodeInfo,
@@ -26,7 +28,18 @@ from kubesched import (
     importance_key,
 )
 
-__all__ = ["no_victims_status", "preempt", "select_victims"]
+__all__ = [
+    "ERR_REASON_PREEMPTION_POLICY_NEVER",
+    "ERR_REASON_TERMINATING",
+    "no_victims_status",
+    "node_of",
+    "node_to_wait_on",
+    "preempt",
+    "select_victims",
+]
+
+ERR_REASON_PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+ERR_REASON_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 
 
 def preempt(
@@ -46,6 +59,31 @@ def preempt(
     if status.is_success() and result is not None:
         return PostFilterResult(nominated, details=details)
     return PostFilterResult(nominated, status=status, details=details)
+
+
+def node_of(snapshot: Any, name: str) -> NodeInfo | None:
+    """The snapshot's NodeInfo of ``name``, or None."""
+    try:
+        return snapshot.get(name)
+    except KeyError:
+        return None
+
+
+def node_to_wait_on(
+    snapshot: Any, pod_info: PodInfo, nominated_node_status: Status | None
+) -> NodeInfo | None:
+    """The pod's nominated node, whose terminating pods may be its earlier victims (it
+    then waits instead of preempting more); None when it has no nomination, when Filter
+    now finds that node unresolvable, or when the snapshot lacks it."""
+    nominated = pod_info.pod.status.nominated_node_name or ""
+    if not nominated:
+        return None
+    if (
+        nominated_node_status is not None
+        and nominated_node_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    ):
+        return None
+    return node_of(snapshot, nominated)
 
 
 def no_victims_status(node_info: NodeInfo, preemptor: PodInfo) -> Status:
