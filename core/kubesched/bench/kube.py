@@ -480,6 +480,11 @@ def run_on_api_server(
     created = [*setup, *measured, *(m for _, c in steps for m in c)]
     expected = len(measured) - workload.expected_unschedulable
     gang = any(_is_pod_group(m) for m in setup)
+    if any(m["kind"] == "ElasticQuota" for m in setup):
+        raise BenchError(
+            "the quota workload runs on the embedded cluster only: an API server has no "
+            "ElasticQuota CRD to create its quotas with"
+        )
     deleted = 0
     proc = None
     drivers = {

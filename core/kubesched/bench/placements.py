@@ -67,6 +67,7 @@ RECORDED_CASES: list[dict[str, Any]] = [
     {"workload": "preemption-anti-affinity", "nodes": 120, "pods": 150, "seed": 18},
     {"workload": "load-aware", "nodes": 200, "pods": 300, "seed": 19},
     {"workload": "network-aware", "nodes": 200, "pods": 300, "seed": 20},
+    {"workload": "quota", "nodes": 100, "pods": 300, "seed": 19},
 ]
 """The recorded runs: every workload, above the 100-node floor of percentageOfNodesToScore."""
 

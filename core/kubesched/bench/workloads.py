@@ -17,6 +17,7 @@ the unschedulable share.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -732,6 +733,63 @@ def build_network_aware(nodes: int, pods: int, seed: int) -> Workload:
     return Workload("network-aware", _nodes(nodes), _pods(manifests), setup=setup)
 
 
+QUOTA_SHARES = (0.40, 0.30, 0.20, 0.10)
+"""The share of the measured pods in each namespace ``quota-i`` of the ``quota`` workload."""
+QUOTA_MIN_SHARE = 0.25
+"""Each ElasticQuota's min, as a share of all the measured pods' requests: the mins add
+up to all of them, so the first two namespaces borrow what the last two leave unused."""
+QUOTA_MAX_SHARE = 0.45
+"""Each ElasticQuota's max, as a share of all the measured pods' requests."""
+QUOTA_PLUGINS: dict[str, Any] = {
+    "multiPoint": {"enabled": [{"name": "CapacityScheduling"}]},
+    "postFilter": {"disabled": [{"name": "DefaultPreemption"}]},
+}
+"""scheduler-plugins' CapacityScheduling profile: every extension point it has, and no
+DefaultPreemption."""
+
+
+def _quota_amount(pods: int, share: float, per_pod: int, unit: str) -> str:
+    return f"{max(1, math.ceil(pods * share)) * per_pod}{unit}"
+
+
+def build_quota(nodes: int, pods: int, seed: int) -> Workload:
+    """Elastic quotas with CapacityScheduling: default pods in four namespaces (40%, 30%,
+    20% and 10% of them, interleaved by the seed), each with an ElasticQuota whose min is
+    25% of all the pods' requests and whose max is 45%: the first two namespaces go over
+    their min, borrowing from the last two, which stay under theirs; every pod fits."""
+    _check_sizes(nodes, pods)
+    namespaces = [f"quota-{q}" for q in range(len(QUOTA_SHARES))]
+    bounds = {
+        share: {
+            "cpu": _quota_amount(pods, share, 100, "m"),
+            "memory": _quota_amount(pods, share, 500, "Mi"),
+        }
+        for share in (QUOTA_MIN_SHARE, QUOTA_MAX_SHARE)
+    }
+    setup: list[KubeObject] = [
+        parse_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for ns in namespaces
+    ]
+    setup += [
+        parse_object(
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "ElasticQuota",
+                "metadata": {"name": "quota", "namespace": ns},
+                "spec": {"min": bounds[QUOTA_MIN_SHARE], "max": bounds[QUOTA_MAX_SHARE]},
+            }
+        )
+        for ns in namespaces
+    ]
+    owners = [q for q, share in enumerate(QUOTA_SHARES) for _ in range(math.floor(pods * share))]
+    owners += [0] * (pods - len(owners))
+    random.Random(seed).shuffle(owners)
+    manifests = [
+        pod_manifest(f"quota-pod-{i}", namespace=namespaces[q]) for i, q in enumerate(owners)
+    ]
+    return Workload("quota", _nodes(nodes), _pods(manifests), setup=setup)
+
+
 def unschedulable_count(pods: int) -> int:
     """How many of ``pods`` the ``unschedulable`` workload makes too large for any node."""
     return round(pods * UNSCHEDULABLE_SHARE)
@@ -1141,6 +1199,14 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             build_network_aware,
             required_plugins=("TopologicalSort", "NetworkOverhead"),
             plugins=NETWORK_AWARE_PLUGINS,
+        ),
+        WorkloadSpec(
+            "quota",
+            "CapacityScheduling (scheduler-plugins)",
+            "4 namespaces with ElasticQuotas, 2 over their min, 2 under (CapacityScheduling)",
+            build_quota,
+            required_plugins=("CapacityScheduling",),
+            plugins=QUOTA_PLUGINS,
         ),
         WorkloadSpec(
             "topology-spread-min-domains",

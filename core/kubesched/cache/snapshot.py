@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from kubesched.api import Node, Pod
@@ -132,6 +132,16 @@ class Snapshot:
         """The pods with pod (anti-)affinity terms, grouped by their four term lists: what
         matching existing pods' terms against the incoming pod decides per group."""
         return self._pod_group_index("affinity", affinity_group_key)
+
+    def pods_grouped(
+        self, name: str, group_of: Callable[[PodInfo], Hashable | None]
+    ) -> PodGroupIndex:
+        """The pods of the listed nodes grouped by ``group_of`` (None: left out), under
+        ``name`` (a plugin's own, e.g. ``"CapacityScheduling/requests"``; one
+        ``group_of`` per name): built on first use, then kept current by the cache from
+        the nodes that change, so that a plugin reads counts per group without walking
+        every pod or node each cycle."""
+        return self._pod_group_index(name, group_of)
 
     def _pod_group_index(self, name: str, group_of: Any) -> PodGroupIndex:
         index = self._pod_groups.get(name)

@@ -65,6 +65,7 @@ class EventResource(StrEnum):
     CSI_DRIVER = "CSIDriver"
     CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
     POD_GROUP = "PodGroup"
+    ELASTIC_QUOTA = "ElasticQuota"
     RESOURCE_CLAIM = "ResourceClaim"
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"

@@ -8,7 +8,7 @@ as protocols, so a test may pass any object with the same members).
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesched.api import KubeObject, Pod
@@ -17,6 +17,7 @@ from kubesched.framework.listers import ObjectLister
 
 if TYPE_CHECKING:
     from kubesched.framework.cycle_state import CycleState
+    from kubesched.framework.pod_groups import PodGroupIndex
     from kubesched.framework.runtime.waiting_pods import WaitingPod
     from kubesched.framework.status import Status
     from kubesched.framework.types import NodeInfo, PodInfo
@@ -39,6 +40,14 @@ class SnapshotLister(Protocol):
 
     def get(self, node_name: str) -> NodeInfo | None:
         """The NodeInfo of ``node_name``, or None."""
+        ...
+
+    def pods_grouped(
+        self, name: str, group_of: Callable[[PodInfo], Hashable | None]
+    ) -> PodGroupIndex:
+        """The snapshot's pods grouped by ``group_of`` under the plugin's ``name``, kept
+        current from the changed nodes (SDK 1.5): ``groups`` maps each key to a group
+        with a ``sample`` pod, its ``count`` and its ``nodes`` (count per node name)."""
         ...
 
 
@@ -100,6 +109,11 @@ class PodNominator(Protocol):
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         """The pods nominated to ``node_name``."""
+        ...
+
+    def nominated_pods_by_node(self) -> dict[str, list[PodInfo]]:
+        """Every node's nominated pods, by node name (SDK 1.5): one call for a plugin
+        that reads them all (CapacityScheduling counts them against quotas)."""
         ...
 
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:

@@ -1,0 +1,297 @@
+"""PreemptionToleration: preemption that spares pods whose PriorityClass tolerates the preemptor.
+
+Follows kubernetes-sigs/scheduler-plugins ``pkg/preemptiontoleration``: DefaultPreemption's
+algorithm, except that a lower-priority pod whose PriorityClass carries the annotations
+below is not a victim of a preemptor below ``minimum-preemptable-priority``, for
+``toleration-seconds`` after it was scheduled (forever when negative).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from kubesched import (
+    ArgsError,
+    Candidate,
+    Code,
+    CycleState,
+    Evaluator,
+    FakeClock,
+    NodeInfo,
+    NodeToStatus,
+    PDBView,
+    PluginArgs,
+    PodInfo,
+    PostFilterResult,
+    Status,
+    hookimpl,
+    invalid,
+    raise_args_errors,
+)
+from kubesched.api import Pod, PriorityClass
+
+from .victims import (
+    ERR_REASON_PREEMPTION_POLICY_NEVER,
+    ERR_REASON_TERMINATING,
+    node_to_wait_on,
+    preempt,
+    select_victims,
+)
+
+__all__ = [
+    "ANNOTATION_KEY_MINIMUM_PREEMPTABLE_PRIORITY",
+    "ANNOTATION_KEY_PREFIX",
+    "ANNOTATION_KEY_TOLERATION_SECONDS",
+    "NAME",
+    "Policy",
+    "PreemptionToleration",
+    "PreemptionTolerationArgs",
+    "exempted_from_preemption",
+    "parse_policy",
+]
+
+NAME = "PreemptionToleration"
+
+ANNOTATION_KEY_PREFIX = "preemption-toleration.scheduling.sigs.k8s.io/"
+ANNOTATION_KEY_MINIMUM_PREEMPTABLE_PRIORITY = ANNOTATION_KEY_PREFIX + "minimum-preemptable-priority"
+"""The lowest preemptor priority that may preempt pods of the class (default: its value + 1)."""
+ANNOTATION_KEY_TOLERATION_SECONDS = ANNOTATION_KEY_PREFIX + "toleration-seconds"
+"""How long after being scheduled a pod of the class tolerates lower preemptors (default 0:
+not at all; negative: forever)."""
+
+
+# The embedded cluster's virtual time 0 (kubesched.backend.memory.naming): a FakeClock's
+# seconds count from there, as the timestamps the embedded cluster writes.
+_SIMULATION_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+class PreemptionTolerationArgs(PluginArgs):
+    """``PreemptionTolerationArgs``: DefaultPreemption's, with its defaults and checks."""
+
+    min_candidate_nodes_percentage: int = Field(
+        default=10,
+        description="The minimum number of candidates to shortlist, as a percentage of "
+        "the nodes where preemption might help. Range 0..100; default 10.",
+    )
+    min_candidate_nodes_absolute: int = Field(
+        default=100,
+        description="The minimum absolute number of candidates to shortlist. At least 0; "
+        "default 100. Must not be 0 when minCandidateNodesPercentage is 0.",
+    )
+
+    @model_validator(mode="after")
+    def _validate(self) -> PreemptionTolerationArgs:
+        # ValidateDefaultPreemptionArgs, as upstream's plugin calls it.
+        pct, absolute = self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
+        errors: list[ArgsError] = []
+        if not 0 <= pct <= 100:
+            errors.append(
+                invalid(("minCandidateNodesPercentage",), pct, "not in valid range [0, 100]")
+            )
+        if absolute < 0:
+            errors.append(
+                invalid(("minCandidateNodesAbsolute",), absolute, "not in valid range [0, inf)")
+            )
+        if pct == 0 and absolute == 0:
+            errors.append(
+                invalid(
+                    ("minCandidateNodesPercentage",),
+                    0,
+                    "cannot be zero at the same time as minCandidateNodesAbsolute",
+                )
+            )
+            errors.append(
+                invalid(
+                    ("minCandidateNodesAbsolute",),
+                    0,
+                    "cannot be zero at the same time as minCandidateNodesPercentage",
+                )
+            )
+        raise_args_errors("PreemptionTolerationArgs", errors)
+        return self
+
+
+class Policy:
+    """A PriorityClass's preemption toleration (upstream ``Policy``)."""
+
+    __slots__ = ("minimum_preemptable_priority", "toleration_seconds")
+
+    def __init__(self, minimum_preemptable_priority: int, toleration_seconds: int) -> None:
+        self.minimum_preemptable_priority = minimum_preemptable_priority
+        self.toleration_seconds = toleration_seconds
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Policy) and (
+            self.minimum_preemptable_priority,
+            self.toleration_seconds,
+        ) == (other.minimum_preemptable_priority, other.toleration_seconds)
+
+    def __repr__(self) -> str:
+        return f"Policy({self.minimum_preemptable_priority}, {self.toleration_seconds})"
+
+
+def _parse_int(text: str, bounds: tuple[int, int]) -> int:
+    # strconv.ParseInt(s, 10, bits): an optional sign and decimal digits, in range.
+    body = text[1:] if text[:1] in "+-" else text
+    if not body.isascii() or not body.isdigit():
+        raise ValueError(f'strconv.ParseInt: parsing "{text}": invalid syntax')
+    value = int(text)
+    if not bounds[0] <= value <= bounds[1]:
+        raise ValueError(f'strconv.ParseInt: parsing "{text}": value out of range')
+    return value
+
+
+def parse_policy(pc: PriorityClass) -> Policy:
+    """The policy the class's annotations give; ``ValueError`` for a value that is not
+    an integer (of 32 bits for the priority)."""
+    annotations = pc.metadata.annotations or {}
+    raw = annotations.get(ANNOTATION_KEY_MINIMUM_PREEMPTABLE_PRIORITY)
+    minimum = pc.value + 1 if raw is None else _parse_int(raw, _INT32)
+    raw = annotations.get(ANNOTATION_KEY_TOLERATION_SECONDS)
+    seconds = 0 if raw is None else _parse_int(raw, _INT64)
+    return Policy(minimum, seconds)
+
+
+def _scheduled_at(pod: Pod) -> datetime | None:
+    for cond in pod.status.conditions or ():
+        if cond.type == "PodScheduled":
+            if cond.status != "True" or cond.last_transition_time is None:
+                return None
+            when = cond.last_transition_time
+            return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    return None
+
+
+def exempted_from_preemption(
+    victim: Pod, preemptor: Pod, priority_class: PriorityClass | None, now: datetime
+) -> bool:
+    """Whether ``victim`` (of ``priority_class``, its PriorityClass, None when it names
+    none) tolerates preemption by ``preemptor`` at ``now`` (upstream
+    ``ExemptedFromPreemption``). A class whose annotations do not parse tolerates nothing.
+    """
+    if priority_class is None:
+        return False
+    if preemptor.spec.preemption_policy == "Never":
+        return True
+    try:
+        policy = parse_policy(priority_class)
+    except ValueError:
+        return False
+    if (preemptor.spec.priority or 0) >= policy.minimum_preemptable_priority:
+        return False
+    if policy.toleration_seconds < 0:
+        return True
+    scheduled = _scheduled_at(victim)
+    if scheduled is None:
+        return True
+    return scheduled + timedelta(seconds=policy.toleration_seconds) > now
+
+
+class PreemptionToleration:
+    """DefaultPreemption that spares the pods whose PriorityClass tolerates the preemptor
+    (the annotations above); the victims and the node are chosen as upstream's."""
+
+    name = NAME
+    sdk_version = "1.5"
+    Args = PreemptionTolerationArgs
+    reads = ("PriorityClass",)
+    """Read through the lister: a real cluster's backend watches PriorityClasses."""
+
+    def __init__(self, args: PreemptionTolerationArgs | None, handle: Any) -> None:
+        self.args = args or PreemptionTolerationArgs()
+        self.handle = handle
+        self.evaluator = Evaluator(NAME, handle, self)
+        self._now = datetime.now(UTC)
+
+    def now(self) -> datetime:
+        """The time toleration is measured at: the embedded cluster's virtual time under
+        a virtual clock, else the wall clock."""
+        clock = getattr(self.handle, "clock", None)
+        if clock is None or isinstance(clock, FakeClock):
+            seconds = clock.now() if clock is not None else 0.0
+            return _SIMULATION_EPOCH + timedelta(seconds=seconds)
+        return datetime.now(UTC)
+
+    @hookimpl
+    def post_filter(
+        self, state: CycleState, pod_info: PodInfo, filtered_node_status_map: NodeToStatus
+    ) -> PostFilterResult | Status:
+        self._now = self.now()
+        return preempt(self.evaluator, state, pod_info, filtered_node_status_map)
+
+    def _priority_class(self, pod: Pod) -> PriorityClass | None:
+        """The pod's PriorityClass (None when it names none); ``LookupError`` when the
+        class it names does not exist, which fails the dry run on the node, as upstream."""
+        name = pod.spec.priority_class_name
+        lister = self.handle.lister
+        if not name or lister is None:
+            return None
+        pc = lister.get_object("PriorityClass", None, name)
+        if pc is None:
+            raise LookupError(f'priorityclass.scheduling.k8s.io "{name}" not found')
+        return pc
+
+    def is_exempted(self, victim: PodInfo, preemptor: PodInfo) -> bool:
+        """Whether ``victim`` tolerates preemption by ``preemptor`` now."""
+        return exempted_from_preemption(
+            victim.pod, preemptor.pod, self._priority_class(victim.pod), self._now
+        )
+
+    # -- PreemptionInterface ---------------------------------------------------------------
+    def calculate_num_candidates(self, num_nodes: int) -> int:
+        """``num_nodes × percentage // 100``, at least the absolute minimum, at most
+        ``num_nodes``."""
+        n = num_nodes * self.args.min_candidate_nodes_percentage // 100
+        n = max(n, self.args.min_candidate_nodes_absolute)
+        return min(n, num_nodes)
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        """A random offset (the handle's seedable ``rng``) and the number of candidates."""
+        return self.handle.rng.randrange(num_nodes), self.calculate_num_candidates(num_nodes)
+
+    def pod_eligible_to_preempt_others(
+        self, pod_info: PodInfo, nominated_node_status: Status | None
+    ) -> tuple[bool, str]:
+        """Not with ``preemptionPolicy: Never``; not while a lower-priority pod terminates
+        on its nominated node (unless Filter found that node unresolvable)."""
+        if pod_info.pod.spec.preemption_policy == "Never":
+            return False, ERR_REASON_PREEMPTION_POLICY_NEVER
+        node_info = node_to_wait_on(self.handle.snapshot, pod_info, nominated_node_status)
+        if node_info is not None:
+            for p in node_info.pods:
+                if p.pod.metadata.deletion_timestamp is not None and p.priority < pod_info.priority:
+                    return False, ERR_REASON_TERMINATING
+        return True, ""
+
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        node_info: NodeInfo,
+        pdbs: Sequence[PDBView],
+    ) -> tuple[list[PodInfo], int, Status]:
+        """Upstream's: every lower-priority pod that does not tolerate the preemptor is
+        removed; then as many as possible reprieved."""
+        priority = pod_info.priority
+
+        def may_preempt(p: PodInfo) -> bool:
+            return p.priority < priority and not self.is_exempted(p, pod_info)
+
+        try:
+            return select_victims(
+                self.handle, state, pod_info, node_info, list(node_info.pods), may_preempt, pdbs
+            )
+        except LookupError as err:
+            return [], 0, Status(Code.ERROR, str(err))
+
+    def ordered_score_funcs(
+        self, candidates: Sequence[Candidate]
+    ) -> list[Callable[[Candidate], float]] | None:
+        """None: upstream's default criteria."""
+        return None
