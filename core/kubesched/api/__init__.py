@@ -68,6 +68,7 @@ from .meta import (
     LabelSelector,
     LabelSelectorRequirement,
     NullableDict,
+    NullableList,
     ObjectMeta,
     OwnerReference,
 )
@@ -274,6 +275,7 @@ __all__ = [
     "NodeSpec",
     "NodeStatus",
     "NullableDict",
+    "NullableList",
     "ObjectMeta",
     "ObjectReference",
     "OwnerReference",

@@ -1,0 +1,153 @@
+"""What NodeResourceTopologyMatch believes each node has: the NRT objects, and its own bookings.
+
+Upstream keeps one of three caches (``pkg/noderesourcetopology/cache``), chosen by the
+args; this module models what each does that a scheduling decision can observe:
+
+* **passthrough** (``cacheResyncPeriodSeconds: 0``, the default): the NRT object as the
+  node's agent last wrote it. Pods this scheduler just placed are not in it until the
+  agent updates the object.
+* **overreserve** (``cacheResyncPeriodSeconds > 0``): the NRT object minus every pod
+  reserved on the node since the object was read, taken from *every* NUMA zone (which
+  zone the kubelet picks is unknown, so the view is pessimistic). Upstream forgets the
+  bookings when a periodic resync finds the agent's object accounts for them (pod-set
+  fingerprint); here they are forgotten when the object changes, and a booked pod stops
+  counting once it left the node (deleted or preempted).
+* **discard-reserved** (``discardReservedNodes: true``): a node with a pod reserved but
+  not yet bound has no usable NRT data (Filter rejects it) until the bind completes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesched import NodeInfo
+from kubesched.api import Pod
+
+from .api import NODE_RESOURCE_TOPOLOGY_KIND, NodeResourceTopology
+from .numa import (
+    NUMANode,
+    TopologyManagerConfig,
+    numa_nodes,
+    pod_effective_requests,
+    topology_manager_config,
+)
+
+PASSTHROUGH = "passthrough"
+OVERRESERVE = "overreserve"
+DISCARD_RESERVED = "discard-reserved"
+
+
+@dataclass(frozen=True)
+class NodeTopology:
+    """A node's NRT data as the plugin uses it: the Topology Manager settings and the NUMA
+    zones (with bookings taken off, for overreserve)."""
+
+    config: TopologyManagerConfig
+    numa: list[NUMANode]
+
+
+@dataclass
+class _Bookings:
+    """Pods reserved on one node since its NRT object ``seen`` was read."""
+
+    seen: NodeResourceTopology
+    pods: dict[str, dict[str, int]] = field(default_factory=dict)
+    generation: int = -1
+    """The NodeInfo generation at which ``pods`` was last pruned."""
+
+
+class NRTCache:
+    """The NRT view of one plugin instance (one profile), in one of the three modes."""
+
+    def __init__(self, handle: Any, mode: str) -> None:
+        self.handle = handle
+        self.mode = mode
+        # Parsed objects, by node: reused while the lister returns the same object.
+        self._parsed: dict[str, tuple[NodeResourceTopology, NodeTopology]] = {}
+        self._bookings: dict[str, _Bookings] = {}
+        self._reserved: dict[str, set[str]] = {}
+
+    def nrt(self, node_name: str) -> NodeResourceTopology | None:
+        """The node's NRT object (None when it has none)."""
+        lister = self.handle.lister
+        if lister is None:
+            return None
+        return lister.get_object(NODE_RESOURCE_TOPOLOGY_KIND, None, node_name)  # type: ignore[return-value]
+
+    def _parse(self, node_name: str, nrt: NodeResourceTopology) -> NodeTopology:
+        cached = self._parsed.get(node_name)
+        if cached is not None and cached[0] is nrt:
+            return cached[1]
+        topology = NodeTopology(topology_manager_config(nrt), numa_nodes(nrt.zones))
+        self._parsed[node_name] = (nrt, topology)
+        return topology
+
+    def get(self, node_info: NodeInfo) -> tuple[NodeTopology | None, bool]:
+        """``(topology, fresh)``: the node's data (None without an NRT object) and whether
+        it may be used at all (False: a discard-reserved node with a pod in flight)."""
+        name = node_info.name
+        if self.mode == DISCARD_RESERVED and self._reserved.get(name):
+            return None, False
+        nrt = self.nrt(name)
+        if nrt is None:
+            return None, True
+        topology = self._parse(name, nrt)
+        if self.mode != OVERRESERVE:
+            return topology, True
+        booked = self._booked(node_info, nrt)
+        if not booked:
+            return topology, True
+        numa = [n.copy() for n in topology.numa]
+        for reqs in booked:
+            for n in numa:
+                for res, amount in reqs.items():
+                    if res in n.resources:
+                        n.resources[res] = max(n.resources[res] - amount, 0)
+        return NodeTopology(topology.config, numa), True
+
+    def _booked(self, node_info: NodeInfo, nrt: NodeResourceTopology) -> list[dict[str, int]]:
+        bookings = self._bookings.get(node_info.name)
+        if bookings is None:
+            return []
+        if bookings.seen is not nrt:
+            # The agent wrote the object again: it accounts for what ran by then.
+            del self._bookings[node_info.name]
+            return []
+        if bookings.generation != node_info.generation:
+            present = {pi.uid for pi in node_info.pods}
+            for uid in [uid for uid in bookings.pods if uid not in present]:
+                del bookings.pods[uid]
+            bookings.generation = node_info.generation
+        return list(bookings.pods.values())
+
+    # -- bookings -----------------------------------------------------------------------------
+    def reserve(self, node_name: str, pod: Pod, uid: str) -> None:
+        """Book the pod on the node (overreserve), or hold the node (discard-reserved)."""
+        if self.mode == DISCARD_RESERVED:
+            self._reserved.setdefault(node_name, set()).add(uid)
+        elif self.mode == OVERRESERVE:
+            nrt = self.nrt(node_name)
+            if nrt is None:
+                return
+            bookings = self._bookings.get(node_name)
+            if bookings is None or bookings.seen is not nrt:
+                bookings = self._bookings[node_name] = _Bookings(nrt)
+            bookings.pods[uid] = pod_effective_requests(pod)
+            # Not pruned yet: the pod joins the node's NodeInfo only with the next snapshot.
+            bookings.generation = -1
+
+    def unreserve(self, node_name: str, uid: str) -> None:
+        """Undo ``reserve`` (a failed or rejected binding)."""
+        reserved = self._reserved.get(node_name)
+        if reserved is not None:
+            reserved.discard(uid)
+        bookings = self._bookings.get(node_name)
+        if bookings is not None:
+            bookings.pods.pop(uid, None)
+
+    def bound(self, node_name: str, uid: str) -> None:
+        """The pod is bound: a discard-reserved node is usable again."""
+        reserved = self._reserved.get(node_name)
+        if reserved is not None:
+            reserved.discard(uid)
