@@ -9,6 +9,7 @@ import pytest
 
 from kubesched import Code, NodeInfo, PluginArgsError, PodInfo
 from kubesched.api import parse_quantity, resolve_kind
+from kubesched.backend.kube.cluster import resource_for
 from kubesched.framework.listers import StaticLister
 from kubesched.testing import make_framework, make_node, make_pod
 from kubesched_contrib.noderesourcetopology import (
@@ -995,3 +996,18 @@ def test_kind_is_registered_and_cluster_scoped():
     obj = two_zone("worker-1")
     assert obj.key == "worker-1"
     assert obj.api_version == "topology.node.k8s.io/v1alpha2"
+
+
+@pytest.mark.parametrize(
+    ("kind", "path"),
+    [
+        ("NodeResourceTopology", "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"),
+        ("SeccompProfile", "/apis/security-profiles-operator.x-k8s.io/v1beta1/seccompprofiles"),
+        ("PodGroup", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"),
+    ],
+    ids=["y-to-ies", "plain-s", "podgroup-unchanged"],
+)
+def test_crd_collection_of_a_cluster(kind, path):
+    resource = resource_for(kind)
+    assert resource.path == path
+    assert resource.namespaced is (kind != "NodeResourceTopology")
