@@ -18,6 +18,7 @@ args; this module models what each does that a scheduling decision can observe:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,8 @@ PASSTHROUGH = "passthrough"
 OVERRESERVE = "overreserve"
 DISCARD_RESERVED = "discard-reserved"
 
+_ABSENT: tuple[None, bool] = (None, True)
+
 
 @dataclass(frozen=True)
 class NodeTopology:
@@ -45,6 +48,9 @@ class NodeTopology:
 
     config: TopologyManagerConfig
     numa: list[NUMANode]
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False)
+    """Verdicts already computed on this data, by pod shape (the plugin's to fill): the
+    data is replaced, never changed, when the object or the bookings change."""
 
 
 @dataclass
@@ -55,6 +61,12 @@ class _Bookings:
     pods: dict[str, dict[str, int]] = field(default_factory=dict)
     generation: int = -1
     """The NodeInfo generation at which ``pods`` was last pruned."""
+    view: NodeTopology | None = None
+    """The object's data with ``pods`` taken off (None: to be made again)."""
+
+    def changed(self) -> None:
+        """Forget the view after ``pods`` changed."""
+        self.view = None
 
 
 class NRTCache:
@@ -91,35 +103,60 @@ class NRTCache:
             return None, False
         nrt = self.nrt(name)
         if nrt is None:
-            return None, True
+            return _ABSENT
         topology = self._parse(name, nrt)
         if self.mode != OVERRESERVE:
             return topology, True
-        booked = self._booked(node_info, nrt)
-        if not booked:
+        bookings = self._current_bookings(node_info, nrt)
+        if bookings is None or not bookings.pods:
             return topology, True
-        numa = [n.copy() for n in topology.numa]
-        for reqs in booked:
-            for n in numa:
-                for res, amount in reqs.items():
-                    if res in n.resources:
-                        n.resources[res] = max(n.resources[res] - amount, 0)
-        return NodeTopology(topology.config, numa), True
+        if bookings.view is None:
+            numa = [n.copy() for n in topology.numa]
+            for reqs in bookings.pods.values():
+                for n in numa:
+                    for res, amount in reqs.items():
+                        if res in n.resources:
+                            n.resources[res] = max(n.resources[res] - amount, 0)
+            bookings.view = NodeTopology(topology.config, numa)
+        return bookings.view, True
 
-    def _booked(self, node_info: NodeInfo, nrt: NodeResourceTopology) -> list[dict[str, int]]:
+    def get_many(self, infos: Sequence[NodeInfo]) -> list[tuple[NodeTopology | None, bool]]:
+        """``get`` for each node, in order."""
+        lister = self.handle.lister
+        if self.mode != PASSTHROUGH or lister is None:
+            return [self.get(ni) for ni in infos]
+        # The hot loop of a large cluster: one lookup of the object and one of its parse.
+        get_object, parsed, parse = lister.get_object, self._parsed, self._parse
+        out: list[tuple[NodeTopology | None, bool]] = []
+        append = out.append
+        for ni in infos:
+            name = ni.name
+            nrt = get_object(NODE_RESOURCE_TOPOLOGY_KIND, None, name)
+            if nrt is None:
+                append(_ABSENT)
+                continue
+            cached = parsed.get(name)
+            topology = cached[1] if cached is not None and cached[0] is nrt else parse(name, nrt)
+            append((topology, True))
+        return out
+
+    def _current_bookings(self, node_info: NodeInfo, nrt: NodeResourceTopology) -> _Bookings | None:
         bookings = self._bookings.get(node_info.name)
         if bookings is None:
-            return []
+            return None
         if bookings.seen is not nrt:
             # The agent wrote the object again: it accounts for what ran by then.
             del self._bookings[node_info.name]
-            return []
+            return None
         if bookings.generation != node_info.generation:
             present = {pi.uid for pi in node_info.pods}
-            for uid in [uid for uid in bookings.pods if uid not in present]:
+            gone = [uid for uid in bookings.pods if uid not in present]
+            for uid in gone:
                 del bookings.pods[uid]
+            if gone:
+                bookings.changed()
             bookings.generation = node_info.generation
-        return list(bookings.pods.values())
+        return bookings
 
     # -- bookings -----------------------------------------------------------------------------
     def reserve(self, node_name: str, pod: Pod, uid: str) -> None:
@@ -134,6 +171,7 @@ class NRTCache:
             if bookings is None or bookings.seen is not nrt:
                 bookings = self._bookings[node_name] = _Bookings(nrt)
             bookings.pods[uid] = pod_effective_requests(pod)
+            bookings.changed()
             # Not pruned yet: the pod joins the node's NodeInfo only with the next snapshot.
             bookings.generation = -1
 
@@ -143,8 +181,8 @@ class NRTCache:
         if reserved is not None:
             reserved.discard(uid)
         bookings = self._bookings.get(node_name)
-        if bookings is not None:
-            bookings.pods.pop(uid, None)
+        if bookings is not None and bookings.pods.pop(uid, None) is not None:
+            bookings.changed()
 
     def bound(self, node_name: str, uid: str) -> None:
         """The pod is bound: a discard-reserved node is usable again."""

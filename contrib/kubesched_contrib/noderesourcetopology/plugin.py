@@ -12,6 +12,8 @@ scores 0) or by how few NUMA zones it needs (LeastNUMANodes: any policy).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -25,6 +27,7 @@ from kubesched import (
     ClusterEventWithHint,
     Code,
     EventResource,
+    NodeBatch,
     NodeInfo,
     PluginArgs,
     PodInfo,
@@ -35,7 +38,7 @@ from kubesched import (
 )
 from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
 
-from .cache import DISCARD_RESERVED, OVERRESERVE, PASSTHROUGH, NRTCache
+from .cache import DISCARD_RESERVED, OVERRESERVE, PASSTHROUGH, NodeTopology, NRTCache
 from .numa import (
     POLICY_SINGLE_NUMA_NODE,
     QOS_BEST_EFFORT,
@@ -43,6 +46,7 @@ from .numa import (
     SCOPE_POD,
     ScoreStrategy,
     balanced_allocation,
+    container_requests,
     container_scope_score,
     filter_reason,
     includes_non_native,
@@ -50,6 +54,7 @@ from .numa import (
     least_numa_container_scope,
     least_numa_pod_scope,
     most_allocated,
+    pod_effective_requests,
     pod_qos,
     pod_scope_score,
 )
@@ -157,9 +162,43 @@ class NodeResourceTopologyMatchArgs(PluginArgs):
 # Resources every node reports (``util.ResourceList`` of NodeInfo.Allocatable).
 _ALWAYS_REPORTED = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE, PODS})
 
+_MEMO_LIMIT = 64
+"""Pod shapes remembered per node's NRT data before the memo starts afresh."""
+
+
+def _remember(memo: dict[Any, Any], key: Any, node: Any, value: Any) -> None:
+    if len(memo) >= _MEMO_LIMIT:
+        memo.clear()
+    memo[key] = (node, value)
+
 
 def _node_resources(node_info: NodeInfo) -> frozenset[str]:
     return _ALWAYS_REPORTED | node_info.allocatable.scalar_resources.keys()
+
+
+def _requests_key(requests: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(requests.items()))
+
+
+@dataclass(frozen=True)
+class _PodShape:
+    """What Filter and Score read of a pod, worked out once per pod; ``key`` identifies
+    pods that get the same verdicts on the same NUMA data."""
+
+    qos: str
+    skips_filter: bool
+    key: tuple[Any, ...]
+
+    @classmethod
+    def of(cls, pod: Pod) -> _PodShape:
+        qos = pod_qos(pod)
+        key = (
+            qos,
+            tuple(_requests_key(container_requests(c)) for c in pod.spec.init_containers),
+            tuple(_requests_key(container_requests(c)) for c in pod.spec.containers),
+            _requests_key(pod_effective_requests(pod)),
+        )
+        return cls(qos, qos == QOS_BEST_EFFORT and not includes_non_native(pod), key)
 
 
 class NodeResourceTopologyMatch:
@@ -177,6 +216,7 @@ class NodeResourceTopologyMatch:
         self.strategy = _STRATEGIES[self.strategy_type]
         self.weights = {r.name: r.weight for r in args.scoring_strategy.resources}
         self.cache = NRTCache(handle, args.cache_mode)
+        self._last_shape: tuple[Pod, _PodShape] | None = None
 
     @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -190,30 +230,55 @@ class NodeResourceTopologyMatch:
             ),
         ]
 
-    @hookimpl
-    def filter(self, pod: Pod, node_info: NodeInfo) -> Status | None:
-        if node_info.node is None:
-            return Status(Code.ERROR, "node not found")
-        if pod_qos(pod) == QOS_BEST_EFFORT and not includes_non_native(pod):
-            return None
-        topology, fresh = self.cache.get(node_info)
-        if not fresh:
-            return Status(Code.UNSCHEDULABLE, ERR_REASON_INVALID_TOPOLOGY)
-        if topology is None:
-            return None
-        reason = filter_reason(pod, topology.config, topology.numa, _node_resources(node_info))
-        if reason is None:
-            return None
-        return Status(Code.UNSCHEDULABLE, reason)
+    def _shape(self, pod: Pod) -> _PodShape:
+        # Filter and Score see the same pod object for every node of a cycle.
+        last = self._last_shape
+        if last is not None and last[0] is pod:
+            return last[1]
+        shape = _PodShape.of(pod)
+        self._last_shape = (pod, shape)
+        return shape
 
     @hookimpl
-    def score(self, pod: Pod, node_info: NodeInfo) -> int:
-        # Every node suits a pod the kubelet will not pin.
-        if pod_qos(pod) != QOS_GUARANTEED:
-            return MAX_NODE_SCORE
-        topology, fresh = self.cache.get(node_info)
-        if not fresh or topology is None:
-            return 0
+    def filter(self, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return self._filter_many(pod, [node_info])[0]
+
+    @hookimpl
+    def filter_nodes(self, pod: Pod, nodes: NodeBatch) -> Sequence[Status | None]:
+        return self._filter_many(pod, nodes.infos)
+
+    def _filter_many(self, pod: Pod, infos: Sequence[NodeInfo]) -> list[Status | None]:
+        shape = self._shape(pod)
+        out: list[Status | None] = []
+        append = out.append
+        if shape.skips_filter:
+            for ni in infos:
+                append(None if ni.node is not None else Status(Code.ERROR, "node not found"))
+            return out
+        key = ("filter", shape.key)
+        # The hot loop of a large cluster: the verdict is remembered on the node's NUMA
+        # data by pod shape, with the Node object it was computed against (Filter also
+        # reads the resources the Node reports).
+        for ni, (topology, fresh) in zip(infos, self.cache.get_many(infos), strict=True):
+            node = ni.node
+            if node is None:
+                append(Status(Code.ERROR, "node not found"))
+            elif not fresh:
+                append(Status(Code.UNSCHEDULABLE, ERR_REASON_INVALID_TOPOLOGY))
+            elif topology is None:
+                append(None)
+            else:
+                memo = topology.memo
+                hit = memo.get(key)
+                if hit is not None and hit[0] is node:
+                    reason = hit[1]
+                else:
+                    reason = filter_reason(pod, topology.config, topology.numa, _node_resources(ni))
+                    _remember(memo, key, node, reason)
+                append(None if reason is None else Status(Code.UNSCHEDULABLE, reason))
+        return out
+
+    def _score_topology(self, pod: Pod, topology: NodeTopology) -> int:
         conf = topology.config
         if self.strategy is None:
             if conf.scope == SCOPE_POD:
@@ -224,6 +289,37 @@ class NodeResourceTopologyMatch:
         if conf.scope == SCOPE_POD:
             return pod_scope_score(pod, topology.numa, self.strategy, self.weights)
         return container_scope_score(pod, topology.numa, self.strategy, self.weights)
+
+    def _score_many(self, pod: Pod, infos: Sequence[NodeInfo]) -> list[int]:
+        shape = self._shape(pod)
+        # Every node suits a pod the kubelet will not pin.
+        if shape.qos != QOS_GUARANTEED:
+            return [MAX_NODE_SCORE] * len(infos)
+        key = ("score", shape.key)
+        out: list[int] = []
+        append = out.append
+        for ni, (topology, fresh) in zip(infos, self.cache.get_many(infos), strict=True):
+            if not fresh or topology is None:
+                append(0)
+                continue
+            # A score reads only the NUMA data and the pod's shape.
+            memo = topology.memo
+            hit = memo.get(key)
+            if hit is not None:
+                append(hit[1])
+                continue
+            score = self._score_topology(pod, topology)
+            _remember(memo, key, ni.node, score)
+            append(score)
+        return out
+
+    @hookimpl
+    def score(self, pod: Pod, node_info: NodeInfo) -> int:
+        return self._score_many(pod, [node_info])[0]
+
+    @hookimpl
+    def score_nodes(self, pod: Pod, nodes: NodeBatch) -> list[int]:
+        return self._score_many(pod, nodes.infos)
 
     @hookimpl
     def reserve(self, pod: Pod, pod_info: PodInfo, node_name: str) -> None:
