@@ -26,6 +26,7 @@ from kubesched import (
     ClusterEvent,
     ClusterEventWithHint,
     Code,
+    CycleState,
     EventResource,
     NodeBatch,
     NodeInfo,
@@ -217,6 +218,10 @@ class NodeResourceTopologyMatch:
         self.weights = {r.name: r.weight for r in args.scoring_strategy.resources}
         self.cache = NRTCache(handle, args.cache_mode)
         self._last_shape: tuple[Pod, _PodShape] | None = None
+        self._seen: tuple[CycleState | None, dict[str, tuple[NodeTopology | None, bool]]] = (
+            None,
+            {},
+        )
 
     @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -239,15 +244,33 @@ class NodeResourceTopologyMatch:
         self._last_shape = (pod, shape)
         return shape
 
-    @hookimpl
-    def filter(self, pod: Pod, node_info: NodeInfo) -> Status | None:
-        return self._filter_many(pod, [node_info])[0]
+    def _lookup(
+        self, state: CycleState | None, infos: Sequence[NodeInfo]
+    ) -> list[tuple[NodeTopology | None, bool]]:
+        # Score reads the NRT data Filter read in the same cycle (the same CycleState).
+        if state is None or self._seen[0] is not state:
+            self._seen = (state, {})
+        seen = self._seen[1]
+        if seen and all(ni.name in seen for ni in infos):
+            return [seen[ni.name] for ni in infos]
+        found = self.cache.get_many(infos)
+        if state is not None:
+            seen.update(zip((ni.name for ni in infos), found, strict=True))
+        return found
 
     @hookimpl
-    def filter_nodes(self, pod: Pod, nodes: NodeBatch) -> Sequence[Status | None]:
-        return self._filter_many(pod, nodes.infos)
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return self._filter_many(state, pod, [node_info])[0]
 
-    def _filter_many(self, pod: Pod, infos: Sequence[NodeInfo]) -> list[Status | None]:
+    @hookimpl
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeBatch
+    ) -> Sequence[Status | None]:
+        return self._filter_many(state, pod, nodes.infos)
+
+    def _filter_many(
+        self, state: CycleState | None, pod: Pod, infos: Sequence[NodeInfo]
+    ) -> list[Status | None]:
         shape = self._shape(pod)
         out: list[Status | None] = []
         append = out.append
@@ -259,7 +282,7 @@ class NodeResourceTopologyMatch:
         # The hot loop of a large cluster: the verdict is remembered on the node's NUMA
         # data by pod shape, with the Node object it was computed against (Filter also
         # reads the resources the Node reports).
-        for ni, (topology, fresh) in zip(infos, self.cache.get_many(infos), strict=True):
+        for ni, (topology, fresh) in zip(infos, self._lookup(state, infos), strict=True):
             node = ni.node
             if node is None:
                 append(Status(Code.ERROR, "node not found"))
@@ -290,7 +313,9 @@ class NodeResourceTopologyMatch:
             return pod_scope_score(pod, topology.numa, self.strategy, self.weights)
         return container_scope_score(pod, topology.numa, self.strategy, self.weights)
 
-    def _score_many(self, pod: Pod, infos: Sequence[NodeInfo]) -> list[int]:
+    def _score_many(
+        self, state: CycleState | None, pod: Pod, infos: Sequence[NodeInfo]
+    ) -> list[int]:
         shape = self._shape(pod)
         # Every node suits a pod the kubelet will not pin.
         if shape.qos != QOS_GUARANTEED:
@@ -298,7 +323,7 @@ class NodeResourceTopologyMatch:
         key = ("score", shape.key)
         out: list[int] = []
         append = out.append
-        for ni, (topology, fresh) in zip(infos, self.cache.get_many(infos), strict=True):
+        for ni, (topology, fresh) in zip(infos, self._lookup(state, infos), strict=True):
             if not fresh or topology is None:
                 append(0)
                 continue
@@ -314,12 +339,12 @@ class NodeResourceTopologyMatch:
         return out
 
     @hookimpl
-    def score(self, pod: Pod, node_info: NodeInfo) -> int:
-        return self._score_many(pod, [node_info])[0]
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        return self._score_many(state, pod, [node_info])[0]
 
     @hookimpl
-    def score_nodes(self, pod: Pod, nodes: NodeBatch) -> list[int]:
-        return self._score_many(pod, nodes.infos)
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> list[int]:
+        return self._score_many(state, pod, nodes.infos)
 
     @hookimpl
     def reserve(self, pod: Pod, pod_info: PodInfo, node_name: str) -> None:
