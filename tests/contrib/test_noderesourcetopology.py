@@ -389,7 +389,7 @@ FILTER_CASES = [
 )
 def test_filter_upstream_cases(pod, node, reason):
     _, pl = plugin(FILTER_NRTS)
-    status = pl.filter(state=None, pod=pod, node_info=FILTER_NODES[node])
+    status = pl.filter(pod=pod, node_info=FILTER_NODES[node])
     if reason is None:
         assert status is None
     else:
@@ -471,7 +471,7 @@ MULTI_CASES = [
 def test_filter_multi_container_pod_scope(pod, fits):
     topology = MULTI_NRT.model_copy(update={"topology_policies": ["SingleNUMANodePodLevel"]})
     _, pl = plugin([topology])
-    status = pl.filter(state=None, pod=pod, node_info=node_info(topology))
+    status = pl.filter(pod=pod, node_info=node_info(topology))
     assert (status is None) == fits
     if not fits:
         assert status.reasons == [POD]
@@ -490,10 +490,8 @@ def test_container_scope_takes_what_each_container_gets():
     )
     _, pl = plugin([topology])
     c = {"cpu": "3", "memory": "1Gi"}
-    assert pl.filter(state=None, pod=multi(c, c), node_info=node_info(topology)) is None
-    assert pl.filter(state=None, pod=multi(c, c, c), node_info=node_info(topology)).reasons == [
-        CONTAINER
-    ]
+    assert pl.filter(pod=multi(c, c), node_info=node_info(topology)) is None
+    assert pl.filter(pod=multi(c, c, c), node_info=node_info(topology)).reasons == [CONTAINER]
 
 
 def test_init_container_alignment():
@@ -519,7 +517,7 @@ def test_init_container_alignment():
             }
         )
     ]
-    assert pl.filter(state=None, pod=pod, node_info=node_info(topology)).reasons == [
+    assert pl.filter(pod=pod, node_info=node_info(topology)).reasons == [
         "cannot align init container"
     ]
 
@@ -535,18 +533,15 @@ def test_filter_admits_everything_but_single_numa_node(policy):
         attributes={"topologyManagerPolicy": policy},
     )
     _, pl = plugin([topology])
-    assert (
-        pl.filter(state=None, pod=gu({"cpu": 2, "memory": "1Gi"}), node_info=node_info(topology))
-        is None
-    )
+    assert pl.filter(pod=gu({"cpu": 2, "memory": "1Gi"}), node_info=node_info(topology)) is None
 
 
 def test_filter_and_score_without_nrt_object():
     _, pl = plugin([])
     info = NodeInfo(make_node("bare").capacity(cpu="4", memory="4Gi").obj())
     pod = gu({"cpu": 2, "memory": "1Gi"})
-    assert pl.filter(state=None, pod=pod, node_info=info) is None
-    assert pl.score(state=None, pod=pod, node_info=info) == 0
+    assert pl.filter(pod=pod, node_info=info) is None
+    assert pl.score(pod=pod, node_info=info) == 0
 
 
 # -- Topology Manager settings (nodeconfig) ----------------------------------------------------
@@ -657,7 +652,7 @@ def default_numa_nodes(policy: str | None = None, attributes=None):
 def scores(nrts, pod, args, only=None):
     _, pl = plugin(nrts, args)
     return {
-        t.name: pl.score(state=None, pod=pod, node_info=node_info(t))
+        t.name: pl.score(pod=pod, node_info=node_info(t))
         for t in nrts
         if only is None or t.name in only
     }
@@ -708,7 +703,7 @@ def test_score_upstream_cases(strategy, kept, expected):
     all_nrts = default_numa_nodes("SingleNUMANodeContainerLevel")
     kept_nrts = [t for t in all_nrts if kept is None or t.name in kept]
     _, pl = plugin(kept_nrts, {"scoringStrategy": {"type": strategy}})
-    got = {t.name: pl.score(state=None, pod=POD1, node_info=node_info(t)) for t in all_nrts}
+    got = {t.name: pl.score(pod=POD1, node_info=node_info(t)) for t in all_nrts}
     assert got == expected
 
 
@@ -894,7 +889,7 @@ def test_passthrough_ignores_placed_pods():
     fw.run_reserve_plugins_reserve(fw.new_cycle_state(), PodInfo(placed), "n")
     info = node_info(topology)
     info.add_pod(PodInfo(placed))
-    assert pl.filter(state=None, pod=pod, node_info=info) is None
+    assert pl.filter(pod=pod, node_info=info) is None
 
 
 def test_overreserve_books_reserved_pods_on_every_zone():
@@ -906,13 +901,11 @@ def test_overreserve_books_reserved_pods_on_every_zone():
     fw.run_reserve_plugins_reserve(state, PodInfo(placed), "n")
     info.add_pod(PodInfo(placed))
     # 3 cpus left on *each* zone (pessimistic): 4 no longer fits, 3 does.
-    assert pl.filter(state=None, pod=gu({"cpu": 4, "memory": "1Gi"}), node_info=info).reasons == [
-        POD
-    ]
-    assert pl.filter(state=None, pod=gu({"cpu": 3, "memory": "1Gi"}), node_info=info) is None
+    assert pl.filter(pod=gu({"cpu": 4, "memory": "1Gi"}), node_info=info).reasons == [POD]
+    assert pl.filter(pod=gu({"cpu": 3, "memory": "1Gi"}), node_info=info) is None
     # Unreserve gives it back.
     fw.run_reserve_plugins_unreserve(state, PodInfo(placed), "n")
-    assert pl.filter(state=None, pod=gu({"cpu": 4, "memory": "1Gi"}), node_info=info) is None
+    assert pl.filter(pod=gu({"cpu": 4, "memory": "1Gi"}), node_info=info) is None
 
 
 def test_overreserve_forgets_pods_gone_and_on_nrt_update():
@@ -927,17 +920,17 @@ def test_overreserve_forgets_pods_gone_and_on_nrt_update():
     fw.run_reserve_plugins_reserve(fw.new_cycle_state(), PodInfo(placed), "n")
     with_pod = node_info(topology)
     with_pod.add_pod(PodInfo(placed))
-    assert pl.filter(state=None, pod=big, node_info=with_pod).reasons == [POD]
+    assert pl.filter(pod=big, node_info=with_pod).reasons == [POD]
     # The pod left the node (deleted, preempted): its booking goes.
-    assert pl.filter(state=None, pod=big, node_info=node_info(topology)) is None
+    assert pl.filter(pod=big, node_info=node_info(topology)) is None
     # A new booking, then the agent rewrites the object: the booking is in it.
     fw.run_reserve_plugins_reserve(fw.new_cycle_state(), PodInfo(placed), "n")
-    assert pl.filter(state=None, pod=big, node_info=with_pod).reasons == [POD]
+    assert pl.filter(pod=big, node_info=with_pod).reasons == [POD]
     updated = topology.model_copy(
         update={"metadata": topology.metadata.model_copy(update={"resource_version": "2"})}
     )
     lister.add(updated)
-    assert pl.filter(state=None, pod=big, node_info=with_pod) is None
+    assert pl.filter(pod=big, node_info=with_pod) is None
 
 
 def test_discard_reserved_nodes():
@@ -947,12 +940,12 @@ def test_discard_reserved_nodes():
     placed = gu({"cpu": 1, "memory": "1Gi"})
     state = fw.new_cycle_state()
     fw.run_reserve_plugins_reserve(state, PodInfo(placed), "n")
-    status = pl.filter(state=None, pod=pod, node_info=node_info(topology))
+    status = pl.filter(pod=pod, node_info=node_info(topology))
     assert status.code == Code.UNSCHEDULABLE
     assert status.reasons == ["invalid node topology data"]
-    assert pl.score(state=None, pod=pod, node_info=node_info(topology)) == 0
+    assert pl.score(pod=pod, node_info=node_info(topology)) == 0
     fw.run_post_bind_plugins(state, PodInfo(placed), "n")
-    assert pl.filter(state=None, pod=pod, node_info=node_info(topology)) is None
+    assert pl.filter(pod=pod, node_info=node_info(topology)) is None
 
 
 # -- args ------------------------------------------------------------------------------------------
@@ -1020,16 +1013,18 @@ def test_crd_collection_of_a_cluster(kind, path):
     assert resource.namespaced is (kind != "NodeResourceTopology")
 
 
-def test_batches_equal_single_calls_and_reuse_the_cycle_lookups():
+def test_batches_equal_single_calls():
     nrts = default_numa_nodes("SingleNUMANodePodLevel")
-    fw, pl = plugin(nrts[:2], {"scoringStrategy": {"type": "MostAllocated"}})
+    _, pl = plugin(nrts[:2], {"scoringStrategy": {"type": "MostAllocated"}})
     infos = [node_info(t) for t in nrts]
     batch = node_batch(infos)
-    state = fw.new_cycle_state()
     pod = gu({"cpu": 3, "memory": "20Mi"})
-    singles = [pl.filter(state=None, pod=pod, node_info=i) for i in infos]
-    batched = pl.filter_nodes(state=state, pod=pod, nodes=batch)
+    singles = [pl.filter(pod=pod, node_info=i) for i in infos]
+    batched = pl.filter_nodes(pod=pod, nodes=batch)
     assert [s and s.reasons for s in batched] == [s and s.reasons for s in singles]
     assert [s and s.reasons for s in singles] == [None, ["cannot align pod"], None]
-    scores = [pl.score(state=None, pod=pod, node_info=i) for i in infos]
-    assert list(pl.score_nodes(state=state, pod=pod, nodes=batch)) == scores == [39, 20, 0]
+    scores = [pl.score(pod=pod, node_info=i) for i in infos]
+    assert list(pl.score_nodes(pod=pod, nodes=batch)) == scores == [39, 20, 0]
+    # Again, from the verdicts remembered per node; a pod that fits everywhere: None.
+    assert list(pl.score_nodes(pod=pod, nodes=batch)) == scores
+    assert pl.filter_nodes(pod=gu({"cpu": 1, "memory": "1Mi"}), nodes=batch) is None

@@ -18,11 +18,11 @@ args; this module models what each does that a scheduling decision can observe:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched import NodeInfo
+from kubesched import NodeBatch, NodeInfo
 from kubesched.api import Pod
 
 from .api import NODE_RESOURCE_TOPOLOGY_KIND, NodeResourceTopology
@@ -39,6 +39,13 @@ OVERRESERVE = "overreserve"
 DISCARD_RESERVED = "discard-reserved"
 
 _ABSENT: tuple[None, bool] = (None, True)
+
+NO_NRT = object()
+"""``passthrough_verdicts``' verdict for a node without a NodeResourceTopology object."""
+_MISSING = object()
+_VERDICTS_KEY = ("NodeResourceTopologyMatch", "verdicts")
+_VERDICT_LIMIT = 64
+"""Pod shapes remembered per node before its verdicts start afresh."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +145,40 @@ class NRTCache:
             cached = parsed.get(name)
             topology = cached[1] if cached is not None and cached[0] is nrt else parse(name, nrt)
             append((topology, True))
+        return out
+
+    def passthrough_verdicts(
+        self, nodes: NodeBatch, key: Any, compute: Callable[[int, NodeTopology], Any]
+    ) -> list[Any] | None:
+        """For the passthrough cache, per node of ``nodes``: the verdict ``key`` on its NRT
+        data (``NO_NRT`` without an object), ``compute(position, topology)`` the first
+        time; None for the other caches. Verdicts are kept per node with the object they
+        were computed on, and dropped whenever a Node object changes (the resources it
+        reports count in Filter)."""
+        lister = self.handle.lister
+        if self.mode != PASSTHROUGH or lister is None:
+            return None
+        memo = nodes.table.derived(_VERDICTS_KEY, lambda _table: {})
+        get_object = lister.get_object
+        out: list[Any] = []
+        append = out.append
+        # The hot loop of a large cluster: one lookup of the object, two of the memo.
+        for i, name in enumerate(nodes.names):
+            nrt = get_object(NODE_RESOURCE_TOPOLOGY_KIND, None, name)
+            if nrt is None:
+                append(NO_NRT)
+                continue
+            entry = memo.get(name)
+            if entry is None or entry[0] is not nrt:
+                entry = memo[name] = (nrt, {})
+            verdicts = entry[1]
+            verdict = verdicts.get(key, _MISSING)
+            if verdict is _MISSING:
+                verdict = compute(i, self._parse(name, nrt))
+                if len(verdicts) >= _VERDICT_LIMIT:
+                    verdicts.clear()
+                verdicts[key] = verdict
+            append(verdict)
         return out
 
     def _current_bookings(self, node_info: NodeInfo, nrt: NodeResourceTopology) -> _Bookings | None:

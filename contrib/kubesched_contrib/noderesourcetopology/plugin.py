@@ -26,7 +26,6 @@ from kubesched import (
     ClusterEvent,
     ClusterEventWithHint,
     Code,
-    CycleState,
     EventResource,
     NodeBatch,
     NodeInfo,
@@ -39,7 +38,14 @@ from kubesched import (
 )
 from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
 
-from .cache import DISCARD_RESERVED, OVERRESERVE, PASSTHROUGH, NodeTopology, NRTCache
+from .cache import (
+    DISCARD_RESERVED,
+    NO_NRT,
+    OVERRESERVE,
+    PASSTHROUGH,
+    NodeTopology,
+    NRTCache,
+)
 from .numa import (
     POLICY_SINGLE_NUMA_NODE,
     QOS_BEST_EFFORT,
@@ -218,10 +224,6 @@ class NodeResourceTopologyMatch:
         self.weights = {r.name: r.weight for r in args.scoring_strategy.resources}
         self.cache = NRTCache(handle, args.cache_mode)
         self._last_shape: tuple[Pod, _PodShape] | None = None
-        self._seen: tuple[CycleState | None, dict[str, tuple[NodeTopology | None, bool]]] = (
-            None,
-            {},
-        )
 
     @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -244,33 +246,37 @@ class NodeResourceTopologyMatch:
         self._last_shape = (pod, shape)
         return shape
 
-    def _lookup(
-        self, state: CycleState | None, infos: Sequence[NodeInfo]
-    ) -> list[tuple[NodeTopology | None, bool]]:
-        # Score reads the NRT data Filter read in the same cycle (the same CycleState).
-        if state is None or self._seen[0] is not state:
-            self._seen = (state, {})
-        seen = self._seen[1]
-        if seen and all(ni.name in seen for ni in infos):
-            return [seen[ni.name] for ni in infos]
-        found = self.cache.get_many(infos)
-        if state is not None:
-            seen.update(zip((ni.name for ni in infos), found, strict=True))
-        return found
+    @hookimpl
+    def filter(self, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return self._filter_many(pod, [node_info])[0]
 
     @hookimpl
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        return self._filter_many(state, pod, [node_info])[0]
+    def filter_nodes(self, pod: Pod, nodes: NodeBatch) -> Sequence[Status | None] | None:
+        shape = self._shape(pod)
+        if shape.skips_filter:
+            return None
+        infos = nodes.infos
+        verdicts = self.cache.passthrough_verdicts(
+            nodes,
+            ("filter", shape.key),
+            lambda i, t: filter_reason(pod, t.config, t.numa, _node_resources(infos[i])),
+        )
+        if verdicts is None:
+            return self._filter_many(pod, infos)
+        out: list[Status | None] | None = None
+        statuses: dict[str, Status] = {}
+        for i, reason in enumerate(verdicts):
+            if reason is None or reason is NO_NRT:
+                continue
+            if out is None:
+                out = [None] * len(verdicts)
+            status = statuses.get(reason)
+            if status is None:
+                status = statuses[reason] = Status(Code.UNSCHEDULABLE, reason)
+            out[i] = status
+        return out  # None: no node rejected
 
-    @hookimpl
-    def filter_nodes(
-        self, state: CycleState, pod: Pod, nodes: NodeBatch
-    ) -> Sequence[Status | None]:
-        return self._filter_many(state, pod, nodes.infos)
-
-    def _filter_many(
-        self, state: CycleState | None, pod: Pod, infos: Sequence[NodeInfo]
-    ) -> list[Status | None]:
+    def _filter_many(self, pod: Pod, infos: Sequence[NodeInfo]) -> list[Status | None]:
         shape = self._shape(pod)
         out: list[Status | None] = []
         append = out.append
@@ -282,7 +288,7 @@ class NodeResourceTopologyMatch:
         # The hot loop of a large cluster: the verdict is remembered on the node's NUMA
         # data by pod shape, with the Node object it was computed against (Filter also
         # reads the resources the Node reports).
-        for ni, (topology, fresh) in zip(infos, self._lookup(state, infos), strict=True):
+        for ni, (topology, fresh) in zip(infos, self.cache.get_many(infos), strict=True):
             node = ni.node
             if node is None:
                 append(Status(Code.ERROR, "node not found"))
@@ -313,9 +319,7 @@ class NodeResourceTopologyMatch:
             return pod_scope_score(pod, topology.numa, self.strategy, self.weights)
         return container_scope_score(pod, topology.numa, self.strategy, self.weights)
 
-    def _score_many(
-        self, state: CycleState | None, pod: Pod, infos: Sequence[NodeInfo]
-    ) -> list[int]:
+    def _score_many(self, pod: Pod, infos: Sequence[NodeInfo]) -> list[int]:
         shape = self._shape(pod)
         # Every node suits a pod the kubelet will not pin.
         if shape.qos != QOS_GUARANTEED:
@@ -323,7 +327,7 @@ class NodeResourceTopologyMatch:
         key = ("score", shape.key)
         out: list[int] = []
         append = out.append
-        for ni, (topology, fresh) in zip(infos, self._lookup(state, infos), strict=True):
+        for ni, (topology, fresh) in zip(infos, self.cache.get_many(infos), strict=True):
             if not fresh or topology is None:
                 append(0)
                 continue
@@ -339,12 +343,20 @@ class NodeResourceTopologyMatch:
         return out
 
     @hookimpl
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
-        return self._score_many(state, pod, [node_info])[0]
+    def score(self, pod: Pod, node_info: NodeInfo) -> int:
+        return self._score_many(pod, [node_info])[0]
 
     @hookimpl
-    def score_nodes(self, state: CycleState, pod: Pod, nodes: NodeBatch) -> list[int]:
-        return self._score_many(state, pod, nodes.infos)
+    def score_nodes(self, pod: Pod, nodes: NodeBatch) -> Sequence[int]:
+        shape = self._shape(pod)
+        if shape.qos != QOS_GUARANTEED:
+            return [MAX_NODE_SCORE] * len(nodes)
+        verdicts = self.cache.passthrough_verdicts(
+            nodes, ("score", shape.key), lambda _i, t: self._score_topology(pod, t)
+        )
+        if verdicts is None:
+            return self._score_many(pod, nodes.infos)
+        return [0 if v is NO_NRT else v for v in verdicts]
 
     @hookimpl
     def reserve(self, pod: Pod, pod_info: PodInfo, node_name: str) -> None:
