@@ -62,6 +62,7 @@ RECORDED_CASES: list[dict[str, Any]] = [
     {"workload": "stateful", "nodes": 200, "pods": 300, "seed": 16},
     {"workload": "dra", "nodes": 200, "pods": 400, "seed": 17},
     {"workload": "preemption-anti-affinity", "nodes": 120, "pods": 150, "seed": 18},
+    {"workload": "numa", "nodes": 200, "pods": 400, "seed": 19},
 ]
 """The recorded runs: every workload, above the 100-node floor of percentageOfNodesToScore."""
 
