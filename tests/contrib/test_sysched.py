@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched import NodeInfo, NodeScores, PodInfo
+from kubesched import CycleState, NodeInfo, NodeScores, PodInfo
 from kubesched.api import Pod, parse_manifests, resolve_kind
 from kubesched.framework.listers import StaticLister
 from kubesched.testing import make_framework, make_node, make_pod
@@ -133,27 +133,35 @@ SCORE_CASES = [
 def test_score(profile_name, expected):
     info = NodeInfo(make_node("test").obj())
     info.add_pod(PodInfo(annotated("existing", "z-seccomp", "test")))
-    assert sysched().score(pod=annotated("pod", profile_name), node_info=info) == expected
+    assert (
+        sysched().score(state=CycleState(), pod=annotated("pod", profile_name), node_info=info)
+        == expected
+    )
 
 
 def test_score_empty_node_and_host_syscalls():
     pl = sysched()
     assert (
-        pl.score(pod=annotated("pod", "x-seccomp"), node_info=NodeInfo(make_node("n").obj())) == 0
+        pl.score(
+            state=CycleState(),
+            pod=annotated("pod", "x-seccomp"),
+            node_info=NodeInfo(make_node("n").obj()),
+        )
+        == 0
     )
     # TestGetHostSyscalls "many": two pods on the node, z and x; the new pod uses z only:
     # host \ z = {dup3}; z sees {dup3}, x sees {fchmod}.
     info = NodeInfo(make_node("test").obj())
     info.add_pod(PodInfo(annotated("pod1", "z-seccomp", "test")))
     info.add_pod(PodInfo(annotated("pod2", "x-seccomp", "test")))
-    assert pl.score(pod=annotated("pod", "z-seccomp"), node_info=info) == 3
+    assert pl.score(state=CycleState(), pod=annotated("pod", "z-seccomp"), node_info=info) == 3
 
 
 def test_pod_without_any_syscalls_scores_alike_everywhere():
     pl = sysched(profiles=[])
     info = NodeInfo(make_node("n").obj())
     info.add_pod(PodInfo(annotated("existing", "z-seccomp", "n")))
-    assert pl.score(pod=make_pod("p").obj(), node_info=info) == 0
+    assert pl.score(state=CycleState(), pod=make_pod("p").obj(), node_info=info) == 0
 
 
 NORMALIZE_CASES = [
@@ -188,3 +196,19 @@ spec:
     assert obj.spec.syscalls[0].names == ["read", "write"]
     pod = with_security_context("container")
     assert pod.spec.containers[0].security_context.seccomp_profile.type == "Localhost"
+
+
+def test_pre_score_and_remembered_syscalls_follow_profile_changes():
+    lister = StaticLister(PROFILES)
+    fw = make_framework(SySched, args={NAME: {"defaultProfileName": "full-seccomp"}}, lister=lister)
+    pl = fw.plugin(NAME)
+    pod = annotated("p", "z-seccomp")
+    state = CycleState()
+    pl.pre_score(state=state, pod=pod)
+    assert len(pl.syscalls(pod)) == len(Z)
+    info = NodeInfo(make_node("n").obj())
+    info.add_pod(PodInfo(annotated("existing", "x-seccomp", "n")))
+    assert pl.score(state=state, pod=pod, node_info=info) == 2
+    # The profile changes: the pod's set is read again.
+    lister.add(profile("z-seccomp", [*Z, "reboot"]))
+    assert len(pl.syscalls(pod)) == len(Z) + 1

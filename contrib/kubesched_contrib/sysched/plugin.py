@@ -22,9 +22,11 @@ from pydantic import Field
 
 from kubesched import (
     MAX_NODE_SCORE,
+    CycleState,
     NodeInfo,
     NodeScores,
     PluginArgs,
+    StateKey,
     default_normalize_score,
     hookimpl,
 )
@@ -91,6 +93,18 @@ def profile_paths(pod: Pod) -> list[str]:
     return paths
 
 
+POD_SYSCALLS_KEY: StateKey[frozenset[str]] = StateKey("PreScore" + NAME)
+"""The pod's syscall set, worked out once per cycle."""
+
+
+def _profile_refs(pod: Pod) -> tuple[tuple[str, str], ...]:
+    return tuple(parse_profile_path(path) for path in profile_paths(pod))
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
 class SySched:
     """Prefers nodes where the pod and the pods already there share their syscalls (Score)."""
 
@@ -103,6 +117,10 @@ class SySched:
         args = args or SySchedArgs()
         self.handle = handle
         self.default_profile = (args.default_profile_namespace, args.default_profile_name)
+        # uid -> (pod object, profile refs, profile objects read, syscalls).
+        self._syscalls: dict[
+            str, tuple[Pod, tuple[tuple[str, str], ...], tuple[Any, ...], frozenset[str]]
+        ] = {}
 
     def _profile(self, namespace: str, name: str) -> SeccompProfile | None:
         lister = self.handle.lister
@@ -111,17 +129,33 @@ class SySched:
         return lister.get_object(SECCOMP_PROFILE_KIND, namespace, name)  # type: ignore[return-value]
 
     def syscalls(self, pod: Pod) -> frozenset[str]:
-        """The pod's syscall set (the default profile's when its profiles give none)."""
+        """The pod's syscall set (the default profile's when its profiles give none).
+
+        Remembered per pod with the profile objects it was read from: a pod already on a
+        node is read again only when it or one of its profiles changed."""
+        uid = pod.metadata.uid or ""
+        cached = self._syscalls.get(uid)
+        refs = cached[1] if cached is not None and cached[0] is pod else _profile_refs(pod)
+        profiles = tuple(self._profile(ns, name) for ns, name in refs)
+        default = self._profile(*self.default_profile)
+        if cached is not None and cached[0] is pod and _same(cached[2], (*profiles, default)):
+            return cached[3]
         found: set[str] = set()
-        for path in profile_paths(pod):
-            found |= profile_syscalls(self._profile(*parse_profile_path(path)))
-        if not found:
-            return profile_syscalls(self._profile(*self.default_profile))
-        return frozenset(found)
+        for profile in profiles:
+            found |= profile_syscalls(profile)
+        result = frozenset(found) if found else profile_syscalls(default)
+        self._syscalls[uid] = (pod, refs, (*profiles, default), result)
+        return result
 
     @hookimpl
-    def score(self, pod: Pod, node_info: NodeInfo) -> int:
-        pod_syscalls = self.syscalls(pod)
+    def pre_score(self, state: CycleState, pod: Pod) -> None:
+        state.write(POD_SYSCALLS_KEY, self.syscalls(pod))
+
+    @hookimpl
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        pod_syscalls = state.get(POD_SYSCALLS_KEY)
+        if pod_syscalls is None:
+            pod_syscalls = self.syscalls(pod)
         if not pod_syscalls:
             # Upstream scores every node MaxInt64 here, which normalises to 100 for all;
             # 0 everywhere normalises the same way.
