@@ -9,7 +9,7 @@ import pytest
 
 from kubesched import NodeInfo, NodeScores, PluginArgsError
 from kubesched.api import Node
-from kubesched.testing import make_framework, make_node
+from kubesched.testing import make_framework, make_node, node_batch
 from kubesched_contrib.nodemetadata import INVALID_SCORE, NAME, NodeMetadata
 from kubesched_contrib.nodemetadata.golayout import RFC3339, LayoutError, compile_layout, parse_time
 
@@ -360,3 +360,27 @@ def test_go_layout_errors():
         parse_time("2006-01-02", "2025-13-01")
     with pytest.raises(ValueError):
         parse_time(RFC3339, "2025-12-04")
+
+
+@pytest.mark.parametrize("strategy", ["Highest", "Lowest"])
+def test_batch_scores_equal_single_scores(strategy):
+    pl = plugin(
+        **{**NUM_LABEL, "metadataKey": "p", "scoringStrategy": strategy, "defaultValue": "7"}
+    )
+    infos = [
+        node("a", labels={"p": "10"}),
+        node("b", labels={"p": "-3.7"}),
+        node("c"),
+        node("d", labels={"p": "x"}),
+    ]
+    singles = [pl.score(node_info=i) for i in infos]
+    assert list(pl.score_nodes(nodes=node_batch(infos))) == singles
+    assert singles[3] == INVALID_SCORE
+
+
+def test_batch_timestamps_are_ages():
+    pl = plugin(**{**TS_ANNOTATION, "metadataKey": "t", "scoringStrategy": "Oldest"})
+    infos = [node("a", annotations={"t": "2020-01-01T00:00:00Z"}), node("b")]
+    ages = pl.score_nodes(nodes=node_batch(infos))
+    assert ages[0] == pytest.approx(pl.score(node_info=infos[0]), abs=2)
+    assert ages[1] == INVALID_SCORE

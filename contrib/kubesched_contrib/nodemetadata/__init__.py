@@ -23,6 +23,7 @@ from kubesched import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     ArgsError,
+    NodeBatch,
     NodeInfo,
     NodeScores,
     PluginArgs,
@@ -163,19 +164,8 @@ class NodeMetadata:
     def raw_score(self, node_info: NodeInfo, now: float | None = None) -> int:
         """The node's raw score, or ``INVALID_SCORE``."""
         args = self.args
-        node = node_info.node
-        if node is None:
-            return INVALID_SCORE
-        meta = node.metadata
-        source = meta.labels if args.metadata_source == LABEL else meta.annotations
-        value = (source or {}).get(args.metadata_key)
-        if value is None:
-            if not args.default_value:
-                return INVALID_SCORE
-            value = args.default_value
-        try:
-            parsed = _parse(args, value)
-        except ValueError:
+        parsed = self._parsed(node_info)
+        if math.isnan(parsed):
             return INVALID_SCORE
         if args.metadata_type == NUMBER:
             score = int(parsed)  # Go's int64(float64): truncation
@@ -183,9 +173,46 @@ class NodeMetadata:
         age = int((time.time() if now is None else now) - parsed)
         return -age if args.scoring_strategy == NEWEST else age
 
+    def _parsed(self, node_info: NodeInfo) -> float:
+        """The node's value as a number or Unix seconds; NaN when missing or unreadable."""
+        args = self.args
+        node = node_info.node
+        if node is None:
+            return math.nan
+        meta = node.metadata
+        source = meta.labels if args.metadata_source == LABEL else meta.annotations
+        value = (source or {}).get(args.metadata_key)
+        if value is None:
+            if not args.default_value:
+                return math.nan
+            value = args.default_value
+        try:
+            return _parse(args, value)
+        except ValueError:
+            return math.nan
+
     @hookimpl
     def score(self, node_info: NodeInfo) -> int:
         return self.raw_score(node_info)
+
+    @hookimpl
+    def score_nodes(self, nodes: NodeBatch) -> np.ndarray:
+        # The parsed values are derived once per Node object change; only a timestamp's
+        # age depends on the moment.
+        table = nodes.table
+        values = table.derived(
+            (NAME, self.args),
+            lambda t: np.array([self._parsed(ni) for ni in t.infos], dtype=np.float64),
+        )[nodes.rows]
+        valid = ~np.isnan(values)
+        safe = np.where(valid, values, 0.0)
+        if self.args.metadata_type == NUMBER:
+            raw = np.trunc(safe).astype(np.int64)
+            raw = -raw if self.args.scoring_strategy == LOWEST else raw
+        else:
+            age = np.trunc(time.time() - safe).astype(np.int64)
+            raw = -age if self.args.scoring_strategy == NEWEST else age
+        return np.where(valid, raw, INVALID_SCORE)
 
     @hookimpl
     def normalize_score(self, scores: NodeScores) -> None:
