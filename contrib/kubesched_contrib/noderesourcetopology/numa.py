@@ -335,33 +335,38 @@ def _weight(weights: Mapping[str, int], name: str) -> int:
     return w if w >= 1 else 1
 
 
-def most_allocated(requested: Requests, available: Amounts, weights: Amounts) -> int:
-    """Weighted mean of ``requested / available`` per resource, 0..100 (packing)."""
+def _weighted_mean(
+    requested: Requests,
+    available: Amounts,
+    weights: Amounts,
+    resource_score: Callable[[int, int], int],
+) -> int:
+    # Each requested resource scores resource_score(request, capacity) in whole units, 0
+    # when the zone lacks it or has less than the request; the mean is weighted.
     total = weight_sum = 0
     for name, amount in requested.items():
         cap = available.get(name, 0)
         score = 0
         if cap != 0 and amount <= cap:
-            score = _value(name, amount) * MAX_NODE_SCORE // _value(name, cap)
+            score = resource_score(_value(name, amount), _value(name, cap))
         w = _weight(weights, name)
         total += score * w
         weight_sum += w
     return total // weight_sum if weight_sum else 0
+
+
+def most_allocated(requested: Requests, available: Amounts, weights: Amounts) -> int:
+    """Weighted mean of ``requested / available`` per resource, 0..100 (packing)."""
+    return _weighted_mean(
+        requested, available, weights, lambda req, cap: req * MAX_NODE_SCORE // cap
+    )
 
 
 def least_allocated(requested: Requests, available: Amounts, weights: Amounts) -> int:
     """Weighted mean of ``(available - requested) / available``, 0..100 (spreading)."""
-    total = weight_sum = 0
-    for name, amount in requested.items():
-        cap = available.get(name, 0)
-        score = 0
-        if cap != 0 and amount <= cap:
-            v = _value(name, cap)
-            score = (v - _value(name, amount)) * MAX_NODE_SCORE // v
-        w = _weight(weights, name)
-        total += score * w
-        weight_sum += w
-    return total // weight_sum if weight_sum else 0
+    return _weighted_mean(
+        requested, available, weights, lambda req, cap: (cap - req) * MAX_NODE_SCORE // cap
+    )
 
 
 def balanced_allocation(requested: Requests, available: Amounts, weights: Amounts) -> int:
