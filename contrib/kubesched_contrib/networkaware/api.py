@@ -16,7 +16,6 @@ cost between regions and between zones.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import ClassVar
 
 from pydantic import Field
 
@@ -161,8 +160,6 @@ class NetworkTopologySpec(KubeModel):
 class NetworkTopology(KubeObject):
     """``networktopology.diktyo.x-k8s.io/v1alpha1.NetworkTopology``: network costs between
     the cluster's regions and zones."""
-
-    plural: ClassVar[str] = "networktopologies"
 
     api_version: str | None = "networktopology.diktyo.x-k8s.io/v1alpha1"
     kind: str | None = NETWORK_TOPOLOGY_KIND

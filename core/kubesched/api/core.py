@@ -97,6 +97,21 @@ class ContainerRestartRule(KubeModel):
     action: str = ""
 
 
+class PodSeccompProfile(KubeModel):
+    """``v1.SeccompProfile``: ``type`` RuntimeDefault, Unconfined or Localhost (then
+    ``localhostProfile`` is the profile's path on the node)."""
+
+    type: str = ""
+    localhost_profile: str | None = None
+
+
+class SecurityContext(KubeModel):
+    """``v1.SecurityContext`` and ``v1.PodSecurityContext``: only the seccomp profile is
+    read (plugins that place pods by their syscalls, such as SySched)."""
+
+    seccomp_profile: PodSeccompProfile | None = None
+
+
 class Container(KubeModel):
     """``v1.Container``; ``restart_policy: Always`` on an init container makes it a sidecar."""
 
@@ -107,6 +122,7 @@ class Container(KubeModel):
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     restart_policy: str | None = None
     restart_policy_rules: NullableList[ContainerRestartRule] = Field(default_factory=list)
+    security_context: SecurityContext | None = None
 
 
 # --- node selection ---------------------------------------------------------------------
@@ -342,6 +358,7 @@ class PodSpec(KubeModel):
     service_account_name: str | None = None
     hostname: str | None = None
     subdomain: str | None = None
+    security_context: SecurityContext | None = None
 
     @model_validator(mode="after")
     def _default_host_network_ports(self) -> PodSpec:

@@ -68,6 +68,7 @@ RECORDED_CASES: list[dict[str, Any]] = [
     {"workload": "load-aware", "nodes": 200, "pods": 300, "seed": 19},
     {"workload": "network-aware", "nodes": 200, "pods": 300, "seed": 20},
     {"workload": "quota", "nodes": 100, "pods": 300, "seed": 19},
+    {"workload": "numa", "nodes": 200, "pods": 400, "seed": 19},
 ]
 """The recorded runs: every workload, above the 100-node floor of percentageOfNodesToScore."""
 

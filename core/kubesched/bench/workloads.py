@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from kubesched.api import KubeObject
+from kubesched.api import KubeObject, parse_quantity
 from kubesched.api.manifests import parse_object
 from kubesched.simulate.driver import DETAIL_SUMMARY, Simulation, SimulationRun
 
@@ -790,6 +790,65 @@ def build_quota(nodes: int, pods: int, seed: int) -> Workload:
     return Workload("quota", _nodes(nodes), _pods(manifests), setup=setup)
 
 
+NUMA_PLUGINS: dict[str, Any] = {
+    "multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]},
+}
+"""The default profile plus NodeResourceTopologyMatch (Filter, Score, Reserve)."""
+NUMA_POD_CPU = "1"
+NUMA_POD_MEMORY = "1Gi"
+NUMA_TIGHT_EVERY = 3
+"""Every third node's NUMA zones have only 500m cpu free each: a 1-cpu pod fits the
+node's total but no single zone there."""
+
+
+def _nrt_manifest(i: int) -> dict[str, Any]:
+    # Two NUMA zones of half the node each; single-numa-node policy, pod scope on even
+    # nodes and container scope on odd ones.
+    free = "500m" if i % NUMA_TIGHT_EVERY == 0 else "2"
+    zone_memory = str(parse_quantity(NODE_MEMORY).value() // 2)
+    return {
+        "apiVersion": "topology.node.k8s.io/v1alpha2",
+        "kind": "NodeResourceTopology",
+        "metadata": {"name": f"node-{i}"},
+        "attributes": [
+            {"name": "topologyManagerPolicy", "value": "single-numa-node"},
+            {"name": "topologyManagerScope", "value": "pod" if i % 2 == 0 else "container"},
+        ],
+        "zones": [
+            {
+                "name": f"node-{z}",
+                "type": "Node",
+                "costs": [
+                    {"name": "node-0", "value": 10 if z == 0 else 20},
+                    {"name": "node-1", "value": 20 if z == 0 else 10},
+                ],
+                "resources": [
+                    {"name": "cpu", "capacity": "2", "allocatable": "2", "available": free},
+                    {
+                        "name": "memory",
+                        "capacity": zone_memory,
+                        "allocatable": zone_memory,
+                        "available": zone_memory,
+                    },
+                ],
+            }
+            for z in range(2)
+        ],
+    }
+
+
+def build_numa(nodes: int, pods: int, seed: int) -> Workload:
+    """NUMA-aware placement with NodeResourceTopologyMatch: a NodeResourceTopology object
+    per node (two zones of 2 cpu and 16Gi, single-numa-node; a third of the nodes with
+    only 500m free per zone), Guaranteed pods of 1 cpu and 1Gi (limits = requests)."""
+    _check_sizes(nodes, pods)
+    setup = [parse_object(_nrt_manifest(i)) for i in range(nodes)]
+    manifests = (
+        pod_manifest(f"numa-pod-{i}", cpu=NUMA_POD_CPU, memory=NUMA_POD_MEMORY) for i in range(pods)
+    )
+    return Workload("numa", _nodes(nodes), _pods(manifests), setup=setup)
+
+
 def unschedulable_count(pods: int) -> int:
     """How many of ``pods`` the ``unschedulable`` workload makes too large for any node."""
     return round(pods * UNSCHEDULABLE_SHARE)
@@ -1213,6 +1272,14 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             "TopologySpreading (minDomains)",
             "hostname spread, maxSkew 1, minDomains = nodes; zone spread preferred",
             build_topology_spread_min_domains,
+        ),
+        WorkloadSpec(
+            "numa",
+            "NodeResourceTopologyMatch (scheduler-plugins)",
+            "Guaranteed 1-cpu pods; NRT objects, single-numa-node; a third of nodes too split",
+            build_numa,
+            required_plugins=("NodeResourceTopologyMatch",),
+            plugins=NUMA_PLUGINS,
         ),
     )
 }

@@ -112,9 +112,8 @@ def resource_for(kind: str) -> Resource | None:
     """The collection of ``kind`` on a cluster: a built-in kind of ``RESOURCES``, or an
     extension kind (:func:`kubesched.api.resolve_kind`, such as Coscheduling's PodGroup)
     served by a CustomResourceDefinition under ``/apis/<its apiVersion>/``, whose plural
-    is the model's ``plural`` class attribute if it has one (``networktopologies``), else
-    the lower-cased kind plus ``s`` (the CRD convention: ``podgroups``). None when
-    kubesched cannot read it."""
+    is the lower-cased kind made plural as the CRD generators do (``podgroups``, ``noderesourcetopologies``,
+    ``networktopologies``). None when kubesched cannot read it."""
     resource = RESOURCES.get(kind)
     if resource is not None:
         return resource
@@ -122,8 +121,16 @@ def resource_for(kind: str) -> Resource | None:
     api_version = model.model_fields["api_version"].default if model is not None else None
     if model is None or not isinstance(api_version, str) or "/" not in api_version:
         return None
-    plural = getattr(model, "plural", None) or f"{kind.lower()}s"
-    return Resource(kind, f"/apis/{api_version}/{plural}", model)
+    return Resource(kind, f"/apis/{api_version}/{_plural(kind.lower())}", model)
+
+
+def _plural(name: str) -> str:
+    # kubebuilder's (gengo's) English rules, which name the CRDs of the kinds plugins read.
+    if name.endswith("y") and name[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return name[:-1] + "ies"
+    if name.endswith(("s", "x", "z", "ch", "sh")):
+        return name + "es"
+    return name + "s"
 
 
 def versioned_resource(api_version: str, kind: str) -> Resource | None:
@@ -132,7 +139,7 @@ def versioned_resource(api_version: str, kind: str) -> Resource | None:
     model = VERSIONED_KINDS.get((api_version, kind))
     if model is None:
         return None
-    return Resource(kind, f"/apis/{api_version}/{kind.lower()}s", model)
+    return Resource(kind, f"/apis/{api_version}/{_plural(kind.lower())}", model)
 
 
 STATUS_SUBRESOURCE = frozenset(

@@ -1,0 +1,371 @@
+"""NodeResourceTopologyMatch: NUMA-aware Filter and Score from NodeResourceTopology objects.
+
+Follows kubernetes-sigs/scheduler-plugins ``pkg/noderesourcetopology``. Filter predicts
+the kubelet's Topology Manager admission: on a node whose NRT object reports the
+``single-numa-node`` policy, a Guaranteed or Burstable pod (or a BestEffort one asking
+for a device) must fit one NUMA zone, per container (scope ``container``, the default)
+or as a whole (scope ``pod``); the other policies admit whatever fits the node. Score
+ranks nodes for Guaranteed pods by how the request fits each NUMA zone (MostAllocated,
+LeastAllocated, BalancedAllocation: single-numa-node nodes only; a node without NRT data
+scores 0) or by how few NUMA zones it needs (LeastNUMANodes: any policy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from kubesched import (
+    MAX_NODE_SCORE,
+    ActionType,
+    ArgsError,
+    ArgsModel,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    EventResource,
+    NodeBatch,
+    NodeInfo,
+    PluginArgs,
+    PodInfo,
+    Status,
+    hookimpl,
+    invalid,
+    raise_args_errors,
+)
+from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
+
+from .cache import (
+    DISCARD_RESERVED,
+    NO_NRT,
+    OVERRESERVE,
+    PASSTHROUGH,
+    NodeTopology,
+    NRTCache,
+)
+from .numa import (
+    POLICY_SINGLE_NUMA_NODE,
+    QOS_BEST_EFFORT,
+    QOS_GUARANTEED,
+    SCOPE_POD,
+    ScoreStrategy,
+    balanced_allocation,
+    container_requests,
+    container_scope_score,
+    filter_reason,
+    includes_non_native,
+    least_allocated,
+    least_numa_container_scope,
+    least_numa_pod_scope,
+    most_allocated,
+    pod_effective_requests,
+    pod_qos,
+    pod_scope_score,
+)
+
+NAME = "NodeResourceTopologyMatch"
+
+ERR_REASON_INVALID_TOPOLOGY = "invalid node topology data"
+"""Filter: the node's NRT data may not be used now (a discard-reserved node in flight)."""
+
+MOST_ALLOCATED = "MostAllocated"
+LEAST_ALLOCATED = "LeastAllocated"
+BALANCED_ALLOCATION = "BalancedAllocation"
+LEAST_NUMA_NODES = "LeastNUMANodes"
+
+_STRATEGIES: dict[str, ScoreStrategy | None] = {
+    MOST_ALLOCATED: most_allocated,
+    LEAST_ALLOCATED: least_allocated,
+    BALANCED_ALLOCATION: balanced_allocation,
+    LEAST_NUMA_NODES: None,  # scored by NUMA node count, not by a per-zone strategy
+}
+
+
+class ResourceSpec(ArgsModel):
+    """A resource the score strategy weighs, and its weight (0 means 1)."""
+
+    name: str
+    weight: int = Field(default=1, description="Weight of the resource; 0 or less counts as 1.")
+
+
+def _default_resources() -> list[ResourceSpec]:
+    return [ResourceSpec(name=CPU, weight=1), ResourceSpec(name=MEMORY, weight=1)]
+
+
+class ScoringStrategy(ArgsModel):
+    """``scoringStrategy``: how Score ranks the nodes."""
+
+    type: str = Field(
+        default=LEAST_ALLOCATED,
+        description="MostAllocated, LeastAllocated, BalancedAllocation or LeastNUMANodes.",
+    )
+    resources: list[ResourceSpec] = Field(
+        default_factory=_default_resources,
+        description="Weights by resource (empty: cpu and memory, weight 1).",
+    )
+
+
+class NodeResourceTopologyCache(ArgsModel):
+    """``cache``: fine tuning of the overreserve cache. Accepted with upstream's values
+    and defaults; see the plugin's page for what applies to kubesched."""
+
+    foreign_pods_detect: Literal["None", "All", "OnlyExclusiveResources"] = "All"
+    resync_method: Literal["Autodetect", "All", "OnlyExclusiveResources"] = "Autodetect"
+    informer_mode: Literal["Shared", "Dedicated"] = "Dedicated"
+    resync_scope: Literal["All", "OnlyResources"] = "All"
+
+
+class NodeResourceTopologyMatchArgs(PluginArgs):
+    """``NodeResourceTopologyMatchArgs`` (scheduler-plugins ``apis/config/v1``) with its
+    defaults."""
+
+    scoring_strategy: ScoringStrategy = Field(default_factory=ScoringStrategy)
+    cache_resync_period_seconds: int = Field(
+        default=0,
+        description=(
+            "Above 0, the overreserve cache: pods reserved on a node are taken off its NRT "
+            "data until the object is updated. 0: the NRT objects as they are."
+        ),
+    )
+    discard_reserved_nodes: bool = Field(
+        default=False,
+        description=(
+            "Reject nodes with a pod reserved but not yet bound (takes precedence over "
+            "cacheResyncPeriodSeconds)."
+        ),
+    )
+    cache: NodeResourceTopologyCache = Field(default_factory=NodeResourceTopologyCache)
+
+    @model_validator(mode="after")
+    def _validate(self) -> NodeResourceTopologyMatchArgs:
+        # SetDefaults_NodeResourceTopologyMatchArgs: no resources means cpu and memory;
+        # a zero weight means 1.
+        strategy = self.scoring_strategy
+        resources = strategy.resources or _default_resources()
+        resources = [r if r.weight != 0 else ResourceSpec(name=r.name) for r in resources]
+        object.__setattr__(strategy, "resources", resources)
+        # ValidateNodeResourceTopologyMatchArgs.
+        errors: list[ArgsError] = []
+        if strategy.type not in _STRATEGIES:
+            errors.append(
+                invalid(("scoringStrategy", "type"), strategy.type, "invalid ScoringStrategyType")
+            )
+        raise_args_errors("NodeResourceTopologyMatchArgs", errors)
+        return self
+
+    @property
+    def cache_mode(self) -> str:
+        """passthrough, overreserve or discard-reserved, as upstream picks its cache."""
+        if self.discard_reserved_nodes:
+            return DISCARD_RESERVED
+        if self.cache_resync_period_seconds > 0:
+            return OVERRESERVE
+        return PASSTHROUGH
+
+
+# Resources every node reports (``util.ResourceList`` of NodeInfo.Allocatable).
+_ALWAYS_REPORTED = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE, PODS})
+
+_MEMO_LIMIT = 64
+"""Pod shapes remembered per node's NRT data before the memo starts afresh."""
+
+
+def _remember(memo: dict[Any, Any], key: Any, node: Any, value: Any) -> None:
+    if len(memo) >= _MEMO_LIMIT:
+        memo.clear()
+    memo[key] = (node, value)
+
+
+def _node_resources(node_info: NodeInfo) -> frozenset[str]:
+    return _ALWAYS_REPORTED | node_info.allocatable.scalar_resources.keys()
+
+
+def _requests_key(requests: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(requests.items()))
+
+
+@dataclass(frozen=True)
+class _PodShape:
+    """What Filter and Score read of a pod, worked out once per pod; ``key`` identifies
+    pods that get the same verdicts on the same NUMA data."""
+
+    qos: str
+    skips_filter: bool
+    key: tuple[Any, ...]
+
+    @classmethod
+    def of(cls, pod: Pod) -> _PodShape:
+        qos = pod_qos(pod)
+        key = (
+            qos,
+            tuple(_requests_key(container_requests(c)) for c in pod.spec.init_containers),
+            tuple(_requests_key(container_requests(c)) for c in pod.spec.containers),
+            _requests_key(pod_effective_requests(pod)),
+        )
+        return cls(qos, qos == QOS_BEST_EFFORT and not includes_non_native(pod), key)
+
+
+class NodeResourceTopologyMatch:
+    """Keeps pods off nodes whose kubelet would refuse them for NUMA alignment, and
+    prefers nodes where they fit their NUMA zones best (Filter, Score, Reserve)."""
+
+    name = NAME
+    sdk_version = "1.0"
+    Args = NodeResourceTopologyMatchArgs
+    reads = ("NodeResourceTopology",)
+
+    def __init__(self, args: NodeResourceTopologyMatchArgs | None, handle: Any) -> None:
+        args = args or NodeResourceTopologyMatchArgs()
+        self.strategy_type = args.scoring_strategy.type
+        self.strategy = _STRATEGIES[self.strategy_type]
+        self.weights = {r.name: r.weight for r in args.scoring_strategy.resources}
+        self.cache = NRTCache(handle, args.cache_mode)
+        self._last_shape: tuple[Pod, _PodShape] | None = None
+
+    @hookimpl
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # A deleted pod frees NUMA resources; a new or resized node may fit.
+        return [
+            ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.DELETE)),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+                )
+            ),
+        ]
+
+    def _shape(self, pod: Pod) -> _PodShape:
+        # Filter and Score see the same pod object for every node of a cycle.
+        last = self._last_shape
+        if last is not None and last[0] is pod:
+            return last[1]
+        shape = _PodShape.of(pod)
+        self._last_shape = (pod, shape)
+        return shape
+
+    @hookimpl
+    def filter(self, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return self._filter_many(pod, [node_info])[0]
+
+    @hookimpl
+    def filter_nodes(self, pod: Pod, nodes: NodeBatch) -> Sequence[Status | None] | None:
+        shape = self._shape(pod)
+        if shape.skips_filter:
+            return None
+        infos = nodes.infos
+        verdicts = self.cache.passthrough_verdicts(
+            nodes,
+            ("filter", shape.key),
+            lambda i, t: filter_reason(pod, t.config, t.numa, _node_resources(infos[i])),
+        )
+        if verdicts is None:
+            return self._filter_many(pod, infos)
+        out: list[Status | None] | None = None
+        statuses: dict[str, Status] = {}
+        for i, reason in enumerate(verdicts):
+            if reason is None or reason is NO_NRT:
+                continue
+            if out is None:
+                out = [None] * len(verdicts)
+            status = statuses.get(reason)
+            if status is None:
+                status = statuses[reason] = Status(Code.UNSCHEDULABLE, reason)
+            out[i] = status
+        return out  # None: no node rejected
+
+    def _filter_many(self, pod: Pod, infos: Sequence[NodeInfo]) -> list[Status | None]:
+        shape = self._shape(pod)
+        out: list[Status | None] = []
+        append = out.append
+        if shape.skips_filter:
+            for ni in infos:
+                append(None if ni.node is not None else Status(Code.ERROR, "node not found"))
+            return out
+        key = ("filter", shape.key)
+        # The hot loop of a large cluster: the verdict is remembered on the node's NUMA
+        # data by pod shape, with the Node object it was computed against (Filter also
+        # reads the resources the Node reports).
+        for ni, (topology, fresh) in zip(infos, self.cache.get_many(infos), strict=True):
+            node = ni.node
+            if node is None:
+                append(Status(Code.ERROR, "node not found"))
+            elif not fresh:
+                append(Status(Code.UNSCHEDULABLE, ERR_REASON_INVALID_TOPOLOGY))
+            elif topology is None:
+                append(None)
+            else:
+                memo = topology.memo
+                hit = memo.get(key)
+                if hit is not None and hit[0] is node:
+                    reason = hit[1]
+                else:
+                    reason = filter_reason(pod, topology.config, topology.numa, _node_resources(ni))
+                    _remember(memo, key, node, reason)
+                append(None if reason is None else Status(Code.UNSCHEDULABLE, reason))
+        return out
+
+    def _score_topology(self, pod: Pod, topology: NodeTopology) -> int:
+        conf = topology.config
+        if self.strategy is None:
+            if conf.scope == SCOPE_POD:
+                return least_numa_pod_scope(pod, topology.numa)
+            return least_numa_container_scope(pod, topology.numa)
+        if conf.policy != POLICY_SINGLE_NUMA_NODE:
+            return 0
+        if conf.scope == SCOPE_POD:
+            return pod_scope_score(pod, topology.numa, self.strategy, self.weights)
+        return container_scope_score(pod, topology.numa, self.strategy, self.weights)
+
+    def _score_many(self, pod: Pod, infos: Sequence[NodeInfo]) -> list[int]:
+        shape = self._shape(pod)
+        # Every node suits a pod the kubelet will not pin.
+        if shape.qos != QOS_GUARANTEED:
+            return [MAX_NODE_SCORE] * len(infos)
+        key = ("score", shape.key)
+        out: list[int] = []
+        append = out.append
+        for ni, (topology, fresh) in zip(infos, self.cache.get_many(infos), strict=True):
+            if not fresh or topology is None:
+                append(0)
+                continue
+            # A score reads only the NUMA data and the pod's shape.
+            memo = topology.memo
+            hit = memo.get(key)
+            if hit is not None:
+                append(hit[1])
+                continue
+            score = self._score_topology(pod, topology)
+            _remember(memo, key, ni.node, score)
+            append(score)
+        return out
+
+    @hookimpl
+    def score(self, pod: Pod, node_info: NodeInfo) -> int:
+        return self._score_many(pod, [node_info])[0]
+
+    @hookimpl
+    def score_nodes(self, pod: Pod, nodes: NodeBatch) -> Sequence[int]:
+        shape = self._shape(pod)
+        if shape.qos != QOS_GUARANTEED:
+            return [MAX_NODE_SCORE] * len(nodes)
+        verdicts = self.cache.passthrough_verdicts(
+            nodes, ("score", shape.key), lambda _i, t: self._score_topology(pod, t)
+        )
+        if verdicts is None:
+            return self._score_many(pod, nodes.infos)
+        return [0 if v is NO_NRT else v for v in verdicts]
+
+    @hookimpl
+    def reserve(self, pod: Pod, pod_info: PodInfo, node_name: str) -> None:
+        self.cache.reserve(node_name, pod, pod_info.uid)
+
+    @hookimpl
+    def unreserve(self, pod_info: PodInfo, node_name: str) -> None:
+        self.cache.unreserve(node_name, pod_info.uid)
+
+    @hookimpl
+    def post_bind(self, pod_info: PodInfo, node_name: str) -> None:
+        self.cache.bound(node_name, pod_info.uid)
