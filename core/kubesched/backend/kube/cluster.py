@@ -112,8 +112,9 @@ def resource_for(kind: str) -> Resource | None:
     """The collection of ``kind`` on a cluster: a built-in kind of ``RESOURCES``, or an
     extension kind (:func:`kubesched.api.resolve_kind`, such as Coscheduling's PodGroup)
     served by a CustomResourceDefinition under ``/apis/<its apiVersion>/``, whose plural
-    is the lower-cased kind made plural as the CRD generators do (``podgroups``, ``noderesourcetopologies``,
-    ``networktopologies``). None when kubesched cannot read it."""
+    is the lower-cased kind made plural as the CRD generators do (``podgroups``,
+    ``noderesourcetopologies``, ``networktopologies``). None when kubesched cannot read
+    it."""
     resource = RESOURCES.get(kind)
     if resource is not None:
         return resource
