@@ -195,7 +195,7 @@ class NetworkOverhead:
     and favours the nodes closest to them."""
 
     name = NAME
-    sdk_version = "1.4"
+    sdk_version = "1.5"
     Args = NetworkOverheadArgs
     reads = (APP_GROUP_KIND, NETWORK_TOPOLOGY_KIND)
 

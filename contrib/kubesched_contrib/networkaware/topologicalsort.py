@@ -79,7 +79,7 @@ class TopologicalSort:
     """Orders an AppGroup's pods by its topology order, the rest by priority."""
 
     name = NAME
-    sdk_version = "1.4"
+    sdk_version = "1.5"
     Args = TopologicalSortArgs
     reads = (APP_GROUP_KIND,)
 

@@ -213,7 +213,7 @@ class NodeResourceTopologyMatch:
     prefers nodes where they fit their NUMA zones best (Filter, Score, Reserve)."""
 
     name = NAME
-    sdk_version = "1.0"
+    sdk_version = "1.5"
     Args = NodeResourceTopologyMatchArgs
     reads = ("NodeResourceTopology",)
 

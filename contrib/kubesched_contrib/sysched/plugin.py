@@ -109,7 +109,7 @@ class SySched:
     """Prefers nodes where the pod and the pods already there share their syscalls (Score)."""
 
     name = NAME
-    sdk_version = "1.0"
+    sdk_version = "1.5"
     Args = SySchedArgs
     reads = (SECCOMP_PROFILE_KIND,)
 
