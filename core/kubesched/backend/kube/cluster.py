@@ -35,6 +35,7 @@ from kubesched.api import (
     resolve_kind,
 )
 from kubesched.backend.kube.client import (
+    JSON,
     MERGE_PATCH,
     STRATEGIC_MERGE_PATCH,
     ForbiddenError,
@@ -43,6 +44,7 @@ from kubesched.backend.kube.client import (
 )
 from kubesched.backend.kube.events import EventBroadcaster
 from kubesched.backend.kube.informer import Informer, Resource
+from kubesched.backend.kube.writer import WriterProcess
 from kubesched.backend.protocol import (
     BackendError,
     EventType,
@@ -254,10 +256,26 @@ class KubeCluster:
         self.writes: set[str] = set()
         """Kinds plugins write through ``update`` (``Kind`` or ``Kind/status``): their
         permissions are checked at start-up too."""
-        self.events = EventBroadcaster(client)
+        self.events: EventBroadcaster | WriterProcess = EventBroadcaster(client)
+        """Where Events go: the broadcaster, or the writer process once ``use_writer``."""
+        self.writer: WriterProcess | None = None
         self._dispatcher: threading.Thread | None = None
         self._started = False
         self.watch_kinds((*BASE_KINDS, *kinds))
+
+    def use_writer(self, writer: WriterProcess) -> None:
+        """Send bindings, pod status patches and Events through ``writer`` (started)."""
+        self.events.close()
+        self.writer = writer
+        self.events = writer
+
+    def _write(self, method: str, path: str, body: Any, content_type: str = JSON) -> None:
+        """One fenced write of the scheduling hot path: through the writer process when
+        there is one, else from this process."""
+        if self.writer is not None:
+            self.writer.request(method, path, body, content_type)
+        else:
+            self.client.request(method, path, body=body, content_type=content_type, fenced=True)
 
     def watch_kinds(self, kinds: Iterable[str]) -> list[str]:
         """Watch these kinds too (before ``start``); returns those kubesched cannot watch
@@ -514,16 +532,15 @@ class KubeCluster:
     def bind(self, pod: Pod, node_name: str) -> None:
         """POST the pod's ``binding`` (409 ``ConflictError`` if bound, 404 if gone)."""
         ns, name = pod.namespace or "default", pod.name
-        self.client.request(
+        self._write(
             "POST",
             _resource_path("Pod", ns, name, "binding"),
-            body={
+            {
                 "apiVersion": "v1",
                 "kind": "Binding",
                 "metadata": {"name": name, "namespace": ns, "uid": pod.metadata.uid},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
             },
-            fenced=True,
         )
 
     def update_pod_status(
@@ -564,12 +581,11 @@ class KubeCluster:
             status["nominatedNodeName"] = nominated_node_name
         if not status:
             return
-        self.client.request(
+        self._write(
             "PATCH",
             _resource_path("Pod", pod.namespace or "default", pod.name, "status"),
-            body={"metadata": {"uid": pod.metadata.uid}, "status": status},
-            content_type=STRATEGIC_MERGE_PATCH,
-            fenced=True,
+            {"metadata": {"uid": pod.metadata.uid}, "status": status},
+            STRATEGIC_MERGE_PATCH,
         )
 
     def delete_pod(self, pod: Pod, grace_period_seconds: float | None = None) -> None:
