@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from kubesched.api import Pod
 from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
@@ -149,6 +150,31 @@ def test_a_dead_writer_process_fails_the_waiting_writes_and_says_so(
         assert api.node_of("p0") is None
     finally:
         c.close()
+
+
+def test_the_writer_processs_requests_count_in_the_schedulers_client_metrics(
+    api: Api, control_plane: ControlPlane
+) -> None:
+    registry = CollectorRegistry()
+    client = KubeClient(load_configuration(str(control_plane.kubeconfig)), FAST, registry)
+    w = WriterProcess(str(control_plane.kubeconfig), FAST, observe=client.observe)
+    w.start("counted")
+    c = KubeCluster(client)
+    c.use_writer(w)
+    try:
+        api.nodes(1)
+        pod = _pod(api, "p0")
+        c.bind(pod, "n0")
+        with pytest.raises(ConflictError):
+            c.bind(pod, "n0")
+    finally:
+        c.close()
+    labels = {"method": "POST", "host": client._host_label}
+    assert registry.get_sample_value("rest_client_requests_total", {**labels, "code": "201"}) == 1
+    assert registry.get_sample_value("rest_client_requests_total", {**labels, "code": "409"}) == 1
+    verb = {"verb": "POST", "host": client._host_label}
+    assert registry.get_sample_value("rest_client_request_duration_seconds_count", verb) == 2
+    assert registry.get_sample_value("rest_client_rate_limiter_duration_seconds_count", verb) == 2
 
 
 def _writer_pid(parent: int) -> int | None:

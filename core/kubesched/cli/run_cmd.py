@@ -84,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
             server=serving,
             # Bindings, status patches and Events go out from a process of their own:
             # their HTTP work then runs beside the scheduling loop (docs/architecture.md).
-            writer=WriterProcess(kubeconfig, connection),
+            writer=WriterProcess(kubeconfig, connection, observe=client.observe),
         )
         # The API server is not asked here: run() waits for it, with /readyz false
         # meanwhile, as kube-scheduler does.

@@ -69,7 +69,8 @@ class WriterProcess:
     ``BackendError`` the in-process client would); ``record`` hands an Event to the
     writer process's ``EventBroadcaster`` (series, retries and drops happen there). What
     crosses the pipe is small: the method, path, body and content type of a write and
-    its status; an Event's fields and time.
+    its status; an Event's fields and time; each request's status code and durations,
+    for the REST client metrics of the scheduling process.
 
     Fencing: the writer process sends a write only while the monotonic clock (one clock
     for every process of the machine) is before ``fence_until``, which the leader
@@ -88,10 +89,14 @@ class WriterProcess:
         connection: ClientConnectionConfiguration,
         *,
         on_exit: Callable[[str], None] | None = None,
+        observe: Callable[[str, str, float, float | None], None] | None = None,
     ) -> None:
         self.kubeconfig = kubeconfig
         self.connection = connection
         self.on_exit = on_exit
+        self.observe = observe
+        """Told of each request the writer process made (``KubeClient.observe`` of the
+        scheduling process's client: its REST client metrics count them)."""
         # spawn, not fork: the scheduling process has threads (informers, the server)
         # whose locks a forked child would inherit held.
         self._ctx = multiprocessing.get_context("spawn")
@@ -182,13 +187,19 @@ class WriterProcess:
             self._conn.send(message)
 
     def _read(self) -> None:
-        """Hand each answer to the write waiting for it, until the writer process exits."""
+        """Hand each answer to the write waiting for it and each request's figures to
+        ``observe``, until the writer process exits."""
         assert self._conn is not None and self._process is not None
         while True:
             try:
-                key, ok, payload = self._conn.recv()
+                message = self._conn.recv()
             except (EOFError, OSError):
                 break
+            if message[0] == "observed":
+                if self.observe is not None:
+                    self.observe(*message[1:])
+                continue
+            _, key, ok, payload = message
             future = self._pending.pop(key, None)
             if future is None:
                 continue
@@ -231,9 +242,15 @@ def serve(
     events.instance = identity
     send_lock = threading.Lock()
 
+    def tell(message: tuple[Any, ...]) -> None:
+        # The scheduling process may be gone: the receive loop then ends this process.
+        with send_lock, contextlib.suppress(OSError, ValueError):
+            conn.send(message)
+
     def reply(key: int, ok: bool, payload: Any) -> None:
-        with send_lock:
-            conn.send((key, ok, payload))
+        tell(("reply", key, ok, payload))
+
+    client.on_response = lambda *observed: tell(("observed", *observed))
 
     def write(key: int, method: str, path: str, body: Any, content_type: str) -> None:
         try:
