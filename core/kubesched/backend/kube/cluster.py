@@ -227,9 +227,11 @@ class KubeCluster:
     dispatch thread, in the order the changes happened per kind, so the scheduler's
     handlers never race each other (the scheduling loop and binding threads run beside
     them, as upstream's informer goroutines beside ``scheduleOne``). Writes (binding,
-    status, deletes, events, leases) go straight to the API server; all but the leases'
-    are ``fenced``: the client's ``fence`` (the leader elector's ``is_leader``) is asked
-    at the moment each is sent.
+    status, deletes, events, leases) go to the API server from this process, or, once
+    ``use_writer``, bindings, status patches and Events from the writer process; all but
+    the leases' are ``fenced``: the client's ``fence`` (the leader elector's
+    ``is_leader``, or the lease deadline the writer process reads) is asked at the
+    moment each is sent.
     """
 
     def __init__(
