@@ -197,20 +197,22 @@ class SchedulerRunner:
         """Run until ``stop()``, a lost lease or the writer process's exit; the exit
         status (0, or 1 for a lost lease or a writer process gone)."""
         self.listen()
-        if self.server is not None:
-            self.server.start()
-            log.info("serving securely on %s:%d", self.server.address, self.server.port)
         try:
-            if not self._wait_for_api_server():
-                return 0
             if self.writer is not None:
+                # Before any other thread starts: the writer process is then forked (see
+                # WriterProcess.start).
+                self.cluster.use_writer(self.writer)
                 try:
                     self.writer.start(self.identity)
                 except BackendError as err:
                     log.error("cannot start: %s", safe(err))
                     self.writer_exited = str(err)
                     return EXIT_WRITER_EXITED
-                self.cluster.use_writer(self.writer)
+            if self.server is not None:
+                self.server.start()
+                log.info("serving securely on %s:%d", self.server.address, self.server.port)
+            if not self._wait_for_api_server():
+                return 0
             if self.elector is not None:
                 self._spawn("leader-election", self._elect)
             if self.config.config.delay_cache_until_active and self.elector is not None:

@@ -266,7 +266,8 @@ class KubeCluster:
         self.watch_kinds((*BASE_KINDS, *kinds))
 
     def use_writer(self, writer: WriterProcess) -> None:
-        """Send bindings, pod status patches and Events through ``writer`` (started)."""
+        """Send bindings, pod status patches and Events through ``writer`` (from its
+        start on)."""
         self.events.close()
         self.writer = writer
         self.events = writer

@@ -97,10 +97,7 @@ class WriterProcess:
         self.observe = observe
         """Told of each request the writer process made (``KubeClient.observe`` of the
         scheduling process's client: its REST client metrics count them)."""
-        # spawn, not fork: the scheduling process has threads (informers, the server)
-        # whose locks a forked child would inherit held.
-        self._ctx = multiprocessing.get_context("spawn")
-        self._fence = self._ctx.RawValue("d", math.inf)
+        self._fence = multiprocessing.RawValue("d", math.inf)
         self._conn: Connection | None = None
         self._process: multiprocessing.process.BaseProcess | None = None
         self._send_lock = threading.Lock()
@@ -120,11 +117,18 @@ class WriterProcess:
 
     def start(self, identity: str) -> None:
         """Start the writer process (its Events' ``reportingInstance`` from ``identity``)
-        and wait until it is ready; ``BackendError`` if it cannot start."""
-        ours, theirs = self._ctx.Pipe()
-        self._process = self._ctx.Process(
+        and wait until it is ready; ``BackendError`` if it cannot start.
+
+        Forked while this process has one thread (``kubesched run`` starts it before any
+        other): the child has every module already, where a spawned one would import
+        them again (tens of seconds on a loaded machine, during which ``/readyz`` would
+        wait). With other threads running, whose locks a forked child could inherit
+        held, it is spawned."""
+        ctx = multiprocessing.get_context("fork" if threading.active_count() == 1 else "spawn")
+        ours, theirs = ctx.Pipe()
+        self._process = ctx.Process(
             target=serve,
-            args=(theirs, self.kubeconfig, self.connection, identity, self._fence),
+            args=(theirs, ours, self.kubeconfig, self.connection, identity, self._fence),
             name="kubesched-writer",
             daemon=True,
         )
@@ -144,7 +148,7 @@ class WriterProcess:
             raise BackendError(f"the writer process could not start: {why}", 0)
         self._reader = threading.Thread(target=self._read, name="writer-replies", daemon=True)
         self._reader.start()
-        log.info("writer process started (pid %d)", self._process.pid)
+        log.info("writer process started (pid %d, %s)", self._process.pid, ctx.get_start_method())
 
     def request(self, method: str, path: str, body: Any, content_type: str = JSON) -> Any:
         """One fenced write through the writer process; its decoded answer."""
@@ -221,13 +225,16 @@ class WriterProcess:
 
 def serve(
     conn: Connection,
+    parents: Connection,
     kubeconfig: str | None,
     connection: ClientConnectionConfiguration,
     identity: str,
     fence: Any,
 ) -> None:
     """The writer process: send the writes and Events that arrive on ``conn`` until it
-    says ``close`` or the scheduling process goes away."""
+    says ``close`` or the scheduling process goes away (``parents`` is the scheduling
+    process's end of the pipe: closed here, so that its exit ends the pipe)."""
+    parents.close()
     # Signals are for the scheduling process, which stops this one in order (a Ctrl-C
     # reaches the whole process group: this process would otherwise die first).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
