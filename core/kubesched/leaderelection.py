@@ -78,6 +78,9 @@ class LeaderElector:
         self._observed_record: tuple | None = None
         self._observed_time = 0.0
         self._renewed_at: float | None = None
+        self.on_renewed: Callable[[float | None], None] | None = None
+        """Told, at each change, until when (``monotonic``) ``is_leader`` holds, or None
+        once it does not: how a write sent from another process is fenced."""
         self.reported_leader = ""
         self._lock = threading.Lock()
         if metrics is not None:
@@ -95,6 +98,16 @@ class LeaderElector:
                 self._renewed_at is not None
                 and self.monotonic() - self._renewed_at < self.config.renew_deadline
             )
+
+    def _set_renewed(self, at: float | None) -> bool:
+        """Record a renewal at ``at`` (None: leadership lost or given up) and tell
+        ``on_renewed``; whether the lease was held before."""
+        with self._lock:
+            held = self._renewed_at is not None
+            self._renewed_at = at
+            if self.on_renewed is not None:
+                self.on_renewed(None if at is None else at + self.config.renew_deadline)
+        return held
 
     # -- the loop -----------------------------------------------------------------------
     def run(self, stop: threading.Event) -> bool:
@@ -130,8 +143,7 @@ class LeaderElector:
                 return False
             if not renewed:
                 log.error("failed to renew lease %s: timed out", self.description)
-                with self._lock:
-                    self._renewed_at = None
+                self._set_renewed(None)
                 return True
             stop.wait(self.config.retry_period)
         return False
@@ -222,9 +234,8 @@ class LeaderElector:
         self._observed_time = started
         self.observed = lease
         if renewed:
-            with self._lock:
-                # Counted from the attempt's start: the lease may be older than its reply.
-                self._renewed_at = started
+            # Counted from the attempt's start: the lease may be older than its reply.
+            self._set_renewed(started)
         self._report_leader(spec.holder_identity or "")
 
     def _report_leader(self, holder: str) -> None:
@@ -237,9 +248,7 @@ class LeaderElector:
 
     def release(self) -> bool:
         """Give the lease up (client-go ``ReleaseOnCancel``): empty holder, 1 s duration."""
-        with self._lock:
-            held = self._renewed_at is not None
-            self._renewed_at = None
+        held = self._set_renewed(None)
         if not held or self.observed is None:
             return False
         try:

@@ -11,6 +11,7 @@ import time
 import uuid
 
 from kubesched.backend.kube.cluster import KubeCluster
+from kubesched.backend.kube.writer import WriterProcess
 from kubesched.backend.protocol import BackendError
 from kubesched.config import EffectiveConfiguration
 from kubesched.config.serialize import config_to_dict
@@ -30,6 +31,9 @@ HOUSEKEEPING_PERIOD = 1.0
 
 EXIT_LOST_LEASE = 1
 """Exit status when leadership was lost (upstream exits with "leaderelection lost")."""
+
+EXIT_WRITER_EXITED = 1
+"""Exit status when the writer process exited while the scheduler ran."""
 
 STARTUP_BACKOFF = (0.8, 30.0)
 """First and longest wait, in seconds, between two start-up attempts to reach the API
@@ -84,6 +88,7 @@ class SchedulerRunner:
         metrics: Metrics | None = None,
         identity: str | None = None,
         server: ServingOptions | None = None,
+        writer: WriterProcess | None = None,
     ) -> None:
         self.config = config
         self.cluster = cluster
@@ -122,6 +127,17 @@ class SchedulerRunner:
             cluster.client.fence = self.elector.is_leader
         else:
             self.leading.set()
+        self.writer = writer
+        """The process that sends bindings, status patches and Events, if any (started
+        by ``run``, stopped at shutdown)."""
+        self.writer_exited = ""
+        """Why the writer process went away while running ("" while it has not)."""
+        if writer is not None:
+            writer.on_exit = self._writer_exited
+            if self.elector is not None:
+                # Fenced as the elector: from no lease until the first renewal.
+                writer.fence_until(None)
+                self.elector.on_renewed = writer.fence_until
         self.serving = server
         self.server: HealthServer | None = None
         self.lost_lease = False
@@ -178,12 +194,23 @@ class SchedulerRunner:
         self._stop.set()
 
     def run(self) -> int:
-        """Run until ``stop()`` or a lost lease; the exit status (0, or 1 for a lost lease)."""
+        """Run until ``stop()``, a lost lease or the writer process's exit; the exit
+        status (0, or 1 for a lost lease or a writer process gone)."""
         self.listen()
-        if self.server is not None:
-            self.server.start()
-            log.info("serving securely on %s:%d", self.server.address, self.server.port)
         try:
+            if self.writer is not None:
+                # Before any other thread starts: the writer process is then forked (see
+                # WriterProcess.start).
+                self.cluster.use_writer(self.writer)
+                try:
+                    self.writer.start(self.identity)
+                except BackendError as err:
+                    log.error("cannot start: %s", safe(err))
+                    self.writer_exited = str(err)
+                    return EXIT_WRITER_EXITED
+            if self.server is not None:
+                self.server.start()
+                log.info("serving securely on %s:%d", self.server.address, self.server.port)
             if not self._wait_for_api_server():
                 return 0
             if self.elector is not None:
@@ -209,7 +236,14 @@ class SchedulerRunner:
             self._loop()
         finally:
             self._shutdown()
+        if self.writer_exited:
+            return EXIT_WRITER_EXITED
         return EXIT_LOST_LEASE if self.lost_lease else 0
+
+    def _writer_exited(self, why: str) -> None:
+        """The writer process went away: stop, and exit non-zero."""
+        self.writer_exited = why
+        self._stop.set()
 
     def _wait_for_api_server(self) -> bool:
         """Check, until it works or ``stop()``, that the API server answers and allows all

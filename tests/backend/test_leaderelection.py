@@ -104,6 +104,26 @@ def test_release_frees_the_lease_at_once(cluster) -> None:
     assert b.try_acquire_or_renew()
 
 
+def test_on_renewed_follows_is_leader(cluster) -> None:
+    """``on_renewed`` tells the deadline up to which ``is_leader`` holds (what fences the
+    writer process), moved at each renewal, and None once the lease is released."""
+    t = Ticker()
+    a = _elector(cluster, "a", t)
+    told: list[float | None] = []
+    a.on_renewed = told.append
+    assert a.try_acquire_or_renew()
+    assert told == [100.0 + CONFIG.renew_deadline]
+    t.now += 5
+    assert a.try_acquire_or_renew()
+    assert told[-1] == 105.0 + CONFIG.renew_deadline
+    t.now = 115.0 - 0.01
+    assert a.is_leader()
+    t.now = 115.0 + 0.01
+    assert not a.is_leader()
+    a.release()
+    assert told[-1] is None
+
+
 def test_conflicting_update_loses_the_race(cluster) -> None:
     """Two standbys take an expired lease at once: the API's optimistic concurrency lets
     only one update win."""
@@ -134,6 +154,8 @@ def test_run_leads_then_reports_a_lost_lease(cluster) -> None:
         metrics=LeaderElectionMetrics(registry),
         on_started_leading=started.set,
     )
+    told: list[float | None] = []
+    a.on_renewed = told.append
     stop = threading.Event()
     result: list[bool] = []
     thread = threading.Thread(target=lambda: result.append(a.run(stop)))
@@ -148,4 +170,5 @@ def test_run_leads_then_reports_a_lost_lease(cluster) -> None:
     thread.join(5)
     assert result == [True]
     assert not a.is_leader()
+    assert told[-1] is None  # the writer process is fenced off too
     assert registry.get_sample_value("leader_election_master_status", {"name": "sched"}) == 0

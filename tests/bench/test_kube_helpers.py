@@ -18,6 +18,7 @@ from kubesched.bench.kube import (
     _BindWatch,
     _clean,
     as_kube_gangs,
+    external_metrics_url,
 )
 from kubesched.bench.workloads import build_workload
 
@@ -143,3 +144,20 @@ def test_resource_for(kind: str, path: str | None) -> None:
     assert (resource.path if resource else None) == path
     if kind in RESOURCES:
         assert resource is RESOURCES[kind]
+
+
+@pytest.mark.parametrize(
+    ("command", "url"),
+    [
+        (
+            ["ks", "--secure-port=1234", "--authorization-always-allow-paths=/healthz,/metrics"],
+            "https://127.0.0.1:1234/metrics",
+        ),
+        (["ks", "--secure-port=1234", "--authorization-always-allow-paths=/healthz"], None),
+        (["ks", "--secure-port=1234"], None),
+        (["ks", "--authorization-always-allow-paths=/metrics"], None),
+    ],
+    ids=["open", "metrics-not-open", "no-allow-paths", "no-port"],
+)
+def test_external_metrics_url(command: list[str], url: str | None) -> None:
+    assert external_metrics_url(command) == url

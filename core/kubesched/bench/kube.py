@@ -129,7 +129,9 @@ class ApiServerResult:
     seconds: float
     p50_ms: float | None
     p99_ms: float | None
-    """From ``kubesched run``'s own attempt-duration histogram; None for ``external``."""
+    """From the scheduler's own attempt-duration histogram: ``kubesched run``'s, or an
+    ``external_command``'s whose ``/metrics`` it serves to anyone (``external_metrics_url``);
+    else None."""
     deleted: int = 0
     """Pods the churn steps deleted."""
 
@@ -285,6 +287,15 @@ def start_kubesched(
         cmd.append(f"--feature-gates={feature_gates}")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
     return proc, f"https://127.0.0.1:{port}/metrics"
+
+
+def external_metrics_url(command: list[str]) -> str | None:
+    """The ``/metrics`` URL of a kube-scheduler ``command`` that serves it to anyone
+    (``--authorization-always-allow-paths`` naming it), on 127.0.0.1; else None."""
+    flags = dict(arg.split("=", 1) for arg in command if arg.startswith("--") and "=" in arg)
+    allowed = flags.get("--authorization-always-allow-paths", "").split(",")
+    port = flags.get("--secure-port")
+    return f"https://127.0.0.1:{port}/metrics" if port and "/metrics" in allowed else None
 
 
 def latency_quantiles(metrics_text: str) -> dict[str, float]:
@@ -517,6 +528,7 @@ def run_on_api_server(
                 provisioner.start()
             started = time.monotonic()
             deadline = started + timeout
+            metrics_url: str | None = None
             if scheduler == "kubesched":
                 plugins = WORKLOADS[name].plugins
                 proc, metrics_url = start_kubesched(
@@ -528,6 +540,7 @@ def run_on_api_server(
                     workload_plugin_config(name, nodes),
                 )
             elif external_command is not None:
+                metrics_url = external_metrics_url(external_command)
                 log = (Path(tmp) / "external.log").open("w")
                 proc = subprocess.Popen(external_command, stdout=log, stderr=subprocess.STDOUT)
             else:
@@ -542,8 +555,8 @@ def run_on_api_server(
                 expected += len(arriving)
                 watch.wait(expected, max(0.0, deadline - time.monotonic()))
             latency: dict[str, float] = {}
-            if scheduler == "kubesched":
-                # kubesched's certificate is self-signed at its start.
+            if metrics_url is not None:
+                # The scheduler's certificate is self-signed at its start.
                 insecure = ssl._create_unverified_context()
                 with urllib.request.urlopen(metrics_url, timeout=10, context=insecure) as resp:
                     latency = latency_quantiles(resp.read().decode())

@@ -10,6 +10,7 @@ import signal
 from kubesched import logsafe
 from kubesched.backend.kube import KubeClient, KubeCluster
 from kubesched.backend.kube.client import load_configuration_and_source
+from kubesched.backend.kube.writer import WriterProcess
 from kubesched.backend.protocol import BackendError
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.cli.errors import EXIT_INTERRUPTED
@@ -81,6 +82,9 @@ def _run(args: argparse.Namespace) -> int:
             metrics=metrics,
             identity=args.identity,
             server=serving,
+            # Bindings, status patches and Events go out from a process of their own:
+            # their HTTP work then runs beside the scheduling loop (docs/architecture.md).
+            writer=WriterProcess(kubeconfig, connection, observe=client.observe),
         )
         # The API server is not asked here: run() waits for it, with /readyz false
         # meanwhile, as kube-scheduler does.

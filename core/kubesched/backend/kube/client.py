@@ -290,6 +290,10 @@ class KubeClient:
         # ``labels`` call takes the metric's lock, contended by the binding threads).
         self._observers: dict[str, tuple[Any, Any, dict[str, Any]]] = {}
         self._timeouts: dict[float, urllib3.Timeout] = {}
+        self.on_response: Callable[[str, str, float, float | None], None] | None = None
+        """When set, told of each request's method, status code (``<error>`` when none
+        came), seconds in the rate limiter and seconds on the wire, after its metrics
+        are observed (the writer process hands them to the scheduling process's)."""
         self.fence: Callable[[], bool] | None = None
         """When set, a ``fenced`` request is sent only while it returns True, asked after
         the rate limiter's wait, right before the request goes out (a replica that lost
@@ -340,6 +344,17 @@ class KubeClient:
             )
         return observers
 
+    def observe(self, method: str, code: str, waited: float, latency: float | None) -> None:
+        """Count one request in the REST client metrics: its rate limiter wait, its
+        latency (None when no answer came) and its status code."""
+        limiter_latency, latency_metric, _ = self._observe(method)
+        limiter_latency.observe(waited)
+        if latency is not None:
+            latency_metric.observe(latency)
+        self._count(code, method)
+        if self.on_response is not None:
+            self.on_response(method, code, waited, latency)
+
     def _count(self, code: str, method: str) -> None:
         counters = self._observe(method)[2]
         counter = counters.get(code)
@@ -383,7 +398,6 @@ class KubeClient:
         410, ...) or ``UnreachableError``; a
         ``fenced`` one raises ``NotLeaderError``, unsent, when ``fence`` says no; an
         ``election`` one (the Lease) waits in ``election_limiter``."""
-        limiter_latency, latency, _ = self._observe(method)
         fence = self.fence if fenced else None
         if fence is not None and not fence():
             # Already not leading: no wait in the rate limiter for a write never sent.
@@ -391,7 +405,6 @@ class KubeClient:
         started = time.monotonic()
         (self.election_limiter if election else self.limiter).take()
         waited = time.monotonic()
-        limiter_latency.observe(waited - started)
         if fence is not None and not fence():
             # Asked again after the wait: the lease may have been lost meanwhile.
             raise NotLeaderError(f"not the leader any more: {method} {path} not sent")
@@ -406,12 +419,11 @@ class KubeClient:
                 timeout=self._timeout(timeout),
             )
         except urllib3.exceptions.HTTPError as err:
-            self._count("<error>", method)
+            self.observe(method, "<error>", waited - started, None)
             raise UnreachableError(
                 f"cannot reach the API server at {self.host}: {_one_line(err)}"
             ) from err
-        self._count(str(resp.status), method)
-        latency.observe(time.monotonic() - waited)
+        self.observe(method, str(resp.status), waited - started, time.monotonic() - waited)
         if resp.status >= 400:
             raise status_error(resp.status, resp.data)
         return orjson.loads(resp.data) if resp.data else None

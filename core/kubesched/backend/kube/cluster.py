@@ -36,6 +36,7 @@ from kubesched.api import (
 )
 from kubesched.api.manifests import VERSIONED_KINDS
 from kubesched.backend.kube.client import (
+    JSON,
     MERGE_PATCH,
     STRATEGIC_MERGE_PATCH,
     ForbiddenError,
@@ -44,6 +45,7 @@ from kubesched.backend.kube.client import (
 )
 from kubesched.backend.kube.events import EventBroadcaster
 from kubesched.backend.kube.informer import Informer, Resource
+from kubesched.backend.kube.writer import WriterProcess
 from kubesched.backend.protocol import (
     BackendError,
     EventType,
@@ -247,9 +249,11 @@ class KubeCluster:
     dispatch thread, in the order the changes happened per kind, so the scheduler's
     handlers never race each other (the scheduling loop and binding threads run beside
     them, as upstream's informer goroutines beside ``scheduleOne``). Writes (binding,
-    status, deletes, events, leases) go straight to the API server; all but the leases'
-    are ``fenced``: the client's ``fence`` (the leader elector's ``is_leader``) is asked
-    at the moment each is sent.
+    status, deletes, events, leases) go to the API server from this process, or, once
+    ``use_writer``, bindings, status patches and Events from the writer process; all but
+    the leases' are ``fenced``: the client's ``fence`` (the leader elector's
+    ``is_leader``, or the lease deadline the writer process reads) is asked at the
+    moment each is sent.
     """
 
     def __init__(
@@ -276,10 +280,27 @@ class KubeCluster:
         self.writes: set[str] = set()
         """Kinds plugins write through ``update`` (``Kind`` or ``Kind/status``) or
         ``create`` (``Kind/create``): their permissions are checked at start-up too."""
-        self.events = EventBroadcaster(client)
+        self.events: EventBroadcaster | WriterProcess = EventBroadcaster(client)
+        """Where Events go: the broadcaster, or the writer process once ``use_writer``."""
+        self.writer: WriterProcess | None = None
         self._dispatcher: threading.Thread | None = None
         self._started = False
         self.watch_kinds((*BASE_KINDS, *kinds))
+
+    def use_writer(self, writer: WriterProcess) -> None:
+        """Send bindings, pod status patches and Events through ``writer`` (from its
+        start on)."""
+        self.events.close()
+        self.writer = writer
+        self.events = writer
+
+    def _write(self, method: str, path: str, body: Any, content_type: str = JSON) -> None:
+        """One fenced write of the scheduling hot path: through the writer process when
+        there is one, else from this process."""
+        if self.writer is not None:
+            self.writer.request(method, path, body, content_type)
+        else:
+            self.client.request(method, path, body=body, content_type=content_type, fenced=True)
 
     def watch_kinds(self, kinds: Iterable[str]) -> list[str]:
         """Watch these kinds too (before ``start``), each a kind name or ``apiVersion/Kind``;
@@ -507,7 +528,8 @@ class KubeCluster:
         if resource is None:
             raise BackendError(f"kubesched does not write {kind} on a cluster", 400)
         collection = resource.object_path(obj.namespace, "").rstrip("/")
-        data = self.client.request("POST", collection, body=obj.to_dict())
+        # Fenced as an update is: a scheduler that lost its lease creates nothing.
+        data = self.client.request("POST", collection, body=obj.to_dict(), fenced=True)
         data.setdefault("kind", kind)
         return resource.model.model_validate(data)
 
@@ -560,16 +582,15 @@ class KubeCluster:
     def bind(self, pod: Pod, node_name: str) -> None:
         """POST the pod's ``binding`` (409 ``ConflictError`` if bound, 404 if gone)."""
         ns, name = pod.namespace or "default", pod.name
-        self.client.request(
+        self._write(
             "POST",
             _resource_path("Pod", ns, name, "binding"),
-            body={
+            {
                 "apiVersion": "v1",
                 "kind": "Binding",
                 "metadata": {"name": name, "namespace": ns, "uid": pod.metadata.uid},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
             },
-            fenced=True,
         )
 
     def update_pod_status(
@@ -610,12 +631,11 @@ class KubeCluster:
             status["nominatedNodeName"] = nominated_node_name
         if not status:
             return
-        self.client.request(
+        self._write(
             "PATCH",
             _resource_path("Pod", pod.namespace or "default", pod.name, "status"),
-            body={"metadata": {"uid": pod.metadata.uid}, "status": status},
-            content_type=STRATEGIC_MERGE_PATCH,
-            fenced=True,
+            {"metadata": {"uid": pod.metadata.uid}, "status": status},
+            STRATEGIC_MERGE_PATCH,
         )
 
     def delete_pod(self, pod: Pod, grace_period_seconds: float | None = None) -> None:

@@ -138,10 +138,11 @@ class EventBroadcaster:
         """How many events are remembered for series."""
         return len(self._cache)
 
-    def record(self, event: RecordedEvent) -> None:
-        """Queue ``event``, stamped with the wall clock now (dropped if the queue is full)."""
+    def record(self, event: RecordedEvent, at: float | None = None) -> None:
+        """Queue ``event``, stamped with the wall clock ``at`` (default: now; dropped if
+        the queue is full)."""
         try:
-            self._queue.put_nowait((event, time.time()))
+            self._queue.put_nowait((event, time.time() if at is None else at))
         except queue.Full:
             self.dropped += 1
 
