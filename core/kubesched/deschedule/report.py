@@ -1,0 +1,86 @@
+"""The versioned report of ``kubesched deschedule`` (pydantic models → JSON Schema)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "kubesched.io/deschedule/v1"
+"""The ``schemaVersion`` of the report. Removing or renaming a field, or changing its
+meaning, needs a new version; adding an optional field does not."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain data (camelCase field names)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class EvictionReport(_Model):
+    """One eviction a strategy asked for, and what became of the pod."""
+
+    pod: str
+    node: str
+    profile: str
+    strategy: str
+    reason: str
+    evicted: bool = Field(description="false: the Eviction API refused it (see refused)")
+    refused: str | None = Field(None, description="the Eviction API's refusal (a PDB's)")
+    replacement: str | None = Field(None, description="the pod its controller created instead")
+    replacement_node: str | None = Field(None, alias="replacementNode")
+    outcome: str = Field(description="where the pod went, or why it was not re-placed")
+
+
+class StrategyReport(_Model):
+    """One strategy of one profile: its evictions and whether its goal was met."""
+
+    profile: str
+    strategy: str
+    evictions: int
+    refused: int
+    violations_before: int = Field(
+        alias="violationsBefore", description="evictions it wanted on the initial placement"
+    )
+    violations_after: int = Field(
+        alias="violationsAfter",
+        description="evictions it would still want once the evicted pods were re-placed",
+    )
+    goal_met: bool = Field(alias="goalMet", description="violationsAfter is 0")
+
+
+class NodeUtilization(_Model):
+    """A node's requested share of allocatable, before and after (percent)."""
+
+    node: str
+    before: dict[str, float]
+    after: dict[str, float]
+
+
+class DeschedulePodCount(_Model):
+    """How many pods were bound and pending, before and after."""
+
+    bound_before: int = Field(alias="boundBefore")
+    pending_before: int = Field(alias="pendingBefore")
+    bound_after: int = Field(alias="boundAfter")
+    pending_after: int = Field(alias="pendingAfter")
+
+
+class DescheduleReport(_Model):
+    """What the policy's strategies evicted, where the pods went, and each goal."""
+
+    schema_version: Literal["kubesched.io/deschedule/v1"] = Field(
+        SCHEMA_VERSION, alias="schemaVersion"
+    )
+    evictions: list[EvictionReport]
+    strategies: list[StrategyReport]
+    nodes: list[NodeUtilization]
+    pods: DeschedulePodCount
+    notices: list[str] = Field(default_factory=list)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the report (docs/schema/deschedule.schema.json)."""
+    return DescheduleReport.model_json_schema(by_alias=True)
