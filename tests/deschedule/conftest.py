@@ -23,8 +23,11 @@ def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "20", **spe
     )
 
 
-def replicaset(name: str, replicas: int, n: int = 1, **podspec: Any) -> Any:
-    """A ReplicaSet ``name`` (uid ending in ``n``) whose template has ``podspec``."""
+def replicaset(
+    name: str, replicas: int, n: int = 1, labels: dict[str, str] | None = None, **podspec: Any
+) -> Any:
+    """A ReplicaSet ``name`` (uid ending in ``n``) whose template has ``podspec`` and the
+    labels ``app: name`` and ``labels``."""
     spec = {"containers": [{"name": "c", "image": f"{name}:1"}], **podspec}
     return parse_object(
         {
@@ -34,7 +37,7 @@ def replicaset(name: str, replicas: int, n: int = 1, **podspec: Any) -> Any:
             "spec": {
                 "replicas": replicas,
                 "selector": {"matchLabels": {"app": name}},
-                "template": {"metadata": {"labels": {"app": name}}, "spec": spec},
+                "template": {"metadata": {"labels": {"app": name, **(labels or {})}}, "spec": spec},
             },
         }
     )
