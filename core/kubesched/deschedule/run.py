@@ -122,8 +122,10 @@ def _run_profiles(
     source: str,
     *,
     dry_run: bool,
+    only: tuple[str, str] | None = None,
 ) -> list[Eviction]:
-    """Every profile's Deschedule plugins, then its Balance plugins, on the cluster now."""
+    """Every profile's Deschedule plugins, then its Balance plugins, on the cluster now
+    (``only``: just that profile's strategy)."""
     accept = _node_filter(policy, source)
     limits = EvictionLimits(
         policy.max_no_of_pods_to_evict_per_node,
@@ -139,11 +141,13 @@ def _run_profiles(
         handle.evictors = evictors
         nodes = [n for n in handle.nodes() if accept(n)]
         for name, plugin in deschedule:
-            handle.strategy = name
-            plugin.deschedule(nodes)
+            if only in (None, (profile.name, name)):
+                handle.strategy = name
+                plugin.deschedule(nodes)
         for name, plugin in balance:
-            handle.strategy = name
-            plugin.balance(nodes)
+            if only in (None, (profile.name, name)):
+                handle.strategy = name
+                plugin.balance(nodes)
         out.extend(handle.evictions)
     return out
 
@@ -164,11 +168,16 @@ def _counts(sim: Simulation) -> tuple[int, int]:
     return bound, pending
 
 
-def _tally(evictions: list[Eviction]) -> dict[tuple[str, str], int]:
-    out: dict[tuple[str, str], int] = {}
-    for e in evictions:
-        if e.refused is None:
-            out[(e.profile, e.strategy)] = out.get((e.profile, e.strategy), 0) + 1
+def _wanted(
+    sim: Simulation, policy: DeschedulerPolicy, entries: dict[str, PluginEntry], source: str
+) -> dict[tuple[str, str], int]:
+    """How many evictions each strategy, run alone (dry) on the placement now, would make:
+    the violations it sees, not hidden by what the strategies before it would evict."""
+    out = {}
+    for profile in policy.profiles:
+        for name in [*profile.plugins.deschedule.enabled, *profile.plugins.balance.enabled]:
+            key = (profile.name, name)
+            out[key] = len(_run_profiles(sim, policy, entries, source, dry_run=True, only=key))
     return out
 
 
@@ -227,11 +236,11 @@ def deschedule(
         sim.run()
         before_nodes = _utilization(sim)
         bound_before, pending_before = _counts(sim)
-        wanted_before = _tally(_run_profiles(sim, policy, entries, source, dry_run=True))
+        wanted_before = _wanted(sim, policy, entries, source)
         snapshot: dict[str, Pod] = {p.metadata.uid or "": p for p in sim.cluster.pods()}
         done = _run_profiles(sim, policy, entries, source, dry_run=False)
         run = sim.run()
-        wanted_after = _tally(_run_profiles(sim, policy, entries, source, dry_run=True))
+        wanted_after = _wanted(sim, policy, entries, source)
         after_nodes = _utilization(sim)
         bound_after, pending_after = _counts(sim)
     finally:
