@@ -32,6 +32,7 @@ def test_example_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert "2 pod(s) evicted, 4 refused" in out
     assert "RemovePodsViolatingNodeTaints" in out and "node-b" in out
     assert "notice" not in err
+    assert "LowNodeUtilization: under all of [cpu 20, memory 20, pods 20]: node-b, node-c" in out
 
 
 def test_example_json_validates_and_says_where_pods_went(
@@ -50,6 +51,10 @@ def test_example_json_validates_and_says_where_pods_went(
     assert refused and all("disruption budget" in e["refused"] for e in refused)
     goals = {s["strategy"]: s["goalMet"] for s in report["strategies"]}
     assert goals["RemovePodsViolatingNodeTaints"] is True
+    (lnu,) = [s for s in report["strategies"] if s["strategy"] == "LowNodeUtilization"]
+    assert lnu["utilization"]["low"] == {"cpu": 20, "memory": 20, "pods": 20}
+    assert lnu["utilization"]["overBefore"] == ["node-a"]
+    assert lnu["utilization"]["underBefore"] == ["node-b", "node-c"]
     code, out_yaml, _ = run_cli(
         capsys, "deschedule", EXAMPLE / "policy.yaml", EXAMPLE / "cluster.yaml", "-o", "yaml"
     )

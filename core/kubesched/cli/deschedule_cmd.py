@@ -73,6 +73,10 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _names(nodes: list[str]) -> str:
+    return ", ".join(nodes) or "none"
+
+
 def render(report: DescheduleReport, console: object) -> None:
     """The report for a person: evictions with their outcome, goals, node utilisation."""
     print_ = console.print  # type: ignore[attr-defined]
@@ -112,6 +116,17 @@ def render(report: DescheduleReport, console: object) -> None:
             "yes" if s.goal_met else "no",
         )
     print_(goals)
+    for s in report.strategies:
+        u = s.utilization
+        if u is None:
+            continue
+        low = ", ".join(f"{r} {v:g}" for r, v in u.low.items())
+        high = ", ".join(f"{r} {v:g}" for r, v in u.high.items())
+        print_(
+            f"{s.strategy}: under all of [{low}]: {_names(u.under_before)} → "
+            f"{_names(u.under_after)}; over any of [{high}]: {_names(u.over_before)} → "
+            f"{_names(u.over_after)}"
+        )
     nodes = Table(
         "node",
         "cpu %",

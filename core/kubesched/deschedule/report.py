@@ -34,6 +34,18 @@ class EvictionReport(_Model):
     outcome: str = Field(description="where the pod went, or why it was not re-placed")
 
 
+class UtilizationGoal(_Model):
+    """A utilisation strategy's thresholds in force (percent; with deviation thresholds,
+    around the mean) and the nodes under all low / over any high ones, before and after."""
+
+    low: dict[str, float]
+    high: dict[str, float]
+    under_before: list[str] = Field(alias="underBefore")
+    over_before: list[str] = Field(alias="overBefore")
+    under_after: list[str] = Field(alias="underAfter")
+    over_after: list[str] = Field(alias="overAfter")
+
+
 class StrategyReport(_Model):
     """One strategy of one profile: its evictions and whether its goal was met."""
 
@@ -49,6 +61,9 @@ class StrategyReport(_Model):
         description="evictions it would still want once the evicted pods were re-placed",
     )
     goal_met: bool = Field(alias="goalMet", description="violationsAfter is 0")
+    utilization: UtilizationGoal | None = Field(
+        None, description="for the utilisation strategies: thresholds and node classes"
+    )
 
 
 class NodeUtilization(_Model):

@@ -27,6 +27,7 @@ from kubesched.deschedule.report import (
     EvictionReport,
     NodeUtilization,
     StrategyReport,
+    UtilizationGoal,
 )
 from kubesched.errors import UserInputError, problems_from_validation_error
 from kubesched.framework.registry import PluginRegistry
@@ -168,6 +169,28 @@ def _counts(sim: Simulation) -> tuple[int, int]:
     return bound, pending
 
 
+def _classes(
+    sim: Simulation, policy: DeschedulerPolicy, entries: dict[str, PluginEntry], source: str
+) -> dict[tuple[str, str], tuple[dict[str, float], dict[str, float], list[str], list[str]]]:
+    """For each strategy with ``classify(nodes)`` (the utilisation ones): its low and high
+    thresholds, and the nodes under every low threshold and over some high one."""
+    accept = _node_filter(policy, source)
+    out = {}
+    for i, profile in enumerate(policy.profiles):
+        handle = DeschedulerHandle(sim.cluster, profile=profile.name, dry_run=True)
+        _, deschedule, balance = _plugins(profile, i, entries, handle, source)
+        nodes = [n for n in handle.nodes() if accept(n)]
+        for name, plugin in [*deschedule, *balance]:
+            classify = getattr(plugin, "classify", None)
+            if classify is None:
+                continue
+            usage, low, high = classify(nodes)
+            under = [n for n, u in usage.items() if all(u[r] < low[r] for r in low)]
+            over = [n for n, u in usage.items() if any(u[r] > high[r] for r in high)]
+            out[(profile.name, name)] = (low, high, under, over)
+    return out
+
+
 def _wanted(
     sim: Simulation, policy: DeschedulerPolicy, entries: dict[str, PluginEntry], source: str
 ) -> dict[tuple[str, str], int]:
@@ -237,10 +260,12 @@ def deschedule(
         before_nodes = _utilization(sim)
         bound_before, pending_before = _counts(sim)
         wanted_before = _wanted(sim, policy, entries, source)
+        classes_before = _classes(sim, policy, entries, source)
         snapshot: dict[str, Pod] = {p.metadata.uid or "": p for p in sim.cluster.pods()}
         done = _run_profiles(sim, policy, entries, source, dry_run=False)
         run = sim.run()
         wanted_after = _wanted(sim, policy, entries, source)
+        classes_after = _classes(sim, policy, entries, source)
         after_nodes = _utilization(sim)
         bound_after, pending_after = _counts(sim)
     finally:
@@ -271,6 +296,18 @@ def deschedule(
             key = (profile.name, name)
             mine = [e for e in done if (e.profile, e.strategy) == key]
             after = wanted_after.get(key, 0)
+            goal = None
+            if key in classes_before and key in classes_after:
+                low, high, under_before, over_before = classes_before[key]
+                _, _, under_after, over_after = classes_after[key]
+                goal = UtilizationGoal(
+                    low=low,
+                    high=high,
+                    underBefore=under_before,
+                    overBefore=over_before,
+                    underAfter=under_after,
+                    overAfter=over_after,
+                )
             strategies.append(
                 StrategyReport(
                     profile=profile.name,
@@ -280,6 +317,7 @@ def deschedule(
                     violationsBefore=wanted_before.get(key, 0),
                     violationsAfter=after,
                     goalMet=after == 0,
+                    utilization=goal,
                 )
             )
     nodes = [
