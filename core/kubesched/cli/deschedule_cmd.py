@@ -125,7 +125,8 @@ def render(report: DescheduleReport, console: object) -> None:
         print_(
             f"{s.strategy}: under all of [{low}]: {_names(u.under_before)} → "
             f"{_names(u.under_after)}; over any of [{high}]: {_names(u.over_before)} → "
-            f"{_names(u.over_after)}"
+            f"{_names(u.over_after)}",
+            soft_wrap=True,
         )
     nodes = Table(
         "node",
