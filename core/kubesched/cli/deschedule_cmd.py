@@ -127,6 +127,7 @@ def render(report: DescheduleReport, console: object) -> None:
             f"{_names(u.under_after)}; over any of [{high}]: {_names(u.over_before)} → "
             f"{_names(u.over_after)}",
             soft_wrap=True,
+            markup=False,
         )
     nodes = Table(
         "node",
