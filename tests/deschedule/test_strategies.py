@@ -314,6 +314,67 @@ CASES += [
 ]
 
 
+SPREAD = "RemovePodsViolatingTopologySpreadConstraint"
+
+
+def spread(skew: int, when: str = "DoNotSchedule") -> list[dict[str, Any]]:
+    """A zone spread constraint over the pods labelled ``app: app``."""
+    return [
+        {
+            "maxSkew": skew,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": {"app": "app"}},
+        }
+    ]
+
+
+ZONES = [node("n1", labels={"zone": "a"}), node("n2", labels={"zone": "b"})]
+SOFT = spread(1, "ScheduleAnyway")
+CASES += [
+    (
+        "spread-skew-4-to-0",
+        [*ZONES, *owned(["s1", "s2", "s3", "s4"], "n1", topologySpreadConstraints=spread(1))],
+        policy(SPREAD, "balance"),
+        {"s4", "s3"},
+    ),
+    (
+        "spread-within-skew",
+        [
+            *ZONES,
+            replicaset("app", 3, 1, topologySpreadConstraints=spread(1)),
+            pod("s1", "n1", owner=("app", 1), topologySpreadConstraints=spread(1)),
+            pod("s2", "n1", owner=("app", 1), topologySpreadConstraints=spread(1)),
+            pod("s3", "n2", owner=("app", 1), topologySpreadConstraints=spread(1)),
+        ],
+        policy(SPREAD, "balance"),
+        set(),
+    ),
+    (
+        "spread-soft-ignored",
+        [*ZONES, *owned(["s1", "s2", "s3"], "n1", topologySpreadConstraints=SOFT)],
+        policy(SPREAD, "balance"),
+        set(),
+    ),
+    (
+        "spread-soft-included",
+        [*ZONES, *owned(["s1", "s2", "s3"], "n1", topologySpreadConstraints=SOFT)],
+        policy(SPREAD, "balance", {"constraints": ["DoNotSchedule", "ScheduleAnyway"]}),
+        {"s3"},
+    ),
+    (
+        "spread-other-zone-untolerated",
+        [
+            node("n1", labels={"zone": "a"}),
+            node("n2", labels={"zone": "b"}, taints=TAINT),
+            *owned(["s1", "s2", "s3"], "n1", topologySpreadConstraints=spread(1)),
+        ],
+        policy(SPREAD, "balance"),
+        set(),
+    ),
+]
+
+
 @pytest.mark.parametrize(
     ("objects", "pol", "want"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )

@@ -1,15 +1,17 @@
-"""Balance strategies: RemoveDuplicates, LowNodeUtilization and HighNodeUtilization."""
+"""Balance strategies: RemoveDuplicates, LowNodeUtilization, HighNodeUtilization and
+RemovePodsViolatingTopologySpreadConstraint."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from pydantic import Field, model_validator
 
-from kubesched.api import Node, Pod
+from kubesched.api import LabelSelector, Node, Pod, compile_label_selector
 from kubesched.deschedule import DeschedulerHandle, percent
 
-from .common import Namespaces, StrategyArgs, owner_kinds_excluded
+from .common import Namespaces, StrategyArgs, owner_kinds_excluded, selects
 
 RESOURCES = ("cpu", "memory", "pods")
 MAX_PERCENT = 100.0
@@ -295,3 +297,96 @@ class HighNodeUtilization:
             self.args.evictable_namespaces,
             "node {node} is underutilised (under thresholds)",
         )
+
+
+class SpreadArgs(StrategyArgs):
+    """RemovePodsViolatingTopologySpreadConstraint's args."""
+
+    constraints: list[str] = Field(
+        default_factory=lambda: ["DoNotSchedule"],
+        description="whenUnsatisfiable values whose constraints are balanced",
+    )
+    topology_balance_node_fit: bool = Field(
+        True, description="only count domains with a node the moved pod fits"
+    )
+    namespaces: Namespaces | None = None
+    label_selector: LabelSelector | None = None
+
+    @model_validator(mode="after")
+    def _known(self) -> SpreadArgs:
+        for c in self.constraints:
+            if c not in ("DoNotSchedule", "ScheduleAnyway"):
+                raise ValueError(f'constraints: unsupported value "{c}"')
+        return self
+
+
+class RemovePodsViolatingTopologySpreadConstraint:
+    """Evicts pods from the most crowded topology domains of a spread constraint whose
+    skew (most minus fewest matching pods) is over ``maxSkew``, one at a time, counting
+    each evicted pod in the emptiest domain, until the skew is met."""
+
+    name = "RemovePodsViolatingTopologySpreadConstraint"
+    Args = SpreadArgs
+
+    def __init__(self, args: SpreadArgs, handle: DeschedulerHandle) -> None:
+        self.args = args
+        self.handle = handle
+
+    def balance(self, nodes: list[Node]) -> None:
+        """Bring every selected constraint's skew down to its ``maxSkew``."""
+        a = self.args
+        pods = [(n, p) for n in nodes for p in self.handle.pods_on_node(n.name)]
+        done: set[tuple[str, str, str]] = set()
+        for _, owner in pods:
+            if not selects(owner, a.namespaces, a.label_selector):
+                continue
+            for c in owner.spec.topology_spread_constraints:
+                if c.when_unsatisfiable not in a.constraints:
+                    continue
+                key = (owner.namespace or "", c.topology_key, repr(c.label_selector))
+                if key in done:
+                    continue
+                done.add(key)
+                self._balance(c, owner, nodes, pods)
+
+    def _balance(self, c: Any, owner: Pod, nodes: list[Node], pods: list[tuple[Node, Pod]]) -> None:
+        selector = compile_label_selector(c.label_selector)
+        domains: dict[str, list[Pod]] = {}
+        for n in nodes:
+            value = n.metadata.labels.get(c.topology_key)
+            if value is None:
+                continue
+            if (
+                self.args.topology_balance_node_fit
+                and self.handle.pod_fits_node(owner, n, resources=False) is not None
+            ):
+                continue
+            domains.setdefault(value, [])
+        for n, p in pods:
+            value = n.metadata.labels.get(c.topology_key)
+            if (
+                value in domains
+                and p.namespace == owner.namespace
+                and selector.matches(p.metadata.labels)
+            ):
+                domains[value].append(p)
+        if len(domains) < 2:
+            return
+        counts = {d: len(ps) for d, ps in domains.items()}
+        while True:
+            most = max(counts, key=lambda d: (counts[d], d))
+            fewest = min(counts, key=lambda d: (counts[d], d))
+            if counts[most] - counts[fewest] <= c.max_skew:
+                return
+            movable = [p for p in domains[most] if self.handle.not_evictable(p) is None]
+            if not movable:
+                return
+            pod = movable[-1]
+            domains[most].remove(pod)
+            counts[most] -= 1
+            counts[fewest] += 1
+            self.handle.evict(
+                pod,
+                f"{c.topology_key}={most} has {counts[most] + 1} pods, "
+                f"{fewest} {counts[fewest] - 1} (maxSkew {c.max_skew})",
+            )
