@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
 
 from kubesched.api import LabelSelector, Pod, compile_label_selector
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
 class StrategyArgs(BaseModel):
     """Base of the strategies' args: camelCase keys, a misspelt key is an error."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=_camel)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel)
 
 
 class Namespaces(StrategyArgs):

@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
 
 from kubesched.errors import FieldProblem, UserInputError, problems_from_validation_error
 
@@ -16,14 +17,9 @@ DEFAULT_EVICTOR = "DefaultEvictor"
 """The evictor a profile gets when it names none (as the descheduler defaults it)."""
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(w[:1].upper() + w[1:] for w in rest)
-
-
 class _Model(BaseModel):
     # A misspelt key in a policy is an error pointing at it, not silently ignored.
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=_camel)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel)
 
 
 class PluginSet(_Model):

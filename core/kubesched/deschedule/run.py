@@ -256,6 +256,10 @@ def deschedule(
     entries = plugins if plugins is not None else discover()
     sim = Simulation(objects, config=config, registry=registry, seed=seed)
     try:
+        # A policy naming an unknown plugin or bad args fails before the cluster is
+        # scheduled, which can take long.
+        for i, profile in enumerate(policy.profiles):
+            _plugins(profile, i, entries, DeschedulerHandle(sim.cluster, dry_run=True), source)
         sim.run()
         before_nodes = _utilization(sim)
         bound_before, pending_before = _counts(sim)
