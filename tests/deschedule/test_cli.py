@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,30 @@ def test_bad_policy_is_one_line_naming_the_file(
     assert code != 0
     assert str(path) in err and message in err
     assert "Traceback" not in err
+
+
+def test_html_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    argv = ["deschedule", EXAMPLE / "policy.yaml", EXAMPLE / "cluster.yaml", "--report", page]
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    text = page.read_text()
+    parser = HTMLParser()
+    parser.feed(text)
+    assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
+    assert "default/api-0" in text and "node-b" in text and "LowNodeUtilization: under" in text
+    assert "pod&#x27;s disruption budget" in text  # values are escaped
+
+
+def test_html_report_folder_must_exist(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(
+            [
+                "deschedule",
+                str(EXAMPLE / "policy.yaml"),
+                "--report",
+                str(tmp_path / "no" / "r.html"),
+            ]
+        )
+    assert exit_.value.code == 2
+    assert "does not exist" in capsys.readouterr().err

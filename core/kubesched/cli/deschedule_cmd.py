@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from rich.table import Table
 
 from kubesched.api import load_manifests
 from kubesched.cli import live_cluster, output
+from kubesched.cli.arguments import output_file
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.deschedule import DescheduleReport, deschedule, load_policy
+from kubesched.deschedule.html import render_html
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.notices import collecting_notices
@@ -43,6 +46,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="text",
         help="text for a person; json or yaml for a program (schema kubesched.io/deschedule/v1)",
     )
+    parser.add_argument(
+        "--report",
+        metavar="FILE.html",
+        type=output_file,
+        help="also write the report as a self-contained HTML page to FILE.html",
+    )
     live_cluster.add_arguments(parser)
     parser.set_defaults(func=_run)
 
@@ -66,15 +75,19 @@ def _run(args: argparse.Namespace) -> int:
     report.notices = [str(n) for n in dict.fromkeys(notices)]
     for n in report.notices:
         print(f"notice: {n}", file=sys.stderr)
+    if args.report:
+        page = render_html(report, f"kubesched deschedule {args.policy}")
+        try:
+            Path(args.report).write_text(page)
+        except OSError as err:
+            raise UserInputError(
+                f"cannot write the report: {err.strerror}", source=args.report
+            ) from None
     if args.output != "text":
         output.write_data(report.to_dict(), args.output)
     else:
         render(report, output.console())
     return 0
-
-
-def _names(nodes: list[str]) -> str:
-    return ", ".join(nodes) or "none"
 
 
 def render(report: DescheduleReport, console: object) -> None:
@@ -117,18 +130,8 @@ def render(report: DescheduleReport, console: object) -> None:
         )
     print_(goals)
     for s in report.strategies:
-        u = s.utilization
-        if u is None:
-            continue
-        low = ", ".join(f"{r} {v:g}" for r, v in u.low.items())
-        high = ", ".join(f"{r} {v:g}" for r, v in u.high.items())
-        print_(
-            f"{s.strategy}: under all of [{low}]: {_names(u.under_before)} → "
-            f"{_names(u.under_after)}; over any of [{high}]: {_names(u.over_before)} → "
-            f"{_names(u.over_after)}",
-            soft_wrap=True,
-            markup=False,
-        )
+        if s.utilization is not None:
+            print_(f"{s.strategy}: {s.utilization.describe()}", soft_wrap=True, markup=False)
     nodes = Table(
         "node",
         "cpu %",

@@ -45,6 +45,19 @@ class UtilizationGoal(_Model):
     under_after: list[str] = Field(alias="underAfter")
     over_after: list[str] = Field(alias="overAfter")
 
+    def describe(self) -> str:
+        """One line: the thresholds and the nodes under and over them, before → after."""
+
+        def names(nodes: list[str]) -> str:
+            return ", ".join(nodes) or "none"
+
+        low = ", ".join(f"{r} {v:g}" for r, v in self.low.items())
+        high = ", ".join(f"{r} {v:g}" for r, v in self.high.items())
+        return (
+            f"under all of [{low}]: {names(self.under_before)} → {names(self.under_after)}; "
+            f"over any of [{high}]: {names(self.over_before)} → {names(self.over_after)}"
+        )
+
 
 class StrategyReport(_Model):
     """One strategy of one profile: its evictions and whether its goal was met."""
