@@ -3,6 +3,7 @@ and whether its goal is met. Cases after the descheduler's own plugin tests."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -436,3 +437,38 @@ def test_pdb_refuses_and_limits_cap() -> None:
     assert (s.evictions, s.refused, s.goal_met) == (1, 2, False)
     capped = deschedule(objects[:-1], policy(TAINTS, "deschedule", maxNoOfPodsToEvictPerNode=2))
     assert sum(e.evicted for e in capped.evictions) == 2
+
+
+def test_live_pods_age_from_the_time_the_cluster_was_read() -> None:
+    # Pods of a live cluster carry real timestamps, later than the embedded clock's start.
+    live = "2026-06-01T10:00:00Z"
+    objects = [node("n1"), node("n2"), *owned(["p1"], "n1", creationTimestamp=live)]
+    lifetime = policy("PodLifeTime", "deschedule", {"maxPodLifeTimeSeconds": 3600})
+    read_two_hours_later = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+    report = deschedule(objects, lifetime, reference=read_two_hours_later)
+    assert [e.pod for e in report.evictions] == ["default/p1"]
+    read_at_once = datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
+    assert deschedule(objects, lifetime, reference=read_at_once).evictions == []
+    # The replacement is timed on the embedded clock: young, so the goal is met.
+    (s,) = report.strategies
+    assert (s.violations_after, s.goal_met) == (0, True)
+
+
+def test_finished_pods_hold_no_resources() -> None:
+    objects = [
+        node("n1"),
+        node("n2"),
+        node("n3"),
+        *owned(["b1", "b2"], "n1", containers=requests("800m")),
+        *owned(
+            ["f1", "f2"],
+            "n1",
+            "done",
+            2,
+            containers=requests("800m"),
+            status={"phase": "Succeeded"},
+        ),
+    ]
+    report = deschedule(objects, policy("LowNodeUtilization", "balance", LNU))
+    assert report.evictions == []
+    assert report.nodes[0].before["cpu"] == 40.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.table import Table
@@ -60,6 +61,8 @@ def _run(args: argparse.Namespace) -> int:
     registry = _registry()
     policy = load_policy(args.policy)
     effective = load_config_argument(args.config, registry, args.feature_gates)[1]
+    # A live cluster's pods carry real timestamps: their ages count from the moment it is read.
+    reference = datetime.now(UTC) if args.from_cluster else None
     cluster = [*live_cluster.objects(args), *load_manifests(args.cluster)]
     if not cluster:
         raise UserInputError("no cluster: give CLUSTER manifests or --from-cluster")
@@ -71,6 +74,7 @@ def _run(args: argparse.Namespace) -> int:
             registry=registry,
             seed=args.seed,
             source=args.policy,
+            reference=reference,
         )
     report.notices = [str(n) for n in dict.fromkeys(notices)]
     for n in report.notices:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from importlib import metadata as importlib_metadata
 from typing import Any, Protocol
 
@@ -24,6 +25,8 @@ from kubesched.backend.memory.naming import EPOCH
 ENTRY_POINT_GROUP = "kubesched.descheduler_plugins"
 """The entry-point group of descheduler plugins, built-in or not."""
 
+FINISHED = ("Succeeded", "Failed")
+"""Phases of pods that hold no resources any more (not counted in utilisation)."""
 RESOURCE_NAMES = {"cpu": "cpu", "memory": "memory", "pods": "pods"}
 """The resources utilisation is measured in (requests over allocatable)."""
 
@@ -129,8 +132,10 @@ class DeschedulerHandle:
         limits: EvictionLimits | None = None,
         dry_run: bool = False,
         nodes: Callable[[], list[Node]] | None = None,
+        reference: datetime | None = None,
     ) -> None:
         self.cluster = cluster
+        self.reference = reference
         self.profile = profile
         self.limits = limits or EvictionLimits()
         self.dry_run = dry_run
@@ -162,11 +167,18 @@ class DeschedulerHandle:
         return self.cluster.now()
 
     def pod_age(self, pod: Pod) -> float:
-        """Seconds since the pod's ``creationTimestamp``."""
+        """Seconds since the pod's ``creationTimestamp``.
+
+        A pod the run created (a replacement) is timed on the embedded clock. A pod read
+        from a live cluster carries real timestamps: with a ``reference`` (the real time
+        the cluster was read) it is timed against that, plus the run's virtual time."""
         created = pod.metadata.creation_timestamp
         if created is None:
             return 0.0
-        return self.now_seconds() - (created - EPOCH).total_seconds()
+        elapsed = self.now_seconds()
+        if EPOCH <= created <= EPOCH + timedelta(seconds=elapsed) or self.reference is None:
+            return elapsed - (created - EPOCH).total_seconds()
+        return (self.reference - created).total_seconds() + elapsed
 
     # --- evictors ------------------------------------------------------------------------
 
@@ -196,6 +208,8 @@ class DeschedulerHandle:
         """Requested cpu (millicores), memory (bytes) and pod count on ``node``."""
         usage = {"cpu": 0, "memory": 0, "pods": 0}
         for p in [*self.pods_on_node(node.name), *extra]:
+            if p.status.phase in FINISHED:
+                continue
             req = pod_requests(p)
             usage["cpu"] += req.get("cpu", 0)
             usage["memory"] += req.get("memory", 0)
@@ -221,7 +235,11 @@ class DeschedulerHandle:
         if not RequiredNodeAffinity(pod).matches(node):
             return "node(s) didn't match Pod's node affinity/selector"
         if resources:
-            others = [p for p in self.pods_on_node(node.name) if p.metadata.uid != pod.metadata.uid]
+            others = [
+                p
+                for p in self.pods_on_node(node.name)
+                if p.metadata.uid != pod.metadata.uid and p.status.phase not in FINISHED
+            ]
             cap = self.node_capacity(node)
             used = {"cpu": 0, "memory": 0, "pods": len(others) + 1}
             for p in [*others, pod]:

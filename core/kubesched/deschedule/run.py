@@ -4,6 +4,7 @@ then Balance plugins), let the controllers and the scheduler re-place, and repor
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -124,6 +125,7 @@ def _run_profiles(
     *,
     dry_run: bool,
     only: tuple[str, str] | None = None,
+    reference: datetime | None = None,
 ) -> list[Eviction]:
     """Every profile's Deschedule plugins, then its Balance plugins, on the cluster now
     (``only``: just that profile's strategy)."""
@@ -136,7 +138,7 @@ def _run_profiles(
     out: list[Eviction] = []
     for i, profile in enumerate(policy.profiles):
         handle = DeschedulerHandle(
-            sim.cluster, profile=profile.name, limits=limits, dry_run=dry_run
+            sim.cluster, profile=profile.name, limits=limits, dry_run=dry_run, reference=reference
         )
         evictors, deschedule, balance = _plugins(profile, i, entries, handle, source)
         handle.evictors = evictors
@@ -192,7 +194,11 @@ def _classes(
 
 
 def _wanted(
-    sim: Simulation, policy: DeschedulerPolicy, entries: dict[str, PluginEntry], source: str
+    sim: Simulation,
+    policy: DeschedulerPolicy,
+    entries: dict[str, PluginEntry],
+    source: str,
+    reference: datetime | None,
 ) -> dict[tuple[str, str], int]:
     """How many evictions each strategy, run alone (dry) on the placement now, would make:
     the violations it sees, not hidden by what the strategies before it would evict."""
@@ -200,7 +206,11 @@ def _wanted(
     for profile in policy.profiles:
         for name in [*profile.plugins.deschedule.enabled, *profile.plugins.balance.enabled]:
             key = (profile.name, name)
-            out[key] = len(_run_profiles(sim, policy, entries, source, dry_run=True, only=key))
+            out[key] = len(
+                _run_profiles(
+                    sim, policy, entries, source, dry_run=True, only=key, reference=reference
+                )
+            )
     return out
 
 
@@ -248,11 +258,13 @@ def deschedule(
     seed: int = 0,
     source: str = "<policy>",
     plugins: dict[str, PluginEntry] | None = None,
+    reference: datetime | None = None,
 ) -> DescheduleReport:
     """Schedule ``objects``, run ``policy`` on the result (evicting through the Eviction
     API), re-place the evicted pods with the scheduler's profile, and report per eviction
     where the pod went and per strategy whether its goal was met. ``plugins`` replaces the
-    installed descheduler plugins (tests)."""
+    installed descheduler plugins (tests). ``reference``: the real time a live cluster was
+    read, against which its pods' ages are measured (see ``DeschedulerHandle.pod_age``)."""
     entries = plugins if plugins is not None else discover()
     sim = Simulation(objects, config=config, registry=registry, seed=seed)
     try:
@@ -263,12 +275,12 @@ def deschedule(
         sim.run()
         before_nodes = _utilization(sim)
         bound_before, pending_before = _counts(sim)
-        wanted_before = _wanted(sim, policy, entries, source)
+        wanted_before = _wanted(sim, policy, entries, source, reference)
         classes_before = _classes(sim, policy, entries, source)
         snapshot: dict[str, Pod] = {p.metadata.uid or "": p for p in sim.cluster.pods()}
-        done = _run_profiles(sim, policy, entries, source, dry_run=False)
+        done = _run_profiles(sim, policy, entries, source, dry_run=False, reference=reference)
         run = sim.run()
-        wanted_after = _wanted(sim, policy, entries, source)
+        wanted_after = _wanted(sim, policy, entries, source, reference)
         classes_after = _classes(sim, policy, entries, source)
         after_nodes = _utilization(sim)
         bound_after, pending_after = _counts(sim)
