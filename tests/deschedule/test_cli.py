@@ -176,3 +176,16 @@ def test_html_report_folder_must_exist(capsys: pytest.CaptureFixture[str], tmp_p
         )
     assert exit_.value.code == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_sort_plugins_are_passed_over_with_a_notice(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    policy = yaml.safe_load((EXAMPLE / "policy.yaml").read_text())
+    policy["profiles"][0]["plugins"]["sort"] = {"enabled": ["Topology"]}
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(policy))
+    code, out, err = run_cli(capsys, "deschedule", path, EXAMPLE / "cluster.yaml", "-o", "json")
+    assert code == 0, err
+    assert f'notice: {path}: profiles[0] "default": plugins.sort is not modelled' in err
+    assert any("plugins.sort is not modelled" in n for n in json.loads(out)["notices"])

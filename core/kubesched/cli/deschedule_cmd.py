@@ -59,14 +59,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     registry = _registry()
-    policy = load_policy(args.policy)
-    effective = load_config_argument(args.config, registry, args.feature_gates)[1]
-    # A live cluster's pods carry real timestamps: their ages count from the moment it is read.
-    reference = datetime.now(UTC) if args.from_cluster else None
-    cluster = [*live_cluster.objects(args), *load_manifests(args.cluster)]
-    if not cluster:
-        raise UserInputError("no cluster: give CLUSTER manifests or --from-cluster")
     with collecting_notices() as notices:
+        # The policy first: a mistake in it is found before a live cluster is read.
+        policy = load_policy(args.policy)
+        effective = load_config_argument(args.config, registry, args.feature_gates)[1]
+        # A live cluster's pods carry real timestamps: their ages count from when it is read.
+        reference = datetime.now(UTC) if args.from_cluster else None
+        cluster = [*live_cluster.objects(args), *load_manifests(args.cluster)]
+        if not cluster:
+            raise UserInputError("no cluster: give CLUSTER manifests or --from-cluster")
         report = deschedule(
             cluster,
             policy,

@@ -21,13 +21,14 @@ from kubesched.api import (
 from kubesched.backend.memory import MemoryCluster
 from kubesched.backend.memory.evictions import BY_DESCHEDULER, EvictionRecord
 from kubesched.backend.memory.naming import EPOCH
+from kubesched.errors import UserInputError
 
 ENTRY_POINT_GROUP = "kubesched.descheduler_plugins"
 """The entry-point group of descheduler plugins, built-in or not."""
 
 FINISHED = ("Succeeded", "Failed")
 """Phases of pods that hold no resources any more (not counted in utilisation)."""
-RESOURCE_NAMES = {"cpu": "cpu", "memory": "memory", "pods": "pods"}
+RESOURCE_NAMES = ("cpu", "memory", "pods")
 """The resources utilisation is measured in (requests over allocatable)."""
 
 
@@ -61,7 +62,12 @@ def discover(group: str = ENTRY_POINT_GROUP) -> dict[str, PluginEntry]:
     """Every descheduler plugin of the entry-point ``group``, by name."""
     out: dict[str, PluginEntry] = {}
     for ep in importlib_metadata.entry_points(group=group):
-        cls = ep.load()
+        try:
+            cls = ep.load()
+        except Exception as err:  # a broken third-party package: say which, not a traceback
+            raise UserInputError(
+                f"cannot load descheduler plugin {ep.name} ({ep.value}): {err}"
+            ) from err
         out[ep.name] = entry_of(cls, ep.name)
     return out
 

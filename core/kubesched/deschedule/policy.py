@@ -7,9 +7,10 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
 from kubesched.errors import FieldProblem, UserInputError, problems_from_validation_error
+from kubesched.notices import notice
 
 API_VERSION = "descheduler/v1alpha2"
 KIND = "DeschedulerPolicy"
@@ -146,4 +147,13 @@ def parse_policy(data: Any, *, source: str = "<policy>") -> DeschedulerPolicy:
                 )
     if problems:
         raise UserInputError("invalid policy", source=source, obj=KIND, problems=problems)
+    for i, prof in enumerate(policy.profiles):
+        for point in ("preSort", "sort"):
+            if getattr(prof.plugins, to_snake(point)).enabled:
+                notice(
+                    f"plugins.{point} is not modelled: pods are evicted in each strategy's "
+                    "own order",
+                    source=source,
+                    obj=f'profiles[{i}] "{prof.name}"',
+                )
     return policy
