@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.table import Table
+from rich.text import Text
 
 from kubesched.api import load_manifests
 from kubesched.cli import live_cluster, output
@@ -15,6 +16,7 @@ from kubesched.cli.arguments import output_file
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.deschedule import DescheduleReport, deschedule, load_policy
 from kubesched.deschedule.html import render_html
+from kubesched.deschedule.report import summary, tables, utilization_lines
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.notices import collecting_notices
@@ -98,56 +100,14 @@ def _run(args: argparse.Namespace) -> int:
 def render(report: DescheduleReport, console: object) -> None:
     """The report for a person: evictions with their outcome, goals, node utilisation."""
     print_ = console.print  # type: ignore[attr-defined]
-    evicted = sum(1 for e in report.evictions if e.evicted)
-    print_(
-        f"{evicted} pod(s) evicted, {len(report.evictions) - evicted} refused; "
-        f"pods bound {report.pods.bound_before} → {report.pods.bound_after}, "
-        f"pending {report.pods.pending_before} → {report.pods.pending_after}."
-    )
-    if report.evictions:
-        table = Table(
-            "pod", "node", "strategy", "reason", "went to", title="Evictions", title_justify="left"
-        )
-        for e in report.evictions:
-            went = e.replacement_node or e.outcome
-            table.add_row(e.pod, e.node, e.strategy, e.reason, went)
-        print_(table)
-    goals = Table(
-        "profile",
-        "strategy",
-        "evicted",
-        "refused",
-        "wanted before",
-        "wanted after",
-        "goal met",
-        title="Strategies (evictions each wants on the placement before and after)",
-        title_justify="left",
-    )
-    for s in report.strategies:
-        goals.add_row(
-            s.profile,
-            s.strategy,
-            str(s.evictions),
-            str(s.refused),
-            str(s.violations_before),
-            str(s.violations_after),
-            "yes" if s.goal_met else "no",
-        )
-    print_(goals)
-    for s in report.strategies:
-        if s.utilization is not None:
-            print_(f"{s.strategy}: {s.utilization.describe()}", soft_wrap=True, markup=False)
-    nodes = Table(
-        "node",
-        "cpu %",
-        "memory %",
-        "pods %",
-        title="Node utilisation (requests), before → after",
-        title_justify="left",
-    )
-    for n in report.nodes:
-        nodes.add_row(
-            n.node,
-            *(f"{n.before.get(r, 0):g} → {n.after.get(r, 0):g}" for r in ("cpu", "memory", "pods")),
-        )
-    print_(nodes)
+    print_(summary(report))
+    for n, (title, columns, rows) in enumerate(tables(report)):
+        if rows or n > 0:
+            table = Table(*columns, title=title, title_justify="left")
+            for row in rows:
+                table.add_row(*(Text(cell) for cell in row))  # plain text, never markup
+            print_(table)
+        if n == 1:
+            # Right under the strategies' goals, the thresholds those of utilisation use.
+            for line in utilization_lines(report):
+                print_(line, soft_wrap=True, markup=False)

@@ -109,6 +109,82 @@ class DescheduleReport(_Model):
     notices: list[str] = Field(default_factory=list)
 
 
+Table = tuple[str, tuple[str, ...], list[tuple[str, ...]]]
+"""A table for a person: its title, column names and rows of text."""
+
+
+def summary(report: DescheduleReport) -> str:
+    """One line: evictions done and refused, pods bound and pending before → after."""
+    evicted = sum(1 for e in report.evictions if e.evicted)
+    p = report.pods
+    return (
+        f"{evicted} pod(s) evicted, {len(report.evictions) - evicted} refused; pods bound "
+        f"{p.bound_before} → {p.bound_after}, pending {p.pending_before} → {p.pending_after}."
+    )
+
+
+def tables(report: DescheduleReport) -> list[Table]:
+    """The evictions (where each pod went), the strategies (their goals) and the nodes'
+    utilisation, as the text and HTML reports show them."""
+    return [
+        (
+            "Evictions",
+            ("pod", "node", "strategy", "reason", "went to"),
+            [
+                (e.pod, e.node, e.strategy, e.reason, e.replacement_node or e.outcome)
+                for e in report.evictions
+            ],
+        ),
+        (
+            "Strategies (evictions each wants on the placement before and after)",
+            (
+                "profile",
+                "strategy",
+                "evicted",
+                "refused",
+                "wanted before",
+                "wanted after",
+                "goal met",
+            ),
+            [
+                (
+                    s.profile,
+                    s.strategy,
+                    str(s.evictions),
+                    str(s.refused),
+                    str(s.violations_before),
+                    str(s.violations_after),
+                    "yes" if s.goal_met else "no",
+                )
+                for s in report.strategies
+            ],
+        ),
+        (
+            "Node utilisation (requests), before → after",
+            ("node", "cpu %", "memory %", "pods %"),
+            [
+                (
+                    n.node,
+                    *(
+                        f"{n.before.get(r, 0):g} → {n.after.get(r, 0):g}"
+                        for r in ("cpu", "memory", "pods")
+                    ),
+                )
+                for n in report.nodes
+            ],
+        ),
+    ]
+
+
+def utilization_lines(report: DescheduleReport) -> list[str]:
+    """For each utilisation strategy: its thresholds and the nodes under and over them."""
+    return [
+        f"{s.strategy}: {s.utilization.describe()}"
+        for s in report.strategies
+        if s.utilization is not None
+    ]
+
+
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of the report (docs/schema/deschedule.schema.json)."""
     return DescheduleReport.model_json_schema(by_alias=True)
