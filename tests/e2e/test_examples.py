@@ -26,6 +26,7 @@ from kubesched.api.quantity import Quantity
 from kubesched.api.resources import pod_requests
 from kubesched.cli.main import main as main_cli
 from kubesched.config import load_config
+from kubesched.deschedule import load_policy
 from kubesched.framework.registry import default_registry
 from kubesched.simulate.driver import SimulationRun, simulate
 from kubesched.simulate.timeline import load_timeline
@@ -126,7 +127,7 @@ def _example_files() -> list[Path]:
 def _kind(path: Path) -> str | None:
     """The kubesched kind of a file that holds no Kubernetes objects, if any."""
     docs = list(yaml.safe_load_all(path.read_text()))
-    for kind in ("KubeSchedulerConfiguration", "Timeline"):
+    for kind in ("KubeSchedulerConfiguration", "Timeline", "DeschedulerPolicy"):
         if any(isinstance(d, dict) and d.get("kind") == kind for d in docs):
             return kind
     return None
@@ -141,6 +142,8 @@ def test_every_example_file_parses(path: Path):
     elif kind == "Timeline":
         timeline, _ = load_timeline(path)
         assert timeline.spec.steps
+    elif kind == "DeschedulerPolicy":
+        assert load_policy(str(path)).profiles
     else:
         assert load_manifests([path])
 
@@ -167,6 +170,7 @@ def test_every_example_has_a_readme():
     assert (EXAMPLES / "whatif" / "README.md").is_file()
     assert (EXAMPLES / "capacity" / "README.md").is_file()
     assert (EXAMPLES / "gang-scheduling" / "README.md").is_file()
+    assert (EXAMPLES / "deschedule" / "README.md").is_file()
     for scenario in DOCS_EXAMPLES.iterdir():
         if scenario.is_dir():
             assert (scenario / "README.md").is_file(), scenario

@@ -19,8 +19,11 @@ from kubesched.framework.sdk import SDK_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PLUGIN_MODULES = frozenset({"kubesched", "kubesched.api", "kubesched.testing"})
-"""What a plugin may import from kubesched: the SDK, the Kubernetes objects, the test kit."""
+PLUGIN_MODULES = frozenset(
+    {"kubesched", "kubesched.api", "kubesched.testing", "kubesched.deschedule"}
+)
+"""What a plugin may import from kubesched: the SDK, the Kubernetes objects, the test kit,
+and the descheduler plugins' handle."""
 EMBEDDING_MODULES = frozenset(
     {"kubesched.config", "kubesched.simulate", "kubesched.capacity", "kubesched.testing.envtest"}
 )

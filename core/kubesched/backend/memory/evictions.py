@@ -9,6 +9,7 @@ from kubesched.api import Pod, PodCondition
 from kubesched.backend.memory.naming import timestamp
 
 __all__ = [
+    "BY_DESCHEDULER",
     "BY_DRAIN",
     "BY_KUBELET",
     "BY_POD_GC",
@@ -19,7 +20,7 @@ __all__ = [
     "with_disruption_target",
 ]
 
-EvictedBy = Literal["taint-manager", "kubelet", "drain", "pod-gc", "preemption"]
+EvictedBy = Literal["taint-manager", "kubelet", "drain", "pod-gc", "preemption", "descheduler"]
 
 BY_TAINT_MANAGER: EvictedBy = "taint-manager"
 """The taint eviction controller: a NoExecute taint the pod does not tolerate (long enough)."""
@@ -27,6 +28,8 @@ BY_KUBELET: EvictedBy = "kubelet"
 """The kubelet's eviction manager: node-pressure eviction."""
 BY_DRAIN: EvictedBy = "drain"
 """A drain through the Eviction API (honours PodDisruptionBudgets)."""
+BY_DESCHEDULER: EvictedBy = "descheduler"
+"""A descheduler strategy through the Eviction API (``kubesched deschedule``)."""
 BY_POD_GC: EvictedBy = "pod-gc"
 """The pod garbage collector: the pod's node was deleted."""
 BY_PREEMPTION: EvictedBy = "preemption"

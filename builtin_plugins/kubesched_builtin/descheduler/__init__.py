@@ -1,0 +1,1 @@
+"""The descheduler's strategies and its DefaultEvictor, as descheduler plugins."""

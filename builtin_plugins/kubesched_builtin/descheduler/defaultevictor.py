@@ -1,0 +1,167 @@
+"""DefaultEvictor: which pods the descheduler may evict (its Filter and PreEvictionFilter)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from kubesched.api import LabelSelector, Pod, compile_label_selector
+from kubesched.deschedule import DeschedulerHandle
+
+from .common import StrategyArgs
+
+NAME = "DefaultEvictor"
+EVICT_ANNOTATION = "descheduler.alpha.kubernetes.io/evict"
+"""A pod with this annotation is evictable whatever the other checks say."""
+SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+"""``system-cluster-critical`` and above: never evicted unless ``evictSystemCriticalPods``."""
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+SOURCE_ANNOTATION = "kubernetes.io/config.source"
+
+ERR_NO_OWNER = "pod does not have any ownerRefs"
+ERR_DAEMONSET = (
+    "pod is related to daemonset and descheduler is not configured with evictDaemonSetPods"
+)
+ERR_MIRROR = "pod is a mirror pod"
+ERR_STATIC = "pod is a static pod"
+ERR_TERMINATING = "pod is terminating"
+ERR_CRITICAL = "pod has system critical priority"
+ERR_PRIORITY = "pod has higher priority than specified priority class threshold"
+ERR_LOCAL_STORAGE = (
+    "pod has local storage and descheduler is not configured with evictLocalStoragePods"
+)
+ERR_PVC = "pod has a PVC and descheduler is configured to ignore PVC pods"
+ERR_LABELS = "pod labels do not match the labelSelector filter in the policy parameter"
+ERR_MIN_REPLICAS = "owner has %d replicas which is less than minReplicas of %d"
+ERR_MIN_AGE = "pod age is not older than MinPodAge"
+ERR_NO_FIT = "pod does not fit on any other node"
+
+
+class PriorityThreshold(StrategyArgs):
+    """A priority at or above which pods are kept: ``value``, or a PriorityClass ``name``."""
+
+    value: int | None = None
+    name: str = ""
+
+
+class Args(StrategyArgs):
+    """DefaultEvictor's args, with the descheduler's defaults."""
+
+    node_selector: str = ""
+    evict_local_storage_pods: bool = Field(False, description="evict pods with emptyDir/hostPath")
+    evict_daemon_set_pods: bool = Field(False, description="evict DaemonSet pods")
+    evict_system_critical_pods: bool = Field(
+        False, description="evict pods of system-critical priority (ignores priorityThreshold)"
+    )
+    ignore_pvc_pods: bool = Field(False, description="keep pods that mount a PVC")
+    evict_failed_bare_pods: bool = Field(False, description="evict Failed pods without owner")
+    label_selector: LabelSelector | None = None
+    priority_threshold: PriorityThreshold | None = None
+    node_fit: bool = Field(False, description="evict only pods that fit another node")
+    min_replicas: int = Field(0, ge=0, description="keep pods whose owner has fewer replicas")
+    min_pod_age: str | None = Field(None, description="keep pods younger than this (Go duration)")
+
+    @field_validator("priority_threshold")
+    @classmethod
+    def _one_threshold(cls, v: PriorityThreshold | None) -> PriorityThreshold | None:
+        if v is not None and v.value is not None and v.name:
+            raise ValueError(
+                "priority threshold misconfigured, only one of value or name can be set"
+            )
+        return v
+
+    @field_validator("min_pod_age")
+    @classmethod
+    def _duration(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_duration(v)
+        return v
+
+
+_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of a Go duration (``1h30m``, ``90s``, ``1.5h``)."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f'invalid duration "{text}"')
+    return sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+class DefaultEvictor:
+    """The descheduler's default evictor: refuses bare, DaemonSet, mirror/static,
+    terminating, system-critical, local-storage (and optionally PVC) pods, pods outside
+    its label selector, of owners under ``minReplicas``, younger than ``minPodAge``, and
+    (``nodeFit``) pods that fit no other node."""
+
+    name = NAME
+    Args = Args
+
+    def __init__(self, args: Args, handle: DeschedulerHandle) -> None:
+        self.args = args
+        self.handle = handle
+        threshold = SYSTEM_CRITICAL_PRIORITY
+        pt = args.priority_threshold
+        if pt is not None and pt.value is not None:
+            threshold = pt.value
+        elif pt is not None and pt.name:
+            pc: Any = handle.cluster.try_get("PriorityClass", None, pt.name)
+            if pc is None:
+                raise ValueError(f'priorityClass "{pt.name}" not found')
+            threshold = pc.value
+        self.threshold = threshold
+        self.selector = compile_label_selector(args.label_selector) if args.label_selector else None
+        self.min_age = parse_duration(args.min_pod_age) if args.min_pod_age else None
+
+    def filter(self, pod: Pod) -> str | None:
+        """Why ``pod`` must not be evicted, or None."""
+        a = self.args
+        if EVICT_ANNOTATION in pod.metadata.annotations:
+            return None
+        if pod.metadata.deletion_timestamp is not None:
+            return ERR_TERMINATING
+        owners = pod.metadata.owner_references
+        if not owners and not (a.evict_failed_bare_pods and pod.status.phase == "Failed"):
+            return ERR_NO_OWNER
+        if any(o.kind == "DaemonSet" for o in owners) and not a.evict_daemon_set_pods:
+            return ERR_DAEMONSET
+        if MIRROR_ANNOTATION in pod.metadata.annotations:
+            return ERR_MIRROR
+        if pod.metadata.annotations.get(SOURCE_ANNOTATION, "api") != "api":
+            return ERR_STATIC
+        priority = pod.spec.priority or 0
+        if not a.evict_system_critical_pods:
+            if priority >= SYSTEM_CRITICAL_PRIORITY:
+                return ERR_CRITICAL
+            if priority >= self.threshold:
+                return ERR_PRIORITY
+        if not a.evict_local_storage_pods and any(
+            v.source("emptyDir") is not None or v.source("hostPath") is not None
+            for v in pod.spec.volumes
+        ):
+            return ERR_LOCAL_STORAGE
+        if a.ignore_pvc_pods and any(v.persistent_volume_claim for v in pod.spec.volumes):
+            return ERR_PVC
+        if self.selector is not None and not self.selector.matches(pod.metadata.labels):
+            return ERR_LABELS
+        if a.min_replicas > 1 and owners:
+            owner = owners[0].uid
+            replicas = sum(
+                1
+                for p in self.handle.cluster.pods(pod.namespace)
+                if any(o.uid == owner for o in p.metadata.owner_references)
+            )
+            if replicas < a.min_replicas:
+                return ERR_MIN_REPLICAS % (replicas, a.min_replicas)
+        if self.min_age is not None and self.handle.pod_age(pod) < self.min_age:
+            return ERR_MIN_AGE
+        return None
+
+    def pre_eviction_filter(self, pod: Pod) -> str | None:
+        """With ``nodeFit``: refuse a pod that no other node would take."""
+        if self.args.node_fit and not self.handle.fits_other_node(pod, self.handle.nodes()):
+            return ERR_NO_FIT
+        return None

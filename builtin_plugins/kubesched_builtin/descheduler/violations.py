@@ -1,0 +1,263 @@
+"""Deschedule strategies that evict pods breaking a rule: node taints, node affinity,
+inter-pod anti-affinity, pod lifetime and failed pods."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from kubesched.api import (
+    LabelSelector,
+    Node,
+    Pod,
+    RequiredNodeAffinity,
+    compile_label_selector,
+    toleration_tolerates_taint,
+)
+from kubesched.deschedule import DeschedulerHandle
+
+from .common import Namespaces, StrategyArgs, owner_kinds_excluded, selects
+
+
+class _Selecting(StrategyArgs):
+    namespaces: Namespaces | None = None
+    label_selector: LabelSelector | None = None
+
+
+class TaintsArgs(_Selecting):
+    """RemovePodsViolatingNodeTaints' args."""
+
+    include_prefer_no_schedule: bool = Field(
+        False, description="also evict pods not tolerating PreferNoSchedule taints"
+    )
+    excluded_taints: list[str] = Field(
+        default_factory=list, description="taints (key or key=value) to ignore"
+    )
+    included_taints: list[str] = Field(
+        default_factory=list, description="only these taints (key or key=value) count"
+    )
+
+    @field_validator("included_taints")
+    @classmethod
+    def _not_both(cls, v: list[str], info: object) -> list[str]:
+        data = getattr(info, "data", {})
+        if v and data.get("excluded_taints"):
+            raise ValueError("either includedTaints or excludedTaints can be set, but not both")
+        return v
+
+
+def _taint_listed(key: str, value: str, listed: list[str]) -> bool:
+    return any(t == key or t == f"{key}={value}" for t in listed)
+
+
+class RemovePodsViolatingNodeTaints:
+    """Evicts pods from nodes whose NoSchedule (optionally PreferNoSchedule) taints they do
+    not tolerate: taints added after they were scheduled."""
+
+    name = "RemovePodsViolatingNodeTaints"
+    Args = TaintsArgs
+
+    def __init__(self, args: TaintsArgs, handle: DeschedulerHandle) -> None:
+        self.args = args
+        self.handle = handle
+
+    def _violated(self, pod: Pod, node: Node) -> str | None:
+        a = self.args
+        effects = {"NoSchedule", *(("PreferNoSchedule",) if a.include_prefer_no_schedule else ())}
+        for t in node.spec.taints:
+            if t.effect not in effects:
+                continue
+            if _taint_listed(t.key, t.value or "", a.excluded_taints):
+                continue
+            if a.included_taints and not _taint_listed(t.key, t.value or "", a.included_taints):
+                continue
+            if not any(toleration_tolerates_taint(tol, t) for tol in pod.spec.tolerations):
+                return f"does not tolerate taint {t.key}={t.value or ''}:{t.effect}"
+        return None
+
+    def deschedule(self, nodes: list[Node]) -> None:
+        """Evict every selected, evictable pod violating its node's taints."""
+        for node in nodes:
+            for pod in self.handle.evictable_pods_on_node(node.name):
+                if not selects(pod, self.args.namespaces, self.args.label_selector):
+                    continue
+                why = self._violated(pod, node)
+                if why is not None:
+                    self.handle.evict(pod, f"{why} on node {node.name}")
+
+
+class AffinityArgs(_Selecting):
+    """RemovePodsViolatingNodeAffinity's args."""
+
+    node_affinity_type: list[str] = Field(
+        min_length=1, description="requiredDuringSchedulingIgnoredDuringExecution"
+    )
+
+    @field_validator("node_affinity_type")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        for t in v:
+            if t not in (
+                "requiredDuringSchedulingIgnoredDuringExecution",
+                "preferredDuringSchedulingIgnoredDuringExecution",
+            ):
+                raise ValueError(f'invalid nodeAffinityType "{t}"')
+        return v
+
+
+class RemovePodsViolatingNodeAffinity:
+    """Evicts pods whose required node affinity (or node selector) their node no longer
+    meets, when another node does."""
+
+    name = "RemovePodsViolatingNodeAffinity"
+    Args = AffinityArgs
+
+    def __init__(self, args: AffinityArgs, handle: DeschedulerHandle) -> None:
+        self.args = args
+        self.handle = handle
+
+    def deschedule(self, nodes: list[Node]) -> None:
+        """Evict pods off nodes their required node affinity no longer matches."""
+        if "requiredDuringSchedulingIgnoredDuringExecution" not in self.args.node_affinity_type:
+            return
+        for node in nodes:
+            for pod in self.handle.evictable_pods_on_node(node.name):
+                if not selects(pod, self.args.namespaces, self.args.label_selector):
+                    continue
+                if RequiredNodeAffinity(pod).matches(node):
+                    continue
+                if self.handle.fits_other_node(pod, nodes):
+                    self.handle.evict(
+                        pod, f"node {node.name} no longer matches its required node affinity"
+                    )
+
+
+class RemovePodsViolatingInterPodAntiAffinity:
+    """Evicts pods whose required pod anti-affinity is broken by a pod in the same
+    topology domain (one pod per conflict, the first found, as the descheduler does)."""
+
+    name = "RemovePodsViolatingInterPodAntiAffinity"
+    Args = _Selecting
+
+    def __init__(self, args: _Selecting, handle: DeschedulerHandle) -> None:
+        self.args = args
+        self.handle = handle
+
+    def deschedule(self, nodes: list[Node]) -> None:
+        """Evict, node by node, each pod in conflict with a pod that remains."""
+        labels = {n.name: n.metadata.labels for n in nodes}
+        placed = {n.name: list(self.handle.pods_on_node(n.name)) for n in nodes}
+        for node in nodes:
+            for pod in list(placed[node.name]):
+                if not selects(pod, self.args.namespaces, self.args.label_selector):
+                    continue
+                if self.handle.not_evictable(pod) is not None:
+                    continue
+                other = self._conflict(pod, node.name, placed, labels)
+                if other is not None and self.handle.evict(
+                    pod, f"its required anti-affinity is violated by {other.key}"
+                ):
+                    placed[node.name].remove(pod)
+
+    @staticmethod
+    def _conflict(
+        pod: Pod, node: str, placed: dict[str, list[Pod]], labels: dict[str, dict[str, str]]
+    ) -> Pod | None:
+        aff = pod.spec.affinity
+        anti = aff.pod_anti_affinity if aff is not None else None
+        terms = anti.required_during_scheduling_ignored_during_execution if anti else []
+        for term in terms:
+            selector = compile_label_selector(term.label_selector)
+            namespaces = set(term.namespaces or [pod.namespace or ""])
+            key = term.topology_key
+            if key not in labels.get(node, {}):
+                continue
+            domain = labels[node][key]
+            for other_node, pods in placed.items():
+                if labels[other_node].get(key) != domain:
+                    continue
+                for other in pods:
+                    if other.metadata.uid == pod.metadata.uid:
+                        continue
+                    if (other.namespace or "") in namespaces and selector.matches(
+                        other.metadata.labels
+                    ):
+                        return other
+        return None
+
+
+class LifeTimeArgs(_Selecting):
+    """PodLifeTime's args."""
+
+    max_pod_life_time_seconds: int = Field(ge=0, description="evict pods older than this")
+    states: list[str] = Field(
+        default_factory=list,
+        description="only pods in these phases (Running, Pending...) or with these reasons",
+    )
+
+
+class PodLifeTime:
+    """Evicts pods older than ``maxPodLifeTimeSeconds``, oldest first."""
+
+    name = "PodLifeTime"
+    Args = LifeTimeArgs
+
+    def __init__(self, args: LifeTimeArgs, handle: DeschedulerHandle) -> None:
+        self.args = args
+        self.handle = handle
+
+    def deschedule(self, nodes: list[Node]) -> None:
+        """Evict every selected pod past its lifetime, the oldest first."""
+        a = self.args
+        old = [
+            p
+            for n in nodes
+            for p in self.handle.evictable_pods_on_node(n.name)
+            if selects(p, a.namespaces, a.label_selector)
+            and self.handle.pod_age(p) > a.max_pod_life_time_seconds
+            and (not a.states or p.status.phase in a.states or p.status.reason in a.states)
+        ]
+        old.sort(key=lambda p: -self.handle.pod_age(p))
+        for pod in old:
+            self.handle.evict(
+                pod,
+                f"older than {a.max_pod_life_time_seconds}s ({self.handle.pod_age(pod):g}s)",
+            )
+
+
+class FailedArgs(_Selecting):
+    """RemoveFailedPods' args."""
+
+    reasons: list[str] = Field(default_factory=list, description="only pods with these reasons")
+    exclude_owner_kinds: list[str] = Field(default_factory=list)
+    min_pod_lifetime_seconds: int | None = Field(None, ge=0)
+
+
+class RemoveFailedPods:
+    """Evicts pods in phase Failed (optionally only with given reasons, old enough)."""
+
+    name = "RemoveFailedPods"
+    Args = FailedArgs
+
+    def __init__(self, args: FailedArgs, handle: DeschedulerHandle) -> None:
+        self.args = args
+        self.handle = handle
+
+    def deschedule(self, nodes: list[Node]) -> None:
+        """Evict every selected Failed pod."""
+        a = self.args
+        for node in nodes:
+            for pod in self.handle.evictable_pods_on_node(node.name):
+                if pod.status.phase != "Failed":
+                    continue
+                if not selects(pod, a.namespaces, a.label_selector):
+                    continue
+                if owner_kinds_excluded(pod, a.exclude_owner_kinds):
+                    continue
+                if a.reasons and pod.status.reason not in a.reasons:
+                    continue
+                if (
+                    a.min_pod_lifetime_seconds is not None
+                    and self.handle.pod_age(pod) < a.min_pod_lifetime_seconds
+                ):
+                    continue
+                self.handle.evict(pod, f"failed ({pod.status.reason or 'no reason'})")
