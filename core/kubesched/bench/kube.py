@@ -442,6 +442,16 @@ def _clean(client: KubeClient, created: list[dict[str, Any]]) -> None:
             client.request("DELETE", path)
 
 
+def _external_metrics_url(command: list[str]) -> str:
+    """The ``/metrics`` URL of a kube-scheduler started with ``command`` (its
+    ``--secure-port``; ``ControlPlane.kube_scheduler_command`` opens it to anonymous
+    requests), or "" when the command sets no port."""
+    for arg in command:
+        if arg.startswith("--secure-port="):
+            return f"https://127.0.0.1:{arg.split('=', 1)[1]}/metrics"
+    return ""
+
+
 def run_on_api_server(
     name: str,
     nodes: int,
@@ -508,6 +518,7 @@ def run_on_api_server(
                 provisioner.start()
             started = time.monotonic()
             deadline = started + timeout
+            metrics_url = ""
             if scheduler == "kubesched":
                 plugins = WORKLOADS[name].plugins
                 proc, metrics_url = start_kubesched(
@@ -528,8 +539,10 @@ def run_on_api_server(
                 expected += len(arriving)
                 watch.wait(expected, max(0.0, deadline - time.monotonic()))
             latency: dict[str, float] = {}
-            if scheduler == "kubesched":
-                # kubesched's certificate is self-signed at its start.
+            if scheduler == "external":
+                metrics_url = _external_metrics_url(external_command or [])
+            if metrics_url:
+                # Both schedulers' certificates are self-signed at their start.
                 insecure = ssl._create_unverified_context()
                 with urllib.request.urlopen(metrics_url, timeout=10, context=insecure) as resp:
                     latency = latency_quantiles(resp.read().decode())
