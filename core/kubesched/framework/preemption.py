@@ -759,21 +759,11 @@ class Evaluator:
         metrics = getattr(self.handle, "metrics", None)
         if metrics is not None:
             metrics.preemption_victims.observe(len(c.victims))
-        for victim in c.victims:
-            if victim.pod.metadata.deletion_timestamp is not None:
-                # Graceful deletion already started: another API call is unnecessary.
-                continue
-            try:
-                self.preempt_pod(c, pod_info, victim)
-            except Exception as err:
-                log.error(
-                    "could not preempt pod %s for %s on node %s: %s",
-                    victim.key,
-                    pod_info.key,
-                    c.name,
-                    err,
-                )
-                return Status.from_error(err)
+        # Graceful deletion already started: another API call is unnecessary.
+        victims = [v for v in c.victims if v.pod.metadata.deletion_timestamp is None]
+        err = self._preempt_all(c, pod_info, victims)
+        if err is not None:
+            return Status.from_error(err)
         self.clear_lower_priority_nominations(pod_info, c.name)
         return Status()
 
@@ -806,10 +796,10 @@ class Evaluator:
                 # this thread has not returned yet (its deletion may be the last event
                 # the preemptor gets).
                 *first, last = victims
-                if self._preempt_all(c, pod_info, first):
+                if self._preempt_all(c, pod_info, first) is None:
                     with self._lock:
                         self._last_victim[uid] = (last.namespace, last.name)
-                    if not self._preempt_all(c, pod_info, [last]):
+                    if self._preempt_all(c, pod_info, [last]) is not None:
                         result = GOROUTINE_ERROR
                 else:
                     result = GOROUTINE_ERROR
@@ -833,8 +823,11 @@ class Evaluator:
         else:
             run(api_calls)
 
-    def _preempt_all(self, c: Candidate, pod_info: PodInfo, victims: Sequence[PodInfo]) -> bool:
-        """Preempt ``victims`` one after the other; False (logged) at the first failure."""
+    def _preempt_all(
+        self, c: Candidate, pod_info: PodInfo, victims: Sequence[PodInfo]
+    ) -> Exception | None:
+        """Preempt ``victims`` one after the other, up to the first failure (logged and
+        returned; None when every call succeeded)."""
         for victim in victims:
             try:
                 self.preempt_pod(c, pod_info, victim)
@@ -846,8 +839,8 @@ class Evaluator:
                     c.name,
                     err,
                 )
-                return False
-        return True
+                return err
+        return None
 
     def is_pod_running_preemption(self, uid: str) -> bool:
         """Upstream ``IsPodRunningPreemption``: the asynchronous API calls of the pod
