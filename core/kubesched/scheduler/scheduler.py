@@ -493,14 +493,15 @@ class Scheduler:
     def _start_binding(self, binding: _Binding) -> None:
         with self._lock:
             self._in_binding += 1
-        run = self._ready.append if self._workers is None else self._workers.submit
-        waiting = binding.fwk.get_waiting_pod(binding.assumed.uid)
-        if waiting is None:
+        if self._workers is None:
+            run = hand_over = self._ready.append
+        else:
             # Only the loop waits for a free worker: a pod allowed at Permit may be let
             # through from a binding thread, which must never wait for its own pool.
-            (self._ready.append if self._workers is None else self._workers.submit_when_free)(
-                binding
-            )
+            run, hand_over = self._workers.submit, self._workers.submit_when_free
+        waiting = binding.fwk.get_waiting_pod(binding.assumed.uid)
+        if waiting is None:
+            hand_over(binding)
         else:
             # Runs when every waiting Permit plugin allowed the pod, or one rejected it.
             # A pod waiting at Permit holds no binding thread: with more pods waiting
