@@ -17,6 +17,8 @@ from kubesched.bench.kube import (
     STALL_SECONDS,
     _BindWatch,
     _clean,
+    _external_metrics_url,
+    _read_latency,
     as_kube_gangs,
 )
 from kubesched.bench.workloads import build_workload
@@ -143,3 +145,22 @@ def test_resource_for(kind: str, path: str | None) -> None:
     assert (resource.path if resource else None) == path
     if kind in RESOURCES:
         assert resource is RESOURCES[kind]
+
+
+@pytest.mark.parametrize(
+    ("command", "want"),
+    [
+        (["kube-scheduler", "--secure-port=10259"], "https://127.0.0.1:10259/metrics"),
+        (["kube-scheduler", "--config=x.yaml"], ""),
+    ],
+    ids=["secure-port", "no-port"],
+)
+def test_external_metrics_url(command: list[str], want: str) -> None:
+    assert _external_metrics_url(command) == want
+
+
+def test_an_unreadable_external_metrics_endpoint_leaves_the_latency_out() -> None:
+    closed = "https://127.0.0.1:9/metrics"  # the discard port: nothing listens
+    assert _read_latency(closed, required=False) == {}
+    with pytest.raises(OSError):
+        _read_latency(closed, required=True)

@@ -442,6 +442,21 @@ def _clean(client: KubeClient, created: list[dict[str, Any]]) -> None:
             client.request("DELETE", path)
 
 
+def _read_latency(metrics_url: str, required: bool) -> dict[str, float]:
+    """:func:`latency_quantiles` of the scheduler serving ``metrics_url``. An external
+    scheduler's ``/metrics`` may be closed to anonymous requests (a command line of the
+    user's): its latency is then left out, unless ``required``."""
+    # Both schedulers' certificates are self-signed at their start.
+    insecure = ssl._create_unverified_context()
+    try:
+        with urllib.request.urlopen(metrics_url, timeout=10, context=insecure) as resp:
+            return latency_quantiles(resp.read().decode())
+    except OSError:
+        if required:
+            raise
+        return {}
+
+
 def _external_metrics_url(command: list[str]) -> str:
     """The ``/metrics`` URL of a kube-scheduler started with ``command`` (its
     ``--secure-port``; ``ControlPlane.kube_scheduler_command`` opens it to anonymous
@@ -542,10 +557,7 @@ def run_on_api_server(
             if scheduler == "external":
                 metrics_url = _external_metrics_url(external_command or [])
             if metrics_url:
-                # Both schedulers' certificates are self-signed at their start.
-                insecure = ssl._create_unverified_context()
-                with urllib.request.urlopen(metrics_url, timeout=10, context=insecure) as resp:
-                    latency = latency_quantiles(resp.read().decode())
+                latency = _read_latency(metrics_url, required=scheduler == "kubesched")
     finally:
         if proc is not None:
             proc.terminate()
