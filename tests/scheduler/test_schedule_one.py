@@ -100,8 +100,7 @@ def test_plugin_exception_is_an_error_and_the_pod_backs_off():
     assert condition.reason == "SchedulerError"
     assert h.scheduler.queue.queue_of(h.pod("p")) == "backoff"
     # The scheduler goes on: after the backoff the pod is tried again (and fails again).
-    # The 1 s backoff ends with its whole-second window (SchedulerPopFromBackoffQ).
-    h.step(2.0)
+    h.step(1.0)
     h.run()
     assert len(h.records) == 2
 

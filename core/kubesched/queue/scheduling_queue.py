@@ -24,7 +24,8 @@ default; KEP-5142), ``pop`` takes the head of the backoffQ when the activeQ is e
 that failed with an error excepted), backoff expiries are rounded down to whole seconds (the
 ordering window; pods of one window are ordered like the activeQ, and a pod is backing off
 while its window has not passed), the backoff flush runs on whole seconds, and PreEnqueue
-runs when a pod enters the backoffQ rather than when it leaves it.
+runs when a pod enters the backoffQ rather than when it leaves it. The scheduler turns it
+on for ``kubesched run`` only (see ``Scheduler``).
 """
 
 from __future__ import annotations

@@ -210,7 +210,11 @@ class Scheduler:
             metrics=self.metrics,
             pod_lister=lambda namespace, name: self.pods.get(f"{namespace}/{name}"),
             sort_key=first.queue_sort_key(),
-            pop_from_backoff_q=config.feature_gates.enabled(POP_FROM_BACKOFF_Q_GATE),
+            # Only on a real cluster: in simulation virtual time jumps over an idle wait
+            # anyway, and a pod popped again at the instant it failed (a gang that cannot
+            # fit) would retry forever without the clock moving.
+            pop_from_backoff_q=concurrent_binding
+            and config.feature_gates.enabled(POP_FROM_BACKOFF_Q_GATE),
         )
         self._api_calls = (
             BindingWorkers(cfg.parallelism, _run_api_calls) if concurrent_binding else None
