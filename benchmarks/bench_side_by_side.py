@@ -56,9 +56,6 @@ from kubesched.testing.envtest import ControlPlane
 
 SCHEDULERS = ("embedded", "kubesched", "external")
 
-OPEN_METRICS = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
-"""kube-scheduler serves its health paths and ``/metrics`` to anyone (on 127.0.0.1)."""
-
 
 def _profile(tmp: Path, pct: int | None) -> Path | None:
     """A KubeSchedulerConfiguration file carrying ``percentageOfNodesToScore``, if set."""
@@ -98,8 +95,8 @@ def _measure(
         if scheduler == "external":
             extra = {} if pct is None else {"percentageOfNodesToScore": pct}
             gang = name == "gang"
-            # Its /metrics open to this local reader, for the attempt latency.
-            flags = (*(GANG_SCHEDULER_ARGS if gang else ()), OPEN_METRICS)
+            # Its command opens /metrics to this local reader, for the attempt latency.
+            flags = GANG_SCHEDULER_ARGS if gang else ()
             external = cp.kube_scheduler_command(tmp, extra, flags)
         line = run_on_api_server(
             name,

@@ -191,6 +191,19 @@ class Metrics:
             buckets=_exponential(1, 2, 7),
             registry=r,
         )
+        self.preemption_goroutines_duration = Histogram(
+            "scheduler_preemption_goroutines_duration_seconds",
+            "Duration in seconds for running goroutines for the preemption.",
+            ["result"],
+            buckets=_exponential(0.01, 2, 20),
+            registry=r,
+        )
+        self.preemption_goroutines_execution = Counter(
+            "scheduler_preemption_goroutines_execution",
+            "Number of preemption goroutines executed.",
+            ["result"],
+            registry=r,
+        )
         self.pod_scheduling_attempts = Histogram(
             "scheduler_pod_scheduling_attempts",
             "Number of attempts to successfully schedule a pod.",

@@ -17,6 +17,7 @@ from kubesched.bench.kube import (
     STALL_SECONDS,
     _BindWatch,
     _clean,
+    _read_latency,
     as_kube_gangs,
     external_metrics_url,
 )
@@ -161,3 +162,10 @@ def test_resource_for(kind: str, path: str | None) -> None:
 )
 def test_external_metrics_url(command: list[str], url: str | None) -> None:
     assert external_metrics_url(command) == url
+
+
+def test_an_unreadable_external_metrics_endpoint_leaves_the_latency_out() -> None:
+    closed = "https://127.0.0.1:9/metrics"  # the discard port: nothing listens
+    assert _read_latency(closed, required=False) == {}
+    with pytest.raises(OSError):
+        _read_latency(closed, required=True)

@@ -57,7 +57,8 @@ def test_the_real_kube_scheduler_on_the_same_objects(
     assert result["scheduler"] == "external"
     assert result["bound"] == PODS
     assert result["pods_per_second"] > 0
-    assert result["p99_ms"] is None  # only kubesched's own metrics are read
+    # kube-scheduler's own attempt latency, from its /metrics (open to anonymous reads).
+    assert 0 < result["p50_ms"] <= result["p99_ms"]
     _no_objects_left(api)
 
 

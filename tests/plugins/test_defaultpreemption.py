@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from kubesched import Code, PodInfo, PostFilterResult, Status
+from kubesched import Code, PodInfo, PostFilterResult, QueueingHint, Status
 from kubesched.api import Pod, PodDisruptionBudget
 from kubesched.cache import new_snapshot
+from kubesched.features import parse_feature_gates
 from kubesched.framework.listers import StaticLister
 from kubesched.framework.preemption import (
     CRITERIA,
@@ -104,6 +105,7 @@ def harness(
     nominated=(),
     args=None,
     seed=0,
+    gates=(),
 ) -> Run:
     client, recorder = RecordingClient(), RecordingEventRecorder()
     nominator, metrics = Nominator(), Metrics()
@@ -118,6 +120,7 @@ def harness(
         lister=StaticLister(pdbs),
         metrics=metrics,
         rng=random.Random(seed),
+        feature_gates=parse_feature_gates(gates),
     )
     for p, node_name in nominated:
         nominator.add_nominated_pod(PodInfo(p), node_name)
@@ -835,3 +838,113 @@ def test_args_validation(args, message):
 
 def test_events_to_register_is_empty_as_upstream_without_async_preemption():
     assert DefaultPreemption(None, None).events_to_register() == []
+
+
+# -- SchedulerAsyncPreemption -------------------------------------------------------------------
+
+SYNC = ("SchedulerAsyncPreemption=false",)
+WAITING = "waiting for the preemption for this pod to be finished"
+
+
+def async_run(gates=(), **kwargs) -> tuple[Run, list]:
+    """Two victims of priority 1 on n (4 cpu); the API calls are kept in the returned
+    list instead of running (as ``kubesched run``'s worker pool would run them later)."""
+    nodes = nodes_of(node("n"))
+    run = harness(nodes, [pod("v1", 1, "2", "n"), pod("v2", 1, "2", "n")], gates=gates, **kwargs)
+    deferred: list = []
+    run.fw.run_api_calls = deferred.append
+    return run, deferred
+
+
+def pre_enqueue(run: Run, name: str = "pre") -> Status | None:
+    return run.plugin.pre_enqueue(None, PodInfo(pod(name, 10, "4").obj()))
+
+
+@pytest.mark.parametrize(
+    "gates, deleted_in_post_filter, gated",
+    [
+        pytest.param((), [], True, id="async-calls-after-the-cycle"),
+        pytest.param(SYNC, ["v1", "v2"], False, id="sync-calls-in-post-filter"),
+    ],
+)
+def test_async_preemption_gate(gates, deleted_in_post_filter, gated):
+    run, deferred = async_run(gates)
+    result, status = post_filter(run, pod("pre", 10, "4"))
+    assert status.is_success() and result == PostFilterResult("n")
+    assert sorted(deleted(run)) == deleted_in_post_filter
+    assert len(deferred) == (1 if gated else 0)
+    status = pre_enqueue(run)
+    if gated:
+        assert (status.code, status.message()) == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, WAITING)
+    else:
+        assert status is None
+    for calls in deferred:
+        calls()
+    assert sorted(deleted(run)) == ["v1", "v2"]
+    assert pre_enqueue(run) is None
+    assert pre_enqueue(run, "other") is None
+    assert run.metrics.preemption_victims._sum.get() == 2
+    executed = run.metrics.preemption_goroutines_execution.labels("success")._value.get()
+    assert executed == (1 if gated else 0)
+
+
+@pytest.mark.parametrize(
+    "gates, want",
+    [
+        pytest.param((), [("Pod", "Delete")], id="async-registers-pod-deletions"),
+        pytest.param(SYNC, [], id="sync-registers-nothing"),
+    ],
+)
+def test_async_preemption_events(gates, want):
+    run, _ = async_run(gates)
+    registered = run.plugin.events_to_register()
+    assert [(r.event.resource.value, r.event.action.name.title()) for r in registered] == want
+    for r in registered:  # the hint leaves the decision to the plugins that rejected the pod
+        assert r.queueing_hint(pod("pre", 10).obj(), pod("v1", 1).obj(), None) is QueueingHint.SKIP
+
+
+@pytest.mark.parametrize(
+    "last_victim, want_running",
+    [
+        pytest.param("running", True, id="last-victim-still-running"),
+        pytest.param("terminating", False, id="last-victim-terminating"),
+        pytest.param("gone", False, id="last-victim-gone"),
+    ],
+)
+def test_running_preemption_ends_with_the_last_victims_deletion(last_victim, want_running):
+    """While the last victim is being deleted, the preemption counts as done as soon as
+    the cluster shows it terminating or gone: its deletion may be the last event the
+    preemptor gets."""
+    run, deferred = async_run()
+    post_filter(run, pod("pre", 10, "4"))
+    evaluator = run.plugin.evaluator
+    lister = run.fw.lister
+    seen: list[tuple[str, bool]] = []
+
+    def preempt(c, preemptor, victim):
+        seen.append((victim.name, evaluator.is_pod_running_preemption(preemptor.uid)))
+
+    evaluator.preempt_pod = preempt
+    first, last = "v1", "v2"
+    if last_victim != "gone":
+        b = pod(last, 1, "2", "n")
+        lister.add((b.deletion_timestamp(T1) if last_victim == "terminating" else b).obj())
+    deferred[0]()
+    assert seen == [(first, True), (last, want_running)]
+    assert not evaluator.is_pod_running_preemption("pre")
+
+
+def test_async_preemption_failure_activates_the_preemptor():
+    run, deferred = async_run()
+    post_filter(run, pod("pre", 10, "4"))
+    activated: list = []
+    run.fw.pod_activator = activated.append
+
+    def refuse(c, preemptor, victim):
+        raise RuntimeError("API server unavailable")
+
+    run.plugin.evaluator.preempt_pod = refuse
+    deferred[0]()
+    assert [list(pods) for pods in activated] == [["default/pre"]]
+    assert pre_enqueue(run) is None
+    assert run.metrics.preemption_goroutines_execution.labels("error")._value.get() == 1

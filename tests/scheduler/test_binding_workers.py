@@ -68,3 +68,38 @@ def test_after_shutdown_a_binding_runs_in_the_callers_thread(started: bool) -> N
     ran = dict(cycles.ran)
     assert ran["after"] == threading.current_thread().name
     assert ("before" in ran) is started
+
+
+class _Gated:
+    """Binding cycles that wait until released, one release each."""
+
+    def __init__(self) -> None:
+        self.release = threading.Semaphore(0)
+        self.started: list[int] = []
+
+    def __call__(self, binding) -> None:
+        self.started.append(binding)
+        assert self.release.acquire(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("submit", "blocks"),
+    [("submit_when_free", True), ("submit", False)],
+    ids=["loop-waits-for-a-free-worker", "permit-callbacks-never-wait"],
+)
+def test_only_the_loop_waits_for_a_free_worker(submit: str, blocks: bool) -> None:
+    cycles = _Gated()
+    workers = BindingWorkers(2, cycles)
+    workers.submit(0)
+    workers.submit(1)
+    third = threading.Thread(target=getattr(workers, submit), args=(2,))
+    third.start()
+    third.join(0.3)
+    assert third.is_alive() is blocks
+    cycles.release.release()  # one worker frees up: the waiting hand-over goes through
+    third.join(10)
+    assert not third.is_alive()
+    for _ in range(2):
+        cycles.release.release()
+    workers.shutdown()
+    assert sorted(cycles.started) == [0, 1, 2]

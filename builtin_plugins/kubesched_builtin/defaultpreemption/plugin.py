@@ -14,22 +14,27 @@ from kubesched import (
     DISRUPTION_TARGET,
     PREEMPTION_EXPLANATION_KEY,
     REASON_PREEMPTION_BY_SCHEDULER,
+    ActionType,
     Candidate,
+    ClusterEvent,
     ClusterEventWithHint,
     Code,
     CycleState,
     Evaluator,
+    EventResource,
     NodeInfo,
     NodeToStatus,
     PDBView,
     PluginArgs,
     PodInfo,
     PostFilterResult,
+    QueueingHint,
     Status,
     filter_pods_with_pdb_violation,
     hookimpl,
     importance_key,
 )
+from kubesched.api import Pod
 from kubesched.framework.preemption import pdbs_spent_by, pod_start_time
 from kubesched.framework.preemption_batch import NodeCopies
 from kubesched.framework.status import not_none_mask
@@ -42,6 +47,8 @@ ERR_REASON_TERMINATING_ON_NOMINATED_NODE = (
     "not eligible due to a terminating pod on the nominated node."
 )
 ERR_REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
+ERR_REASON_WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+"""PreEnqueue's reason while the pod's asynchronous preemption makes its API calls."""
 MESSAGE_PREFIX = "preemption: "
 WORKLOAD_AWARE_PREEMPTION = "WorkloadAwarePreemption"
 """The alpha gate under which kube-scheduler v1.36 preempts for a pod group as a whole,
@@ -114,6 +121,11 @@ def pod_terminating_by_preemption(pod_info: PodInfo) -> bool:
         if cond.type == DISRUPTION_TARGET:
             return cond.status == "True" and cond.reason == REASON_PREEMPTION_BY_SCHEDULER
     return False
+
+
+def _skip_after_pod_deletion(pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:
+    """Upstream ``isPodSchedulableAfterPodDeletion``: always Skip (see events_to_register)."""
+    return QueueingHint.SKIP
 
 
 def _any_victim_eligible(node_info: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
@@ -205,11 +217,28 @@ class DefaultPreemption:
         return PostFilterResult(nominated, status=status, details=details)
 
     @hookimpl
+    def pre_enqueue(self, pod: Pod, pod_info: PodInfo) -> Status | None:
+        """Keep a pod out of the active queue while its asynchronous preemption is still
+        making API calls (``SchedulerAsyncPreemption``; with the gate off, never)."""
+        if self.evaluator.async_preemption and self.evaluator.is_pod_running_preemption(
+            pod_info.uid
+        ):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_WAITING_FOR_PREEMPTION)
+        return None
+
+    @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        # Upstream registers an AssignedPod/Delete event only for its asynchronous
-        # preemption's PreEnqueue gate; kubesched preempts synchronously, so the plugin
-        # never gates or rejects a pod by itself and registers nothing (upstream's nil).
-        return []
+        if not self.evaluator.async_preemption:
+            # Synchronous: the plugin never gates or rejects a pod (upstream's nil).
+            return []
+        # Upstream registers pod deletions for its PreEnqueue gate, with a hint that always
+        # says Skip: the plugins that rejected the pod (which the victims' deletion may
+        # help) decide when it is retried, and PreEnqueue then lets it through.
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.DELETE), _skip_after_pod_deletion
+            )
+        ]
 
     # -- PreemptionInterface ---------------------------------------------------------------
     def calculate_num_candidates(self, num_nodes: int) -> int:

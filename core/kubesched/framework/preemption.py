@@ -9,14 +9,18 @@ cluster client: victims deleted (or, waiting at Permit, rejected), the nominatio
 lower-priority pods on that node cleared, ``Preempted`` events recorded.
 
 Upstream reference: ``pkg/scheduler/framework/preemption/preemption.go`` and
-``executor.go`` (the synchronous ``prepareCandidate``; kubesched's API calls are
-synchronous, so the asynchronous variant of KEP-4832 would behave the same).
+``executor.go``: with the ``SchedulerAsyncPreemption`` gate on (the default), the API calls
+run after the scheduling cycle (``prepareCandidateAsync``, KEP-4832) and the preemptor is
+kept out of the active queue until they are done (:meth:`Evaluator.is_pod_running_preemption`);
+with it off they run inside PostFilter (``prepareCandidate``).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -41,6 +45,9 @@ ERR_REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 """The status of the nodes preemption did not consider (upstream's FitError in ``Preempt``)."""
 ERR_REASON_NO_CANDIDATE = "no candidate node for preemption"
 ERR_NO_NODES = "no nodes available"
+ASYNC_PREEMPTION_GATE = "SchedulerAsyncPreemption"
+GOROUTINE_SUCCESS, GOROUTINE_ERROR = "success", "error"
+"""The ``result`` label of ``scheduler_preemption_goroutines_*`` (upstream's values)."""
 
 DISRUPTION_TARGET = "DisruptionTarget"
 """The pod condition type set on a victim before it is deleted (``v1.DisruptionTarget``)."""
@@ -431,6 +438,14 @@ class Evaluator:
         self.handle = handle
         self.interface = interface
         self.preempt_pod: Callable[[Candidate, PodInfo, PodInfo], None] = self._preempt_pod
+        enabled = getattr(handle, "feature_enabled", None)
+        self.async_preemption = enabled is not None and enabled(ASYNC_PREEMPTION_GATE)
+        """``SchedulerAsyncPreemption``: the API calls run after the cycle, not in PostFilter."""
+        self._lock = threading.Lock()
+        # Preemptors whose API calls are not done, and, once only the last victim is
+        # left, that victim's key (upstream ``preempting`` / ``lastVictimsPendingPreemption``).
+        self._preempting: set[str] = set()
+        self._last_victim: dict[str, tuple[str, str]] = {}
 
     # -- Preempt ---------------------------------------------------------------------------
     def preempt(
@@ -499,7 +514,10 @@ class Evaluator:
         explanation.decided_by = decided_by
         explanation.victims = tuple(v.key for v in best.victims)
 
-        # 5) Carry it out.
+        # 5) Carry it out: now, or after the cycle (the pod is nominated meanwhile).
+        if self.async_preemption:
+            self.prepare_candidate_async(best, pod_info)
+            return PostFilterResult(best.name), Status()
         status = self.prepare_candidate(best, pod_info)
         if not status.is_success():
             return None, status
@@ -741,10 +759,76 @@ class Evaluator:
         metrics = getattr(self.handle, "metrics", None)
         if metrics is not None:
             metrics.preemption_victims.observe(len(c.victims))
-        for victim in c.victims:
-            if victim.pod.metadata.deletion_timestamp is not None:
-                # Graceful deletion already started: another API call is unnecessary.
-                continue
+        # Graceful deletion already started: another API call is unnecessary.
+        victims = [v for v in c.victims if v.pod.metadata.deletion_timestamp is None]
+        err = self._preempt_all(c, pod_info, victims)
+        if err is not None:
+            return Status.from_error(err)
+        self.clear_lower_priority_nominations(pod_info, c.name)
+        return Status()
+
+    def prepare_candidate_async(self, c: Candidate, pod_info: PodInfo) -> None:
+        """Upstream's ``prepareCandidateAsync``: the same API calls as
+        :meth:`prepare_candidate`, handed to ``handle.run_api_calls`` (``kubesched run``:
+        a worker thread; elsewhere they run at once). Until they are done the preemptor
+        is "running preemption" (:meth:`is_pod_running_preemption`); if one fails the
+        preemptor is activated, so that it cannot wait among the unschedulable pods for
+        an event that never comes."""
+        victims = [v for v in c.victims if v.pod.metadata.deletion_timestamp is None]
+        if not victims:
+            # Every victim is terminating already: nothing to call, nothing to wait for.
+            return
+        metrics = getattr(self.handle, "metrics", None)
+        if metrics is not None:
+            metrics.preemption_victims.observe(len(c.victims))
+        uid = pod_info.uid
+        with self._lock:
+            self._preempting.add(uid)
+
+        def api_calls() -> None:
+            started = time.perf_counter()
+            result = GOROUTINE_SUCCESS
+            try:
+                if not self._clear_lower_priority_nominations(pod_info, c.name):
+                    result = GOROUTINE_ERROR
+                # Every victim but the last, then the last one registered first: once it
+                # is terminating or gone, PreEnqueue lets the preemptor through even if
+                # this thread has not returned yet (its deletion may be the last event
+                # the preemptor gets).
+                *first, last = victims
+                if self._preempt_all(c, pod_info, first) is None:
+                    with self._lock:
+                        self._last_victim[uid] = (last.namespace, last.name)
+                    if self._preempt_all(c, pod_info, [last]) is not None:
+                        result = GOROUTINE_ERROR
+                else:
+                    result = GOROUTINE_ERROR
+            finally:
+                with self._lock:
+                    self._preempting.discard(uid)
+                    self._last_victim.pop(uid, None)
+                if metrics is not None:
+                    metrics.preemption_goroutines_duration.labels(result).observe(
+                        time.perf_counter() - started
+                    )
+                    metrics.preemption_goroutines_execution.labels(result).inc()
+            if result == GOROUTINE_ERROR:
+                activate = getattr(self.handle, "activate", None)
+                if activate is not None:
+                    activate({pod_info.key: pod_info.pod})
+
+        run = getattr(self.handle, "run_api_calls", None)
+        if run is None:
+            api_calls()
+        else:
+            run(api_calls)
+
+    def _preempt_all(
+        self, c: Candidate, pod_info: PodInfo, victims: Sequence[PodInfo]
+    ) -> Exception | None:
+        """Preempt ``victims`` one after the other, up to the first failure (logged and
+        returned; None when every call succeeded)."""
+        for victim in victims:
             try:
                 self.preempt_pod(c, pod_info, victim)
             except Exception as err:
@@ -755,9 +839,22 @@ class Evaluator:
                     c.name,
                     err,
                 )
-                return Status.from_error(err)
-        self.clear_lower_priority_nominations(pod_info, c.name)
-        return Status()
+                return err
+        return None
+
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        """Upstream ``IsPodRunningPreemption``: the asynchronous API calls of the pod
+        ``uid``'s preemption are not done; once only the last victim is left, done as soon
+        as the cluster shows that victim terminating or gone."""
+        with self._lock:
+            if uid not in self._preempting:
+                return False
+            last = self._last_victim.get(uid)
+        if last is None:
+            return True
+        lister = getattr(self.handle, "lister", None)
+        victim = lister.get_object("Pod", *last) if lister is not None else None
+        return victim is not None and victim.metadata.deletion_timestamp is None
 
     def _preempt_pod(self, c: Candidate, preemptor: PodInfo, victim: PodInfo) -> None:
         """Upstream ``PreemptPod``: reject a victim waiting at Permit; otherwise mark it with
@@ -799,21 +896,28 @@ class Evaluator:
         """Clear the nomination of the pods nominated to ``node_name`` with a lower priority
         than ``pod_info``: they may no longer fit there, and clearing moves them on
         (upstream ``getLowerPriorityNominatedPods`` + ``clearNominatedNodeName``)."""
+        self._clear_lower_priority_nominations(pod_info, node_name)
+
+    def _clear_lower_priority_nominations(self, pod_info: PodInfo, node_name: str) -> bool:
+        """:meth:`clear_lower_priority_nominations`; False when a status update failed."""
         nominator = getattr(self.handle, "nominator", None)
         if nominator is None:
-            return
+            return True
         lower = [
             p
             for p in nominator.nominated_pods_for_node(node_name)
             if p.priority < pod_info.priority
         ]
         client = self.handle.client
+        cleared = True
         for p in lower:
             try:
                 client.update_pod_status(p.pod, clear_nominated_node_name=True)
             except Exception as err:  # not critical, as upstream
                 log.warning("cannot clear 'NominatedNodeName' of pod %s: %s", p.key, err)
+                cleared = False
             nominator.delete_nominated_pod_if_exists(p.pod)
+        return cleared
 
 
 def _has_condition(victim: PodInfo, want: PodCondition) -> bool:
@@ -828,6 +932,7 @@ def _has_condition(victim: PodInfo, want: PodCondition) -> bool:
 
 
 __all__ = [
+    "ASYNC_PREEMPTION_GATE",
     "CRITERIA",
     "DISRUPTION_TARGET",
     "ERR_REASON_NOT_HELPFUL",

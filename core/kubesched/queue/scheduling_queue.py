@@ -18,11 +18,20 @@ Two periodic flushes move pods on (backoff completed: every second; unschedulabl
 leftovers: every 30 s). ``run`` starts them as threads; the simulator calls
 ``flush_backoff_q_completed`` / ``flush_unschedulable_pods_leftover`` itself with a
 ``FakeClock`` and jumps to ``next_event_time()``.
+
+With ``pop_from_backoff_q`` (kube-scheduler's ``SchedulerPopFromBackoffQ`` gate, on by
+default; KEP-5142), ``pop`` takes the head of the backoffQ when the activeQ is empty (pods
+that failed with an error excepted), backoff expiries are rounded down to whole seconds (the
+ordering window; pods of one window are ordered like the activeQ, and a pod is backing off
+while its window has not passed), the backoff flush runs on whole seconds, and PreEnqueue
+runs when a pod enters the backoffQ rather than when it leaves it. The scheduler turns it
+on for ``kubesched run`` only (see ``Scheduler``).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -79,6 +88,9 @@ DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION = 300.0
 
 BACKOFF_FLUSH_INTERVAL = 1.0
 """Period of the backoff flush loop (fixed upstream)."""
+BACKOFF_ORDERING_WINDOW = 1.0
+"""With ``pop_from_backoff_q``, backoff expiries are rounded down to a multiple of this
+(upstream ``backoffQOrderingWindowDuration``), the backoff flush's period."""
 UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
 """Period of the unschedulable-leftover flush loop (fixed upstream)."""
 _STOP_POLL = 0.2
@@ -159,6 +171,11 @@ def _is_wildcard(event: ClusterEvent) -> bool:
     return event.resource is EventResource.WILDCARD and event.action == ActionType.ALL
 
 
+def _window_start(t: float) -> float:
+    """The start of the backoff ordering window ``t`` falls in (upstream's ``Truncate``)."""
+    return math.floor(t / BACKOFF_ORDERING_WINDOW) * BACKOFF_ORDERING_WINDOW
+
+
 def is_pod_updated(old_pod: Pod | None, new_pod: Pod) -> bool:
     """Whether an update may change the pod's scheduling result (upstream ``isPodUpdated``).
 
@@ -179,8 +196,10 @@ class PriorityQueue:
     ``sort_key(a) < sort_key(b)``), gives the same order with a C-level heap.
     Pods whose ``spec.schedulerName`` has no entry in ``profiles`` are ignored.
     All times are seconds of ``clock``. ``pod_lister`` (optional) is given to the
-    nominator, which then refuses pods that are gone or bound. Thread-safe: one lock
-    guards everything, and ``pop`` waits on a condition of that lock.
+    nominator, which then refuses pods that are gone or bound. ``pop_from_backoff_q``:
+    upstream's ``SchedulerPopFromBackoffQ`` (see the module's documentation; the
+    scheduler passes the gate, on by default). Thread-safe: one lock guards everything,
+    and ``pop`` waits on a condition of that lock.
     """
 
     def __init__(
@@ -197,8 +216,10 @@ class PriorityQueue:
         metrics: Metrics | None = None,
         pod_lister: PodLister | None = None,
         sort_key: Callable[[QueuedPodInfo], Any] | None = None,
+        pop_from_backoff_q: bool = False,
     ) -> None:
         self._less = less
+        self._pop_from_backoff_q = pop_from_backoff_q
         self._clock = clock
         self._profiles = dict(profiles)
         self._event_plugins: dict[tuple[EventResource, ActionType], frozenset[str]] = {}
@@ -320,14 +341,12 @@ class PriorityQueue:
             activated = False
             for pod in pods:
                 uid = pod_uid(pod)
-                qpi = (
-                    self._unschedulable.get(uid)
-                    or self._gated.get(uid)
-                    or self._backoff.get(uid)
-                    or self._error_backoff.get(uid)
-                )
+                parked = self._unschedulable.get(uid) or self._gated.get(uid)
+                qpi = parked or self._backoff.get(uid) or self._error_backoff.get(uid)
                 if qpi is not None:
-                    activated |= self._move_to_active_q(qpi, FORCE_ACTIVATE)
+                    activated |= self._move_to_active_q(
+                        qpi, FORCE_ACTIVATE, from_backoff=parked is None
+                    )
                 elif uid in self._in_flight:
                     self._move_request_cycle = self._scheduling_cycle
             if activated:
@@ -389,19 +408,21 @@ class PriorityQueue:
     # Public API: the scheduling loop
     # ==================================================================================
     def pop(self, block: bool = True, timeout: float | None = None) -> QueuedPodInfo | None:
-        """Take the head of the activeQ for a scheduling cycle.
+        """Take the head of the activeQ for a scheduling cycle (with
+        ``pop_from_backoff_q``, when the activeQ is empty, the backoffQ's head, backing
+        off or not; never a pod that failed with an error).
 
         Blocks until a pod is available, the queue is closed or ``timeout`` (seconds)
-        passes; ``block=False`` returns ``None`` at once when the activeQ is empty.
+        passes; ``block=False`` returns ``None`` at once when there is none.
         Increments the pod's ``attempts`` and the scheduling cycle; the pod is
         in flight until ``done`` (or ``add_unschedulable_if_not_present``).
         """
         with self._lock:
             if block:
-                self._cond.wait_for(lambda: len(self._active) > 0 or self._closed, timeout)
-            if self._closed or not self._active:
+                self._cond.wait_for(self._can_pop, timeout)
+            if self._closed or not self._can_pop():
                 return None
-            qpi = self._active.pop()
+            qpi = self._active.pop() if self._active else self._backoff.pop()
             assert qpi is not None
             qpi.attempts += 1
             # The backoff of the next failure is computed from the new attempt count.
@@ -410,6 +431,13 @@ class PriorityQueue:
             self._in_flight[qpi.pod_info.uid] = qpi.pod
             self._release_reasons(qpi.pod_info.uid)
             return qpi
+
+    def _can_pop(self) -> bool:
+        return (
+            len(self._active) > 0
+            or (self._pop_from_backoff_q and len(self._backoff) > 0)
+            or self._closed
+        )
 
     def add_unschedulable_if_not_present(
         self, qpi: QueuedPodInfo, pod_scheduling_cycle: int
@@ -473,7 +501,7 @@ class PriorityQueue:
                     if head is None or self._is_backing_off(head):
                         break
                     heap.pop()
-                    activated |= self._move_to_active_q(head, BACKOFF_COMPLETE)
+                    activated |= self._move_to_active_q(head, BACKOFF_COMPLETE, from_backoff=True)
             if activated:
                 self._cond.notify_all()
 
@@ -500,10 +528,12 @@ class PriorityQueue:
         """
         with self._lock:
             times: list[float] = []
+            # With the ordering window, a pod backs off until its window has passed.
+            window = BACKOFF_ORDERING_WINDOW if self._pop_from_backoff_q else 0.0
             for heap in (self._backoff, self._error_backoff):
                 head = heap.peek()
                 if head is not None:
-                    times.append(self._backoff_time(head))
+                    times.append(self._backoff_time(head) + window)
             if self._unschedulable and include_unschedulable_timeout:
                 oldest = min(q.timestamp for q in self._unschedulable.values())
                 times.append(oldest + self._max_in_unschedulable)
@@ -516,14 +546,24 @@ class PriorityQueue:
         """
         stop = stop_event if stop_event is not None else threading.Event()
         loops = (
-            ("backoff", BACKOFF_FLUSH_INTERVAL, self.flush_backoff_q_completed),
-            ("unschedulable", UNSCHEDULABLE_FLUSH_INTERVAL, self.flush_unschedulable_pods_leftover),
+            (
+                "backoff",
+                BACKOFF_FLUSH_INTERVAL,
+                self.flush_backoff_q_completed,
+                self._pop_from_backoff_q,
+            ),
+            (
+                "unschedulable",
+                UNSCHEDULABLE_FLUSH_INTERVAL,
+                self.flush_unschedulable_pods_leftover,
+                False,
+            ),
         )
         threads = []
-        for name, interval, flush in loops:
+        for name, interval, flush, aligned in loops:
             t = threading.Thread(
                 target=self._loop,
-                args=(stop, interval, flush),
+                args=(stop, interval, flush, aligned),
                 name=f"kubesched-queue-flush-{name}",
                 daemon=True,
             )
@@ -706,32 +746,23 @@ class PriorityQueue:
         if self._move_to_active_q(qpi, POD_UPDATE):
             self._cond.notify_all()
 
-    def _move_to_active_q(self, qpi: QueuedPodInfo, event: str) -> bool:
+    def _move_to_active_q(self, qpi: QueuedPodInfo, event: str, from_backoff: bool = False) -> bool:
         """Run PreEnqueue; on success put ``qpi`` in the activeQ (out of every other
-        sub-queue), else among the gated pods. True if it reached the activeQ."""
+        sub-queue), else among the gated pods. True if it reached the activeQ. With
+        ``pop_from_backoff_q``, a pod leaving the backoffQ (``from_backoff``) passed
+        PreEnqueue when it entered it and is not checked again, as upstream."""
         uid = qpi.pod_info.uid
-        status = self._run_pre_enqueue(qpi)
+        skip = self._pop_from_backoff_q and from_backoff
+        status = None if skip else self._run_pre_enqueue(qpi)
         if status is not None:
-            # Another plugin may gate the pod now (its scheduling gates were removed, a
-            # quota plugin holds it): only the current gate counts as a rejector.
-            if qpi.gating_plugin and qpi.gating_plugin != status.plugin:
-                qpi.unschedulable_plugins -= {qpi.gating_plugin}
-            qpi.gated = True
-            qpi.gating_plugin = status.plugin
-            if status.plugin:
-                qpi.unschedulable_plugins |= {status.plugin}
+            self._gate(qpi, status)
             if uid in self._active or uid in self._backoff or uid in self._error_backoff:
                 return False
             self._unschedulable.pop(uid, None)
             self._gated[uid] = qpi
             self._count_reasons(qpi, qpi.unschedulable_plugins | qpi.pending_plugins)
             return False
-        if qpi.gated:
-            # Forget the gate, so that a later Error is not mistaken for a rejection.
-            if qpi.gating_plugin:
-                qpi.unschedulable_plugins -= {qpi.gating_plugin}
-            qpi.gated = False
-            qpi.gating_plugin = None
+        self._ungate(qpi)
         if qpi.initial_attempt_timestamp is None:
             # Upstream stamps it when the pod first enters the activeQ (the start of
             # the pod scheduling SLI), not when it is first popped.
@@ -762,25 +793,66 @@ class PriorityQueue:
             return None
         return status
 
+    def _gate(self, qpi: QueuedPodInfo, status: Status) -> None:
+        """Mark ``qpi`` gated by ``status.plugin`` (the caller parks it)."""
+        # Another plugin may gate the pod now (its scheduling gates were removed, a
+        # quota plugin holds it): only the current gate counts as a rejector.
+        if qpi.gating_plugin and qpi.gating_plugin != status.plugin:
+            qpi.unschedulable_plugins -= {qpi.gating_plugin}
+        qpi.gated = True
+        qpi.gating_plugin = status.plugin
+        if status.plugin:
+            qpi.unschedulable_plugins |= {status.plugin}
+
+    @staticmethod
+    def _ungate(qpi: QueuedPodInfo) -> None:
+        if qpi.gated:
+            # Forget the gate, so that a later Error is not mistaken for a rejection.
+            if qpi.gating_plugin:
+                qpi.unschedulable_plugins -= {qpi.gating_plugin}
+            qpi.gated = False
+            qpi.gating_plugin = None
+
     def _add_backoff(self, qpi: QueuedPodInfo, event: str) -> None:
         uid = qpi.pod_info.uid
+        if self._pop_from_backoff_q:
+            # Upstream's moveToBackoffQ: PreEnqueue runs on the way in, so that a pod
+            # popped from the backoffQ early has passed it.
+            status = self._run_pre_enqueue(qpi)
+            if status is not None:
+                self._gate(qpi, status)
+                self._unschedulable.pop(uid, None)
+                self._gated[uid] = qpi
+                self._count_reasons(qpi, qpi.unschedulable_plugins | qpi.pending_plugins)
+                return
+            self._ungate(qpi)
         if qpi.unschedulable_plugins or qpi.pending_plugins:
             self._error_backoff.delete(uid)
             self._backoff.add_or_update(qpi)
+            if self._pop_from_backoff_q:
+                self._cond.notify_all()  # a blocked pop may take it
         else:
             self._backoff.delete(uid)
             self._error_backoff.add_or_update(qpi)
         self._incoming(_BACKOFF, event)
 
     def _backoff_time(self, qpi: QueuedPodInfo) -> float:
-        """When ``qpi``'s backoff ends: last failure + backoff duration (cached)."""
+        """When ``qpi``'s backoff ends: last failure + backoff duration (cached); with
+        ``pop_from_backoff_q`` rounded down to its ordering window."""
         if qpi.attempts == 0:
             return float("-inf")
         if qpi.backoff_expiration is None:
-            qpi.backoff_expiration = qpi.timestamp + self.backoff_duration(qpi)
+            expiry = qpi.timestamp + self.backoff_duration(qpi)
+            if self._pop_from_backoff_q:
+                expiry = _window_start(expiry)
+            qpi.backoff_expiration = expiry
         return qpi.backoff_expiration
 
     def _is_backing_off(self, qpi: QueuedPodInfo) -> bool:
+        if self._pop_from_backoff_q:
+            # Backing off until the window of its expiry has passed (upstream: not before
+            # the start of the current window).
+            return self._backoff_time(qpi) >= _window_start(self._clock.now())
         return self._backoff_time(qpi) > self._clock.now()
 
     def _less_backoff(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
@@ -917,7 +989,21 @@ class PriorityQueue:
         self._in_flight_updated.discard(uid)
         self._in_flight_deleted.discard(uid)
 
-    def _loop(self, stop: threading.Event, interval: float, flush: Callable[[], None]) -> None:
+    def _loop(
+        self,
+        stop: threading.Event,
+        interval: float,
+        flush: Callable[[], None],
+        aligned: bool = False,
+    ) -> None:
+        """Call ``flush`` every ``interval`` seconds; ``aligned``: at whole multiples of
+        it on the queue's clock (the backoff flush with the ordering window flushes
+        whole windows, as upstream's ``waitUntilAlignedWithOrderingWindow``)."""
+        if aligned:
+            now = self._clock.now()
+            first = _window_start(now) + interval - now
+            if stop.wait(first) or self._stop.is_set():
+                return
         while not (stop.is_set() or self._stop.is_set()):
             try:
                 flush()
@@ -925,7 +1011,11 @@ class PriorityQueue:
                 log.exception("scheduling queue flush failed")
             # Two events cannot be waited on together: wait on the caller's in short
             # slices so that both it and close() end the loop promptly.
-            deadline = time.monotonic() + interval
+            wait = interval
+            if aligned:
+                now = self._clock.now()
+                wait = _window_start(now) + interval - now
+            deadline = time.monotonic() + wait
             while (left := deadline - time.monotonic()) > 0:
                 if stop.wait(min(left, _STOP_POLL)) or self._stop.is_set():
                     return

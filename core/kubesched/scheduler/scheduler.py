@@ -10,7 +10,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kubesched.backend.protocol import PodCondition
 from kubesched.cache import Cache, CacheError, Snapshot
@@ -37,6 +37,8 @@ from kubesched.scheduler.records import (
 
 log = logging.getLogger(__name__)
 
+_Item = TypeVar("_Item")
+
 ASSIGNED_POD_DELETE = ClusterEvent(
     EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"
 )
@@ -44,6 +46,9 @@ ASSIGNED_POD_DELETE = ClusterEvent(
 
 CLEAR_NOMINATION = ""
 """Nominating info that clears a pod's nominated node (upstream ``ModeOverride`` with "")."""
+
+POP_FROM_BACKOFF_Q_GATE = "SchedulerPopFromBackoffQ"
+"""The gate of the queue's pop from the backoffQ (see ``PriorityQueue``)."""
 
 UNHEALTHY_AFTER_ERRORS = 10
 """How many scheduling attempts in a row ending in an error (not a mere "does not fit")
@@ -64,8 +69,9 @@ class _Binding:
     started: float
 
 
-class BindingWorkers:
-    """The threads that run binding cycles (upstream: a goroutine per binding cycle).
+class BindingWorkers(Generic[_Item]):
+    """The threads that run binding cycles (upstream: a goroutine per binding cycle), and,
+    as a second pool, plugins' asynchronous API calls (the preemption's).
 
     A ``SimpleQueue`` and ``size`` plain threads, started at the first binding, rather
     than a ``ThreadPoolExecutor``: the loop hands one pod over per scheduling cycle, and
@@ -73,17 +79,35 @@ class BindingWorkers:
     through an API server. After ``shutdown`` a binding runs in the caller's thread.
     """
 
-    def __init__(self, size: int, run: Callable[[_Binding], None]) -> None:
+    def __init__(self, size: int, run: Callable[[_Item], None]) -> None:
         self.size = max(1, size)
         self._run = run
-        self._queue: queue.SimpleQueue[_Binding | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._lock = threading.Lock()
+        self._busy = 0
+        self._idle = threading.Condition(self._lock)
 
-    def submit(self, binding: _Binding) -> None:
+    def submit_when_free(self, binding: _Item) -> None:
+        """:meth:`submit` once fewer than ``size`` items are queued or running.
+
+        The scheduling loop hands its bindings over this way. Without the wait, a burst
+        of fast cycles (preemptors retried on their nominated nodes take about a
+        millisecond each) queued hundreds of bindings behind the workers, and each
+        attempt's duration, which runs to the end of its binding, counted seconds of
+        that queue: upstream starts a goroutine per binding and has no such queue.
+        Waiting here keeps the pods in the scheduling queue instead, where they can
+        still be re-ordered, and does not lower the binding throughput.
+        """
+        with self._idle:
+            self._idle.wait_for(lambda: self._busy < self.size or self._closed)
+        self.submit(binding)
+
+    def submit(self, binding: _Item) -> None:
         """Run ``binding``'s cycle on a worker (here once shut down)."""
         with self._lock:
+            self._busy += 1
             closed = self._closed
             if not closed and not self._threads:
                 self._threads = [
@@ -96,16 +120,25 @@ class BindingWorkers:
                 self._queue.put(binding)
         if closed:
             # Shut down (close() is rejecting the waiting pods): roll back here.
-            self._run(binding)
+            self._finish(binding)
 
     def _work(self) -> None:
         while (binding := self._queue.get()) is not None:
+            self._finish(binding)
+
+    def _finish(self, binding: _Item) -> None:
+        try:
             self._run(binding)
+        finally:
+            with self._idle:
+                self._busy -= 1
+                self._idle.notify()
 
     def shutdown(self) -> None:
         """Take no more bindings; wait for those queued and running."""
         with self._lock:
             self._closed = True
+            self._idle.notify_all()
             threads = self._threads
             for _ in threads:
                 self._queue.put(None)
@@ -177,9 +210,20 @@ class Scheduler:
             metrics=self.metrics,
             pod_lister=lambda namespace, name: self.pods.get(f"{namespace}/{name}"),
             sort_key=first.queue_sort_key(),
+            # Only on a real cluster: in simulation virtual time jumps over an idle wait
+            # anyway, and a pod popped again at the instant it failed (a gang that cannot
+            # fit) would retry forever without the clock moving.
+            pop_from_backoff_q=concurrent_binding
+            and config.feature_gates.enabled(POP_FROM_BACKOFF_Q_GATE),
+        )
+        self._api_calls = (
+            BindingWorkers(cfg.parallelism, _run_api_calls) if concurrent_binding else None
         )
         for fwk in self.frameworks.values():
             fwk.nominator = self.queue.nominator
+            fwk.pod_activator = self.queue.activate
+            if self._api_calls is not None:
+                fwk.run_api_calls = self._api_calls.submit
             fwk.set_snapshot(self.snapshot)
         self.algorithm = SchedulingAlgorithm(self.rng, cfg.percentage_of_nodes_to_score)
         self.observers: list[Callable[[AttemptRecord], None]] = []
@@ -384,6 +428,9 @@ class Scheduler:
             # As upstream: without a FitError (an error, or a PreBind/Bind rejection) no
             # plugin is recorded, so the pod backs off instead of waiting for an event.
             qpi.unschedulable_plugins = qpi.pending_plugins = NO_PLUGINS
+        # As upstream's handleSchedulingFailure, the attempt's duration ends here: the
+        # event and the status update below are not part of it.
+        self._count_attempt(result, fwk.profile_name, started, status)
         self.queue.add_unschedulable_if_not_present(qpi, cycle)
         self.queue.nominator.add_nominated_pod(pod_info, nominating)
         message = status.message()
@@ -391,7 +438,6 @@ class Scheduler:
         self._update_pod_status(
             pod, PodCondition("PodScheduled", "False", reason, message), nominating
         )
-        self._count_attempt(result, fwk.profile_name, started, status)
         record.result = result
         record.status = status
         record.message = message
@@ -451,10 +497,15 @@ class Scheduler:
     def _start_binding(self, binding: _Binding) -> None:
         with self._lock:
             self._in_binding += 1
-        run = self._ready.append if self._workers is None else self._workers.submit
+        if self._workers is None:
+            run = hand_over = self._ready.append
+        else:
+            # Only the loop waits for a free worker: a pod allowed at Permit may be let
+            # through from a binding thread, which must never wait for its own pool.
+            run, hand_over = self._workers.submit, self._workers.submit_when_free
         waiting = binding.fwk.get_waiting_pod(binding.assumed.uid)
         if waiting is None:
-            run(binding)
+            hand_over(binding)
         else:
             # Runs when every waiting Permit plugin allowed the pod, or one rejected it.
             # A pod waiting at Permit holds no binding thread: with more pods waiting
@@ -634,6 +685,16 @@ class Scheduler:
         self.drain_ready_bindings()
         if self._workers is not None:
             self._workers.shutdown()
+        if self._api_calls is not None:
+            self._api_calls.shutdown()
+
+
+def _run_api_calls(calls: Callable[[], None]) -> None:
+    """Run a plugin's asynchronous API calls; a bug in them must not end the worker."""
+    try:
+        calls()
+    except Exception:
+        log.exception("asynchronous API calls failed")
 
 
 def _attempts_label(attempts: int) -> str:

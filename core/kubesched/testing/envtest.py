@@ -254,8 +254,9 @@ class ControlPlane:
         args: tuple[str, ...] = (),
     ) -> list[str]:
         """The command line of the real kube-scheduler of ``KUBEBUILDER_ASSETS`` for this
-        control plane: default profile, QPS/burst 5000, no leader election, its
-        configuration and serving certificate written under ``workdir``. ``settings``
+        control plane: default profile, QPS/burst 5000, no leader election, ``/metrics``
+        open to anonymous requests, its configuration and serving certificate written
+        under ``workdir``. ``settings``
         adds top-level KubeSchedulerConfiguration fields (e.g. ``percentageOfNodesToScore``),
         ``args`` command-line flags (e.g. ``--feature-gates=...``).
         Raises ``EnvtestError`` when the assets have no kube-scheduler."""
@@ -284,6 +285,9 @@ class ControlPlane:
             f"--secure-port={free_port()}",
             "--bind-address=127.0.0.1",
             f"--cert-dir={workdir / 'kube-scheduler-certs'}",
+            # Its /metrics without credentials, as /healthz: the bench reads its attempt
+            # latency there.
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
             *args,
         ]
 

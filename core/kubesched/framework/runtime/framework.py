@@ -39,6 +39,7 @@ from kubesched.framework.status import Code, Status, not_none_mask
 from kubesched.framework.types import NodeBatch, NodeInfo, NodeToStatus, PodInfo, QueuedPodInfo
 
 if TYPE_CHECKING:
+    from kubesched.api import Pod
     from kubesched.config import EffectiveProfile
     from kubesched.framework.node_table import NodeTable
     from kubesched.metrics import Metrics
@@ -289,6 +290,12 @@ class Framework:
         self.parallelism = parallelism
         self.rng = rng or random.Random()
         self.waiting_pods = WaitingPods()
+        self.run_api_calls: Callable[[Callable[[], None]], None] | None = None
+        """Runs a plugin's API calls after its cycle (the preemption's, with
+        ``SchedulerAsyncPreemption``): ``kubesched run`` sets a pool of worker threads;
+        None (the embedded cluster, tests) runs them at once, in the caller's thread."""
+        self.pod_activator: Callable[[Mapping[str, Pod]], None] | None = None
+        """The queue's ``activate`` (set by the scheduler), behind :meth:`activate`."""
         self._ep_histograms: dict[tuple[str, Code], Any] = {}
         self._plugin_histograms: dict[tuple[str, str, Code], Any] = {}
         # Per priority, what the nominated pods add, kept current from the nominator's
@@ -358,6 +365,12 @@ class Framework:
             raise FrameworkError(f"initializing plugin {name!r}: {err}") from err
         runner = self.runners[name] = PluginRunner(name, plugin, weights.get(name, 0))
         return runner
+
+    def activate(self, pods: Mapping[str, Pod]) -> None:
+        """Move these pods (by key) to the active queue if they wait in it (upstream
+        ``Handle.Activate``); a pod being scheduled is retried after its attempt."""
+        if self.pod_activator is not None:
+            self.pod_activator(pods)
 
     def feature_enabled(self, name: str) -> bool:
         """Whether feature gate ``name`` is on for this scheduler (``--feature-gates``)."""
