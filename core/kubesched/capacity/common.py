@@ -49,19 +49,23 @@ def capacity_configuration(
     *,
     allow_preemption: bool,
 ) -> EffectiveConfiguration:
-    """The configuration the capacity questions schedule with: ``config`` as it is, or with
-    no PostFilter plugin in any profile when preemption is not allowed (a pod that fits
-    nowhere then simply fails, as it would with preemption disabled)."""
+    """The configuration the capacity questions schedule with: ``config`` as it is, or,
+    when preemption is not allowed, with no PostFilter plugin in any profile (a pod that
+    fits nowhere then simply fails, as it would with preemption disabled), nor at
+    PreEnqueue (where DefaultPreemption holds back a pod whose preemption is in flight)."""
     if isinstance(config, EffectiveConfiguration):
         effective = config
     else:
         effective = effective_configuration(config or default_configuration(registry), registry)
     if allow_preemption:
         return effective
-    profiles = tuple(
-        dataclasses.replace(p, plugins={**p.plugins, "PostFilter": ()}) for p in effective.profiles
-    )
-    return dataclasses.replace(effective, profiles=profiles)
+    profiles = []
+    for p in effective.profiles:
+        preempting = {e.name for e in p.plugins.get("PostFilter", ())}
+        pre_enqueue = tuple(e for e in p.plugins.get("PreEnqueue", ()) if e.name not in preempting)
+        plugins = {**p.plugins, "PostFilter": (), "PreEnqueue": pre_enqueue}
+        profiles.append(dataclasses.replace(p, plugins=plugins))
+    return dataclasses.replace(effective, profiles=tuple(profiles))
 
 
 def check_profile(effective: EffectiveConfiguration, pod: Pod, source: str) -> str:
