@@ -30,6 +30,7 @@ from kubesched.deschedule import load_policy
 from kubesched.framework.registry import default_registry
 from kubesched.simulate.driver import SimulationRun, simulate
 from kubesched.simulate.timeline import load_timeline
+from kubesched_contrib.trimaran.metrics import read_metrics_file
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 QUICKSTART = EXAMPLES / "quickstart"
@@ -127,6 +128,12 @@ def _example_files() -> list[Path]:
 def _kind(path: Path) -> str | None:
     """The kubesched kind of a file that holds no Kubernetes objects, if any."""
     docs = list(yaml.safe_load_all(path.read_text()))
+    if (
+        path.suffix == ".json"
+        and isinstance(docs[0], dict)
+        and {"window", "data"} <= docs[0].keys()
+    ):
+        return "WatcherMetrics"  # load-watcher's node metrics, read by the Trimaran plugins
     for kind in ("KubeSchedulerConfiguration", "Timeline", "DeschedulerPolicy"):
         if any(isinstance(d, dict) and d.get("kind") == kind for d in docs):
             return kind
@@ -144,6 +151,8 @@ def test_every_example_file_parses(path: Path):
         assert timeline.spec.steps
     elif kind == "DeschedulerPolicy":
         assert load_policy(str(path)).profiles
+    elif kind == "WatcherMetrics":
+        assert read_metrics_file(str(path))
     else:
         assert load_manifests([path])
 
