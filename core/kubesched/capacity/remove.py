@@ -155,7 +155,7 @@ def blocking_reason(
     """The drainability rule of cluster-autoscaler that stops ``pod`` from being moved,
     or None; ``controllers`` holds (kind, namespace/name) of every controller object of
     the cluster. The caller leaves out the pods that go with the node (mirror, DaemonSet
-    and finished pods; pods being deleted are not in the frozen state at all). A
+    and finished pods) and those being deleted. A
     ``safe-to-evict: "true"`` pod is then only subject to its disruption budget, which
     :meth:`DisruptionBudgets.shortfall` checks for every pod moved."""
     ref = pod.metadata.controller_ref
