@@ -130,7 +130,9 @@ class Api:
         return wait_for(condition, timeout, f"{pod} to be found unschedulable")
 
     def clean(self) -> None:
-        """Remove what a test made: pods, nodes, PDBs, events, priority classes, leases."""
+        """Remove what a test made: ReplicaSets, pods, nodes, PDBs, events, priority
+        classes, leases."""
+        self.delete("/apis/apps/v1/namespaces/default/replicasets")
         self.delete("/api/v1/namespaces/default/pods", gracePeriodSeconds=0)
         self.delete("/api/v1/nodes")
         self.delete("/apis/policy/v1/namespaces/default/poddisruptionbudgets")

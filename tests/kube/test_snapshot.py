@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +64,6 @@ def _grant(api: Api, user: str, rules: list[dict[str, Any]]) -> None:
 def reader(control_plane: ControlPlane) -> Path:
     """A kubeconfig of a user with no permission at all (each test grants what it needs)."""
     return control_plane.add_user("snapshot-reader")
-
-
-@pytest.fixture(autouse=True)
-def _no_replica_sets(api: Api) -> Iterator[None]:
-    yield
-    api.delete("/apis/apps/v1/namespaces/default/replicasets")
 
 
 def _live_cluster(api: Api) -> None:
