@@ -397,7 +397,7 @@ def render_remove(report: CapacityRemoveReport, console: object) -> None:
             moved = ", ".join(f"{pod} → {node}" for pod, node in r.moved.items())
             if not moved:
                 moved = "empty" + (
-                    f" ({r.dropped_pods} DaemonSet/mirror pod(s) go)" if r.dropped_pods else ""
+                    f" ({r.dropped_pods} pod(s) go with it)" if r.dropped_pods else ""
                 )
             table.add_row(
                 str(i), r.name, r.zone, f"{r.utilization:.0%} {r.utilization_resource}", moved
