@@ -1,4 +1,5 @@
-"""Argument types the commands share: argparse checks a value and says what is wrong with it."""
+"""Arguments the commands share: argparse types that check a value and say what is wrong
+with it, and the ``--output`` option of the commands that write a report."""
 
 from __future__ import annotations
 
@@ -53,3 +54,16 @@ def output_file(text: str) -> str:
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"cannot write {text}: it is a folder")
     return text
+
+
+def add_output_argument(parser: argparse.ArgumentParser, schema: str | None = None) -> None:
+    """``--output``/``-o``: text for a person, or json or yaml (of ``schema``, the report's
+    ``schemaVersion``) for a program."""
+    help_text = "text for a person; json or yaml for a program"
+    parser.add_argument(
+        "--output",
+        "-o",
+        choices=("text", "json", "yaml"),
+        default="text",
+        help=f"{help_text} (schema {schema})" if schema else help_text,
+    )

@@ -29,7 +29,7 @@ from kubesched.capacity.remove import (
 )
 from kubesched.capacity.report import CapacityRemoveReport
 from kubesched.cli import live_cluster, output
-from kubesched.cli.arguments import positive_int
+from kubesched.cli.arguments import add_output_argument, positive_int
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.config import EffectiveConfiguration
 from kubesched.errors import UserInputError
@@ -175,13 +175,7 @@ def _common(parser: argparse.ArgumentParser, *, preemption: bool = True) -> None
             help="let the pods preempt lower-priority pods (off: no PostFilter runs)",
         )
     parser.add_argument("--seed", type=int, default=0, help="tie-breaking seed (default: 0)")
-    parser.add_argument(
-        "--output",
-        "-o",
-        choices=("text", "json", "yaml"),
-        default="text",
-        help="text for a person; json or yaml for a program (schema kubesched.io/capacity/v1)",
-    )
+    add_output_argument(parser, "kubesched.io/capacity/v1")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     live_cluster.add_arguments(parser)
 

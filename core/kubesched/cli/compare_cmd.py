@@ -7,6 +7,7 @@ from pathlib import Path
 
 from kubesched.api import load_manifests
 from kubesched.cli import output
+from kubesched.cli.arguments import add_output_argument
 from kubesched.cli.config_option import add_feature_gates_argument, load_config_argument
 from kubesched.cli.simulate_cmd import _registry
 from kubesched.compare import DEFAULT_PREFIX, ComparisonReport, compare
@@ -59,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="how long to wait for the real scheduler to see the nodes, and for its decision "
         "on one pod (default: 30)",
     )
-    parser.add_argument("--output", "-o", choices=("text", "json", "yaml"), default="text")
+    add_output_argument(parser)
     parser.set_defaults(func=_compare)
 
 

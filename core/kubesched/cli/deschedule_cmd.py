@@ -12,7 +12,7 @@ from rich.text import Text
 
 from kubesched.api import load_manifests
 from kubesched.cli import live_cluster, output
-from kubesched.cli.arguments import output_file
+from kubesched.cli.arguments import add_output_argument, output_file
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.deschedule import DescheduleReport, deschedule, load_policy
 from kubesched.deschedule.html import render_html
@@ -42,13 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("cluster", metavar="CLUSTER", nargs="*", help="cluster manifests")
     add_config_argument(parser)
     parser.add_argument("--seed", type=int, default=0, help="tie-breaking seed (default: 0)")
-    parser.add_argument(
-        "--output",
-        "-o",
-        choices=("text", "json", "yaml"),
-        default="text",
-        help="text for a person; json or yaml for a program (schema kubesched.io/deschedule/v1)",
-    )
+    add_output_argument(parser, "kubesched.io/deschedule/v1")
     parser.add_argument(
         "--report",
         metavar="FILE.html",

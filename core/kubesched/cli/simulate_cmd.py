@@ -9,7 +9,12 @@ from pathlib import Path
 from kubesched.api import MANIFEST_SUFFIXES, KubeObject, load_manifests
 from kubesched.backend.memory.store import DEFAULT_MAX_PODS, SYSTEM_NAMESPACES
 from kubesched.cli import live_cluster, output
-from kubesched.cli.arguments import output_file, positive_int, positive_int_or_all
+from kubesched.cli.arguments import (
+    add_output_argument,
+    output_file,
+    positive_int,
+    positive_int_or_all,
+)
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.cli.output import progress_bar, write_data
 from kubesched.errors import UserInputError
@@ -53,13 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the tie-breaking random choices (default: 0)"
     )
-    parser.add_argument(
-        "--output",
-        "-o",
-        choices=("text", "json", "yaml"),
-        default="text",
-        help="text for a person; json or yaml for a program (schema kubesched.io/simulation/v1)",
-    )
+    add_output_argument(parser, "kubesched.io/simulation/v1")
     parser.add_argument(
         "--explain",
         metavar="NS/POD",
