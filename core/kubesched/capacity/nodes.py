@@ -74,6 +74,24 @@ class NodeShape:
         return node
 
 
+def node_cost(node: Node, source: str) -> float:
+    """The cost of one node: its annotation ``kubesched.io/cost`` (default 1); a
+    ``UserInputError`` naming ``source`` and the node when it is not a positive number."""
+    raw = node.metadata.annotations.get(COST_ANNOTATION, "1")
+    try:
+        cost = float(raw)
+    except ValueError:
+        cost = -1.0
+    if not math.isfinite(cost) or cost <= 0:
+        raise UserInputError(
+            f'metadata.annotations["{COST_ANNOTATION}"]: Invalid value: "{raw}": '
+            "must be a positive number",
+            source=source,
+            obj=f"Node {node.name}",
+        )
+    return cost
+
+
 def node_shapes(objects: Iterable[KubeObject], source: str) -> list[NodeShape]:
     """The Node templates of ``objects`` with their cost; a ``UserInputError`` for anything
     else, a bad cost, or two templates of one name."""
@@ -83,18 +101,7 @@ def node_shapes(objects: Iterable[KubeObject], source: str) -> list[NodeShape]:
             raise UserInputError(
                 "a node template file holds Nodes only", source=source, obj=f"{obj.kind} {obj.key}"
             )
-        raw = obj.metadata.annotations.get(COST_ANNOTATION, "1")
-        try:
-            cost = float(raw)
-        except ValueError:
-            cost = -1.0
-        if not math.isfinite(cost) or cost <= 0:
-            raise UserInputError(
-                f'metadata.annotations["{COST_ANNOTATION}"]: Invalid value: "{raw}": '
-                "must be a positive number",
-                source=source,
-                obj=f"Node {obj.name}",
-            )
+        cost = node_cost(obj, source)
         if any(s.name == obj.name for s in shapes):
             raise UserInputError(
                 "two node templates share a name", source=source, obj=f"Node {obj.name}"

@@ -18,7 +18,6 @@ are put back.
 
 from __future__ import annotations
 
-import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -28,10 +27,9 @@ from kubesched.api import KubeObject, Node, Pod, PodDisruptionBudget, pod_reques
 from kubesched.api.resources import node_allocatable
 from kubesched.api.selectors import LabelSelectorMatcher, compile_label_selector
 from kubesched.capacity.common import capacity_configuration, node_zone
-from kubesched.capacity.nodes import COST_ANNOTATION, scheduling_message, settle
+from kubesched.capacity.nodes import node_cost, scheduling_message, settle
 from kubesched.capacity.report import CapacityRemoveReport, KeptNodeReport, RemovedNodeReport
 from kubesched.config import EffectiveConfiguration, KubeSchedulerConfiguration
-from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.simulate.driver import DETAIL_SUMMARY, Simulation
 
@@ -219,22 +217,6 @@ def node_utilization(node: Node, pods: Iterable[Pod], options: DrainOptions) -> 
     return best
 
 
-def _node_cost(node: Node, source: str) -> float:
-    raw = node.metadata.annotations.get(COST_ANNOTATION, "1")
-    try:
-        cost = float(raw)
-    except ValueError:
-        cost = -1.0
-    if not math.isfinite(cost) or cost <= 0:
-        raise UserInputError(
-            f'metadata.annotations["{COST_ANNOTATION}"]: Invalid value: "{raw}": '
-            "must be a positive number",
-            source=source,
-            obj=f"Node {node.name}",
-        )
-    return cost
-
-
 def _unbound(pod: Pod) -> Pod:
     """``pod`` as its controller would make it again after an eviction: pending, unbound."""
     copy = pod.model_copy(deep=True)
@@ -294,7 +276,7 @@ def _consolidate(
     nodes = sorted(
         (n for n in cluster.objects("Node") if isinstance(n, Node)), key=lambda n: n.name
     )
-    costs = {n.name: _node_cost(n, source) for n in nodes}
+    costs = {n.name: node_cost(n, source) for n in nodes}
     budgets = DisruptionBudgets(
         b for b in cluster.objects("PodDisruptionBudget") if isinstance(b, PodDisruptionBudget)
     )
