@@ -1,0 +1,1 @@
+"""Resilience sweeps: one simulation per failure, in parallel."""
