@@ -60,7 +60,9 @@ class Args(StrategyArgs):
     label_selector: LabelSelector | None = None
     priority_threshold: PriorityThreshold | None = None
     node_fit: bool = Field(False, description="evict only pods that fit another node")
-    min_replicas: int = Field(0, ge=0, description="keep pods whose owner has fewer replicas")
+    min_replicas: int = Field(
+        0, ge=0, description="keep pods whose owner has fewer pods than this (counted from 2)"
+    )
     min_pod_age: str | None = Field(None, description="keep pods younger than this (Go duration)")
 
     @field_validator("priority_threshold")
@@ -147,7 +149,9 @@ class DefaultEvictor:
             return ERR_PVC
         if self.selector is not None and not self.selector.matches(pod.metadata.labels):
             return ERR_LABELS
-        if a.min_replicas > 1 and owners:
+        # As the descheduler: the owner's "replicas" are the pods that name it as an
+        # owner (its informer index), and a pod with several owners is not checked.
+        if a.min_replicas > 1 and len(owners) == 1:
             owner = owners[0].uid
             replicas = sum(
                 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from kubesched.api import (
+    ContainerStatus,
     LabelSelector,
     Node,
     Pod,
@@ -15,7 +16,7 @@ from kubesched.api import (
 )
 from kubesched.deschedule import DeschedulerHandle
 
-from .common import Namespaces, StrategyArgs, owner_kinds_excluded, selects
+from .common import Namespaces, StrategyArgs, selects
 
 
 class _Selecting(StrategyArgs):
@@ -225,15 +226,46 @@ class PodLifeTime:
 
 
 class FailedArgs(_Selecting):
-    """RemoveFailedPods' args."""
+    """RemoveFailedPods' args (the descheduler's ``RemoveFailedPodsArgs``)."""
 
-    reasons: list[str] = Field(default_factory=list, description="only pods with these reasons")
-    exclude_owner_kinds: list[str] = Field(default_factory=list)
-    min_pod_lifetime_seconds: int | None = Field(None, ge=0)
+    reasons: list[str] = Field(
+        default_factory=list,
+        description="only pods whose status reason or a container's waiting/terminated "
+        "reason is one of these",
+    )
+    exit_codes: list[int] = Field(
+        default_factory=list, description="only pods with a container terminated with one of these"
+    )
+    including_init_containers: bool = Field(
+        False, description="reasons and exitCodes also look at the init containers"
+    )
+    exclude_owner_kinds: list[str] = Field(
+        default_factory=list, description="keep pods with an owner of one of these kinds"
+    )
+    min_pod_lifetime_seconds: int | None = Field(
+        None, ge=0, description="keep pods younger than this (seconds since creation)"
+    )
+
+
+def _container_reasons(statuses: list[ContainerStatus]) -> set[str]:
+    return {
+        r
+        for cs in statuses
+        for r in (
+            cs.state.waiting.reason if cs.state.waiting else None,
+            cs.state.terminated.reason if cs.state.terminated else None,
+        )
+        if r
+    }
+
+
+def _exit_codes(statuses: list[ContainerStatus]) -> set[int]:
+    return {cs.state.terminated.exit_code for cs in statuses if cs.state.terminated is not None}
 
 
 class RemoveFailedPods:
-    """Evicts pods in phase Failed (optionally only with given reasons, old enough)."""
+    """Evicts pods in phase Failed; ``reasons``, ``exitCodes``, ``excludeOwnerKinds`` and
+    ``minPodLifetimeSeconds`` narrow which, as the descheduler's ``validateCanEvict``."""
 
     name = "RemoveFailedPods"
     Args = FailedArgs
@@ -242,22 +274,47 @@ class RemoveFailedPods:
         self.args = args
         self.handle = handle
 
-    def deschedule(self, nodes: list[Node]) -> None:
-        """Evict every selected Failed pod."""
+    def kept(self, pod: Pod) -> str | None:
+        """Why the args keep this Failed pod (None: it goes)."""
         a = self.args
+        status = pod.status
+        if (
+            a.min_pod_lifetime_seconds is not None
+            and self.handle.pod_age(pod) < a.min_pod_lifetime_seconds
+        ):
+            return f"pod does not exceed the min age seconds of {a.min_pod_lifetime_seconds}"
+        for ref in pod.metadata.owner_references:
+            if ref.kind in a.exclude_owner_kinds:
+                return f"pod's owner kind of {ref.kind} is excluded"
+        inits = status.init_container_statuses if a.including_init_containers else []
+        if a.reasons:
+            reasons = _container_reasons([*status.container_statuses, *inits])
+            if status.reason:
+                reasons.add(status.reason)
+            if not reasons & set(a.reasons):
+                return "pod does not match any of the reasons"
+        if a.exit_codes and not _exit_codes([*status.container_statuses, *inits]) & set(
+            a.exit_codes
+        ):
+            return "pod does not match any of the exitCodes"
+        return None
+
+    def deschedule(self, nodes: list[Node]) -> None:
+        """Evict every selected Failed pod the args do not keep."""
         for node in nodes:
             for pod in self.handle.evictable_pods_on_node(node.name):
                 if pod.status.phase != "Failed":
                     continue
-                if not selects(pod, a.namespaces, a.label_selector):
+                if not selects(pod, self.args.namespaces, self.args.label_selector):
                     continue
-                if owner_kinds_excluded(pod, a.exclude_owner_kinds):
-                    continue
-                if a.reasons and pod.status.reason not in a.reasons:
-                    continue
-                if (
-                    a.min_pod_lifetime_seconds is not None
-                    and self.handle.pod_age(pod) < a.min_pod_lifetime_seconds
-                ):
-                    continue
-                self.handle.evict(pod, f"failed ({pod.status.reason or 'no reason'})")
+                if self.kept(pod) is None:
+                    self.handle.evict(pod, f"failed ({self._why(pod)})")
+
+    @staticmethod
+    def _why(pod: Pod) -> str:
+        status = pod.status
+        codes = sorted(_exit_codes([*status.container_statuses, *status.init_container_statuses]))
+        parts = [status.reason or "no reason"]
+        if codes:
+            parts.append("exit code " + ", ".join(str(c) for c in codes))
+        return "; ".join(parts)
