@@ -226,6 +226,7 @@ def test_deschedule_report_is_a_section_of_the_same_page(new_page, tmp_path: Pat
     out = tmp_path / "deschedule.html"
     argv = ["deschedule", str(example / "policy.yaml"), str(example / "cluster.yaml")]
     assert main([*argv, "--report", str(out)]) == 0
+    capsys.readouterr()
     assert main([*argv, "-o", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     evicted = [e for e in report["evictions"] if e["evicted"]]
