@@ -182,3 +182,25 @@ def test_node_fit_refuses_pod_fitting_nowhere_else() -> None:
         assert de.DefaultEvictor(de.Args(), handle).pre_eviction_filter(stored) is None
     finally:
         sim.close()
+
+
+@pytest.mark.parametrize(
+    ("owners", "want"),
+    [(1, de.ERR_MIN_REPLICAS % (2, 3)), (2, None)],
+    ids=["one-owner-counted", "several-owners-not-checked"],
+)
+def test_min_replicas_counts_the_pods_naming_the_owner(owners: int, want: str | None) -> None:
+    # As the descheduler's owner index: the pods that name the owner (two); a pod with
+    # several owners is not checked.
+    target = pod("target", "n1", owner=("app", 1))
+    if owners == 2:
+        extra = target.metadata.owner_references[0].model_copy(update={"uid": "other"})
+        target.metadata.owner_references.append(extra)
+    objects = [node("n1"), replicaset("app", 2, 1), target, pod("sibling", "n1", owner=("app", 1))]
+    sim = Simulation(objects)
+    try:
+        handle = DeschedulerHandle(sim.cluster)
+        evictor = de.DefaultEvictor(de.Args(min_replicas=3), handle)
+        assert evictor.filter(sim.cluster.get("Pod", "default", "target")) == want
+    finally:
+        sim.close()

@@ -315,6 +315,142 @@ CASES += [
 ]
 
 
+FAILED = "RemoveFailedPods"
+
+
+def failed(
+    reason: str | None = None,
+    exit_code: int | None = None,
+    *,
+    waiting: str | None = None,
+    init: bool = False,
+    pod_reason: str | None = None,
+) -> dict[str, Any]:
+    """A Failed pod's status: one container (or init container) terminated with ``reason``
+    and ``exit_code``, or waiting with ``waiting``; ``pod_reason`` the pod's own reason."""
+    state: dict[str, Any] = {}
+    if waiting is not None:
+        state["waiting"] = {"reason": waiting}
+    else:
+        state["terminated"] = {"reason": reason, "exitCode": exit_code or 0}
+    key = "initContainerStatuses" if init else "containerStatuses"
+    status: dict[str, Any] = {"phase": "Failed", key: [{"name": "c", "state": state}]}
+    if pod_reason is not None:
+        status["reason"] = pod_reason
+    return status
+
+
+NODES2 = [node("n1"), node("n2")]
+# After the descheduler's TestRemoveFailedPods (its reasons, exit codes, init containers,
+# owner kinds, namespaces and minimum lifetime cases).
+CASES += [
+    (
+        "failed-default-args-evicts",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity"))],
+        policy(FAILED, "deschedule", {}),
+        {"f1"},
+    ),
+    (
+        "failed-container-reason-matches",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity"))],
+        policy(FAILED, "deschedule", {"reasons": ["NodeAffinity"]}),
+        {"f1"},
+    ),
+    (
+        "failed-container-reason-other",
+        [*NODES2, *owned(["f1"], "n1", status=failed("Shutdown"))],
+        policy(FAILED, "deschedule", {"reasons": ["NodeAffinity"]}),
+        set(),
+    ),
+    (
+        "failed-init-container-reason-not-included",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity", init=True))],
+        policy(FAILED, "deschedule", {"reasons": ["NodeAffinity"]}),
+        set(),
+    ),
+    (
+        "failed-init-container-reason-included",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity", init=True))],
+        policy(
+            FAILED, "deschedule", {"reasons": ["NodeAffinity"], "includingInitContainers": True}
+        ),
+        {"f1"},
+    ),
+    (
+        "failed-init-container-waiting-reason",
+        [
+            *NODES2,
+            *owned(["f1"], "n1", status=failed(waiting="CreateContainerConfigError", init=True)),
+        ],
+        policy(
+            FAILED,
+            "deschedule",
+            {"reasons": ["CreateContainerConfigError"], "includingInitContainers": True},
+        ),
+        {"f1"},
+    ),
+    (
+        "failed-exit-code-matches",
+        [*NODES2, *owned(["f1"], "n1", status=failed("Error", 1))],
+        policy(FAILED, "deschedule", {"exitCodes": [1]}),
+        {"f1"},
+    ),
+    (
+        "failed-exit-code-other",
+        [*NODES2, *owned(["f1"], "n1", status=failed("Error", 2))],
+        policy(FAILED, "deschedule", {"exitCodes": [1]}),
+        set(),
+    ),
+    (
+        "failed-init-exit-code-included",
+        [*NODES2, *owned(["f1"], "n1", status=failed("Error", 1, init=True))],
+        policy(FAILED, "deschedule", {"exitCodes": [1], "includingInitContainers": True}),
+        {"f1"},
+    ),
+    (
+        "failed-reason-and-exit-code-both-needed",
+        [*NODES2, *owned(["f1"], "n1", status=failed("Error", 1))],
+        policy(FAILED, "deschedule", {"exitCodes": [1], "reasons": ["OOMKilled"]}),
+        set(),
+    ),
+    (
+        "failed-pod-reason-counts-with-container-reasons",
+        [*NODES2, *owned(["f1"], "n1", status=failed("Error", 1, pod_reason="Evicted"))],
+        policy(FAILED, "deschedule", {"reasons": ["Evicted"]}),
+        {"f1"},
+    ),
+    (
+        "failed-namespace-excluded",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity"))],
+        policy(FAILED, "deschedule", {"namespaces": {"exclude": ["default"]}}),
+        set(),
+    ),
+    (
+        "failed-label-selector-miss",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity"))],
+        policy(FAILED, "deschedule", {"labelSelector": {"matchLabels": {"tier": "x"}}}),
+        set(),
+    ),
+    (
+        "failed-owner-kind-other",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity"))],
+        policy(FAILED, "deschedule", {"excludeOwnerKinds": ["Job"]}),
+        {"f1"},
+    ),
+    (
+        "failed-min-lifetime-young",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity"))],
+        policy(FAILED, "deschedule", {"minPodLifetimeSeconds": 3600}),
+        set(),
+    ),
+    (
+        "failed-min-lifetime-old",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity"), creationTimestamp=OLD)],
+        policy(FAILED, "deschedule", {"minPodLifetimeSeconds": 3600}),
+        {"f1"},
+    ),
+]
+
 SPREAD = "RemovePodsViolatingTopologySpreadConstraint"
 
 
