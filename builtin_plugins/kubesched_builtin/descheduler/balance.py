@@ -10,7 +10,6 @@ from pydantic import Field, model_validator
 
 from kubesched.api import (
     LabelSelector,
-    LabelSelectorRequirement,
     Node,
     Pod,
     RequiredNodeAffinity,
@@ -19,6 +18,7 @@ from kubesched.api import (
     find_untolerated_taint,
 )
 from kubesched.deschedule import DeschedulerHandle, percent
+from kubesched_builtin.podtopologyspread.common import merge_label_set_with_selector
 
 from .common import Namespaces, StrategyArgs, owner_kinds_excluded, selects
 
@@ -362,18 +362,10 @@ class _Constraint:
     def __init__(self, c: TopologySpreadConstraint, owner: Pod) -> None:
         self.max_skew = c.max_skew
         self.key = c.topology_key
-        exprs = [r.model_dump() for r in (c.label_selector.match_expressions or [])]
         labels = owner.metadata.labels
-        exprs += [
-            {"key": k, "operator": "In", "values": [labels[k]]}
-            for k in c.match_label_keys
-            if k in labels
-        ]
-        self.selector = compile_label_selector(
-            LabelSelector(
-                match_labels=c.label_selector.match_labels,
-                match_expressions=[LabelSelectorRequirement(**e) for e in exprs],
-            )
+        self.selector = merge_label_set_with_selector(
+            {k: labels[k] for k in c.match_label_keys if k in labels},
+            compile_label_selector(c.label_selector),
         )
         # Unset policies: nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore (upstream's).
         self.honor_affinity = (c.node_affinity_policy or "Honor") == "Honor"
@@ -382,6 +374,9 @@ class _Constraint:
         self.tolerations = owner.spec.tolerations if self.honor_taints else []
         spec = owner.spec
         na = spec.affinity.node_affinity if spec.affinity is not None else None
+        # The pod's node constraints and tolerations tell constraints apart only where a
+        # policy honours them (the descheduler compares them always; elsewhere they change
+        # nothing the balancing sees).
         self._identity = (
             self.max_skew,
             self.key,
