@@ -56,6 +56,24 @@ REFUSED: list[tuple[str, type[BaseModel], dict[str, Any], str]] = [
         "only Exclude namespaces can be set, inclusion is not supported",
     ),
     (
+        "lifetime-unknown-state",
+        violations.LifeTimeArgs,
+        {"maxPodLifeTimeSeconds": 60, "states": ["Sleeping"]},
+        "states must be one of",
+    ),
+    (
+        "lifetime-no-max",
+        violations.LifeTimeArgs,
+        {"states": ["Running"]},
+        "maxPodLifeTimeSeconds",
+    ),
+    (
+        "affinity-unknown-type",
+        violations.AffinityArgs,
+        {"nodeAffinityType": ["requiredDuringScheduling"]},
+        'invalid nodeAffinityType "requiredDuringScheduling"',
+    ),
+    (
         "failed-exit-code-not-a-number",
         violations.FailedArgs,
         {"exitCodes": ["one"]},

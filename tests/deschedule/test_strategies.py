@@ -451,6 +451,82 @@ CASES += [
     ),
 ]
 
+PREFER_SSD = {
+    "nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 10,
+                "preference": {
+                    "matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]
+                },
+            }
+        ]
+    }
+}
+PREFERRED = {"nodeAffinityType": ["preferredDuringSchedulingIgnoredDuringExecution"]}
+
+
+def waiting(reason: str, init: bool = False) -> dict[str, Any]:
+    """A Running pod's status with a container (or init container) waiting for ``reason``."""
+    key = "initContainerStatuses" if init else "containerStatuses"
+    return {"phase": "Running", key: [{"name": "c", "state": {"waiting": {"reason": reason}}}]}
+
+
+LIFETIME = {"maxPodLifeTimeSeconds": 3600}
+# After the descheduler's TestRemoveNodeAffinity (preferred affinity) and TestPodLifeTime
+# (states with container waiting reasons, init containers).
+CASES += [
+    (
+        "affinity-preferred-better-node-elsewhere",
+        [node("n1"), node("n2", labels={"disk": "ssd"}), *owned(["p1"], "n1", affinity=PREFER_SSD)],
+        policy(AFFINITY, "deschedule", PREFERRED),
+        {"p1"},
+    ),
+    (
+        "affinity-preferred-already-on-best",
+        [node("n1", labels={"disk": "ssd"}), node("n2"), *owned(["p1"], "n1", affinity=PREFER_SSD)],
+        policy(AFFINITY, "deschedule", PREFERRED),
+        set(),
+    ),
+    (
+        "affinity-preferred-not-asked",
+        [node("n1"), node("n2", labels={"disk": "ssd"}), *owned(["p1"], "n1", affinity=PREFER_SSD)],
+        policy(AFFINITY, "deschedule", REQUIRED),
+        set(),
+    ),
+    (
+        "lifetime-container-waiting-reason",
+        [
+            *NODES2,
+            *owned(["p1"], "n1", creationTimestamp=OLD, status=waiting("CrashLoopBackOff")),
+        ],
+        policy("PodLifeTime", "deschedule", {**LIFETIME, "states": ["CrashLoopBackOff"]}),
+        {"p1"},
+    ),
+    (
+        "lifetime-init-container-waiting-not-included",
+        [
+            *NODES2,
+            *owned(["p1"], "n1", creationTimestamp=OLD, status=waiting("ErrImagePull", True)),
+        ],
+        policy("PodLifeTime", "deschedule", {**LIFETIME, "states": ["ErrImagePull"]}),
+        set(),
+    ),
+    (
+        "lifetime-init-container-waiting-included",
+        [
+            *NODES2,
+            *owned(["p1"], "n1", creationTimestamp=OLD, status=waiting("ErrImagePull", True)),
+        ],
+        policy(
+            "PodLifeTime",
+            "deschedule",
+            {**LIFETIME, "states": ["ErrImagePull"], "includingInitContainers": True},
+        ),
+        {"p1"},
+    ),
+]
+
 SPREAD = "RemovePodsViolatingTopologySpreadConstraint"
 
 

@@ -10,6 +10,7 @@ from kubesched.api import (
     LabelSelector,
     Node,
     Pod,
+    PreferredSchedulingTermsScorer,
     RequiredNodeAffinity,
     compile_label_selector,
     toleration_tolerates_taint,
@@ -86,28 +87,33 @@ class RemovePodsViolatingNodeTaints:
                     self.handle.evict(pod, f"{why} on node {node.name}")
 
 
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
 class AffinityArgs(_Selecting):
     """RemovePodsViolatingNodeAffinity's args."""
 
     node_affinity_type: list[str] = Field(
-        min_length=1, description="requiredDuringSchedulingIgnoredDuringExecution"
+        min_length=1,
+        description="requiredDuringSchedulingIgnoredDuringExecution and/or "
+        "preferredDuringSchedulingIgnoredDuringExecution",
     )
 
     @field_validator("node_affinity_type")
     @classmethod
     def _known(cls, v: list[str]) -> list[str]:
         for t in v:
-            if t not in (
-                "requiredDuringSchedulingIgnoredDuringExecution",
-                "preferredDuringSchedulingIgnoredDuringExecution",
-            ):
+            if t not in (REQUIRED, PREFERRED):
                 raise ValueError(f'invalid nodeAffinityType "{t}"')
         return v
 
 
 class RemovePodsViolatingNodeAffinity:
     """Evicts pods whose required node affinity (or node selector) their node no longer
-    meets, when another node does."""
+    meets, when another node does; with ``preferredDuringSchedulingIgnoredDuringExecution``,
+    also pods whose preferred node affinity some node satisfies better (a higher sum of
+    the matching terms' weights) than theirs, when they fit some node."""
 
     name = "RemovePodsViolatingNodeAffinity"
     Args = AffinityArgs
@@ -117,19 +123,43 @@ class RemovePodsViolatingNodeAffinity:
         self.handle = handle
 
     def deschedule(self, nodes: list[Node]) -> None:
-        """Evict pods off nodes their required node affinity no longer matches."""
-        if "requiredDuringSchedulingIgnoredDuringExecution" not in self.args.node_affinity_type:
-            return
-        for node in nodes:
-            for pod in self.handle.evictable_pods_on_node(node.name):
-                if not selects(pod, self.args.namespaces, self.args.label_selector):
-                    continue
-                if RequiredNodeAffinity(pod).matches(node):
-                    continue
-                if self.handle.fits_other_node(pod, nodes):
-                    self.handle.evict(
-                        pod, f"node {node.name} no longer matches its required node affinity"
+        """Evict, for each affinity type in turn, the pods it says are misplaced."""
+        for kind in self.args.node_affinity_type:
+            for node in nodes:
+                for pod in self.handle.evictable_pods_on_node(node.name):
+                    if not selects(pod, self.args.namespaces, self.args.label_selector):
+                        continue
+                    why = (
+                        self._required(pod, node, nodes)
+                        if kind == REQUIRED
+                        else self._preferred(pod, node, nodes)
                     )
+                    if why is not None:
+                        self.handle.evict(pod, why)
+
+    def _required(self, pod: Pod, node: Node, nodes: list[Node]) -> str | None:
+        if RequiredNodeAffinity(pod).matches(node) or not self.handle.fits_other_node(pod, nodes):
+            return None
+        return f"node {node.name} no longer matches its required node affinity"
+
+    def _preferred(self, pod: Pod, node: Node, nodes: list[Node]) -> str | None:
+        aff = pod.spec.affinity
+        na = aff.node_affinity if aff is not None else None
+        scorer = PreferredSchedulingTermsScorer(
+            na.preferred_during_scheduling_ignored_during_execution if na is not None else None
+        )
+        if not scorer:
+            return None
+        here = scorer.score_node(node)
+        best = max(scorer.score_node(n) for n in nodes)
+        # As the descheduler: the best weight is over all nodes, and the pod must fit
+        # some node (its own included).
+        if best <= here or not any(self.handle.pod_fits_node(pod, n) is None for n in nodes):
+            return None
+        return (
+            f"its preferred node affinity weighs {here} on node {node.name}, "
+            f"{best} on the best node"
+        )
 
 
 class RemovePodsViolatingInterPodAntiAffinity:
@@ -186,14 +216,51 @@ class RemovePodsViolatingInterPodAntiAffinity:
         return None
 
 
+LIFETIME_STATES = (
+    # pod phases
+    "Running",
+    "Pending",
+    "Succeeded",
+    "Failed",
+    "Unknown",
+    # pod status reasons
+    "NodeAffinity",
+    "NodeLost",
+    "Shutdown",
+    "UnexpectedAdmissionError",
+    # container waiting reasons
+    "PodInitializing",
+    "ContainerCreating",
+    "CrashLoopBackOff",
+    "CreateContainerConfigError",
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "CreateContainerError",
+    "InvalidImageName",
+)
+"""The ``states`` PodLifeTime accepts (the descheduler's list)."""
+
+
 class LifeTimeArgs(_Selecting):
     """PodLifeTime's args."""
 
     max_pod_life_time_seconds: int = Field(ge=0, description="evict pods older than this")
     states: list[str] = Field(
         default_factory=list,
-        description="only pods in these phases (Running, Pending...) or with these reasons",
+        description="only pods in these phases, with these status reasons, or with a "
+        "container waiting for one of these reasons",
     )
+    including_init_containers: bool = Field(
+        False, description="states also match the init containers' waiting reasons"
+    )
+
+    @field_validator("states")
+    @classmethod
+    def _known_states(cls, v: list[str]) -> list[str]:
+        unknown = [s for s in v if s not in LIFETIME_STATES]
+        if unknown:
+            raise ValueError(f"states must be one of [{' '.join(LIFETIME_STATES)}]")
+        return v
 
 
 class PodLifeTime:
@@ -206,6 +273,16 @@ class PodLifeTime:
         self.args = args
         self.handle = handle
 
+    def _in_state(self, pod: Pod) -> bool:
+        status = pod.status
+        if status.phase in self.args.states or status.reason in self.args.states:
+            return True
+        inits = status.init_container_statuses if self.args.including_init_containers else []
+        return any(
+            cs.state.waiting is not None and cs.state.waiting.reason in self.args.states
+            for cs in [*inits, *status.container_statuses]
+        )
+
     def deschedule(self, nodes: list[Node]) -> None:
         """Evict every selected pod past its lifetime, the oldest first."""
         a = self.args
@@ -215,7 +292,7 @@ class PodLifeTime:
             for p in self.handle.evictable_pods_on_node(n.name)
             if selects(p, a.namespaces, a.label_selector)
             and self.handle.pod_age(p) > a.max_pod_life_time_seconds
-            and (not a.states or p.status.phase in a.states or p.status.reason in a.states)
+            and (not a.states or self._in_state(p))
         ]
         old.sort(key=lambda p: -self.handle.pod_age(p))
         for pod in old:
