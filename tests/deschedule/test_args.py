@@ -29,13 +29,25 @@ REFUSED: list[tuple[str, type[BaseModel], dict[str, Any], str]] = [
         "lnu-no-thresholds",
         balance.UtilizationArgs,
         {"thresholds": {}, "targetThresholds": {}},
-        "no resource threshold is configured",
+        "thresholds config is not valid: no resource threshold is configured",
     ),
     (
         "lnu-threshold-out-of-range",
         balance.UtilizationArgs,
         {"thresholds": {"cpu": 120}, "targetThresholds": {"cpu": 130}},
-        r"cpu threshold not in \[0, 100\] range",
+        r"thresholds config is not valid: cpu threshold not in \[0, 100\] range",
+    ),
+    (
+        "lnu-no-target-thresholds",
+        balance.UtilizationArgs,
+        {"thresholds": {"cpu": 20}},
+        "targetThresholds config is not valid: no resource threshold is configured",
+    ),
+    (
+        "hnu-no-thresholds",
+        balance.HighArgs,
+        {"thresholds": {}},
+        "Value error, no resource threshold is configured",
     ),
     (
         "lnu-threshold-over-target",

@@ -144,7 +144,7 @@ class HighArgs(StrategyArgs):
     @model_validator(mode="after")
     def _check(self) -> HighArgs:
         _exclude_only(self.evictable_namespaces)
-        _validate_thresholds(self.thresholds, "thresholds")
+        _validate_thresholds(self.thresholds)
         for r in RESOURCES:
             self.thresholds.setdefault(r, MAX_PERCENT)
         return self
@@ -155,14 +155,17 @@ def _exclude_only(namespaces: Namespaces | None) -> None:
         raise ValueError("only Exclude namespaces can be set, inclusion is not supported")
 
 
-def _validate_thresholds(values: dict[str, float], name: str) -> None:
-    if not values and name == "thresholds":
-        raise ValueError("no resource threshold is configured")
+def _validate_thresholds(values: dict[str, float], name: str | None = None) -> None:
+    """The descheduler's ``validateThresholds``; LowNodeUtilization's messages say which
+    of its two maps (``name``) is wrong, HighNodeUtilization's do not."""
+    prefix = f"{name} config is not valid: " if name else ""
+    if not values:
+        raise ValueError(f"{prefix}no resource threshold is configured")
     for r, v in values.items():
         if r not in RESOURCES:
-            raise ValueError(f"{name}: resource {r} is not supported (cpu, memory, pods)")
+            raise ValueError(f"{prefix}resource {r} is not supported (cpu, memory, pods)")
         if not 0 <= v <= MAX_PERCENT:
-            raise ValueError(f"{name}: {r} threshold not in [0, 100] range")
+            raise ValueError(f"{prefix}{r} threshold not in [0, 100] range")
 
 
 def _usage_percent(handle: DeschedulerHandle, node: Node) -> dict[str, float]:

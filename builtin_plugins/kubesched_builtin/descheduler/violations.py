@@ -259,7 +259,7 @@ class LifeTimeArgs(_Selecting):
     def _known_states(cls, v: list[str]) -> list[str]:
         unknown = [s for s in v if s not in LIFETIME_STATES]
         if unknown:
-            raise ValueError(f"states must be one of [{' '.join(LIFETIME_STATES)}]")
+            raise ValueError(f"states must be one of [{' '.join(sorted(LIFETIME_STATES))}]")
         return v
 
 
