@@ -259,6 +259,12 @@ CASES += [
         set(),
     ),
     (
+        "low-utilization-eviction-limits-node",
+        [node("n1"), node("n2"), node("n3"), *owned(BUSY, "n1", containers=requests("800m"))],
+        policy("LowNodeUtilization", "balance", {**LNU, "evictionLimits": {"node": 1}}),
+        {"b1"},
+    ),
+    (
         "high-utilization-empties-small-node",
         [
             node("n1"),

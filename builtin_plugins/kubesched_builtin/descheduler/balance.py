@@ -89,6 +89,12 @@ class RemoveDuplicates:
                     )
 
 
+class EvictionLimits(StrategyArgs):
+    """LowNodeUtilization's ``evictionLimits``."""
+
+    node: int | None = Field(None, ge=0, description="at most this many evictions per node")
+
+
 class UtilizationArgs(StrategyArgs):
     """LowNodeUtilization's args: percentages of allocatable (cpu, memory, pods)."""
 
@@ -105,6 +111,7 @@ class UtilizationArgs(StrategyArgs):
         0, ge=0, description="act only when more nodes than this are underutilised"
     )
     evictable_namespaces: Namespaces | None = None
+    eviction_limits: EvictionLimits | None = None
     metrics_utilization: dict[str, Any] | None = Field(
         None, description="refused: utilisation is always requests over allocatable"
     )
@@ -224,9 +231,11 @@ def evict_from_sources(
     room_below: dict[str, float],
     namespaces: Namespaces | None,
     reason: str,
+    node_limit: int | None = None,
 ) -> None:
     """Evict pods from ``sources`` (busiest first) while each stays over ``high`` and the
-    ``destinations`` have room below ``room_below`` (percent) for what is moved."""
+    ``destinations`` have room below ``room_below`` (percent) for what is moved; at most
+    ``node_limit`` from each source."""
     room = {r: 0.0 for r in RESOURCES}
     for n in destinations:
         cap = handle.node_capacity(n)
@@ -240,13 +249,15 @@ def evict_from_sources(
             for p in handle.evictable_pods_on_node(node.name)
             if namespaces is None or namespaces.admits(p.namespace or "")
         ]
+        taken = 0
         for pod in _eviction_order(pods):
-            if not is_over(_usage_percent(handle, node), high):
+            if not is_over(_usage_percent(handle, node), high) or taken == node_limit:
                 break
             if any(room[r] <= 0 for r in RESOURCES):
                 return
             before = handle.node_usage(node)
             if handle.evict(pod, reason.format(node=node.name)):
+                taken += 1
                 after = handle.node_usage(node)
                 for r in RESOURCES:
                     room[r] -= before[r] - after[r]
@@ -287,6 +298,7 @@ class LowNodeUtilization:
             high,
             self.args.evictable_namespaces,
             "node {node} is overutilised (over targetThresholds)",
+            self.args.eviction_limits.node if self.args.eviction_limits else None,
         )
 
 
