@@ -86,6 +86,12 @@ REFUSED: list[tuple[str, type[BaseModel], dict[str, Any], str]] = [
         'invalid nodeAffinityType "requiredDuringScheduling"',
     ),
     (
+        "hnu-unknown-eviction-mode",
+        balance.HighArgs,
+        {"thresholds": {"cpu": 20}, "evictionModes": ["Everything"]},
+        "invalid eviction mode Everything",
+    ),
+    (
         "failed-exit-code-not-a-number",
         violations.FailedArgs,
         {"exitCodes": ["one"]},

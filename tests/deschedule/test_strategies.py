@@ -276,6 +276,30 @@ CASES += [
         {"s1"},
     ),
     (
+        "high-utilization-only-thresholding-resources",
+        [
+            node("n1"),
+            node("n2"),
+            *owned(["s1"], "n1", containers=requests("200m")),
+            *owned(
+                ["m1"],
+                "n1",
+                "mem",
+                3,
+                containers=[
+                    {"name": "c", "image": "m:1", "resources": {"requests": {"memory": "1Gi"}}}
+                ],
+            ),
+            *owned(["c1"], "n2", "c", 2, containers=requests("2")),
+        ],
+        policy(
+            "HighNodeUtilization",
+            "balance",
+            {"thresholds": {"cpu": 20}, "evictionModes": ["OnlyThresholdingResources"]},
+        ),
+        {"s1"},
+    ),
+    (
         "high-utilization-all-under",
         [
             node("n1"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from kubesched.api import (
     LabelSelector,
@@ -95,7 +95,35 @@ class EvictionLimits(StrategyArgs):
     node: int | None = Field(None, ge=0, description="at most this many evictions per node")
 
 
-class UtilizationArgs(StrategyArgs):
+ONLY_THRESHOLDING_RESOURCES = "OnlyThresholdingResources"
+
+
+class _EvictionModes(StrategyArgs):
+    """``evictionModes`` of the utilisation strategies, and the resources the user gave
+    thresholds for (before the missing ones are defaulted)."""
+
+    eviction_modes: list[str] = Field(
+        default_factory=list,
+        description="OnlyThresholdingResources: evict only pods requesting a resource that "
+        "has a threshold",
+    )
+    _given: tuple[str, ...] = PrivateAttr(default=())
+
+    @field_validator("eviction_modes")
+    @classmethod
+    def _known_modes(cls, v: list[str]) -> list[str]:
+        for mode in v:
+            if mode != ONLY_THRESHOLDING_RESOURCES:
+                raise ValueError(f"invalid eviction mode {mode}")
+        return v
+
+    def requested(self) -> tuple[str, ...] | None:
+        """With OnlyThresholdingResources, the resources a pod must request (one of) to
+        be evicted; else None."""
+        return self._given if ONLY_THRESHOLDING_RESOURCES in self.eviction_modes else None
+
+
+class UtilizationArgs(_EvictionModes):
     """LowNodeUtilization's args: percentages of allocatable (cpu, memory, pods)."""
 
     thresholds: dict[str, float] = Field(
@@ -126,6 +154,7 @@ class UtilizationArgs(StrategyArgs):
             )
         _validate_thresholds(self.thresholds, "thresholds")
         _validate_thresholds(self.target_thresholds, "targetThresholds")
+        self._given = tuple(self.thresholds)
         if set(self.thresholds) != set(self.target_thresholds):
             raise ValueError("thresholds and targetThresholds configured different resources")
         for r, v in self.thresholds.items():
@@ -139,7 +168,7 @@ class UtilizationArgs(StrategyArgs):
         return self
 
 
-class HighArgs(StrategyArgs):
+class HighArgs(_EvictionModes):
     """HighNodeUtilization's args."""
 
     thresholds: dict[str, float] = Field(
@@ -152,6 +181,7 @@ class HighArgs(StrategyArgs):
     def _check(self) -> HighArgs:
         _exclude_only(self.evictable_namespaces)
         _validate_thresholds(self.thresholds)
+        self._given = tuple(self.thresholds)
         for r in RESOURCES:
             self.thresholds.setdefault(r, MAX_PERCENT)
         return self
@@ -223,6 +253,15 @@ def _eviction_order(pods: list[Pod]) -> list[Pod]:
     return sorted(pods, key=lambda p: (p.spec.priority or 0, qos(p)))
 
 
+def _requests_any(pod: Pod, resources: tuple[str, ...]) -> bool:
+    return any(
+        r in c.resources.requests
+        for c in (*pod.spec.containers, *pod.spec.init_containers)
+        if c.resources is not None
+        for r in resources
+    )
+
+
 def evict_from_sources(
     handle: DeschedulerHandle,
     sources: list[Node],
@@ -232,10 +271,12 @@ def evict_from_sources(
     namespaces: Namespaces | None,
     reason: str,
     node_limit: int | None = None,
+    requested: tuple[str, ...] | None = None,
 ) -> None:
     """Evict pods from ``sources`` (busiest first) while each stays over ``high`` and the
     ``destinations`` have room below ``room_below`` (percent) for what is moved; at most
-    ``node_limit`` from each source."""
+    ``node_limit`` from each source, and (``requested``) only pods with a container or
+    init container requesting one of these resources."""
     room = {r: 0.0 for r in RESOURCES}
     for n in destinations:
         cap = handle.node_capacity(n)
@@ -247,7 +288,8 @@ def evict_from_sources(
         pods = [
             p
             for p in handle.evictable_pods_on_node(node.name)
-            if namespaces is None or namespaces.admits(p.namespace or "")
+            if (namespaces is None or namespaces.admits(p.namespace or ""))
+            and (requested is None or _requests_any(p, requested))
         ]
         taken = 0
         for pod in _eviction_order(pods):
@@ -299,6 +341,7 @@ class LowNodeUtilization:
             self.args.evictable_namespaces,
             "node {node} is overutilised (over targetThresholds)",
             self.args.eviction_limits.node if self.args.eviction_limits else None,
+            self.args.requested(),
         )
 
 
@@ -335,6 +378,7 @@ class HighNodeUtilization:
             {r: MAX_PERCENT for r in RESOURCES},
             self.args.evictable_namespaces,
             "node {node} is underutilised (under thresholds)",
+            requested=self.args.requested(),
         )
 
 
