@@ -204,3 +204,40 @@ def test_min_replicas_counts_the_pods_naming_the_owner(owners: int, want: str | 
         assert evictor.filter(sim.cluster.get("Pod", "default", "target")) == want
     finally:
         sim.close()
+
+
+PDB = {
+    "apiVersion": "policy/v1",
+    "kind": "PodDisruptionBudget",
+    "metadata": {"namespace": "default"},
+}
+
+
+@pytest.mark.parametrize(
+    ("selector", "want"),
+    [
+        ({"matchLabels": {"app": "app"}}, None),
+        ({"matchLabels": {"app": "other"}}, de.ERR_NO_PDB),
+        ({}, de.ERR_NO_PDB),
+        (None, de.ERR_NO_PDB),
+    ],
+    ids=["covered", "other-pods", "empty-selector-covers-none", "no-budget"],
+)
+def test_ignore_pods_without_pdb(selector: dict[str, Any] | None, want: str | None) -> None:
+    objects = [node("n1"), replicaset("app", 1, 1), pod("target", "n1", owner=("app", 1))]
+    if selector is not None:
+        spec = {"minAvailable": 0, "selector": selector}
+        objects.append(
+            parse_object({**PDB, "metadata": {**PDB["metadata"], "name": "b"}, "spec": spec})
+        )
+    sim = Simulation(objects)
+    try:
+        handle = DeschedulerHandle(sim.cluster)
+        evictor = de.DefaultEvictor(de.Args(ignore_pods_without_pdb=True), handle)
+        assert evictor.filter(sim.cluster.get("Pod", "default", "target")) == want
+        assert (
+            de.DefaultEvictor(de.Args(), handle).filter(sim.cluster.get("Pod", "default", "target"))
+            is None
+        )
+    finally:
+        sim.close()

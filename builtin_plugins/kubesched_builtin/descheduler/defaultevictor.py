@@ -37,6 +37,7 @@ ERR_LABELS = "pod labels do not match the labelSelector filter in the policy par
 ERR_MIN_REPLICAS = "owner has %d replicas which is less than minReplicas of %d"
 ERR_MIN_AGE = "pod age is not older than MinPodAge"
 ERR_NO_FIT = "pod does not fit on any other node"
+ERR_NO_PDB = "no PodDisruptionBudget found for pod"
 
 
 class PriorityThreshold(StrategyArgs):
@@ -64,6 +65,9 @@ class Args(StrategyArgs):
         0, ge=0, description="keep pods whose owner has fewer pods than this (counted from 2)"
     )
     min_pod_age: str | None = Field(None, description="keep pods younger than this (Go duration)")
+    ignore_pods_without_pdb: bool = Field(
+        False, description="keep pods no PodDisruptionBudget selects"
+    )
 
     @field_validator("priority_threshold")
     @classmethod
@@ -162,7 +166,20 @@ class DefaultEvictor:
                 return ERR_MIN_REPLICAS % (replicas, a.min_replicas)
         if self.min_age is not None and self.handle.pod_age(pod) < self.min_age:
             return ERR_MIN_AGE
+        if a.ignore_pods_without_pdb and not self._covered_by_pdb(pod):
+            return ERR_NO_PDB
         return None
+
+    def _covered_by_pdb(self, pod: Pod) -> bool:
+        # As the descheduler's IsPodCoveredByPDB: a budget with an empty selector covers
+        # no pod.
+        for pdb in self.handle.cluster.list_pod_disruption_budgets(pod.namespace):
+            sel = pdb.spec.selector
+            if sel is None or not (sel.match_labels or sel.match_expressions):
+                continue
+            if compile_label_selector(sel).matches(pod.metadata.labels):
+                return True
+        return False
 
     def pre_eviction_filter(self, pod: Pod) -> str | None:
         """With ``nodeFit``: refuse a pod that no other node would take."""
