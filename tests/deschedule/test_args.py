@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from kubesched_builtin.descheduler import balance, violations
+from kubesched_builtin.descheduler import balance, defaultevictor, violations
 
 LNU = {"thresholds": {"cpu": 20}, "targetThresholds": {"cpu": 50}}
 
@@ -90,6 +90,32 @@ REFUSED: list[tuple[str, type[BaseModel], dict[str, Any], str]] = [
         balance.HighArgs,
         {"thresholds": {"cpu": 20}, "evictionModes": ["Everything"]},
         "invalid eviction mode Everything",
+    ),
+    (
+        "evictor-extra-protection-unknown",
+        defaultevictor.Args,
+        {"podProtections": {"extraEnabled": ["InvalidPolicy"]}},
+        'invalid pod protection policy in ExtraEnabled: "InvalidPolicy". Valid options are: '
+        r"\[PodsWithPVC PodsWithoutPDB PodsWithResourceClaims\]",
+    ),
+    (
+        "evictor-default-protection-in-extra",
+        defaultevictor.Args,
+        {"podProtections": {"extraEnabled": ["DaemonSetPods"]}},
+        'invalid pod protection policy in ExtraEnabled: "DaemonSetPods"',
+    ),
+    (
+        "evictor-extra-protection-in-default-disabled",
+        defaultevictor.Args,
+        {"podProtections": {"defaultDisabled": ["PodsWithPVC"]}},
+        'invalid pod protection policy in DefaultDisabled: "PodsWithPVC"',
+    ),
+    (
+        "evictor-deprecated-field-with-protections",
+        defaultevictor.Args,
+        {"evictDaemonSetPods": True, "podProtections": {"extraEnabled": ["PodsWithPVC"]}},
+        "cannot use Deprecated fields alongside PodProtections.ExtraEnabled or "
+        "PodProtections.DefaultDisabled",
     ),
     (
         "failed-exit-code-not-a-number",
