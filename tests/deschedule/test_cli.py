@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import os
+import re
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -151,6 +155,13 @@ def test_bad_policy_is_one_line_naming_the_file(
     assert "Traceback" not in err
 
 
+def page_data(text: str) -> dict[str, Any]:
+    """The data a report page carries (gzip, base64, in its ``kubesched-data`` script)."""
+    packed = re.search(r'<script id="kubesched-data"[^>]*>\s*(.*?)\s*</script>', text, re.S)
+    assert packed is not None
+    return json.loads(gzip.decompress(base64.b64decode(packed.group(1))))
+
+
 def test_html_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     page = tmp_path / "report.html"
     argv = ["deschedule", EXAMPLE / "policy.yaml", EXAMPLE / "cluster.yaml", "--report", page]
@@ -160,8 +171,15 @@ def test_html_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
     parser = HTMLParser()
     parser.feed(text)
     assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
-    assert "default/api-0" in text and "node-b" in text and "LowNodeUtilization: under" in text
-    assert "pod&#x27;s disruption budget" in text  # values are escaped
+    # The simulation report's page, with the deschedule report as data (the JSON's form).
+    assert 'id="deschedule"' in text and 'id="cluster"' in text
+    data = page_data(text)
+    argv = ["deschedule", EXAMPLE / "policy.yaml", EXAMPLE / "cluster.yaml", "-o", "json"]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    assert data["deschedule"] == json.loads(out)
+    assert "node-b" in data["nodes"]["name"]
+    assert any(e["pod"] == "default/api-0" for e in data["deschedule"]["evictions"])
 
 
 def test_html_report_folder_must_exist(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -104,6 +104,42 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str | None]] = [
         {"labelSelector": {"matchLabels": {"tier": "web"}}},
         None,
     ),
+    (
+        "protections-extra-pvc",
+        {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]},
+        {"podProtections": {"extraEnabled": ["PodsWithPVC"]}},
+        de.ERR_PVC,
+    ),
+    (
+        "protections-default-disabled-daemonset",
+        {"owner_kind": "DaemonSet"},
+        {"podProtections": {"defaultDisabled": ["DaemonSetPods"]}},
+        None,
+    ),
+    (
+        "protections-default-disabled-local-storage",
+        {"volumes": [{"name": "v", "emptyDir": {}}]},
+        {"podProtections": {"defaultDisabled": ["PodsWithLocalStorage"]}},
+        None,
+    ),
+    (
+        "protections-default-disabled-system-critical",
+        {"priorityClassName": "system-node-critical"},
+        {"podProtections": {"defaultDisabled": ["SystemCriticalPods"]}},
+        None,
+    ),
+    (
+        "protections-extra-resource-claims",
+        {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]},
+        {"podProtections": {"extraEnabled": ["PodsWithResourceClaims"]}},
+        de.ERR_RESOURCE_CLAIMS,
+    ),
+    (
+        "resource-claims-not-protected-by-default",
+        {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]},
+        {},
+        None,
+    ),
     ("min-replicas", {}, {"minReplicas": 3}, de.ERR_MIN_REPLICAS % (2, 3)),
     ("min-replicas-met", {}, {"minReplicas": 2}, None),
     ("min-pod-age", {}, {"minPodAge": "1h"}, de.ERR_MIN_AGE),
@@ -180,5 +216,64 @@ def test_node_fit_refuses_pod_fitting_nowhere_else() -> None:
         stored = sim.cluster.get("Pod", "default", "target")
         assert evictor.pre_eviction_filter(stored) == de.ERR_NO_FIT
         assert de.DefaultEvictor(de.Args(), handle).pre_eviction_filter(stored) is None
+    finally:
+        sim.close()
+
+
+@pytest.mark.parametrize(
+    ("owners", "want"),
+    [(1, de.ERR_MIN_REPLICAS % (2, 3)), (2, None)],
+    ids=["one-owner-counted", "several-owners-not-checked"],
+)
+def test_min_replicas_counts_the_pods_naming_the_owner(owners: int, want: str | None) -> None:
+    # As the descheduler's owner index: the pods that name the owner (two); a pod with
+    # several owners is not checked.
+    target = pod("target", "n1", owner=("app", 1))
+    if owners == 2:
+        extra = target.metadata.owner_references[0].model_copy(update={"uid": "other"})
+        target.metadata.owner_references.append(extra)
+    objects = [node("n1"), replicaset("app", 2, 1), target, pod("sibling", "n1", owner=("app", 1))]
+    sim = Simulation(objects)
+    try:
+        handle = DeschedulerHandle(sim.cluster)
+        evictor = de.DefaultEvictor(de.Args(min_replicas=3), handle)
+        assert evictor.filter(sim.cluster.get("Pod", "default", "target")) == want
+    finally:
+        sim.close()
+
+
+PDB = {
+    "apiVersion": "policy/v1",
+    "kind": "PodDisruptionBudget",
+    "metadata": {"namespace": "default"},
+}
+
+
+@pytest.mark.parametrize(
+    ("selector", "want"),
+    [
+        ({"matchLabels": {"app": "app"}}, None),
+        ({"matchLabels": {"app": "other"}}, de.ERR_NO_PDB),
+        ({}, de.ERR_NO_PDB),
+        (None, de.ERR_NO_PDB),
+    ],
+    ids=["covered", "other-pods", "empty-selector-covers-none", "no-budget"],
+)
+def test_ignore_pods_without_pdb(selector: dict[str, Any] | None, want: str | None) -> None:
+    objects = [node("n1"), replicaset("app", 1, 1), pod("target", "n1", owner=("app", 1))]
+    if selector is not None:
+        spec = {"minAvailable": 0, "selector": selector}
+        objects.append(
+            parse_object({**PDB, "metadata": {**PDB["metadata"], "name": "b"}, "spec": spec})
+        )
+    sim = Simulation(objects)
+    try:
+        handle = DeschedulerHandle(sim.cluster)
+        evictor = de.DefaultEvictor(de.Args(ignore_pods_without_pdb=True), handle)
+        assert evictor.filter(sim.cluster.get("Pod", "default", "target")) == want
+        assert (
+            de.DefaultEvictor(de.Args(), handle).filter(sim.cluster.get("Pod", "default", "target"))
+            is None
+        )
     finally:
         sim.close()

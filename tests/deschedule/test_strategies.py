@@ -259,6 +259,12 @@ CASES += [
         set(),
     ),
     (
+        "low-utilization-eviction-limits-node",
+        [node("n1"), node("n2"), node("n3"), *owned(BUSY, "n1", containers=requests("800m"))],
+        policy("LowNodeUtilization", "balance", {**LNU, "evictionLimits": {"node": 1}}),
+        {"b1"},
+    ),
+    (
         "high-utilization-empties-small-node",
         [
             node("n1"),
@@ -267,6 +273,30 @@ CASES += [
             *owned(["c1"], "n2", "c", 2, containers=requests("2")),
         ],
         policy("HighNodeUtilization", "balance", {"thresholds": {"cpu": 20}}),
+        {"s1"},
+    ),
+    (
+        "high-utilization-only-thresholding-resources",
+        [
+            node("n1"),
+            node("n2"),
+            *owned(["s1"], "n1", containers=requests("200m")),
+            *owned(
+                ["m1"],
+                "n1",
+                "mem",
+                3,
+                containers=[
+                    {"name": "c", "image": "m:1", "resources": {"requests": {"memory": "1Gi"}}}
+                ],
+            ),
+            *owned(["c1"], "n2", "c", 2, containers=requests("2")),
+        ],
+        policy(
+            "HighNodeUtilization",
+            "balance",
+            {"thresholds": {"cpu": 20}, "evictionModes": ["OnlyThresholdingResources"]},
+        ),
         {"s1"},
     ),
     (
@@ -314,6 +344,218 @@ CASES += [
     ),
 ]
 
+
+FAILED = "RemoveFailedPods"
+
+
+def failed(
+    reason: str | None = None,
+    exit_code: int | None = None,
+    *,
+    waiting: str | None = None,
+    init: bool = False,
+    pod_reason: str | None = None,
+) -> dict[str, Any]:
+    """A Failed pod's status: one container (or init container) terminated with ``reason``
+    and ``exit_code``, or waiting with ``waiting``; ``pod_reason`` the pod's own reason."""
+    state: dict[str, Any] = {}
+    if waiting is not None:
+        state["waiting"] = {"reason": waiting}
+    else:
+        state["terminated"] = {"reason": reason, "exitCode": exit_code or 0}
+    key = "initContainerStatuses" if init else "containerStatuses"
+    status: dict[str, Any] = {"phase": "Failed", key: [{"name": "c", "state": state}]}
+    if pod_reason is not None:
+        status["reason"] = pod_reason
+    return status
+
+
+NODES2 = [node("n1"), node("n2")]
+# After the descheduler's TestRemoveFailedPods (its reasons, exit codes, init containers,
+# owner kinds, namespaces and minimum lifetime cases).
+CASES += [
+    (
+        "failed-default-args-evicts",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity"))],
+        policy(FAILED, "deschedule", {}),
+        {"f1"},
+    ),
+    (
+        "failed-container-reason-matches",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity"))],
+        policy(FAILED, "deschedule", {"reasons": ["NodeAffinity"]}),
+        {"f1"},
+    ),
+    (
+        "failed-container-reason-other",
+        [*NODES2, *owned(["f1"], "n1", status=failed("Shutdown"))],
+        policy(FAILED, "deschedule", {"reasons": ["NodeAffinity"]}),
+        set(),
+    ),
+    (
+        "failed-init-container-reason-not-included",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity", init=True))],
+        policy(FAILED, "deschedule", {"reasons": ["NodeAffinity"]}),
+        set(),
+    ),
+    (
+        "failed-init-container-reason-included",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity", init=True))],
+        policy(
+            FAILED, "deschedule", {"reasons": ["NodeAffinity"], "includingInitContainers": True}
+        ),
+        {"f1"},
+    ),
+    (
+        "failed-init-container-waiting-reason",
+        [
+            *NODES2,
+            *owned(["f1"], "n1", status=failed(waiting="CreateContainerConfigError", init=True)),
+        ],
+        policy(
+            FAILED,
+            "deschedule",
+            {"reasons": ["CreateContainerConfigError"], "includingInitContainers": True},
+        ),
+        {"f1"},
+    ),
+    (
+        "failed-exit-code-matches",
+        [*NODES2, *owned(["f1"], "n1", status=failed("Error", 1))],
+        policy(FAILED, "deschedule", {"exitCodes": [1]}),
+        {"f1"},
+    ),
+    (
+        "failed-exit-code-other",
+        [*NODES2, *owned(["f1"], "n1", status=failed("Error", 2))],
+        policy(FAILED, "deschedule", {"exitCodes": [1]}),
+        set(),
+    ),
+    (
+        "failed-init-exit-code-included",
+        [*NODES2, *owned(["f1"], "n1", status=failed("Error", 1, init=True))],
+        policy(FAILED, "deschedule", {"exitCodes": [1], "includingInitContainers": True}),
+        {"f1"},
+    ),
+    (
+        "failed-reason-and-exit-code-both-needed",
+        [*NODES2, *owned(["f1"], "n1", status=failed("Error", 1))],
+        policy(FAILED, "deschedule", {"exitCodes": [1], "reasons": ["OOMKilled"]}),
+        set(),
+    ),
+    (
+        "failed-pod-reason-counts-with-container-reasons",
+        [*NODES2, *owned(["f1"], "n1", status=failed("Error", 1, pod_reason="Evicted"))],
+        policy(FAILED, "deschedule", {"reasons": ["Evicted"]}),
+        {"f1"},
+    ),
+    (
+        "failed-namespace-excluded",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity"))],
+        policy(FAILED, "deschedule", {"namespaces": {"exclude": ["default"]}}),
+        set(),
+    ),
+    (
+        "failed-label-selector-miss",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity"))],
+        policy(FAILED, "deschedule", {"labelSelector": {"matchLabels": {"tier": "x"}}}),
+        set(),
+    ),
+    (
+        "failed-owner-kind-other",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity"))],
+        policy(FAILED, "deschedule", {"excludeOwnerKinds": ["Job"]}),
+        {"f1"},
+    ),
+    (
+        "failed-min-lifetime-young",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity"))],
+        policy(FAILED, "deschedule", {"minPodLifetimeSeconds": 3600}),
+        set(),
+    ),
+    (
+        "failed-min-lifetime-old",
+        [*NODES2, *owned(["f1"], "n1", status=failed("NodeAffinity"), creationTimestamp=OLD)],
+        policy(FAILED, "deschedule", {"minPodLifetimeSeconds": 3600}),
+        {"f1"},
+    ),
+]
+
+PREFER_SSD = {
+    "nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 10,
+                "preference": {
+                    "matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]
+                },
+            }
+        ]
+    }
+}
+PREFERRED = {"nodeAffinityType": ["preferredDuringSchedulingIgnoredDuringExecution"]}
+
+
+def waiting(reason: str, init: bool = False) -> dict[str, Any]:
+    """A Running pod's status with a container (or init container) waiting for ``reason``."""
+    key = "initContainerStatuses" if init else "containerStatuses"
+    return {"phase": "Running", key: [{"name": "c", "state": {"waiting": {"reason": reason}}}]}
+
+
+LIFETIME = {"maxPodLifeTimeSeconds": 3600}
+# After the descheduler's TestRemoveNodeAffinity (preferred affinity) and TestPodLifeTime
+# (states with container waiting reasons, init containers).
+CASES += [
+    (
+        "affinity-preferred-better-node-elsewhere",
+        [node("n1"), node("n2", labels={"disk": "ssd"}), *owned(["p1"], "n1", affinity=PREFER_SSD)],
+        policy(AFFINITY, "deschedule", PREFERRED),
+        {"p1"},
+    ),
+    (
+        "affinity-preferred-already-on-best",
+        [node("n1", labels={"disk": "ssd"}), node("n2"), *owned(["p1"], "n1", affinity=PREFER_SSD)],
+        policy(AFFINITY, "deschedule", PREFERRED),
+        set(),
+    ),
+    (
+        "affinity-preferred-not-asked",
+        [node("n1"), node("n2", labels={"disk": "ssd"}), *owned(["p1"], "n1", affinity=PREFER_SSD)],
+        policy(AFFINITY, "deschedule", REQUIRED),
+        set(),
+    ),
+    (
+        "lifetime-container-waiting-reason",
+        [
+            *NODES2,
+            *owned(["p1"], "n1", creationTimestamp=OLD, status=waiting("CrashLoopBackOff")),
+        ],
+        policy("PodLifeTime", "deschedule", {**LIFETIME, "states": ["CrashLoopBackOff"]}),
+        {"p1"},
+    ),
+    (
+        "lifetime-init-container-waiting-not-included",
+        [
+            *NODES2,
+            *owned(["p1"], "n1", creationTimestamp=OLD, status=waiting("ErrImagePull", True)),
+        ],
+        policy("PodLifeTime", "deschedule", {**LIFETIME, "states": ["ErrImagePull"]}),
+        set(),
+    ),
+    (
+        "lifetime-init-container-waiting-included",
+        [
+            *NODES2,
+            *owned(["p1"], "n1", creationTimestamp=OLD, status=waiting("ErrImagePull", True)),
+        ],
+        policy(
+            "PodLifeTime",
+            "deschedule",
+            {**LIFETIME, "states": ["ErrImagePull"], "includingInitContainers": True},
+        ),
+        {"p1"},
+    ),
+]
 
 SPREAD = "RemovePodsViolatingTopologySpreadConstraint"
 

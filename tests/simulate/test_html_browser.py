@@ -7,6 +7,7 @@ Screenshots go to ``build/test-artifacts/html-report/`` (or ``$KUBESCHED_TEST_AR
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -220,6 +221,38 @@ def test_report_makes_no_network_request(new_page, tmp_path: Path, capsys) -> No
     assert {r.split("#")[0] for r in p.requests} == {out.resolve().as_uri()}
 
 
+def test_deschedule_report_is_a_section_of_the_same_page(new_page, tmp_path: Path, capsys) -> None:
+    example = REPO / "examples" / "deschedule"
+    out = tmp_path / "deschedule.html"
+    argv = ["deschedule", str(example / "policy.yaml"), str(example / "cluster.yaml")]
+    assert main([*argv, "--report", str(out)]) == 0
+    capsys.readouterr()
+    assert main([*argv, "-o", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    evicted = [e for e in report["evictions"] if e["evicted"]]
+    p = new_page(offline=True)
+    page = p.open(out)
+    assert page.locator("#deschedule").is_visible()
+    assert page.locator("#nav-deschedule").is_visible()
+    assert text(page, "#deschedule-evicted") == str(len(evicted))
+    assert text(page, "#deschedule-refused") == str(len(report["evictions"]) - len(evicted))
+    rows = page.locator("#deschedule-strategies tbody tr")
+    assert rows.count() == len(report["strategies"])
+    assert page.locator("#deschedule-evictions tbody tr").count() == len(report["evictions"])
+    assert page.locator("#deschedule-nodes tbody tr").count() == len(report["nodes"])
+    assert "LowNodeUtilization" in text(page, "#deschedule")
+    # The rest is the simulation report of the cluster after: its map, its pods' stories.
+    assert page.locator("#map g.node").count() == len(report["nodes"])
+    assert text(page, "#made-by") == "kubesched deschedule --report"
+    went = next(e for e in evicted if e["replacement"])
+    page.click(f'#deschedule-evictions button[title="{went["replacement"]}"]')
+    page.wait_for_selector("#story-title")
+    assert text(page, "#story-title") == f"Pod {went['replacement']}"
+    assert text(page, "#story-node") == went["replacementNode"]
+    assert {r.split("#")[0] for r in p.requests} == {out.resolve().as_uri()}
+    p.shot("deschedule-section", "#deschedule")
+
+
 def test_sections_absent_from_the_data_are_skipped(new_page, tmp_path: Path) -> None:
     objects = load_manifests([QUICKSTART])
     data = html_report_data(simulate(objects), objects=objects)
@@ -234,6 +267,7 @@ def test_sections_absent_from_the_data_are_skipped(new_page, tmp_path: Path) -> 
     assert page.locator("#timeline-steps li").count() == 2
     assert "drain node small-1" in text(page, "#timeline-steps")
     assert text(page, "#story-title") == "Pod shop/report"
+    assert page.locator("#deschedule").is_hidden()  # a simulation has no deschedule section
 
 
 def test_a_cluster_without_pods(new_page, tmp_path: Path) -> None:

@@ -6,10 +6,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from kubesched.api import LabelSelector, Node, Pod, compile_label_selector
+from kubesched.api import (
+    LabelSelector,
+    Node,
+    Pod,
+    RequiredNodeAffinity,
+    TopologySpreadConstraint,
+    compile_label_selector,
+    find_untolerated_taint,
+)
 from kubesched.deschedule import DeschedulerHandle, percent
+from kubesched_builtin.podtopologyspread.common import merge_label_set_with_selector
 
 from .common import Namespaces, StrategyArgs, owner_kinds_excluded, selects
 
@@ -80,7 +89,41 @@ class RemoveDuplicates:
                     )
 
 
-class UtilizationArgs(StrategyArgs):
+class EvictionLimits(StrategyArgs):
+    """LowNodeUtilization's ``evictionLimits``."""
+
+    node: int | None = Field(None, ge=0, description="at most this many evictions per node")
+
+
+ONLY_THRESHOLDING_RESOURCES = "OnlyThresholdingResources"
+
+
+class _EvictionModes(StrategyArgs):
+    """``evictionModes`` of the utilisation strategies, and the resources the user gave
+    thresholds for (before the missing ones are defaulted)."""
+
+    eviction_modes: list[str] = Field(
+        default_factory=list,
+        description="OnlyThresholdingResources: evict only pods requesting a resource that "
+        "has a threshold",
+    )
+    _given: tuple[str, ...] = PrivateAttr(default=())
+
+    @field_validator("eviction_modes")
+    @classmethod
+    def _known_modes(cls, v: list[str]) -> list[str]:
+        for mode in v:
+            if mode != ONLY_THRESHOLDING_RESOURCES:
+                raise ValueError(f"invalid eviction mode {mode}")
+        return v
+
+    def requested(self) -> tuple[str, ...] | None:
+        """With OnlyThresholdingResources, the resources a pod must request (one of) to
+        be evicted; else None."""
+        return self._given if ONLY_THRESHOLDING_RESOURCES in self.eviction_modes else None
+
+
+class UtilizationArgs(_EvictionModes):
     """LowNodeUtilization's args: percentages of allocatable (cpu, memory, pods)."""
 
     thresholds: dict[str, float] = Field(
@@ -96,11 +139,22 @@ class UtilizationArgs(StrategyArgs):
         0, ge=0, description="act only when more nodes than this are underutilised"
     )
     evictable_namespaces: Namespaces | None = None
+    eviction_limits: EvictionLimits | None = None
+    metrics_utilization: dict[str, Any] | None = Field(
+        None, description="refused: utilisation is always requests over allocatable"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> UtilizationArgs:
+        _exclude_only(self.evictable_namespaces)
+        if self.metrics_utilization is not None:
+            raise ValueError(
+                "metricsUtilization is not modelled: utilisation is the pods' requests "
+                "over allocatable"
+            )
         _validate_thresholds(self.thresholds, "thresholds")
         _validate_thresholds(self.target_thresholds, "targetThresholds")
+        self._given = tuple(self.thresholds)
         if set(self.thresholds) != set(self.target_thresholds):
             raise ValueError("thresholds and targetThresholds configured different resources")
         for r, v in self.thresholds.items():
@@ -114,7 +168,7 @@ class UtilizationArgs(StrategyArgs):
         return self
 
 
-class HighArgs(StrategyArgs):
+class HighArgs(_EvictionModes):
     """HighNodeUtilization's args."""
 
     thresholds: dict[str, float] = Field(
@@ -125,20 +179,30 @@ class HighArgs(StrategyArgs):
 
     @model_validator(mode="after")
     def _check(self) -> HighArgs:
-        _validate_thresholds(self.thresholds, "thresholds")
+        _exclude_only(self.evictable_namespaces)
+        _validate_thresholds(self.thresholds)
+        self._given = tuple(self.thresholds)
         for r in RESOURCES:
             self.thresholds.setdefault(r, MAX_PERCENT)
         return self
 
 
-def _validate_thresholds(values: dict[str, float], name: str) -> None:
-    if not values and name == "thresholds":
-        raise ValueError("no resource threshold is configured")
+def _exclude_only(namespaces: Namespaces | None) -> None:
+    if namespaces is not None and namespaces.include:
+        raise ValueError("only Exclude namespaces can be set, inclusion is not supported")
+
+
+def _validate_thresholds(values: dict[str, float], name: str | None = None) -> None:
+    """The descheduler's ``validateThresholds``; LowNodeUtilization's messages say which
+    of its two maps (``name``) is wrong, HighNodeUtilization's do not."""
+    prefix = f"{name} config is not valid: " if name else ""
+    if not values:
+        raise ValueError(f"{prefix}no resource threshold is configured")
     for r, v in values.items():
         if r not in RESOURCES:
-            raise ValueError(f"{name}: resource {r} is not supported (cpu, memory, pods)")
+            raise ValueError(f"{prefix}resource {r} is not supported (cpu, memory, pods)")
         if not 0 <= v <= MAX_PERCENT:
-            raise ValueError(f"{name}: {r} threshold not in [0, 100] range")
+            raise ValueError(f"{prefix}{r} threshold not in [0, 100] range")
 
 
 def _usage_percent(handle: DeschedulerHandle, node: Node) -> dict[str, float]:
@@ -189,6 +253,15 @@ def _eviction_order(pods: list[Pod]) -> list[Pod]:
     return sorted(pods, key=lambda p: (p.spec.priority or 0, qos(p)))
 
 
+def _requests_any(pod: Pod, resources: tuple[str, ...]) -> bool:
+    return any(
+        r in c.resources.requests
+        for c in (*pod.spec.containers, *pod.spec.init_containers)
+        if c.resources is not None
+        for r in resources
+    )
+
+
 def evict_from_sources(
     handle: DeschedulerHandle,
     sources: list[Node],
@@ -197,9 +270,13 @@ def evict_from_sources(
     room_below: dict[str, float],
     namespaces: Namespaces | None,
     reason: str,
+    node_limit: int | None = None,
+    requested: tuple[str, ...] | None = None,
 ) -> None:
     """Evict pods from ``sources`` (busiest first) while each stays over ``high`` and the
-    ``destinations`` have room below ``room_below`` (percent) for what is moved."""
+    ``destinations`` have room below ``room_below`` (percent) for what is moved; at most
+    ``node_limit`` from each source, and (``requested``) only pods with a container or
+    init container requesting one of these resources."""
     room = {r: 0.0 for r in RESOURCES}
     for n in destinations:
         cap = handle.node_capacity(n)
@@ -211,15 +288,18 @@ def evict_from_sources(
         pods = [
             p
             for p in handle.evictable_pods_on_node(node.name)
-            if namespaces is None or namespaces.admits(p.namespace or "")
+            if (namespaces is None or namespaces.admits(p.namespace or ""))
+            and (requested is None or _requests_any(p, requested))
         ]
+        taken = 0
         for pod in _eviction_order(pods):
-            if not is_over(_usage_percent(handle, node), high):
+            if not is_over(_usage_percent(handle, node), high) or taken == node_limit:
                 break
             if any(room[r] <= 0 for r in RESOURCES):
                 return
             before = handle.node_usage(node)
             if handle.evict(pod, reason.format(node=node.name)):
+                taken += 1
                 after = handle.node_usage(node)
                 for r in RESOURCES:
                     room[r] -= before[r] - after[r]
@@ -260,6 +340,8 @@ class LowNodeUtilization:
             high,
             self.args.evictable_namespaces,
             "node {node} is overutilised (over targetThresholds)",
+            self.args.eviction_limits.node if self.args.eviction_limits else None,
+            self.args.requested(),
         )
 
 
@@ -296,18 +378,26 @@ class HighNodeUtilization:
             {r: MAX_PERCENT for r in RESOURCES},
             self.args.evictable_namespaces,
             "node {node} is underutilised (under thresholds)",
+            requested=self.args.requested(),
         )
 
 
+SPREAD_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
+
+
 class SpreadArgs(StrategyArgs):
-    """RemovePodsViolatingTopologySpreadConstraint's args."""
+    """RemovePodsViolatingTopologySpreadConstraint's args, with the descheduler's defaults."""
 
     constraints: list[str] = Field(
         default_factory=lambda: ["DoNotSchedule"],
         description="whenUnsatisfiable values whose constraints are balanced",
     )
+    include_soft_constraints: bool = Field(
+        False, description="deprecated: adds ScheduleAnyway to constraints"
+    )
     topology_balance_node_fit: bool = Field(
-        True, description="only count domains with a node the moved pod fits"
+        True,
+        description="evict a pod only if it fits a node of a domain below the ideal average",
     )
     namespaces: Namespaces | None = None
     label_selector: LabelSelector | None = None
@@ -315,15 +405,86 @@ class SpreadArgs(StrategyArgs):
     @model_validator(mode="after")
     def _known(self) -> SpreadArgs:
         for c in self.constraints:
-            if c not in ("DoNotSchedule", "ScheduleAnyway"):
-                raise ValueError(f'constraints: unsupported value "{c}"')
+            if c not in SPREAD_ACTIONS:
+                raise ValueError(f"constraint {c} is not one of [{' '.join(SPREAD_ACTIONS)}]")
+        if self.include_soft_constraints and "ScheduleAnyway" not in self.constraints:
+            self.constraints.append("ScheduleAnyway")
         return self
 
 
+class _Constraint:
+    """One topology spread constraint as the descheduler balances it: its ``labelSelector``
+    narrowed by ``matchLabelKeys`` (the owner pod's values), and the node inclusion policies
+    with the owner pod's required node affinity and tolerations. Equal constraints (the
+    same for every replica of a workload) are balanced once."""
+
+    def __init__(self, c: TopologySpreadConstraint, owner: Pod) -> None:
+        self.max_skew = c.max_skew
+        self.key = c.topology_key
+        labels = owner.metadata.labels
+        self.selector = merge_label_set_with_selector(
+            {k: labels[k] for k in c.match_label_keys if k in labels},
+            compile_label_selector(c.label_selector),
+        )
+        # Unset policies: nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore (upstream's).
+        self.honor_affinity = (c.node_affinity_policy or "Honor") == "Honor"
+        self.honor_taints = (c.node_taints_policy or "Ignore") == "Honor"
+        self.affinity = RequiredNodeAffinity(owner) if self.honor_affinity else None
+        self.tolerations = owner.spec.tolerations if self.honor_taints else []
+        spec = owner.spec
+        na = spec.affinity.node_affinity if spec.affinity is not None else None
+        # The pod's node constraints and tolerations tell constraints apart only where a
+        # policy honours them (the descheduler compares them always; elsewhere they change
+        # nothing the balancing sees).
+        self._identity = (
+            self.max_skew,
+            self.key,
+            self.selector,
+            self.honor_affinity,
+            self.honor_taints,
+            repr(spec.node_selector) if self.honor_affinity else "",
+            repr(na.required_during_scheduling_ignored_during_execution)
+            if self.honor_affinity and na is not None
+            else "",
+            repr(self.tolerations),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Constraint) and self._identity == other._identity
+
+    def __hash__(self) -> int:
+        return hash(self._identity)
+
+    def includes(self, node: Node) -> bool:
+        """Whether ``node`` counts for the constraint (its node inclusion policies)."""
+        if self.affinity is not None and not self.affinity.matches(node):
+            return False
+        return not (
+            self.honor_taints
+            and find_untolerated_taint(
+                node.spec.taints, self.tolerations, ("NoSchedule", "NoExecute")
+            )
+            is not None
+        )
+
+
+def _keep_longest(pod: Pod) -> tuple[int, int]:
+    # The descheduler pops pods off the back of a domain: pods with a node selector or node
+    # affinity stay longest, then, within each group, the list runs in ascending priority
+    # (so the highest priority is popped first, as upstream's comparator does, pods without
+    # a priority counting lowest).
+    spec = pod.spec
+    pinned = bool(spec.node_selector) or (
+        spec.affinity is not None and spec.affinity.node_affinity is not None
+    )
+    return (0 if pinned else 1, spec.priority if spec.priority is not None else -(2**31))
+
+
 class RemovePodsViolatingTopologySpreadConstraint:
-    """Evicts pods from the most crowded topology domains of a spread constraint whose
-    skew (most minus fewest matching pods) is over ``maxSkew``, one at a time, counting
-    each evicted pod in the emptiest domain, until the skew is met."""
+    """Balances the domains of every topology spread constraint of the evictable pods (the
+    descheduler's ``balanceDomains``): sort the domains by size, and move pods from the
+    largest to the smallest, each time at most half the skew beyond ``maxSkew``, never
+    taking a large domain below the ideal average nor filling a small one above it."""
 
     name = "RemovePodsViolatingTopologySpreadConstraint"
     Args = SpreadArgs
@@ -333,60 +494,97 @@ class RemovePodsViolatingTopologySpreadConstraint:
         self.handle = handle
 
     def balance(self, nodes: list[Node]) -> None:
-        """Bring every selected constraint's skew down to its ``maxSkew``."""
+        """Pick the pods to move for every constraint of every namespace, then evict them."""
         a = self.args
-        pods = [(n, p) for n in nodes for p in self.handle.pods_on_node(n.name)]
-        done: set[tuple[str, str, str]] = set()
-        for _, owner in pods:
-            if not selects(owner, a.namespaces, a.label_selector):
-                continue
-            for c in owner.spec.topology_spread_constraints:
-                if c.when_unsatisfiable not in a.constraints:
-                    continue
-                key = (owner.namespace or "", c.topology_key, repr(c.label_selector))
-                if key in done:
-                    continue
-                done.add(key)
-                self._balance(c, owner, nodes, pods)
-
-    def _balance(self, c: Any, owner: Pod, nodes: list[Node], pods: list[tuple[Node, Pod]]) -> None:
-        selector = compile_label_selector(c.label_selector)
-        domains: dict[str, list[Pod]] = {}
+        by_namespace: dict[str, list[Pod]] = {}
         for n in nodes:
-            value = n.metadata.labels.get(c.topology_key)
-            if value is None:
+            # Node by node, each node's pods by name: the order the pods of a domain are
+            # taken from the back (the descheduler's own tests list them so).
+            for p in sorted(self.handle.evictable_pods_on_node(n.name), key=lambda p: p.name):
+                if selects(p, a.namespaces, a.label_selector):
+                    by_namespace.setdefault(p.namespace or "", []).append(p)
+        chosen: dict[str, tuple[Pod, str]] = {}
+        for pods in by_namespace.values():
+            constraints: list[_Constraint] = []
+            for pod in pods:
+                for c in pod.spec.topology_spread_constraints:
+                    # A constraint without a labelSelector selects no pod: nothing to spread.
+                    if c.when_unsatisfiable not in a.constraints or c.label_selector is None:
+                        continue
+                    tsc = _Constraint(c, pod)
+                    if tsc not in constraints:
+                        constraints.append(tsc)
+            for tsc in constraints:
+                self._balance_domains(tsc, pods, nodes, chosen)
+        for pod, reason in chosen.values():
+            self.handle.evict(pod, reason)
+
+    def _balance_domains(
+        self,
+        tsc: _Constraint,
+        pods: list[Pod],
+        nodes: list[Node],
+        chosen: dict[str, tuple[Pod, str]],
+    ) -> None:
+        node_of = {n.name: n for n in nodes}
+        domains: dict[str, list[Pod]] = {
+            n.metadata.labels[tsc.key]: []
+            for n in nodes
+            if tsc.key in n.metadata.labels and tsc.includes(n)
+        }
+        for pod in pods:
+            node = node_of.get(pod.spec.node_name or "")
+            if node is None or not tsc.selector.matches(pod.metadata.labels):
                 continue
-            if (
-                self.args.topology_balance_node_fit
-                and self.handle.pod_fits_node(owner, n, resources=False) is not None
-            ):
-                continue
-            domains.setdefault(value, [])
-        for n, p in pods:
-            value = n.metadata.labels.get(c.topology_key)
-            if (
-                value in domains
-                and p.namespace == owner.namespace
-                and selector.matches(p.metadata.labels)
-            ):
-                domains[value].append(p)
-        if len(domains) < 2:
+            value = node.metadata.labels.get(tsc.key)
+            if value is not None:
+                # As upstream: a pod on a node the policies leave out still opens its domain.
+                domains.setdefault(value, []).append(pod)
+        sizes = [len(d) for d in domains.values()]
+        if not sizes or max(sizes) - min(sizes) <= tsc.max_skew:
             return
-        counts = {d: len(ps) for d, ps in domains.items()}
-        while True:
-            most = max(counts, key=lambda d: (counts[d], d))
-            fewest = min(counts, key=lambda d: (counts[d], d))
-            if counts[most] - counts[fewest] <= c.max_skew:
-                return
-            movable = [p for p in domains[most] if self.handle.not_evictable(p) is None]
-            if not movable:
-                return
-            pod = movable[-1]
-            domains[most].remove(pod)
-            counts[most] -= 1
-            counts[fewest] += 1
-            self.handle.evict(
-                pod,
-                f"{c.topology_key}={most} has {counts[most] + 1} pods, "
-                f"{fewest} {counts[fewest] - 1} (maxSkew {c.max_skew})",
+        ideal = sum(sizes) / len(domains)
+        ordered = sorted(
+            ((value, sorted(ps, key=_keep_longest)) for value, ps in domains.items()),
+            key=lambda d: len(d[1]),
+        )
+        below = [d for d, ps in ordered if len(ps) < ideal]
+        targets = [n for n in nodes if n.metadata.labels.get(tsc.key) in below and tsc.includes(n)]
+        i, j = 0, len(ordered) - 1
+        while i < j:
+            if len(ordered[j][1]) <= ideal:
+                j -= 1
+            small, large = ordered[i][1], ordered[j][1]
+            skew = len(large) - len(small)
+            if skew <= tsc.max_skew:
+                i += 1
+                continue
+            move = int(
+                min(
+                    math.ceil(len(large) - ideal),
+                    math.ceil(ideal - len(small)),
+                    math.ceil((skew - tsc.max_skew) / 2),
+                )
             )
+            if move <= 0:
+                i += 1
+                continue
+            moving = large[len(large) - move :]
+            for pod in moving:
+                # A pod that fits no node of a small domain is counted as moved all the
+                # same (upstream's heuristic), but stays.
+                if self.args.topology_balance_node_fit and not self.handle.fits_other_node(
+                    pod, targets
+                ):
+                    continue
+                chosen.setdefault(
+                    pod.metadata.uid or pod.key,
+                    (
+                        pod,
+                        f"{tsc.key}={ordered[j][0]} has {len(large)} matching pods, "
+                        f"{ordered[i][0]} {len(small)} (maxSkew {tsc.max_skew}, "
+                        f"ideal {ideal:g})",
+                    ),
+                )
+            del large[len(large) - move :]
+            small.extend(moving)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from kubesched.api import LabelSelector, Pod, compile_label_selector
 from kubesched.deschedule import DeschedulerHandle
@@ -37,6 +37,8 @@ ERR_LABELS = "pod labels do not match the labelSelector filter in the policy par
 ERR_MIN_REPLICAS = "owner has %d replicas which is less than minReplicas of %d"
 ERR_MIN_AGE = "pod age is not older than MinPodAge"
 ERR_NO_FIT = "pod does not fit on any other node"
+ERR_NO_PDB = "no PodDisruptionBudget found for pod"
+ERR_RESOURCE_CLAIMS = "pod has ResourceClaims and PodsWithResourceClaims protection is enabled"
 
 
 class PriorityThreshold(StrategyArgs):
@@ -46,8 +48,52 @@ class PriorityThreshold(StrategyArgs):
     name: str = ""
 
 
+DEFAULT_PROTECTIONS = (
+    "PodsWithLocalStorage",
+    "DaemonSetPods",
+    "SystemCriticalPods",
+    "FailedBarePods",
+)
+"""``podProtections.defaultDisabled``: protections on unless disabled."""
+EXTRA_PROTECTIONS = ("PodsWithPVC", "PodsWithoutPDB", "PodsWithResourceClaims")
+"""``podProtections.extraEnabled``: protections off unless enabled."""
+# The deprecated switches each protection replaces, and the value that lifts it (a default
+# protection) or turns it on (an extra one).
+_SWITCH = {
+    "PodsWithLocalStorage": "evict_local_storage_pods",
+    "DaemonSetPods": "evict_daemon_set_pods",
+    "SystemCriticalPods": "evict_system_critical_pods",
+    "FailedBarePods": "evict_failed_bare_pods",
+    "PodsWithPVC": "ignore_pvc_pods",
+    "PodsWithoutPDB": "ignore_pods_without_pdb",
+}
+
+
+class PodProtections(StrategyArgs):
+    """``podProtections``: default protections to lift, extra ones to add."""
+
+    default_disabled: list[str] = Field(default_factory=list)
+    extra_enabled: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _known(self) -> PodProtections:
+        for where, names, valid in (
+            ("ExtraEnabled", self.extra_enabled, EXTRA_PROTECTIONS),
+            ("DefaultDisabled", self.default_disabled, DEFAULT_PROTECTIONS),
+        ):
+            for name in names:
+                if name not in valid:
+                    raise ValueError(
+                        f'invalid pod protection policy in {where}: "{name}". '
+                        f"Valid options are: [{' '.join(valid)}]"
+                    )
+        return self
+
+
 class Args(StrategyArgs):
-    """DefaultEvictor's args, with the descheduler's defaults."""
+    """DefaultEvictor's args, with the descheduler's defaults. The boolean switches are
+    the descheduler's deprecated form of ``podProtections``; either may be used, not
+    both."""
 
     node_selector: str = ""
     evict_local_storage_pods: bool = Field(False, description="evict pods with emptyDir/hostPath")
@@ -60,8 +106,32 @@ class Args(StrategyArgs):
     label_selector: LabelSelector | None = None
     priority_threshold: PriorityThreshold | None = None
     node_fit: bool = Field(False, description="evict only pods that fit another node")
-    min_replicas: int = Field(0, ge=0, description="keep pods whose owner has fewer replicas")
+    min_replicas: int = Field(
+        0, ge=0, description="keep pods whose owner has fewer pods than this (counted from 2)"
+    )
     min_pod_age: str | None = Field(None, description="keep pods younger than this (Go duration)")
+    ignore_pods_without_pdb: bool = Field(
+        False, description="keep pods no PodDisruptionBudget selects"
+    )
+    pod_protections: PodProtections | None = None
+    # podProtections' PodsWithResourceClaims, which no deprecated switch has.
+    _protect_claims: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="after")
+    def _protections(self) -> Args:
+        p = self.pod_protections
+        if p is None or not (p.default_disabled or p.extra_enabled):
+            return self
+        if any(getattr(self, switch) for switch in _SWITCH.values()):
+            raise ValueError(
+                "cannot use Deprecated fields alongside PodProtections.ExtraEnabled or "
+                "PodProtections.DefaultDisabled"
+            )
+        for name in [*p.default_disabled, *p.extra_enabled]:
+            if name in _SWITCH:
+                setattr(self, _SWITCH[name], True)
+        self._protect_claims = "PodsWithResourceClaims" in p.extra_enabled
+        return self
 
     @field_validator("priority_threshold")
     @classmethod
@@ -145,9 +215,13 @@ class DefaultEvictor:
             return ERR_LOCAL_STORAGE
         if a.ignore_pvc_pods and any(v.persistent_volume_claim for v in pod.spec.volumes):
             return ERR_PVC
+        if a._protect_claims and pod.spec.resource_claims:
+            return ERR_RESOURCE_CLAIMS
         if self.selector is not None and not self.selector.matches(pod.metadata.labels):
             return ERR_LABELS
-        if a.min_replicas > 1 and owners:
+        # As the descheduler: the owner's "replicas" are the pods that name it as an
+        # owner (its informer index), and a pod with several owners is not checked.
+        if a.min_replicas > 1 and len(owners) == 1:
             owner = owners[0].uid
             replicas = sum(
                 1
@@ -158,7 +232,20 @@ class DefaultEvictor:
                 return ERR_MIN_REPLICAS % (replicas, a.min_replicas)
         if self.min_age is not None and self.handle.pod_age(pod) < self.min_age:
             return ERR_MIN_AGE
+        if a.ignore_pods_without_pdb and not self._covered_by_pdb(pod):
+            return ERR_NO_PDB
         return None
+
+    def _covered_by_pdb(self, pod: Pod) -> bool:
+        # As the descheduler's IsPodCoveredByPDB: a budget with an empty selector covers
+        # no pod.
+        for pdb in self.handle.cluster.list_pod_disruption_budgets(pod.namespace):
+            sel = pdb.spec.selector
+            if sel is None or not (sel.match_labels or sel.match_expressions):
+                continue
+            if compile_label_selector(sel).matches(pod.metadata.labels):
+                return True
+        return False
 
     def pre_eviction_filter(self, pod: Pod) -> str | None:
         """With ``nodeFit``: refuse a pod that no other node would take."""

@@ -23,6 +23,10 @@ __all__ = [
     "ContainerImage",
     "ContainerPort",
     "ContainerResourceClaim",
+    "ContainerState",
+    "ContainerStateTerminated",
+    "ContainerStateWaiting",
+    "ContainerStatus",
     "Namespace",
     "NamespaceSpec",
     "NamespaceStatus",
@@ -382,6 +386,36 @@ class PodCondition(KubeModel):
     last_transition_time: datetime | None = None
 
 
+class ContainerStateWaiting(KubeModel):
+    """``v1.ContainerStateWaiting``: why a container is not running yet."""
+
+    reason: str | None = None
+    message: str | None = None
+
+
+class ContainerStateTerminated(KubeModel):
+    """``v1.ContainerStateTerminated``: how a container ended."""
+
+    exit_code: int = 0
+    reason: str | None = None
+    message: str | None = None
+
+
+class ContainerState(KubeModel):
+    """``v1.ContainerState``: at most one of waiting / terminated (running is not read)."""
+
+    waiting: ContainerStateWaiting | None = None
+    terminated: ContainerStateTerminated | None = None
+
+
+class ContainerStatus(KubeModel):
+    """``v1.ContainerStatus``: the parts the descheduler reads (state, restarts)."""
+
+    name: str = ""
+    state: ContainerState = Field(default_factory=ContainerState)
+    restart_count: int = 0
+
+
 class PodStatus(KubeModel):
     """``v1.PodStatus``: the parts the scheduler reads and writes."""
 
@@ -393,6 +427,8 @@ class PodStatus(KubeModel):
     message: str | None = None
     resource_claim_statuses: NullableList[PodResourceClaimStatus] = Field(default_factory=list)
     extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
+    container_statuses: NullableList[ContainerStatus] = Field(default_factory=list)
+    init_container_statuses: NullableList[ContainerStatus] = Field(default_factory=list)
 
 
 class Pod(KubeObject):

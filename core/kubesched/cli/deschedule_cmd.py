@@ -14,7 +14,7 @@ from kubesched.api import load_manifests
 from kubesched.cli import live_cluster, output
 from kubesched.cli.arguments import add_output_argument, output_file
 from kubesched.cli.config_option import add_config_argument, load_config_argument
-from kubesched.deschedule import DescheduleReport, deschedule, load_policy
+from kubesched.deschedule import DescheduleReport, load_policy, run_deschedule
 from kubesched.deschedule.html import render_html
 from kubesched.deschedule.report import summary, tables, utilization_lines
 from kubesched.errors import UserInputError
@@ -64,7 +64,7 @@ def _run(args: argparse.Namespace) -> int:
         cluster = [*live_cluster.objects(args), *load_manifests(args.cluster)]
         if not cluster:
             raise UserInputError("no cluster: give CLUSTER manifests or --from-cluster")
-        report = deschedule(
+        report, run = run_deschedule(
             cluster,
             policy,
             config=effective,
@@ -77,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
     for n in report.notices:
         print(f"notice: {n}", file=sys.stderr)
     if args.report:
-        page = render_html(report, f"kubesched deschedule {args.policy}")
+        page = render_html(report, run, f"kubesched deschedule {args.policy}", cluster)
         try:
             Path(args.report).write_text(page)
         except OSError as err:

@@ -10,7 +10,7 @@ from kubesched.deschedule.framework import (
 )
 from kubesched.deschedule.policy import DeschedulerPolicy, load_policy, parse_policy
 from kubesched.deschedule.report import DescheduleReport, json_schema
-from kubesched.deschedule.run import deschedule
+from kubesched.deschedule.run import deschedule, run_deschedule
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -24,4 +24,5 @@ __all__ = [
     "load_policy",
     "parse_policy",
     "percent",
+    "run_deschedule",
 ]

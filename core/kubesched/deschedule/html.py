@@ -1,44 +1,34 @@
-"""The self-contained HTML page of a deschedule report (``kubesched deschedule --report``)."""
+"""The HTML page of a deschedule report (``kubesched deschedule --report``): the simulation
+report's page of the cluster after the evicted pods were re-placed, with a Deschedule
+section on top (what each strategy evicted, where the pods went, each goal)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from html import escape
+from typing import Any
 
-from kubesched.deschedule.report import DescheduleReport, summary, tables, utilization_lines
-
-_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0 2em; }
-th, td { border: 1px solid #ccc; padding: .3em .6em; text-align: left; vertical-align: top; }
-th { background: #f3f3f3; }
-"""
+from kubesched.api import KubeObject
+from kubesched.deschedule.report import DescheduleReport
+from kubesched.simulate.driver import SimulationRun
+from kubesched.simulate.html import html_report_data
+from kubesched.simulate.html import render_html as render_page
 
 
-def _table(headers: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+def deschedule_html_data(
+    report: DescheduleReport, run: SimulationRun, objects: Iterable[KubeObject] | None = None
+) -> dict[str, Any]:
+    """The simulation report's data of ``run`` with the deschedule ``report`` under
+    ``deschedule`` (its JSON form, the schema's)."""
+    data = html_report_data(run, objects=objects)
+    data["deschedule"] = report.to_dict()
+    return data
 
 
-def render_html(report: DescheduleReport, title: str) -> str:
-    """The page: a summary, the evictions with where each pod went, the strategies with
-    their goals, and each node's utilisation before and after. Every value is escaped."""
-    parts = [
-        f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>",
-        f"<style>{_STYLE}</style></head><body><h1>{escape(title)}</h1>",
-        f"<p>{escape(summary(report))}</p>",
-    ]
-    for n, (heading, columns, rows) in enumerate(tables(report)):
-        parts.append(f"<h2>{escape(heading)}</h2>")
-        parts.append(_table(columns, rows))
-        if n == 1:
-            parts += [f"<p>{escape(line)}</p>" for line in utilization_lines(report)]
-    if report.notices:
-        parts.append("<h2>Notices</h2><ul>")
-        parts += [f"<li>{escape(n)}</li>" for n in report.notices]
-        parts.append("</ul>")
-    parts.append("</body></html>\n")
-    return "".join(parts)
+def render_html(
+    report: DescheduleReport,
+    run: SimulationRun,
+    title: str,
+    objects: Iterable[KubeObject] | None = None,
+) -> str:
+    """The self-contained page (the simulation report's template, style and script)."""
+    return render_page(deschedule_html_data(report, run, objects), title=title)

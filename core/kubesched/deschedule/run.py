@@ -32,7 +32,7 @@ from kubesched.deschedule.report import (
 )
 from kubesched.errors import UserInputError, problems_from_validation_error
 from kubesched.framework.registry import PluginRegistry
-from kubesched.simulate.driver import Simulation
+from kubesched.simulate.driver import Simulation, SimulationRun
 
 
 def _node_filter(policy: DeschedulerPolicy, source: str) -> Any:
@@ -250,6 +250,13 @@ def _replacements(
 
 
 def deschedule(
+    objects: Iterable[KubeObject], policy: DeschedulerPolicy, **kw: Any
+) -> DescheduleReport:
+    """The report of :func:`run_deschedule` (same arguments)."""
+    return run_deschedule(objects, policy, **kw)[0]
+
+
+def run_deschedule(
     objects: Iterable[KubeObject],
     policy: DeschedulerPolicy,
     *,
@@ -259,10 +266,11 @@ def deschedule(
     source: str = "<policy>",
     plugins: dict[str, PluginEntry] | None = None,
     reference: datetime | None = None,
-) -> DescheduleReport:
+) -> tuple[DescheduleReport, SimulationRun]:
     """Schedule ``objects``, run ``policy`` on the result (evicting through the Eviction
     API), re-place the evicted pods with the scheduler's profile, and report per eviction
-    where the pod went and per strategy whether its goal was met. ``plugins`` replaces the
+    where the pod went and per strategy whether its goal was met; with the simulation run
+    that re-placed them (the cluster after, for the HTML report). ``plugins`` replaces the
     installed descheduler plugins (tests). ``reference``: the real time a live cluster was
     read, against which its pods' ages are measured (see ``DeschedulerHandle.pod_age``)."""
     entries = plugins if plugins is not None else discover()
@@ -340,7 +348,7 @@ def deschedule(
         NodeUtilization(node=n, before=before_nodes.get(n, {}), after=after_nodes.get(n, {}))
         for n in sorted({*before_nodes, *after_nodes})
     ]
-    return DescheduleReport(
+    report = DescheduleReport(
         evictions=evictions,
         strategies=strategies,
         nodes=nodes,
@@ -351,6 +359,7 @@ def deschedule(
             pendingAfter=pending_after,
         ),
     )
+    return report, run
 
 
-__all__ = ["deschedule"]
+__all__ = ["deschedule", "run_deschedule"]

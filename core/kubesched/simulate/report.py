@@ -221,11 +221,12 @@ class EvictionReport(_Model):
     pod: str = Field(description="namespace/name of the evicted pod.")
     uid: str | None = None
     node: str = Field(description="The node it was evicted from.")
-    by: Literal["taint-manager", "kubelet", "drain", "pod-gc", "preemption"] = Field(
+    by: Literal["taint-manager", "kubelet", "drain", "pod-gc", "preemption", "descheduler"] = Field(
         description="taint-manager: a NoExecute taint (tolerationSeconds elapsed or not "
         "tolerated); kubelet: node-pressure eviction; drain: the Eviction API during a "
         "timeline's drain (PDBs honoured); pod-gc: the node was deleted; preemption: a "
-        "higher-priority pod needed the room."
+        "higher-priority pod needed the room; descheduler: a strategy of "
+        "kubesched deschedule, through the Eviction API."
     )
     reason: str = Field(description="Why, in one line: the taint, the threshold, the drain.")
     message: str = Field("", description="The evictor's own message (the kubelet's status).")

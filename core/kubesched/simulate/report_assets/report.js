@@ -617,6 +617,59 @@
     el.innerHTML = h;
   }
 
+  // -- deschedule ---------------------------------------------------------------------------
+  // A deschedule report (kubesched deschedule --report) adds what its policy evicted; the
+  // rest of the page is the cluster after the evicted pods were re-placed.
+  function renderDeschedule() {
+    const R = D.deschedule;
+    if (!R) return;
+    $("#deschedule").hidden = false;
+    $("#nav-deschedule").hidden = false;
+    $("#made-by").textContent = "kubesched deschedule --report";
+    const byKey = new Map(D.pods.name.map((_, p) => [podKey(p), p]));
+    const pod = (key) => (byKey.has(key) ? podButton(byKey.get(key), true) : nameSpan(key, CELL));
+    const evicted = R.evictions.filter((e) => e.evicted).length;
+    const c = R.pods;
+    const cards = [
+      ["evicted", num(evicted), "deschedule-evicted"], ["refused", num(R.evictions.length - evicted), "deschedule-refused"],
+      ["bound", `${num(c.boundBefore)} → ${num(c.boundAfter)}`], ["pending", `${num(c.pendingBefore)} → ${num(c.pendingAfter)}`],
+    ];
+    let h = `<div class="cards">${cards.map(([k, v, id]) =>
+      `<div class="card"><span class="v"${id ? ` id="${id}"` : ""}>${esc(v)}</span><span class="k">${esc(k)}</span></div>`).join("")}</div>`;
+    h += `<div class="table-scroll"><table id="deschedule-strategies"><caption>Strategies: the evictions each wants on the placement before and after</caption><thead><tr>` +
+      `<th scope="col">profile</th><th scope="col">strategy</th><th scope="col" class="num">evicted</th><th scope="col" class="num">refused</th>` +
+      `<th scope="col" class="num">wanted before</th><th scope="col" class="num">wanted after</th><th scope="col">goal met</th></tr></thead><tbody>` +
+      R.strategies.map((s) => `<tr><td>${nameSpan(s.profile, CELL)}</td><th scope="row">${esc(s.strategy)}</th><td class="num">${num(s.evictions)}</td>` +
+        `<td class="num">${num(s.refused)}</td><td class="num">${num(s.violationsBefore)}</td><td class="num">${num(s.violationsAfter)}</td>` +
+        `<td>${s.goalMet ? "yes" : "<strong>no</strong>"}</td></tr>`).join("") + "</tbody></table></div>";
+    for (const s of R.strategies) {
+      const u = s.utilization;
+      if (!u) continue;
+      const th = (t) => Object.entries(t).map(([r, v]) => `${r} ${v}`).join(", ");
+      const names = (n) => (n.length ? n.join(", ") : "none");
+      h += `<p class="panel deschedule-goal"><strong>${esc(s.strategy)}</strong>: under all of [${esc(th(u.low))}]: ${esc(names(u.underBefore))} → ${esc(names(u.underAfter))}; ` +
+        `over any of [${esc(th(u.high))}]: ${esc(names(u.overBefore))} → ${esc(names(u.overAfter))}</p>`;
+    }
+    if (R.evictions.length) {
+      h += `<div class="table-scroll"><table id="deschedule-evictions"><caption>Evictions and where each pod went</caption><thead><tr>` +
+        `<th scope="col">pod</th><th scope="col">node</th><th scope="col">strategy</th><th scope="col">reason</th><th scope="col">went to</th></tr></thead><tbody>` +
+        R.evictions.map((e) => `<tr${e.evicted ? "" : ' class="refused"'}><td>${pod(e.pod)}</td><td>${nodeLink(e.node, CELL)}</td><td>${esc(e.strategy)}</td>` +
+          `<td class="msg">${esc(e.reason)}</td><td class="msg">${e.replacement ? `${pod(e.replacement)} ` : ""}${esc(e.replacementNode ? `on ${e.replacementNode}` : e.outcome)}</td></tr>`).join("") +
+        "</tbody></table></div>";
+    } else {
+      h += "<p>The policy evicted no pod.</p>";
+    }
+    h += `<div class="table-scroll"><table id="deschedule-nodes"><caption>Node utilisation (requests), before → after</caption><thead><tr>` +
+      `<th scope="col">node</th><th scope="col" class="num">cpu %</th><th scope="col" class="num">memory %</th><th scope="col" class="num">pods %</th></tr></thead><tbody>` +
+      R.nodes.map((n) => `<tr><th scope="row">${nodeLink(n.node, CELL)}</th>${["cpu", "memory", "pods"].map((r) =>
+        `<td class="num">${esc(`${+(n.before[r] || 0).toFixed(2)} → ${+(n.after[r] || 0).toFixed(2)}`)}</td>`).join("")}</tr>`).join("") +
+      "</tbody></table></div>";
+    if (R.notices && R.notices.length) {
+      h += `<h3>Notices</h3><ul id="deschedule-notices">${R.notices.map((n) => `<li class="msg">${esc(n)}</li>`).join("")}</ul>`;
+    }
+    $("#deschedule .body").innerHTML = h;
+  }
+
   // -- wiring -------------------------------------------------------------------------------
   async function unpack() {
     const text = $("#kubesched-data").textContent.trim();
@@ -651,6 +704,7 @@
     renderPending();
     renderPods();
     renderTimeline();
+    renderDeschedule();
     // Pod and node buttons anywhere on the page open the pod's story or the node's details.
     document.body.addEventListener("click", (e) => {
       const b = e.target.closest("button[data-pod], button[data-node]");
