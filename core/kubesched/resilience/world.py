@@ -1,0 +1,297 @@
+"""One failure played on a settled cluster: the snapshot a worker sets up once, and the
+timeline (nodes unreachable → taint eviction → re-placement) each failure plays on a
+private copy of it."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import pickle
+import traceback
+import zlib
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubesched.api import KINDS, KubeObject, Pod, compile_label_selector, resolve_kind
+from kubesched.backend.memory.disruption import is_pod_ready
+from kubesched.backend.memory.evictions import BY_TAINT_MANAGER
+from kubesched.config import KubeSchedulerConfiguration, effective_configuration
+from kubesched.config.loading import config_from_dict
+from kubesched.config.serialize import config_to_dict
+from kubesched.features import FeatureGates
+from kubesched.framework.registry import PluginRegistry, default_registry
+from kubesched.resilience.failures import Failure
+from kubesched.resilience.report import BudgetOutcome, FailureOutcome, WorkloadOutcome
+from kubesched.simulate.driver import DETAIL_SUMMARY, Simulation
+from kubesched.simulate.timeline import Timeline, TimelineRunner
+
+__all__ = ["World", "payload", "play", "setup"]
+
+WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")
+"""The controllers whose replicas the report counts (a ReplicaSet a Deployment owns
+counts as its Deployment)."""
+
+
+def payload(
+    objects: Iterable[KubeObject],
+    config: KubeSchedulerConfiguration,
+    gates: FeatureGates,
+    seed: int,
+    window: float,
+) -> bytes:
+    """The settled cluster as the workers rebuild it: its objects' manifests, the
+    configuration and feature gates, the seed and the window, as zlib'd JSON (portable
+    between machines, and about a tenth of the objects' size)."""
+    doc = {
+        "objects": [o.to_dict() for o in objects],
+        "config": config_to_dict(config),
+        "gates": dict(gates.overrides),
+        "seed": seed,
+        "window": window,
+    }
+    return zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 6)
+
+
+@dataclass
+class World:
+    """A worker's settled cluster: the simulation every failure starts from."""
+
+    sim: Simulation
+    window: float
+
+
+def _registry() -> PluginRegistry:
+    # One indirection so that tests can substitute a registry of toy plugins.
+    return default_registry()
+
+
+def setup(data: bytes) -> World:
+    """Rebuild the settled cluster and its scheduler from :func:`payload`'s bytes and run
+    it until nothing more happens (nothing is left to schedule that could be)."""
+    doc = json.loads(zlib.decompress(data))
+    registry = _registry()
+    gates = FeatureGates(doc["gates"])
+    config = config_from_dict(doc["config"], registry, gates=gates)
+    # The objects come from a cluster that validated them: parsed by kind, unchecked.
+    objects = [(KINDS.get(d["kind"]) or resolve_kind(d["kind"])).model_validate(d) for d in doc["objects"]]
+    sim = Simulation(
+        objects,
+        config=effective_configuration(config, registry, gates=gates),
+        registry=registry,
+        seed=doc["seed"],
+        detail=DETAIL_SUMMARY,
+        # Nothing changes what pods use: the kubelets' eviction managers have nothing to do.
+        node_pressure_eviction=False,
+        validate=False,
+        owned=True,
+    )
+    sim.run()
+    return World(sim, doc["window"])
+
+
+def play(world: World, failure: Failure) -> FailureOutcome:
+    """Play ``failure`` on a private copy of ``world`` and return what it did.
+
+    The copy is a forked child process: copy-on-write makes it cost a few milliseconds
+    whatever the cluster's size, and the world itself is never touched, so a failure's
+    outcome is the same whatever was played before it on this worker. (Playing on the
+    world and reverting, as ``capacity remove`` does, would have to undo the
+    controllers' and the clock's state too.) The child sends the outcome back through a
+    pipe and exits at once.
+    """
+    read_fd, write_fd = os.pipe()
+    # Frozen objects are never traversed by the collector: neither process writes to
+    # the world's pages just to look for cycles.
+    gc.freeze()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child; its outcome is what the tests check
+        os.close(read_fd)
+        status = 0
+        try:
+            result: tuple[str, Any] = ("ok", _play_here(world, failure))
+        except BaseException:
+            result, status = ("error", traceback.format_exc()), 1
+        try:
+            with os.fdopen(write_fd, "wb") as out:
+                pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as inp:
+        data = inp.read()
+    _, wait_status = os.waitpid(pid, 0)
+    if not data:
+        raise RuntimeError(
+            f"playing failure {failure.name!r} ended the process "
+            f"(status {os.waitstatus_to_exitcode(wait_status)})"
+        )
+    kind, value = pickle.loads(data)
+    if kind == "error":
+        raise RuntimeError(f"playing failure {failure.name!r} failed:\n{value}")
+    return value
+
+
+def _play_here(world: World, failure: Failure) -> FailureOutcome:
+    """Play ``failure`` on ``world`` itself (in the forked child)."""
+    sim = world.sim
+    cluster = sim.cluster
+    start = cluster.now()
+    failed = set(failure.nodes)
+    before = _Census(cluster, failed=set())
+    timeline = Timeline.model_validate(
+        {
+            "apiVersion": "kubesched.io/v1alpha1",
+            "kind": "Timeline",
+            "metadata": {"name": failure.name},
+            "spec": {
+                "runFor": start + world.window,
+                "steps": [{"at": start, "action": "unreachable", "nodes": list(failure.nodes)}],
+            },
+        }
+    )
+    sim.attach_timeline(TimelineRunner(timeline, Path.cwd()))
+    run = sim.run()
+    lowest = _Census(cluster, failed=failed, pods=before.pods)
+    after = _Census(cluster, failed=failed)
+    evicted = Counter(
+        before.owner_of_uid.get(r.uid)
+        for r in cluster.evictions
+        if r.by == BY_TAINT_MANAGER and r.time >= start
+    )
+    known = {p.metadata.uid for p in before.pods}
+    new = [p for p in after.pods if p.metadata.uid not in known]
+    workloads = []
+    for key in sorted(set(before.available) | set(after.available)):
+        b, lo, a = before.available.get(key, 0), lowest.available.get(key, 0), after.available.get(key, 0)
+        mine = [p for p in new if after.owner(p) == key]
+        pending = [p for p in mine if not p.spec.node_name]
+        if b == lo == a and not evicted.get(key) and not mine:
+            continue
+        reason = None
+        if pending:
+            attempts = run.attempts.get(pending[0].metadata.uid or "", [])
+            reason = attempts[-1].message if attempts else "not attempted yet"
+        workloads.append(
+            WorkloadOutcome(
+                kind=key[0],
+                name=key[1],
+                desired=before.desired.get(key, after.desired.get(key, 1)),
+                before=b,
+                lowest=lo,
+                after=a,
+                kept=a >= b,
+                evicted=evicted.get(key, 0),
+                replaced=len(mine) - len(pending),
+                pending=len(pending),
+                pending_reason=reason,
+            )
+        )
+    workloads.sort(key=lambda w: (w.kept, w.after - w.before, w.kind, w.name))
+    budgets = []
+    for pdb in cluster.objects("PodDisruptionBudget"):
+        desired = cluster.disruption.compute_status(pdb).desired_healthy
+        b, lo, a = (c.healthy(pdb) for c in (before, lowest, after))
+        if b == lo == a:
+            continue
+        budgets.append(
+            BudgetOutcome(
+                name=pdb.key,
+                desired_healthy=desired,
+                before=b,
+                lowest=lo,
+                after=a,
+                violated=lo < desired and lo < b,
+                violated_at_end=a < desired,
+            )
+        )
+    budgets.sort(key=lambda o: (not o.violated, not o.violated_at_end, o.name))
+    lost = [w for w in workloads if not w.kept]
+    return FailureOutcome(
+        failure=failure.name,
+        nodes=list(failure.nodes),
+        workloads_lost=len(lost),
+        replicas_lost=sum(w.before - w.after for w in lost),
+        budgets_violated=sum(1 for o in budgets if o.violated),
+        pods_pending=sum(w.pending for w in workloads),
+        pods_evicted=sum(evicted.values()),
+        daemon_pods_down=sum(
+            1
+            for p in before.pods
+            if p.spec.node_name in failed
+            and (ref := p.metadata.controller_ref) is not None
+            and ref.kind == "DaemonSet"
+        ),
+        workloads=workloads,
+        budgets=budgets,
+        stop=run.stop_reason,
+    )
+
+
+class _Census:
+    """The cluster's pods at one moment, counted per workload and per budget. A pod is
+    available when it is bound to a node that is not ``failed``, running, ready and not
+    being deleted (upstream's node lifecycle controller marks the pods of an unreachable
+    node not ready, so they serve nobody even before they are evicted)."""
+
+    def __init__(self, cluster: Any, failed: set[str], pods: list[Pod] | None = None) -> None:
+        self.cluster = cluster
+        self.pods: list[Pod] = pods if pods is not None else cluster.pods()
+        self._owners: dict[str, tuple[str, str] | None] = {}
+        self.desired: dict[tuple[str, str], int] = {}
+        self.owner_of_uid: dict[str | None, tuple[str, str] | None] = {}
+        self.available: Counter[tuple[str, str]] = Counter()
+        self._healthy: list[Pod] = []
+        for pod in self.pods:
+            key = self.owner(pod)
+            self.owner_of_uid[pod.metadata.uid] = key
+            up = (
+                bool(pod.spec.node_name)
+                and pod.spec.node_name not in failed
+                and pod.metadata.deletion_timestamp is None
+                and pod.status.phase == "Running"
+                and is_pod_ready(pod)
+            )
+            if up:
+                self._healthy.append(pod)
+            if key is not None:
+                self.available[key] += up
+
+    def owner(self, pod: Pod) -> tuple[str, str] | None:
+        """(kind, namespace/name) of the workload the pod counts for; None for a
+        DaemonSet's or a Job's pod."""
+        ref = pod.metadata.controller_ref
+        if ref is None:
+            if pod.status.phase in ("Succeeded", "Failed"):
+                return None
+            return ("Pod", pod.key)
+        cache_key = f"{ref.kind}/{pod.namespace}/{ref.name}"
+        if cache_key in self._owners:
+            return self._owners[cache_key]
+        key: tuple[str, str] | None = None
+        owner = self.cluster.try_get(ref.kind, pod.namespace, ref.name)
+        if ref.kind in WORKLOAD_KINDS and owner is not None:
+            top = owner.metadata.controller_ref
+            if ref.kind == "ReplicaSet" and top is not None and top.kind == "Deployment":
+                deployment = self.cluster.try_get("Deployment", pod.namespace, top.name)
+                if deployment is not None:
+                    owner = deployment
+            key = (owner.kind or "", owner.key)
+            replicas = owner.spec.replicas  # type: ignore[attr-defined]
+            self.desired[key] = 1 if replicas is None else replicas
+        self._owners[cache_key] = key
+        return key
+
+    def healthy(self, pdb: Any) -> int:
+        """The budget's pods that count as healthy."""
+        if pdb.spec.selector is None:
+            return 0
+        selector = compile_label_selector(pdb.spec.selector)
+        return sum(
+            1
+            for p in self._healthy
+            if p.namespace == pdb.namespace and selector.matches(p.metadata.labels)
+        )
