@@ -55,7 +55,9 @@ class BudgetOutcome(_Model):
     """One PodDisruptionBudget a failure touched: healthy pods against desiredHealthy."""
 
     name: str = Field(description="namespace/name")
-    desired_healthy: int = Field(description="desiredHealthy, as the disruption controller computes it")
+    desired_healthy: int = Field(
+        description="desiredHealthy, as the disruption controller computes it"
+    )
     before: int = Field(description="healthy pods before the failure")
     lowest: int = Field(description="healthy pods while the failed nodes are down")
     after: int = Field(description="healthy pods at the end of the window")
@@ -109,9 +111,7 @@ class ResilienceSummary(_Model):
         "was violated and no new pod was pending"
     )
     nodes: int = Field(description="nodes in the cluster")
-    pods_pending_before: int = Field(
-        description="pods pending on the cluster before any failure"
-    )
+    pods_pending_before: int = Field(description="pods pending on the cluster before any failure")
     window_seconds: float = Field(description="how long each failure was played (--for)")
 
 

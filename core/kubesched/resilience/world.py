@@ -77,7 +77,9 @@ def setup(data: bytes) -> World:
     gates = FeatureGates(doc["gates"])
     config = config_from_dict(doc["config"], registry, gates=gates)
     # The objects come from a cluster that validated them: parsed by kind, unchecked.
-    objects = [(KINDS.get(d["kind"]) or resolve_kind(d["kind"])).model_validate(d) for d in doc["objects"]]
+    objects = [
+        (KINDS.get(d["kind"]) or resolve_kind(d["kind"])).model_validate(d) for d in doc["objects"]
+    ]
     sim = Simulation(
         objects,
         config=effective_configuration(config, registry, gates=gates),
@@ -141,7 +143,7 @@ def _play_here(world: World, failure: Failure) -> FailureOutcome:
     cluster = sim.cluster
     start = cluster.now()
     failed = set(failure.nodes)
-    before = _Census(cluster, failed=set())
+    before = _Census(cluster)
     timeline = Timeline.model_validate(
         {
             "apiVersion": "kubesched.io/v1alpha1",
@@ -155,59 +157,32 @@ def _play_here(world: World, failure: Failure) -> FailureOutcome:
     )
     sim.attach_timeline(TimelineRunner(timeline, Path.cwd()))
     run = sim.run()
-    lowest = _Census(cluster, failed=failed, pods=before.pods)
-    after = _Census(cluster, failed=failed)
+    after = _Census(cluster, failed)
+    # The lowest point is right after the failure: the pods on the failed nodes serve
+    # nobody from then on, and nothing replaces them before their tolerationSeconds.
+    down = [p for p in before.up if p.spec.node_name in failed]
+    down_per_owner = Counter(before.owner(p) for p in down)
+    known = {p.metadata.uid for p in before.pods}
+    new = [p for p in after.pods if p.metadata.uid not in known]
+    up_after = {p.metadata.uid for p in after.up}
+    # Pods whose state the failure changed: only their workloads and budgets are reported.
+    touched = [*down, *new, *(p for p in before.up if p.metadata.uid not in up_after)]
     evicted = Counter(
         before.owner_of_uid.get(r.uid)
         for r in cluster.evictions
         if r.by == BY_TAINT_MANAGER and r.time >= start
     )
-    known = {p.metadata.uid for p in before.pods}
-    new = [p for p in after.pods if p.metadata.uid not in known]
-    workloads = []
-    for key in sorted(set(before.available) | set(after.available)):
-        b, lo, a = before.available.get(key, 0), lowest.available.get(key, 0), after.available.get(key, 0)
-        mine = [p for p in new if after.owner(p) == key]
-        pending = [p for p in mine if not p.spec.node_name]
-        if b == lo == a and not evicted.get(key) and not mine:
-            continue
-        reason = None
-        if pending:
-            attempts = run.attempts.get(pending[0].metadata.uid or "", [])
-            reason = attempts[-1].message if attempts else "not attempted yet"
-        workloads.append(
-            WorkloadOutcome(
-                kind=key[0],
-                name=key[1],
-                desired=before.desired.get(key, after.desired.get(key, 1)),
-                before=b,
-                lowest=lo,
-                after=a,
-                kept=a >= b,
-                evicted=evicted.get(key, 0),
-                replaced=len(mine) - len(pending),
-                pending=len(pending),
-                pending_reason=reason,
-            )
-        )
+    keys = {after.owner(p) for p in touched} | set(evicted)
+    workloads = [
+        _workload(key, before, after, down_per_owner, evicted, new, run)
+        for key in sorted(k for k in keys if k is not None)
+    ]
     workloads.sort(key=lambda w: (w.kept, w.after - w.before, w.kind, w.name))
-    budgets = []
-    for pdb in cluster.objects("PodDisruptionBudget"):
-        desired = cluster.disruption.compute_status(pdb).desired_healthy
-        b, lo, a = (c.healthy(pdb) for c in (before, lowest, after))
-        if b == lo == a:
-            continue
-        budgets.append(
-            BudgetOutcome(
-                name=pdb.key,
-                desired_healthy=desired,
-                before=b,
-                lowest=lo,
-                after=a,
-                violated=lo < desired and lo < b,
-                violated_at_end=a < desired,
-            )
-        )
+    budgets = [
+        _budget(pdb, cluster, before, after, down)
+        for pdb in cluster.objects("PodDisruptionBudget")
+        if _selects_any(pdb, touched)
+    ]
     budgets.sort(key=lambda o: (not o.violated, not o.violated_at_end, o.name))
     lost = [w for w in workloads if not w.kept]
     return FailureOutcome(
@@ -231,32 +206,105 @@ def _play_here(world: World, failure: Failure) -> FailureOutcome:
     )
 
 
-class _Census:
-    """The cluster's pods at one moment, counted per workload and per budget. A pod is
-    available when it is bound to a node that is not ``failed``, running, ready and not
-    being deleted (upstream's node lifecycle controller marks the pods of an unreachable
-    node not ready, so they serve nobody even before they are evicted)."""
+def _workload(
+    key: tuple[str, str],
+    before: _Census,
+    after: _Census,
+    down: Counter[tuple[str, str] | None],
+    evicted: Counter[tuple[str, str] | None],
+    new: list[Pod],
+    run: Any,
+) -> WorkloadOutcome:
+    """What the failure did to one workload."""
+    b, a = before.available.get(key, 0), after.available.get(key, 0)
+    mine = [p for p in new if after.owner(p) == key]
+    pending = [p for p in mine if not p.spec.node_name]
+    reason = None
+    if pending:
+        attempts = run.attempts.get(pending[0].metadata.uid or "", [])
+        reason = attempts[-1].message if attempts else "not attempted yet"
+    return WorkloadOutcome(
+        kind=key[0],
+        name=key[1],
+        desired=before.desired.get(key, after.desired.get(key, 1)),
+        before=b,
+        lowest=b - down.get(key, 0),
+        after=a,
+        kept=a >= b,
+        evicted=evicted.get(key, 0),
+        replaced=len(mine) - len(pending),
+        pending=len(pending),
+        pending_reason=reason,
+    )
 
-    def __init__(self, cluster: Any, failed: set[str], pods: list[Pod] | None = None) -> None:
+
+def _selects_any(pdb: Any, pods: list[Pod]) -> bool:
+    selector = _selector(pdb)
+    return selector is not None and any(
+        p.metadata.namespace == pdb.metadata.namespace and selector.matches(p.metadata.labels)
+        for p in pods
+    )
+
+
+def _selector(pdb: Any) -> Any:
+    return None if pdb.spec.selector is None else compile_label_selector(pdb.spec.selector)
+
+
+def _budget(
+    pdb: Any, cluster: Any, before: _Census, after: _Census, down: list[Pod]
+) -> BudgetOutcome:
+    """What the failure did to one PodDisruptionBudget: its healthy pods (ready, not
+    being deleted, on a node that is up) against desiredHealthy."""
+    desired = cluster.disruption.compute_status(pdb).desired_healthy
+    selector = _selector(pdb)
+    ns = pdb.metadata.namespace
+
+    def healthy(pods: Iterable[Pod]) -> int:
+        return sum(
+            1 for p in pods if p.metadata.namespace == ns and selector.matches(p.metadata.labels)
+        )
+
+    b, a = healthy(before.candidates(pdb)), healthy(after.candidates(pdb))
+    lowest = b - healthy(down)
+    return BudgetOutcome(
+        name=pdb.key,
+        desired_healthy=desired,
+        before=b,
+        lowest=lowest,
+        after=a,
+        violated=lowest < desired and lowest < b,
+        violated_at_end=a < desired,
+    )
+
+
+class _Census:
+    """The cluster's pods at one moment, and the available ones per workload. A pod is
+    up when it is bound to a node that is not ``failed``, running, ready and not being
+    deleted (upstream's node lifecycle controller marks the pods of an unreachable node
+    not ready, so they serve nobody even before they are evicted)."""
+
+    def __init__(self, cluster: Any, failed: frozenset[str] | set[str] = frozenset()) -> None:
         self.cluster = cluster
-        self.pods: list[Pod] = pods if pods is not None else cluster.pods()
+        self.pods: list[Pod] = cluster.pods()
         self._owners: dict[str, tuple[str, str] | None] = {}
         self.desired: dict[tuple[str, str], int] = {}
         self.owner_of_uid: dict[str | None, tuple[str, str] | None] = {}
         self.available: Counter[tuple[str, str]] = Counter()
-        self._healthy: list[Pod] = []
+        self.up: list[Pod] = []
+        self._up_by_label: dict[tuple[str | None, str, str], list[Pod]] | None = None
         for pod in self.pods:
             key = self.owner(pod)
             self.owner_of_uid[pod.metadata.uid] = key
+            node = pod.spec.node_name
             up = (
-                bool(pod.spec.node_name)
-                and pod.spec.node_name not in failed
+                bool(node)
+                and node not in failed
                 and pod.metadata.deletion_timestamp is None
                 and pod.status.phase == "Running"
                 and is_pod_ready(pod)
             )
             if up:
-                self._healthy.append(pod)
+                self.up.append(pod)
             if key is not None:
                 self.available[key] += up
 
@@ -285,13 +333,16 @@ class _Census:
         self._owners[cache_key] = key
         return key
 
-    def healthy(self, pdb: Any) -> int:
-        """The budget's pods that count as healthy."""
-        if pdb.spec.selector is None:
-            return 0
-        selector = compile_label_selector(pdb.spec.selector)
-        return sum(
-            1
-            for p in self._healthy
-            if p.namespace == pdb.namespace and selector.matches(p.metadata.labels)
-        )
+    def candidates(self, pdb: Any) -> list[Pod]:
+        """The up pods that may match ``pdb``'s selector: those with one of its
+        ``matchLabels`` (a cluster-wide scan per budget would cost more than the failure)."""
+        match = pdb.spec.selector.match_labels if pdb.spec.selector is not None else None
+        if not match:
+            return self.up
+        if self._up_by_label is None:
+            self._up_by_label = {}
+            for p in self.up:
+                for k, v in p.metadata.labels.items():
+                    self._up_by_label.setdefault((p.metadata.namespace, k, v), []).append(p)
+        k, v = next(iter(match.items()))
+        return self._up_by_label.get((pdb.metadata.namespace, k, v), [])

@@ -1,0 +1,161 @@
+"""Time ``kubesched resilience`` over every node of a generated cluster.
+
+    python benchmarks/bench_resilience.py --nodes 1000 --pods 10000 [--workers N] [--limit M]
+
+The cluster: upstream scheduler_perf's default nodes (4 cpu, 32Gi, 110 pods) over three
+zones; the pods in Deployments of 10 replicas spread over the zones, and one workload in
+ten a StatefulSet of 3; every other workload has a PodDisruptionBudget (minAvailable of
+all but one replica). Prints each phase's wall and CPU seconds (the sweep's CPU time
+counts the forked children's), the cost per failure, and the whole every-node sweep
+extrapolated from the ``--limit`` failures played. Wall figures depend on the load of
+the machine (printed): compare runs side by side, not with other machines' figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+from typing import Any
+
+from kubesched.api.manifests import parse_object
+from kubesched.bench.workloads import PAUSE_IMAGE, ZONES, node_manifest
+from kubesched.config import default_configuration
+from kubesched.features import FeatureGates
+from kubesched.framework.registry import default_registry
+from kubesched.resilience import engine, every_node, settle
+from kubesched.resilience.world import payload, play, setup
+
+REPLICAS = 10
+"""Replicas of each Deployment."""
+STATEFUL_REPLICAS = 3
+"""Replicas of each StatefulSet (one workload in ten)."""
+
+
+def _template(app: str) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": app}},
+        "spec": {
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {"matchLabels": {"app": app}},
+                }
+            ],
+            "containers": [
+                {
+                    "name": "app",
+                    "image": PAUSE_IMAGE,
+                    "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}},
+                }
+            ],
+        },
+    }
+
+
+def cluster(nodes: int, pods: int) -> list[Any]:
+    """``nodes`` nodes and workloads of about ``pods`` pods in all."""
+    docs: list[dict[str, Any]] = [node_manifest(i) for i in range(nodes)]
+    made, i = 0, 0
+    while made < pods:
+        app = f"app-{i}"
+        stateful = i % 10 == 9
+        replicas = min(STATEFUL_REPLICAS if stateful else REPLICAS, pods - made)
+        spec: dict[str, Any] = {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": app}},
+            "template": _template(app),
+        }
+        if stateful:
+            spec["serviceName"] = app
+        docs.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet" if stateful else "Deployment",
+                "metadata": {"name": app, "namespace": "default"},
+                "spec": spec,
+            }
+        )
+        if i % 2 == 0 and replicas > 1:
+            docs.append(
+                {
+                    "apiVersion": "policy/v1",
+                    "kind": "PodDisruptionBudget",
+                    "metadata": {"name": app, "namespace": "default"},
+                    "spec": {
+                        "minAvailable": replicas - 1,
+                        "selector": {"matchLabels": {"app": app}},
+                    },
+                }
+            )
+        made += replicas
+        i += 1
+    return [parse_object(d) for d in docs]
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def main() -> None:
+    """Build, settle, set up once, play ``--limit`` node failures; print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument(
+        "--limit", type=int, help="play only the first M node failures, and extrapolate"
+    )
+    args = parser.parse_args()
+    print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}; zones: {len(ZONES)}")
+    registry = default_registry()
+    config = default_configuration(registry)
+
+    def phase(name: str, work: Any) -> Any:
+        wall, cpu = time.perf_counter(), _cpu()
+        result = work()
+        print(f"{name:<28} wall {time.perf_counter() - wall:7.1f} s   cpu {_cpu() - cpu:7.1f} s")
+        return result
+
+    objects = phase("generate", lambda: cluster(args.nodes, args.pods))
+    settled, pending = phase(
+        "settle (schedule once)", lambda: settle(objects, config, FeatureGates(), registry=registry)
+    )
+    data = phase("payload", lambda: payload(settled, config, FeatureGates(), 0, 600.0))
+    print(f"payload: {len(data) / 1e6:.1f} MB for {len(settled)} objects; {pending} pods pending")
+    failures = every_node([o for o in settled if o.kind == "Node"])
+    chosen = failures[: args.limit] if args.limit else failures
+    world = phase("setup (once per worker)", lambda: setup(data))
+    wall, cpu = time.perf_counter(), _cpu()
+    outcomes = [play(world, f) for f in chosen[: max(1, min(5, len(chosen)))]]
+    n = len(outcomes)
+    per_wall, per_cpu = (time.perf_counter() - wall) / n, (_cpu() - cpu) / n
+    print(
+        f"per failure (1 process)      wall {per_wall:7.2f} s   cpu {per_cpu:7.2f} s  ({n} played)"
+    )
+    del world
+    swept_wall, swept_cpu = time.perf_counter(), _cpu()
+    outcomes = engine.run_sweep(data, chosen, setup=setup, play=play, workers=args.workers)
+    swept_wall, swept_cpu = time.perf_counter() - swept_wall, _cpu() - swept_cpu
+    print(
+        f"sweep of {len(chosen)} on {args.workers} worker(s)  wall {swept_wall:7.1f} s   "
+        f"cpu {swept_cpu:7.1f} s"
+    )
+    lost = sum(1 for o in outcomes if not o.harmless())
+    print(f"failures with losses: {lost} of {len(outcomes)}")
+    if len(chosen) < len(failures):
+        scale = len(failures) / len(chosen)
+        print(
+            f"every-node sweep ({len(failures)} failures), extrapolated: wall "
+            f"{swept_wall * scale:.0f} s (setup included once per {len(chosen)})"
+        )
+    print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
