@@ -21,8 +21,7 @@ from typing import Any
 
 from kubesched.api.manifests import parse_object
 from kubesched.bench.workloads import PAUSE_IMAGE, ZONES, node_manifest
-from kubesched.config import default_configuration
-from kubesched.features import FeatureGates
+from kubesched.config import default_configuration, effective_configuration
 from kubesched.framework.registry import default_registry
 from kubesched.resilience import engine, every_node, settle
 from kubesched.resilience.world import payload, play, setup
@@ -114,7 +113,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}; zones: {len(ZONES)}")
     registry = default_registry()
-    config = default_configuration(registry)
+    config = effective_configuration(default_configuration(registry), registry)
 
     def phase(name: str, work: Any) -> Any:
         wall, cpu = time.perf_counter(), _cpu()
@@ -124,9 +123,9 @@ def main() -> None:
 
     objects = phase("generate", lambda: cluster(args.nodes, args.pods))
     settled, pending = phase(
-        "settle (schedule once)", lambda: settle(objects, config, FeatureGates(), registry=registry)
+        "settle (schedule once)", lambda: settle(objects, config, registry=registry)
     )
-    data = phase("payload", lambda: payload(settled, config, FeatureGates(), 0, 600.0))
+    data = phase("payload", lambda: payload(settled, config, 0, 600.0))
     print(f"payload: {len(data) / 1e6:.1f} MB for {len(settled)} objects; {pending} pods pending")
     failures = every_node([o for o in settled if o.kind == "Node"])
     chosen = failures[: args.limit] if args.limit else failures

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from kubesched.config import default_configuration
 from kubesched.framework.registry import default_registry
 from kubesched.resilience import Failure, resilience
 from kubesched.resilience.report import FailureOutcome
@@ -30,7 +29,6 @@ def fail_node_1(objects: list[Any], window: float = 600.0) -> FailureOutcome:
     report = resilience(
         objects,
         lambda nodes: [Failure("node node-1", ("node-1",))],
-        config=default_configuration(registry),
         registry=registry,
         window=window,
         workers=1,

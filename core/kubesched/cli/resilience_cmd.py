@@ -13,12 +13,7 @@ from rich.text import Text
 from kubesched.api import load_manifests
 from kubesched.cli import live_cluster, output
 from kubesched.cli.arguments import add_output_argument, positive_int
-from kubesched.cli.config_option import (
-    add_config_argument,
-    feature_gates_argument,
-    load_config_file,
-)
-from kubesched.config import effective_configuration
+from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.config.duration import parse_duration
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
@@ -126,10 +121,7 @@ def _run(args: argparse.Namespace) -> int:
         raise UserInputError("--size goes with --random")
     registry = _registry()
     with collecting_notices() as notices:
-        gates = feature_gates_argument(args.feature_gates)
-        config = load_config_file(args.config, registry, gates)
-        # Refused before any work: a profile whose plugins are not installed.
-        effective_configuration(config, registry, source=args.config or "<defaults>", gates=gates)
+        effective = load_config_argument(args.config, registry, args.feature_gates)[1]
         objects = [*live_cluster.objects(args), *load_manifests(args.cluster)]
         source = " ".join(args.cluster) or "--from-cluster"
         if not objects:
@@ -147,8 +139,7 @@ def _run(args: argparse.Namespace) -> int:
         report = resilience(
             objects,
             failures,
-            config=config,
-            gates=gates,
+            config=effective,
             registry=registry,
             seed=args.seed,
             window=args.window,

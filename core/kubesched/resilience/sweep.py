@@ -8,8 +8,7 @@ from collections.abc import Callable, Iterable
 
 from kubesched.api import KubeObject, Node
 from kubesched.capacity.common import frozen_objects
-from kubesched.config import KubeSchedulerConfiguration, effective_configuration
-from kubesched.features import FeatureGates
+from kubesched.config import EffectiveConfiguration, default_configuration, effective_configuration
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.resilience import engine
 from kubesched.resilience.failures import Failure
@@ -26,19 +25,17 @@ DEFAULT_WINDOW = 600.0
 
 def settle(
     objects: Iterable[KubeObject],
-    config: KubeSchedulerConfiguration,
-    gates: FeatureGates,
+    config: EffectiveConfiguration,
     *,
     registry: PluginRegistry | None = None,
     seed: int = 0,
 ) -> tuple[list[KubeObject], int]:
     """Schedule what is pending with the profile, as ``simulate`` does; returns the
     cluster's objects afterwards and how many pods are still pending."""
-    registry = registry or default_registry()
     sim = Simulation(
         objects,
-        config=effective_configuration(config, registry, gates=gates),
-        registry=registry,
+        config=config,
+        registry=registry or default_registry(),
         seed=seed,
         detail=DETAIL_SUMMARY,
         node_pressure_eviction=False,
@@ -62,8 +59,7 @@ def resilience(
     objects: Iterable[KubeObject],
     failures: Callable[[list[Node]], list[Failure]],
     *,
-    config: KubeSchedulerConfiguration,
-    gates: FeatureGates | None = None,
+    config: EffectiveConfiguration | None = None,
     registry: PluginRegistry | None = None,
     seed: int = 0,
     window: float = DEFAULT_WINDOW,
@@ -71,14 +67,17 @@ def resilience(
     address: str | None = None,
 ) -> ResilienceReport:
     """Settle ``objects``, then play each failure ``failures(nodes)`` chooses on the settled
-    cluster for ``window`` seconds, on ``workers`` local processes (all cores by default)
+    cluster for ``window`` seconds, with ``config`` (upstream's default profile without
+    one), on ``workers`` local processes (all cores by default)
     or on the Dask scheduler at ``address``; the report lists them worst first."""
     started = time.perf_counter()
-    gates = gates or FeatureGates()
-    settled, pending = settle(objects, config, gates, registry=registry, seed=seed)
+    registry = registry or default_registry()
+    if config is None:
+        config = effective_configuration(default_configuration(registry), registry)
+    settled, pending = settle(objects, config, registry=registry, seed=seed)
     nodes = [o for o in settled if isinstance(o, Node)]
     chosen = failures(nodes)
-    data = payload(settled, config, gates, seed, window)
+    data = payload(settled, config, seed, window)
     del settled
     outcomes = engine.run_sweep(
         data, chosen, setup=setup, play=play, workers=workers, address=address

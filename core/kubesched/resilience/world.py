@@ -19,7 +19,7 @@ from typing import Any
 from kubesched.api import KINDS, KubeObject, Pod, compile_label_selector, resolve_kind
 from kubesched.backend.memory.disruption import is_pod_ready
 from kubesched.backend.memory.evictions import BY_TAINT_MANAGER
-from kubesched.config import KubeSchedulerConfiguration, effective_configuration
+from kubesched.config import EffectiveConfiguration, effective_configuration
 from kubesched.config.loading import config_from_dict
 from kubesched.config.serialize import config_to_dict
 from kubesched.features import FeatureGates
@@ -37,19 +37,15 @@ counts as its Deployment)."""
 
 
 def payload(
-    objects: Iterable[KubeObject],
-    config: KubeSchedulerConfiguration,
-    gates: FeatureGates,
-    seed: int,
-    window: float,
+    objects: Iterable[KubeObject], config: EffectiveConfiguration, seed: int, window: float
 ) -> bytes:
     """The settled cluster as the workers rebuild it: its objects' manifests, the
     configuration and feature gates, the seed and the window, as zlib'd JSON (portable
     between machines, and about a tenth of the objects' size)."""
     doc = {
         "objects": [o.to_dict() for o in objects],
-        "config": config_to_dict(config),
-        "gates": dict(gates.overrides),
+        "config": config_to_dict(config.config),
+        "gates": dict(config.feature_gates.overrides),
         "seed": seed,
         "window": window,
     }
