@@ -58,6 +58,8 @@ class World:
 
     sim: Simulation
     window: float
+    before: _Census
+    """Its pods as every failure finds them (counted once for all)."""
 
 
 def _registry() -> PluginRegistry:
@@ -88,7 +90,9 @@ def setup(data: bytes) -> World:
         owned=True,
     )
     sim.run()
-    return World(sim, doc["window"])
+    before = _Census(sim.cluster)
+    before.index_labels()
+    return World(sim, doc["window"], before)
 
 
 def play(world: World, failure: Failure) -> FailureOutcome:
@@ -139,7 +143,7 @@ def _play_here(world: World, failure: Failure) -> FailureOutcome:
     cluster = sim.cluster
     start = cluster.now()
     failed = set(failure.nodes)
-    before = _Census(cluster)
+    before = world.before
     timeline = Timeline.model_validate(
         {
             "apiVersion": "kubesched.io/v1alpha1",
@@ -156,10 +160,9 @@ def _play_here(world: World, failure: Failure) -> FailureOutcome:
     after = _Census(cluster, failed)
     # The lowest point is right after the failure: the pods on the failed nodes serve
     # nobody from then on, and nothing replaces them before their tolerationSeconds.
-    down = [p for p in before.up if p.spec.node_name in failed]
+    down = [p for n in failure.nodes for p in before.up_on_node.get(n, ())]
     down_per_owner = Counter(before.owner(p) for p in down)
-    known = {p.metadata.uid for p in before.pods}
-    new = [p for p in after.pods if p.metadata.uid not in known]
+    new = [p for p in after.pods if p.metadata.uid not in before.uids]
     up_after = {p.metadata.uid for p in after.up}
     # Pods whose state the failure changed: only their workloads and budgets are reported.
     touched = [*down, *new, *(p for p in before.up if p.metadata.uid not in up_after)]
@@ -191,10 +194,8 @@ def _play_here(world: World, failure: Failure) -> FailureOutcome:
         pods_evicted=sum(evicted.values()),
         daemon_pods_down=sum(
             1
-            for p in before.pods
-            if p.spec.node_name in failed
-            and (ref := p.metadata.controller_ref) is not None
-            and ref.kind == "DaemonSet"
+            for p in down
+            if (ref := p.metadata.controller_ref) is not None and ref.kind == "DaemonSet"
         ),
         workloads=workloads,
         budgets=budgets,
@@ -287,6 +288,8 @@ class _Census:
         self.owner_of_uid: dict[str | None, tuple[str, str] | None] = {}
         self.available: Counter[tuple[str, str]] = Counter()
         self.up: list[Pod] = []
+        self.up_on_node: dict[str, list[Pod]] = {}
+        self.uids = {p.metadata.uid for p in self.pods}
         self._up_by_label: dict[tuple[str | None, str, str], list[Pod]] | None = None
         for pod in self.pods:
             key = self.owner(pod)
@@ -301,6 +304,7 @@ class _Census:
             )
             if up:
                 self.up.append(pod)
+                self.up_on_node.setdefault(node, []).append(pod)  # type: ignore[arg-type]
             if key is not None:
                 self.available[key] += up
 
@@ -335,10 +339,14 @@ class _Census:
         match = pdb.spec.selector.match_labels if pdb.spec.selector is not None else None
         if not match:
             return self.up
+        k, v = next(iter(match.items()))
+        return self.index_labels().get((pdb.metadata.namespace, k, v), [])
+
+    def index_labels(self) -> dict[tuple[str | None, str, str], list[Pod]]:
+        """The up pods by (namespace, label, value), made on first use."""
         if self._up_by_label is None:
             self._up_by_label = {}
             for p in self.up:
                 for k, v in p.metadata.labels.items():
                     self._up_by_label.setdefault((p.metadata.namespace, k, v), []).append(p)
-        k, v = next(iter(match.items()))
-        return self._up_by_label.get((pdb.metadata.namespace, k, v), [])
+        return self._up_by_label
