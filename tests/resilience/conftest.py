@@ -66,3 +66,15 @@ def budget(name: str, **spec: Any) -> Any:
             "spec": {"selector": {"matchLabels": {"app": name}}, **spec},
         }
     )
+
+
+def bound_pod(name: str, node_name: str) -> Any:
+    """A Pod no controller manages, written bound to ``node_name`` and with no status."""
+    return parse_object(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": node_name, "containers": [{"name": "c", "image": "i"}]},
+        }
+    )

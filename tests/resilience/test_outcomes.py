@@ -12,7 +12,7 @@ import pytest
 from kubesched.framework.registry import default_registry
 from kubesched.resilience import Failure, resilience
 from kubesched.resilience.report import FailureOutcome
-from tests.resilience.conftest import budget, node, workload
+from tests.resilience.conftest import bound_pod, budget, node, workload
 
 ON_NODE_1 = {"nodeSelector": {"kubernetes.io/hostname": "node-1"}}
 """Pods that run on node-1 and can go nowhere else."""
@@ -96,6 +96,11 @@ CASES = [
         [node("node-1"), node("node-2"), workload("DaemonSet", "agent")],
         {},
         id="daemonset-pod-is-no-loss",
+    ),
+    pytest.param(
+        [node("node-1"), node("node-2"), bound_pod("lonely", "node-1")],
+        {"Pod default/lonely": (1, 0, 0, False, 1, 0, 0)},
+        id="pod-without-controller-written-bound-is-lost",
     ),
     pytest.param(
         [node("node-1"), node("node-2"), workload("Deployment", "web", 1, **ON_NODE_1 | FOREVER)],

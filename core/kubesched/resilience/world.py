@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.api import KINDS, KubeObject, Pod, compile_label_selector, resolve_kind
-from kubesched.backend.memory.disruption import is_pod_ready
 from kubesched.backend.memory.evictions import BY_TAINT_MANAGER
 from kubesched.config import EffectiveConfiguration, effective_configuration
 from kubesched.config.loading import config_from_dict
@@ -274,11 +273,17 @@ def _budget(
     )
 
 
+def _not_ready(pod: Pod) -> bool:
+    """The pod says it is not ready (a pod copied from a cluster, or written in a
+    manifest, may carry no status at all: it counts as ready)."""
+    return any(c.type == "Ready" and c.status != "True" for c in pod.status.conditions)
+
+
 class _Census:
     """The cluster's pods at one moment, and the available ones per workload. A pod is
-    up when it is bound to a node that is not ``failed``, running, ready and not being
-    deleted (upstream's node lifecycle controller marks the pods of an unreachable node
-    not ready, so they serve nobody even before they are evicted)."""
+    up when it is bound to a node that is not ``failed``, not finished, not being deleted
+    and not marked not ready (upstream's node lifecycle controller marks the pods of an
+    unreachable node not ready, so they serve nobody even before they are evicted)."""
 
     def __init__(self, cluster: Any, failed: frozenset[str] | set[str] = frozenset()) -> None:
         self.cluster = cluster
@@ -299,8 +304,8 @@ class _Census:
                 bool(node)
                 and node not in failed
                 and pod.metadata.deletion_timestamp is None
-                and pod.status.phase == "Running"
-                and is_pod_ready(pod)
+                and pod.status.phase not in ("Succeeded", "Failed")
+                and not _not_ready(pod)
             )
             if up:
                 self.up.append(pod)
