@@ -3,15 +3,24 @@ schema, and the errors of bad input."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
 
 import pytest
 import yaml
+from rich.console import Console
 
 from kubesched.cli.main import main
+from kubesched.cli.resilience_cmd import render
 from kubesched.resilience import json_schema
+from kubesched.resilience.report import (
+    FailureOutcome,
+    ResilienceReport,
+    ResilienceSummary,
+    WorkloadOutcome,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "resilience"
@@ -162,3 +171,52 @@ def test_bad_options_are_usage_errors(
         main(["resilience", str(EXAMPLE), flag, value])
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_text_report_of_a_large_sweep_is_cut_to_the_worst() -> None:
+    lost = [
+        WorkloadOutcome(
+            kind="Deployment",
+            name=f"default/app-{i}",
+            desired=2,
+            before=2,
+            lowest=1,
+            after=1,
+            kept=False,
+            evicted=1,
+            replaced=0,
+            pending=1,
+            pending_reason="full",
+        )
+        for i in range(15)
+    ]
+    failures = [
+        FailureOutcome(
+            failure=f"node n{i}",
+            nodes=[f"n{i}"],
+            workloads_lost=15 if i == 0 else 0,
+            replicas_lost=15 if i == 0 else 0,
+            budgets_violated=0,
+            pods_pending=15 if i == 0 else 0,
+            pods_evicted=0,
+            daemon_pods_down=0,
+            workloads=lost if i == 0 else [],
+            budgets=[],
+            stop="settled",
+        )
+        for i in range(35)
+    ]
+    report = ResilienceReport(
+        summary=ResilienceSummary(
+            failures=35, harmless=34, nodes=35, pods_pending_before=0, window_seconds=600
+        ),
+        failures=failures,
+    )
+    console = Console(file=io.StringIO(), width=200)
+    render(report, console)
+    out = console.file.getvalue()
+    assert "35 failure(s) of 35 node(s), each played for 600s: 34 harmless, 1 with losses." in out
+    assert "node n29 " in out and "node n30 " not in out
+    assert "(+5 more, none worse)" in out
+    assert out.count("LOST Deployment") == 12
+    assert "(+3 more: -o json lists them)" in out

@@ -26,10 +26,14 @@ from kubesched.resilience import (
     random_failures,
     resilience,
 )
-from kubesched.resilience.report import SCHEMA_VERSION
+from kubesched.resilience.report import SCHEMA_VERSION, FailureOutcome
 
-MAX_FAILURE_ROWS = 20
-"""Failures detailed in the text report (the rest are in the summary table only)."""
+MAX_FAILURE_ROWS = 30
+"""Failures in the text report's table (worst first; -o json has them all)."""
+MAX_DETAILED = 10
+"""Failures whose workloads and budgets the text report lists."""
+MAX_LINES = 12
+"""Workload and budget lines per failure in the text report."""
 
 
 def _registry() -> PluginRegistry:
@@ -177,7 +181,7 @@ def render(report: ResilienceReport, console: object) -> None:
         title="Failures, worst first",
         title_justify="left",
     )
-    for f in report.failures:
+    for f in report.failures[:MAX_FAILURE_ROWS]:
         table.add_row(
             Text(f.failure),
             str(f.workloads_lost),
@@ -186,28 +190,40 @@ def render(report: ResilienceReport, console: object) -> None:
             str(f.pods_pending),
             str(f.pods_evicted),
         )
+    rest = len(report.failures) - MAX_FAILURE_ROWS
+    if rest > 0:
+        table.add_row(f"(+{rest} more, none worse)", "", "", "", "", "")
     print_(table)
-    for f in report.failures[:MAX_FAILURE_ROWS]:
+    for f in report.failures[:MAX_DETAILED]:
         if f.harmless() and not f.workloads:
             continue
         print_(f"\n{f.failure} ({', '.join(f.nodes)}):", markup=False)
-        for w in f.workloads:
-            verdict = "kept" if w.kept else "LOST"
-            line = (
-                f"  {verdict} {w.kind} {w.name}: {w.before} → lowest {w.lowest} → {w.after} "
-                f"of {w.desired}; evicted {w.evicted}, replaced {w.replaced}"
-            )
-            if w.pending:
-                line += f", {w.pending} pending: {w.pending_reason}"
+        lines = _detail_lines(f)
+        for line in lines[:MAX_LINES]:
             print_(line, markup=False, soft_wrap=True)
-        for b in f.budgets:
-            verdict = "VIOLATED" if b.violated else "held"
-            end = " (still at the end)" if b.violated_at_end else ""
-            print_(
-                f"  {verdict} PDB {b.name}: healthy {b.before} → lowest {b.lowest} → {b.after}, "
-                f"desired {b.desired_healthy}{end}",
-                markup=False,
-                soft_wrap=True,
-            )
+        if len(lines) > MAX_LINES:
+            print_(f"  (+{len(lines) - MAX_LINES} more: -o json lists them)", markup=False)
         if f.daemon_pods_down:
             print_(f"  {f.daemon_pods_down} DaemonSet pod(s) down with their nodes", markup=False)
+
+
+def _detail_lines(f: FailureOutcome) -> list[str]:
+    """One line per workload and per budget the failure touched: the workloads lost and
+    the budgets violated first."""
+    lost, violated, kept, held = [], [], [], []
+    for w in f.workloads:
+        line = (
+            f"  {'kept' if w.kept else 'LOST'} {w.kind} {w.name}: {w.before} → lowest "
+            f"{w.lowest} → {w.after} of {w.desired}; evicted {w.evicted}, replaced {w.replaced}"
+        )
+        if w.pending:
+            line += f", {w.pending} pending: {w.pending_reason}"
+        (kept if w.kept else lost).append(line)
+    for b in f.budgets:
+        end = " (still at the end)" if b.violated_at_end else ""
+        line = (
+            f"  {'VIOLATED' if b.violated else 'held'} PDB {b.name}: healthy {b.before} → "
+            f"lowest {b.lowest} → {b.after}, desired {b.desired_healthy}{end}"
+        )
+        (violated if b.violated else held).append(line)
+    return lost + violated + kept + held
