@@ -16,6 +16,7 @@ cores computed from those CPU times. Wall figures depend on the load of the mach
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -107,6 +108,16 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def _fork_and_exit() -> None:
+    """What the private copy of a failure costs by itself: a fork whose child does
+    nothing (the world's pages are shared until written)."""
+    gc.freeze()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
 def main() -> None:
     """Build, settle, set up once, play ``--limit`` node failures; print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -156,6 +167,7 @@ def main() -> None:
     )
     chosen = failures[: args.limit] if args.limit else failures
     world = phase("setup (once per worker)", lambda: setup(data))
+    phase("copy of the world (fork) x10", lambda: [_fork_and_exit() for _ in range(10)])
     wall, cpu = time.perf_counter(), _cpu()
     outcomes = [play(world, f) for f in chosen]
     n = len(outcomes)
