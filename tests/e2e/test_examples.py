@@ -180,6 +180,7 @@ def test_every_example_has_a_readme():
     assert (EXAMPLES / "capacity" / "README.md").is_file()
     assert (EXAMPLES / "gang-scheduling" / "README.md").is_file()
     assert (EXAMPLES / "deschedule" / "README.md").is_file()
+    assert (EXAMPLES / "resilience" / "README.md").is_file()
     for scenario in DOCS_EXAMPLES.iterdir():
         if scenario.is_dir():
             assert (scenario / "README.md").is_file(), scenario

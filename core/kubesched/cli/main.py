@@ -18,6 +18,7 @@ from kubesched.cli import (
     dev_cluster_cmd,
     new_plugin_cmd,
     plugins_cmd,
+    resilience_cmd,
     run_cmd,
     simulate_cmd,
 )
@@ -29,6 +30,7 @@ COMMANDS = (
     simulate_cmd,
     capacity_cmd,
     deschedule_cmd,
+    resilience_cmd,
     run_cmd,
     bench_cmd,
     compare_cmd,

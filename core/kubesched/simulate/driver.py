@@ -145,11 +145,9 @@ class Simulation:
         )
         if max_pods is not None:
             self.cluster.max_pods = max_pods
-        self.timeline = timeline
+        self.timeline = None
         if timeline is not None:
-            timeline.cluster = self.cluster
-            # CronJobs run their schedules within the timeline's window only.
-            self.cluster.schedule_until = timeline.horizon()
+            self.attach_timeline(timeline)
         with self.cluster.paused_controllers():
             # Created as kubectl create would: a second object of the same name is refused
             # (AlreadyExists), not a silent replacement of the first.
@@ -176,6 +174,14 @@ class Simulation:
         self.invariants = (
             InvariantChecker(self.cluster, self.scheduler) if check_invariants else None
         )
+
+    def attach_timeline(self, timeline: Any) -> None:
+        """Play ``timeline`` (a :class:`~kubesched.simulate.timeline.TimelineRunner`) from
+        the next ``run``; its steps' times are virtual times of this simulation."""
+        self.timeline = timeline
+        timeline.cluster = self.cluster
+        # CronJobs run their schedules within the timeline's window only.
+        self.cluster.schedule_until = timeline.horizon()
 
     def set_detail(self, detail: str) -> None:
         """How much of each later attempt to keep: ``DETAIL_FULL`` or ``DETAIL_SUMMARY``
