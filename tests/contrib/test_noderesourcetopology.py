@@ -1028,3 +1028,33 @@ def test_batches_equal_single_calls():
     # Again, from the verdicts remembered per node; a pod that fits everywhere: None.
     assert list(pl.score_nodes(pod=pod, nodes=batch)) == scores
     assert pl.filter_nodes(pod=gu({"cpu": 1, "memory": "1Mi"}), nodes=batch) is None
+
+
+@pytest.mark.parametrize(
+    "change", ["update", "delete", "create"], ids=["object-updated", "object-deleted", "new-object"]
+)
+def test_batches_follow_nrt_changes(change):
+    # The batch verdicts are kept per group of equal NRT data; a change of any object
+    # must reach the next cycle, and equal data on two nodes must share a verdict.
+    full, tight = two_zone("a"), two_zone("b", cpu="1")
+    lister = StaticLister([full, tight] if change != "create" else [full])
+    fw = make_framework(NodeResourceTopologyMatch, args={NAME: {}}, lister=lister)
+    pl = fw.plugin(NAME)
+    batch = node_batch([node_info(full), node_info(two_zone("b"))])
+    pod = gu({"cpu": 2, "memory": "1Gi"})
+    before = pl.filter_nodes(pod=pod, nodes=batch)
+    if change == "create":
+        assert before is None
+        lister.add(tight)
+        expected = [None, [POD]]
+    else:
+        assert [s and s.reasons for s in before] == [None, [POD]]
+        if change == "update":
+            lister.add(two_zone("b"))
+        else:
+            lister.remove(tight)
+        expected = None
+    after = pl.filter_nodes(pod=pod, nodes=batch)
+    assert (after if after is None else [s and s.reasons for s in after]) == expected
+    singles = [pl.filter(pod=pod, node_info=i) for i in batch.infos]
+    assert [s and s.reasons for s in singles] == (expected or [None, None])

@@ -22,8 +22,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched import NodeBatch, NodeInfo
-from kubesched.api import Pod
+import numpy as np
+
+from kubesched import NodeInfo, NodeTable
+from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
 
 from .api import NODE_RESOURCE_TOPOLOGY_KIND, NodeResourceTopology
 from .numa import (
@@ -40,12 +42,17 @@ DISCARD_RESERVED = "discard-reserved"
 
 _ABSENT: tuple[None, bool] = (None, True)
 
-NO_NRT = object()
-"""``passthrough_verdicts``' verdict for a node without a NodeResourceTopology object."""
-_MISSING = object()
-_VERDICTS_KEY = ("NodeResourceTopologyMatch", "verdicts")
+_GROUPS_KEY = ("NodeResourceTopologyMatch", "groups")
 _VERDICT_LIMIT = 64
-"""Pod shapes remembered per node before its verdicts start afresh."""
+"""Pod shapes whose verdicts a table's groups remember before they start afresh."""
+
+# Resources every node reports (``util.ResourceList`` of NodeInfo.Allocatable).
+_ALWAYS_REPORTED = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE, PODS})
+
+
+def node_resources(node_info: NodeInfo) -> frozenset[str]:
+    """The resources the node reports at all (Filter: a request for another one fails)."""
+    return _ALWAYS_REPORTED.union(node_info.allocatable.scalar_resources)
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,96 @@ class NodeTopology:
     memo: dict[Any, Any] = field(default_factory=dict, compare=False)
     """Verdicts already computed on this data, by pod shape (the plugin's to fill): the
     data is replaced, never changed, when the object or the bookings change."""
+
+    def content(self) -> tuple[Any, ...]:
+        """What the verdicts depend on, hashable: equal for equal data."""
+        return (
+            self.config,
+            tuple(
+                (n.numa_id, tuple(sorted(n.resources.items())), tuple(sorted(n.costs.items())))
+                for n in self.numa
+            ),
+        )
+
+
+class TopologyGroups:
+    """The rows of a node table grouped by equal NRT data (and equal reported
+    resources), with each group's verdicts by pod shape: a pod is decided once per
+    group, and the verdicts spread to the rows with numpy.
+
+    Group numbers stay stable while the table lives, so verdicts computed before an NRT
+    object changed stay valid for the groups they were computed on.
+    """
+
+    def __init__(self, rows: int) -> None:
+        self.generation = -1
+        """The lister's NodeResourceTopology generation the rows were read at."""
+        self.ids = np.full(rows, -1, dtype=np.intp)
+        """Per row: its group's number (``topologies[number - 1]``); 0 for a node without
+        an NRT object."""
+        self.topologies: list[NodeTopology] = []
+        self.resources: list[frozenset[str]] = []
+        self._seen: list[Any] = [None] * rows
+        self._numbers: dict[tuple[Any, ...], int] = {}
+        self._verdicts: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
+
+    def refresh(
+        self,
+        infos: Sequence[NodeInfo],
+        lister: Any,
+        parse: Callable[[str, NodeResourceTopology], NodeTopology],
+    ) -> None:
+        """Read every row's NRT object again; rows whose object is the same keep their
+        group."""
+        get_object, seen, ids, numbers = lister.get_object, self._seen, self.ids, self._numbers
+        for row, ni in enumerate(infos):
+            nrt = get_object(NODE_RESOURCE_TOPOLOGY_KIND, None, ni.name)
+            if nrt is seen[row] and ids[row] >= 0:
+                continue
+            seen[row] = nrt
+            if nrt is None:
+                ids[row] = 0
+                continue
+            topology = parse(ni.name, nrt)
+            reported = node_resources(ni)
+            key = (topology.content(), reported)
+            number = numbers.get(key)
+            if number is None:
+                number = numbers[key] = len(self.topologies) + 1
+                self.topologies.append(topology)
+                self.resources.append(reported)
+            ids[row] = number
+
+    def verdicts(
+        self,
+        key: Any,
+        ids: np.ndarray,
+        compute: Callable[[NodeTopology, frozenset[str]], Any],
+        absent: Any,
+        dtype: Any,
+    ) -> np.ndarray:
+        """Per row of ``ids`` (a slice of :attr:`ids`), the verdict ``key`` on its group's
+        data (``absent`` without an object); ``compute(topology, reported resources)`` for
+        a group the first time."""
+        entry = self._verdicts.get(key)
+        size = len(self.topologies) + 1
+        if entry is None or len(entry[0]) < size:
+            if entry is None and len(self._verdicts) >= _VERDICT_LIMIT:
+                self._verdicts.clear()
+            lut = np.empty(size, dtype=dtype)
+            known = np.zeros(size, dtype=bool)
+            if entry is not None:
+                lut[: len(entry[0])] = entry[0]
+                known[: len(entry[1])] = entry[1]
+            lut[0], known[0] = absent, True
+            entry = self._verdicts[key] = (lut, known)
+        lut, known = entry
+        missing = ~known[ids]
+        if missing.any():
+            for number in np.unique(ids[missing]).tolist():
+                lut[number] = compute(self.topologies[number - 1], self.resources[number - 1])
+                known[number] = True
+        return lut[ids]
 
 
 @dataclass
@@ -147,39 +244,20 @@ class NRTCache:
             append((topology, True))
         return out
 
-    def passthrough_verdicts(
-        self, nodes: NodeBatch, key: Any, compute: Callable[[int, NodeTopology], Any]
-    ) -> list[Any] | None:
-        """For the passthrough cache, per node of ``nodes``: the verdict ``key`` on its NRT
-        data (``NO_NRT`` without an object), ``compute(position, topology)`` the first
-        time; None for the other caches. Verdicts are kept per node with the object they
-        were computed on, and dropped whenever a Node object changes (the resources it
-        reports count in Filter)."""
+    def passthrough_groups(self, table: NodeTable) -> TopologyGroups | None:
+        """For the passthrough cache, the NRT data of every row of ``table`` as groups of
+        equal data (None for the other caches). Kept on the table (until a Node object
+        changes) and brought up to date only when the lister reports a change of the
+        NodeResourceTopology kind: a cycle then looks nothing up per node."""
         lister = self.handle.lister
         if self.mode != PASSTHROUGH or lister is None:
             return None
-        memo = nodes.table.derived(_VERDICTS_KEY, lambda _table: {})
-        get_object = lister.get_object
-        out: list[Any] = []
-        append = out.append
-        # The hot loop of a large cluster: one lookup of the object, two of the memo.
-        for i, name in enumerate(nodes.names):
-            nrt = get_object(NODE_RESOURCE_TOPOLOGY_KIND, None, name)
-            if nrt is None:
-                append(NO_NRT)
-                continue
-            entry = memo.get(name)
-            if entry is None or entry[0] is not nrt:
-                entry = memo[name] = (nrt, {})
-            verdicts = entry[1]
-            verdict = verdicts.get(key, _MISSING)
-            if verdict is _MISSING:
-                verdict = compute(i, self._parse(name, nrt))
-                if len(verdicts) >= _VERDICT_LIMIT:
-                    verdicts.clear()
-                verdicts[key] = verdict
-            append(verdict)
-        return out
+        groups: TopologyGroups = table.derived(_GROUPS_KEY, lambda t: TopologyGroups(len(t)))
+        generation = lister.kind_generation(NODE_RESOURCE_TOPOLOGY_KIND)
+        if groups.generation != generation:
+            groups.refresh(table.infos, lister, self._parse)
+            groups.generation = generation
+        return groups
 
     def _current_bookings(self, node_info: NodeInfo, nrt: NodeResourceTopology) -> _Bookings | None:
         bookings = self._bookings.get(node_info.name)

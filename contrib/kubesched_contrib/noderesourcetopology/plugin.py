@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from kubesched import (
@@ -36,15 +37,15 @@ from kubesched import (
     invalid,
     raise_args_errors,
 )
-from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
+from kubesched.api import CPU, MEMORY, Pod
 
 from .cache import (
     DISCARD_RESERVED,
-    NO_NRT,
     OVERRESERVE,
     PASSTHROUGH,
     NodeTopology,
     NRTCache,
+    node_resources,
 )
 from .numa import (
     POLICY_SINGLE_NUMA_NODE,
@@ -166,9 +167,6 @@ class NodeResourceTopologyMatchArgs(PluginArgs):
         return PASSTHROUGH
 
 
-# Resources every node reports (``util.ResourceList`` of NodeInfo.Allocatable).
-_ALWAYS_REPORTED = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE, PODS})
-
 _MEMO_LIMIT = 64
 """Pod shapes remembered per node's NRT data before the memo starts afresh."""
 
@@ -177,10 +175,6 @@ def _remember(memo: dict[Any, Any], key: Any, node: Any, value: Any) -> None:
     if len(memo) >= _MEMO_LIMIT:
         memo.clear()
     memo[key] = (node, value)
-
-
-def _node_resources(node_info: NodeInfo) -> frozenset[str]:
-    return _ALWAYS_REPORTED | node_info.allocatable.scalar_resources.keys()
 
 
 def _requests_key(requests: dict[str, int]) -> tuple[tuple[str, int], ...]:
@@ -255,26 +249,24 @@ class NodeResourceTopologyMatch:
         shape = self._shape(pod)
         if shape.skips_filter:
             return None
-        infos = nodes.infos
-        verdicts = self.cache.passthrough_verdicts(
-            nodes,
-            ("filter", shape.key),
-            lambda i, t: filter_reason(pod, t.config, t.numa, _node_resources(infos[i])),
-        )
-        if verdicts is None:
-            return self._filter_many(pod, infos)
-        out: list[Status | None] | None = None
+        groups = self.cache.passthrough_groups(nodes.table)
+        if groups is None:
+            return self._filter_many(pod, nodes.infos)
         statuses: dict[str, Status] = {}
-        for i, reason in enumerate(verdicts):
-            if reason is None or reason is NO_NRT:
-                continue
-            if out is None:
-                out = [None] * len(verdicts)
+
+        def verdict(topology: NodeTopology, reported: frozenset[str]) -> Status | None:
+            reason = filter_reason(pod, topology.config, topology.numa, reported)
+            if reason is None:
+                return None
+            # One Status per reason, shared by the nodes it rejects.
             status = statuses.get(reason)
             if status is None:
                 status = statuses[reason] = Status(Code.UNSCHEDULABLE, reason)
-            out[i] = status
-        return out  # None: no node rejected
+            return status
+
+        out = groups.verdicts(("filter", shape.key), nodes.take(groups.ids), verdict, None, object)
+        # None: no node rejected (object arrays compare element by element).
+        return None if np.equal(out, None).all() else out
 
     def _filter_many(self, pod: Pod, infos: Sequence[NodeInfo]) -> list[Status | None]:
         shape = self._shape(pod)
@@ -302,7 +294,7 @@ class NodeResourceTopologyMatch:
                 if hit is not None and hit[0] is node:
                     reason = hit[1]
                 else:
-                    reason = filter_reason(pod, topology.config, topology.numa, _node_resources(ni))
+                    reason = filter_reason(pod, topology.config, topology.numa, node_resources(ni))
                     _remember(memo, key, node, reason)
                 append(None if reason is None else Status(Code.UNSCHEDULABLE, reason))
         return out
@@ -351,12 +343,16 @@ class NodeResourceTopologyMatch:
         shape = self._shape(pod)
         if shape.qos != QOS_GUARANTEED:
             return [MAX_NODE_SCORE] * len(nodes)
-        verdicts = self.cache.passthrough_verdicts(
-            nodes, ("score", shape.key), lambda _i, t: self._score_topology(pod, t)
-        )
-        if verdicts is None:
+        groups = self.cache.passthrough_groups(nodes.table)
+        if groups is None:
             return self._score_many(pod, nodes.infos)
-        return [0 if v is NO_NRT else v for v in verdicts]
+        return groups.verdicts(
+            ("score", shape.key),
+            nodes.take(groups.ids),
+            lambda topology, _reported: self._score_topology(pod, topology),
+            0,
+            np.int64,
+        )
 
     @hookimpl
     def reserve(self, pod: Pod, pod_info: PodInfo, node_name: str) -> None:
