@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubesched import Code, NodeInfo, PluginArgsError, PodInfo
+from kubesched import ActionType, Code, EventResource, NodeInfo, PluginArgsError, PodInfo
 from kubesched.api import parse_quantity, resolve_kind
 from kubesched.backend.kube.cluster import resource_for
 from kubesched.framework.listers import StaticLister
@@ -1058,3 +1058,15 @@ def test_batches_follow_nrt_changes(change):
     assert (after if after is None else [s and s.reasons for s in after]) == expected
     singles = [pl.filter(pod=pod, node_info=i) for i in batch.infos]
     assert [s and s.reasons for s in singles] == (expected or [None, None])
+
+
+def test_events_to_register():
+    # As upstream's EventsToRegister: NRT objects created or updated may fit the pod now.
+    _, pl = plugin([])
+    events = pl.events_to_register()
+    assert [(e.event.resource, e.event.action) for e in events] == [
+        (EventResource.POD, ActionType.DELETE),
+        (EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+        (EventResource.NODE_RESOURCE_TOPOLOGY, ActionType.ADD | ActionType.UPDATE),
+    ]
+    assert all(e.queueing_hint is None for e in events)

@@ -165,3 +165,14 @@ def test_numa_alignment_and_crd_kinds_on_a_cluster(api: Api, crds, in_process) -
     api.create(make_pod("numa3").container(gu, gu).manifest())
     cond = api.unschedulable("numa3")
     assert "cannot align pod" in cond["message"]
+    # The agent reports a freed zone on "split": the NRT update moves the pending pod
+    # at once (the plugin registers NodeResourceTopology Add|Update, as upstream's), long
+    # before the periodic retry of unschedulable pods.
+    freed = nrt("split", ("8", "4"))
+    api.client.request(
+        "PATCH",
+        f"{nrts}/split",
+        body={"zones": freed["zones"]},
+        content_type="application/merge-patch+json",
+    )
+    assert wait_for(lambda: api.node_of("numa3"), 30, "the pod to be bound") == "split"

@@ -221,12 +221,18 @@ class NodeResourceTopologyMatch:
 
     @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        # A deleted pod frees NUMA resources; a new or resized node may fit.
+        # A deleted pod frees NUMA resources; a new or resized node may fit; an agent
+        # writing a node's NRT object reports what its zones have now.
         return [
             ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.DELETE)),
             ClusterEventWithHint(
                 ClusterEvent(
                     EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+                )
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.NODE_RESOURCE_TOPOLOGY, ActionType.ADD | ActionType.UPDATE
                 )
             ),
         ]
