@@ -218,6 +218,9 @@ class NodeResourceTopologyMatch:
         self.weights = {r.name: r.weight for r in args.scoring_strategy.resources}
         self.cache = NRTCache(handle, args.cache_mode)
         self._last_shape: tuple[Pod, _PodShape] | None = None
+        self._reason_codes: dict[str, int] = {}
+        self._statuses = np.full(1, None, dtype=object)
+        """The Filter status of each reason code (0: None, the node passes)."""
 
     @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -258,21 +261,28 @@ class NodeResourceTopologyMatch:
         groups = self.cache.passthrough_groups(nodes.table)
         if groups is None:
             return self._filter_many(pod, nodes.infos)
-        statuses: dict[str, Status] = {}
 
-        def verdict(topology: NodeTopology, reported: frozenset[str]) -> Status | None:
-            reason = filter_reason(pod, topology.config, topology.numa, reported)
-            if reason is None:
-                return None
-            # One Status per reason, shared by the nodes it rejects.
-            status = statuses.get(reason)
-            if status is None:
-                status = statuses[reason] = Status(Code.UNSCHEDULABLE, reason)
-            return status
+        def code(topology: NodeTopology, reported: frozenset[str]) -> int:
+            return self._reason_code(filter_reason(pod, topology.config, topology.numa, reported))
 
-        out = groups.verdicts(("filter", shape.key), nodes.take(groups.ids), verdict, None, object)
-        # None: no node rejected (object arrays compare element by element).
-        return None if np.equal(out, None).all() else out
+        codes = groups.verdicts(("filter", shape.key), nodes.take(groups.ids), code, 0, np.intp)
+        if not codes.any():
+            return None  # no node rejected
+        return self._statuses[codes]
+
+    def _reason_code(self, reason: str | None) -> int:
+        # Verdicts are kept as small integers (0: passes) so that a batch is decided with
+        # numpy; one Status per reason, shared by every node it rejects.
+        if reason is None:
+            return 0
+        code = self._reason_codes.get(reason)
+        if code is None:
+            code = self._reason_codes[reason] = len(self._statuses)
+            statuses = np.empty(code + 1, dtype=object)
+            statuses[:code] = self._statuses
+            statuses[code] = Status(Code.UNSCHEDULABLE, reason)
+            self._statuses = statuses
+        return code
 
     def _filter_many(self, pod: Pod, infos: Sequence[NodeInfo]) -> list[Status | None]:
         shape = self._shape(pod)
