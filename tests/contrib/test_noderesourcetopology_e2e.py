@@ -118,3 +118,31 @@ def test_pod_rejected_for_numa_is_retried_on_nrt_events(change, placed):
         sim.cluster.create(nrt("n2", "8"))
     sim.run(periodic_retry=False)
     assert placements(sim) == {"p": placed}
+
+
+@pytest.mark.parametrize(
+    ("detect", "placed"),
+    [("All", "n2"), ("None", "n1")],
+    ids=["foreign-pod-marks-its-node", "detection-off"],
+)
+def test_foreign_pod_keeps_the_overreserve_cache_off_its_node(detect, placed):
+    # A pod another scheduler placed on n1: the overreserve cache no longer trusts n1's
+    # data (its object has no fingerprint, so no resync restores it). Without detection
+    # n1 wins: its zones have more room.
+    foreign = parse_object(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "foreign"},
+            "spec": {
+                "schedulerName": "other-scheduler",
+                "nodeName": "n1",
+                "containers": [{"name": "c", "image": "app"}],
+            },
+        }
+    )
+    objects = [node("n1"), node("n2"), nrt("n1", "8"), nrt("n2", "7"), foreign, guaranteed("p")]
+    args = {"cacheResyncPeriodSeconds": 5, "cache": {"foreignPodsDetect": detect}}
+    sim = Simulation(objects, config=numa_config(args))
+    sim.run()
+    assert placements(sim) == {"foreign": "n1", "p": placed}

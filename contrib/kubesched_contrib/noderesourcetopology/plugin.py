@@ -216,7 +216,13 @@ class NodeResourceTopologyMatch:
         self.strategy_type = args.scoring_strategy.type
         self.strategy = _STRATEGIES[self.strategy_type]
         self.weights = {r.name: r.weight for r in args.scoring_strategy.resources}
-        self.cache = NRTCache(handle, args.cache_mode)
+        self.cache = NRTCache(
+            handle,
+            args.cache_mode,
+            resync_period=args.cache_resync_period_seconds,
+            foreign_pods_detect=args.cache.foreign_pods_detect,
+            resync_method=args.cache.resync_method,
+        )
         self._last_shape: tuple[Pod, _PodShape] | None = None
         self._reason_codes: dict[str, int] = {}
         self._statuses = np.full(1, None, dtype=object)
@@ -312,7 +318,11 @@ class NodeResourceTopologyMatch:
                 else:
                     reason = filter_reason(pod, topology.config, topology.numa, node_resources(ni))
                     _remember(memo, key, node, reason)
-                append(None if reason is None else Status(Code.UNSCHEDULABLE, reason))
+                if reason is None:
+                    append(None)
+                else:
+                    self.cache.rejected(ni.name)
+                    append(Status(Code.UNSCHEDULABLE, reason))
         return out
 
     def _score_topology(self, pod: Pod, topology: NodeTopology) -> int:
