@@ -251,7 +251,8 @@ class NRTCache:
 
     def get(self, node_info: NodeInfo) -> tuple[NodeTopology | None, bool]:
         """``(topology, fresh)``: the node's data (None without an NRT object) and whether
-        it may be used at all (False: a discard-reserved node with a pod in flight)."""
+        it may be used at all (False: a discard-reserved node with a pod in flight, an
+        overreserve node with foreign pods)."""
         name = node_info.name
         if self.mode == DISCARD_RESERVED and self._reserved.get(name):
             return None, False
