@@ -9,7 +9,7 @@ import pytest
 from kubesched.api import parse_object
 from kubesched.simulate.driver import Simulation
 
-from .helpers import CONFIG_HEAD, config_from_dict, placements
+from .helpers import CONFIG_HEAD, config_from_dict, nrt_manifest, placements
 
 GU = {"cpu": "6", "memory": "1Gi"}
 
@@ -45,35 +45,9 @@ def node(name: str) -> Any:
 
 
 def nrt(name: str, free_cpu: str, version: int = 0) -> Any:
-    """Two zones of 8 cpus with ``free_cpu`` available each, single-numa-node, pod scope;
-    ``version`` tells rewrites of the object apart (the agent's own counter)."""
-    return parse_object(
-        {
-            "apiVersion": "topology.node.k8s.io/v1alpha2",
-            "kind": "NodeResourceTopology",
-            "metadata": {"name": name, "labels": {"version": str(version)}},
-            "attributes": [
-                {"name": "topologyManagerPolicy", "value": "single-numa-node"},
-                {"name": "topologyManagerScope", "value": "pod"},
-            ],
-            "zones": [
-                {
-                    "name": f"node-{z}",
-                    "type": "Node",
-                    "resources": [
-                        {"name": "cpu", "capacity": "8", "allocatable": "8", "available": free_cpu},
-                        {
-                            "name": "memory",
-                            "capacity": "32Gi",
-                            "allocatable": "32Gi",
-                            "available": "32Gi",
-                        },
-                    ],
-                }
-                for z in range(2)
-            ],
-        }
-    )
+    """Two zones with ``free_cpu`` available each; ``version`` tells rewrites of the
+    object apart (the agent's own counter)."""
+    return parse_object(nrt_manifest(name, (free_cpu, free_cpu), {"version": str(version)}))
 
 
 def guaranteed(name: str, scheduler: str = "default-scheduler", node_name: str = "") -> Any:

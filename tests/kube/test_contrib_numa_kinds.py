@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kubesched.testing import make_node, make_pod
+from tests.contrib.helpers import nrt_manifest as nrt
 
 from .conftest import Api, wait_for
 
@@ -66,34 +67,6 @@ CRDS = [
         "Namespaced",
     ),
 ]
-
-
-def nrt(name: str, cpus: tuple[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": NRT_API,
-        "kind": "NodeResourceTopology",
-        "metadata": {"name": name},
-        "attributes": [
-            {"name": "topologyManagerPolicy", "value": "single-numa-node"},
-            {"name": "topologyManagerScope", "value": "pod"},
-        ],
-        "zones": [
-            {
-                "name": f"node-{i}",
-                "type": "Node",
-                "resources": [
-                    {"name": "cpu", "capacity": "8", "allocatable": "8", "available": cpu},
-                    {
-                        "name": "memory",
-                        "capacity": "16Gi",
-                        "allocatable": "16Gi",
-                        "available": "16Gi",
-                    },
-                ],
-            }
-            for i, cpu in enumerate(cpus)
-        ],
-    }
 
 
 @pytest.fixture
