@@ -18,6 +18,7 @@ from kubesched.backend import (
 )
 from kubesched.backend.memory import MemoryCluster
 from kubesched.clock import FakeClock
+from kubesched.framework.listers import StaticLister
 
 from .helpers import obj, pod, template
 
@@ -190,6 +191,46 @@ def test_get_missing_and_delete(cluster: MemoryCluster):
     assert cluster.try_get("Node", None, "n1") is None
     with pytest.raises(NotFoundError):
         cluster.delete("Node", None, "n1")
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["create", "update", "delete", "other-kind"],
+    ids=["create", "update", "delete", "another-kind-leaves-it"],
+)
+def test_kind_generation_changes_with_its_kind_only(cluster: MemoryCluster, change: str):
+    cluster.create(obj("Service", "s", "default"))
+    before = cluster.kind_generation("Service")
+    assert before > 0 and cluster.kind_generation("Namespace") > 0
+    assert cluster.kind_generation("Node") == 0
+    if change == "create":
+        cluster.create(obj("Service", "t", "default"))
+    elif change == "update":
+        svc = cluster.get("Service", "default", "s")
+        cluster.update(
+            svc.model_copy(update={"spec": svc.spec.model_copy(update={"selector": {"a": "b"}})})
+        )
+    elif change == "delete":
+        cluster.delete("Service", "default", "s")
+    else:
+        cluster.create(obj("Node", "n"))
+    assert (cluster.kind_generation("Service") != before) == (change != "other-kind")
+
+
+@pytest.mark.parametrize("change", ["add", "replace", "remove"])
+def test_static_lister_kind_generation(change: str):
+    svc = obj("Service", "s", "default")
+    lister = StaticLister([svc])
+    before = lister.kind_generation("Service")
+    assert before == 1 and lister.kind_generation("Node") == 0
+    if change == "add":
+        lister.add(obj("Service", "t", "default"))
+    elif change == "replace":
+        lister.add(obj("Service", "s", "default"))
+    else:
+        lister.remove(svc)
+    assert lister.kind_generation("Service") == before + 1
+    assert lister.kind_generation("Node") == 0
 
 
 def test_list_is_sorted_and_returns_the_rv(cluster: MemoryCluster):

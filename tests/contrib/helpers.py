@@ -61,3 +61,35 @@ def placements(sim: Any) -> dict[str, str | None]:
 def scheduled_condition(pod) -> Any:
     """The pod's PodScheduled condition, if any."""
     return next((c for c in pod.status.conditions or () if c.type == "PodScheduled"), None)
+
+
+def nrt_manifest(
+    name: str, cpus: tuple[str, ...], labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A NodeResourceTopology manifest: single-numa-node, pod scope, one zone of 8 cpus
+    and 16Gi per entry of ``cpus``, each with that many cpus available."""
+    return {
+        "apiVersion": "topology.node.k8s.io/v1alpha2",
+        "kind": "NodeResourceTopology",
+        "metadata": {"name": name, "labels": labels or {}},
+        "attributes": [
+            {"name": "topologyManagerPolicy", "value": "single-numa-node"},
+            {"name": "topologyManagerScope", "value": "pod"},
+        ],
+        "zones": [
+            {
+                "name": f"node-{i}",
+                "type": "Node",
+                "resources": [
+                    {"name": "cpu", "capacity": "8", "allocatable": "8", "available": cpu},
+                    {
+                        "name": "memory",
+                        "capacity": "16Gi",
+                        "allocatable": "16Gi",
+                        "available": "16Gi",
+                    },
+                ],
+            }
+            for i, cpu in enumerate(cpus)
+        ],
+    }

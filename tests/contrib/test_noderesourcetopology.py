@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from kubesched import Code, NodeInfo, PluginArgsError, PodInfo
+from kubesched import ActionType, Code, EventResource, NodeInfo, PluginArgsError, PodInfo
 from kubesched.api import parse_quantity, resolve_kind
 from kubesched.backend.kube.cluster import resource_for
+from kubesched.clock import FakeClock
 from kubesched.framework.listers import StaticLister
 from kubesched.testing import make_framework, make_node, make_pod, node_batch
 from kubesched_contrib.noderesourcetopology import (
@@ -17,6 +18,7 @@ from kubesched_contrib.noderesourcetopology import (
     NodeResourceTopology,
     NodeResourceTopologyMatch,
 )
+from kubesched_contrib.noderesourcetopology.api import AttributeInfo
 from kubesched_contrib.noderesourcetopology.numa import (
     QOS_BEST_EFFORT,
     QOS_BURSTABLE,
@@ -24,6 +26,11 @@ from kubesched_contrib.noderesourcetopology.numa import (
     TopologyManagerConfig,
     pod_qos,
     topology_manager_config,
+)
+from kubesched_contrib.noderesourcetopology.resync import (
+    ATTRIBUTE_FINGERPRINT,
+    ATTRIBUTE_FINGERPRINT_METHOD,
+    pod_fingerprint,
 )
 
 NIC = "vendor/nic1"
@@ -908,29 +915,164 @@ def test_overreserve_books_reserved_pods_on_every_zone():
     assert pl.filter(pod=gu({"cpu": 4, "memory": "1Gi"}), node_info=info) is None
 
 
-def test_overreserve_forgets_pods_gone_and_on_nrt_update():
+def fingerprinted(topology, pods, *, method: str | None = None, cpu: str = "4"):
+    """The agent's next object for ``topology``: ``cpu`` available per zone, with the
+    pod-set fingerprint of ``pods`` (``(namespace, name)``) and its method if given."""
+    attributes = [AttributeInfo(name=ATTRIBUTE_FINGERPRINT, value=pod_fingerprint(pods))]
+    if method:
+        attributes.append(AttributeInfo(name=ATTRIBUTE_FINGERPRINT_METHOD, value=method))
+    fresh = two_zone(topology.name, cpu=cpu)
+    return fresh.model_copy(update={"attributes": [*fresh.attributes, *attributes]})
+
+
+def overreserve(lister, clock, cache: dict[str, Any] | None = None):
+    args = {"cacheResyncPeriodSeconds": 5, "cache": cache or {}}
+    fw = make_framework(NodeResourceTopologyMatch, args={NAME: args}, lister=lister, clock=clock)
+    return fw, fw.plugin(NAME)
+
+
+@pytest.mark.parametrize(
+    ("agent", "flushed"),
+    [
+        (None, False),
+        ("no-fingerprint", False),
+        ("fingerprint-of-the-node-pods", True),
+        ("fingerprint-of-other-pods", False),
+        ("exclusive-method-without-the-shared-pod", True),
+        ("exclusive-method-with-the-shared-pod", False),
+    ],
+    ids=[
+        "pod-gone-keeps-its-booking",
+        "update-without-fingerprint-ignored",
+        "resync-fingerprint-match-flushes",
+        "resync-fingerprint-mismatch",
+        "resync-method-with-exclusive-resources",
+        "resync-method-exclusive-counts-shared-pod-mismatch",
+    ],
+)
+def test_overreserve_resync(agent, flushed):
+    # Upstream (cache/overreserve.go): bookings go only with Unreserve or a resync of a
+    # node the Filter rejected, once per period, when the agent's object carries the
+    # fingerprint of the pods on the node.
     topology = two_zone()
-    lister = StaticLister([topology])
-    fw = make_framework(
-        NodeResourceTopologyMatch, args={NAME: {"cacheResyncPeriodSeconds": 5}}, lister=lister
-    )
-    pl = fw.plugin(NAME)
+    lister, clock = StaticLister([topology]), FakeClock()
+    fw, pl = overreserve(lister, clock)
     big = gu({"cpu": 4, "memory": "1Gi"})
     placed = gu({"cpu": 1, "memory": "1Gi"})
+    shared = make_pod("shared").container({"cpu": "100m"}).obj()
     fw.run_reserve_plugins_reserve(fw.new_cycle_state(), PodInfo(placed), "n")
-    with_pod = node_info(topology)
-    with_pod.add_pod(PodInfo(placed))
-    assert pl.filter(pod=big, node_info=with_pod).reasons == [POD]
-    # The pod left the node (deleted, preempted): its booking goes.
-    assert pl.filter(pod=big, node_info=node_info(topology)) is None
-    # A new booking, then the agent rewrites the object: the booking is in it.
-    fw.run_reserve_plugins_reserve(fw.new_cycle_state(), PodInfo(placed), "n")
-    assert pl.filter(pod=big, node_info=with_pod).reasons == [POD]
-    updated = topology.model_copy(
-        update={"metadata": topology.metadata.model_copy(update={"resource_version": "2"})}
+    on_node = node_info(topology)
+    on_node.add_pod(PodInfo(placed))
+    on_node.add_pod(PodInfo(shared))
+    assert pl.filter(pod=big, node_info=on_node).reasons == [POD]
+    if agent is None:
+        # Deleted or preempted: the node's pods change, the booking stays.
+        assert pl.filter(pod=big, node_info=node_info(topology)).reasons == [POD]
+        return
+    both = [("default", "p"), ("default", "shared")]
+    update = {
+        "no-fingerprint": two_zone(),
+        "fingerprint-of-the-node-pods": fingerprinted(topology, both),
+        "fingerprint-of-other-pods": fingerprinted(topology, [("default", "other")]),
+        "exclusive-method-without-the-shared-pod": fingerprinted(
+            topology, [("default", "p")], method="with-exclusive-resources"
+        ),
+        "exclusive-method-with-the-shared-pod": fingerprinted(
+            topology, both, method="with-exclusive-resources"
+        ),
+    }[agent]
+    lister.add(update)
+    # Within the period of the rejection: no resync yet.
+    assert pl.filter(pod=big, node_info=on_node).reasons == [POD]
+    clock.step(5)  # the next resync
+    verdict = pl.filter(pod=big, node_info=on_node)
+    assert (verdict is None) is flushed
+
+
+@pytest.mark.parametrize(
+    ("detect", "foreign", "usable"),
+    [
+        ("All", "best-effort", False),
+        ("All", "own-profile", True),
+        ("OnlyExclusiveResources", "best-effort", True),
+        ("OnlyExclusiveResources", "guaranteed-whole-cpus", False),
+        ("OnlyExclusiveResources", "burstable-whole-cpus", True),
+        ("None", "guaranteed-whole-cpus", True),
+    ],
+    ids=[
+        "all-foreign-pod-marks-node",
+        "all-pod-of-the-profile-is-not-foreign",
+        "only-exclusive-shared-pod-ignored",
+        "only-exclusive-exclusive-pod-marks-node",
+        "only-exclusive-burstable-cpus-shared",
+        "detection-off",
+    ],
+)
+def test_foreign_pods(detect, foreign, usable):
+    # Upstream (cache/foreign_pods.go): a pod another scheduler placed makes the node's
+    # NRT data unusable (Filter: invalid node topology data, Score 0) until a resync
+    # finds an object accounting for it.
+    topology = two_zone()
+    lister, clock = StaticLister([topology]), FakeClock()
+    _, pl = overreserve(lister, clock, {"foreignPodsDetect": detect})
+    pod = gu({"cpu": 1, "memory": "1Gi"})
+    info = node_info(topology)
+    assert pl.filter(pod=pod, node_info=info) is None
+    builder = make_pod("other").scheduler_name(
+        "default-scheduler" if foreign == "own-profile" else "other-scheduler"
     )
-    lister.add(updated)
-    assert pl.filter(pod=big, node_info=with_pod) is None
+    if foreign == "guaranteed-whole-cpus":
+        builder = builder.container({"cpu": "2", "memory": "1Gi"}, {"cpu": "2", "memory": "1Gi"})
+    elif foreign == "burstable-whole-cpus":
+        builder = builder.container({"cpu": "2"})
+    else:
+        builder = builder.container()
+    info.add_pod(PodInfo(builder.obj()))
+    status = pl.filter(pod=pod, node_info=info)
+    if usable:
+        assert status is None
+        return
+    assert status.reasons == ["invalid node topology data"]
+    assert pl.score(pod=pod, node_info=info) == 0
+    # The agent's next object counts the foreign pod: the next resync takes it.
+    lister.add(fingerprinted(topology, [("default", "other")]))
+    clock.step(5)
+    assert pl.filter(pod=pod, node_info=info) is None
+
+
+@pytest.mark.parametrize(
+    ("pods", "sign"),
+    [
+        (
+            [
+                ("production", "jaeger-dpgjk"),
+                ("production", "nginx-rt684"),
+                ("production", "envoy-g9m22"),
+            ],
+            "pfp0v001607b76a0e9d3aeb4",
+        ),
+        (
+            [
+                ("analytics", "controller-69dkj"),
+                ("kube-public", "subscriber-tq6v7"),
+                ("kube-public", "transformer-hfbng"),
+                ("kube-public", "validator-c6pn5"),
+                ("kube-system", "proxy-wszrd"),
+                ("middleware", "processor-jkrl4"),
+                ("network", "gateway-vsll5"),
+                ("network", "importer-kzdfr"),
+                ("network", "importer-q5vt9"),
+                ("staging", "prometheus-bwgbn"),
+            ],
+            "pfp0v001567144e4a561bb5a",
+        ),
+    ],
+    ids=["compat-tiny-3pods-1ns", "compat-small-10pods-3ns"],
+)
+def test_pod_fingerprint_compat(pods, sign):
+    # podfingerprint's testdata: the same signature, in any order.
+    assert pod_fingerprint(pods) == sign
+    assert pod_fingerprint(reversed(pods)) == sign
 
 
 def test_discard_reserved_nodes():
@@ -1028,3 +1170,45 @@ def test_batches_equal_single_calls():
     # Again, from the verdicts remembered per node; a pod that fits everywhere: None.
     assert list(pl.score_nodes(pod=pod, nodes=batch)) == scores
     assert pl.filter_nodes(pod=gu({"cpu": 1, "memory": "1Mi"}), nodes=batch) is None
+
+
+@pytest.mark.parametrize(
+    "change", ["update", "delete", "create"], ids=["object-updated", "object-deleted", "new-object"]
+)
+def test_batches_follow_nrt_changes(change):
+    # The batch verdicts are kept per group of equal NRT data; a change of any object
+    # must reach the next cycle, and equal data on two nodes must share a verdict.
+    full, tight = two_zone("a"), two_zone("b", cpu="1")
+    lister = StaticLister([full, tight] if change != "create" else [full])
+    fw = make_framework(NodeResourceTopologyMatch, args={NAME: {}}, lister=lister)
+    pl = fw.plugin(NAME)
+    batch = node_batch([node_info(full), node_info(two_zone("b"))])
+    pod = gu({"cpu": 2, "memory": "1Gi"})
+    before = pl.filter_nodes(pod=pod, nodes=batch)
+    if change == "create":
+        assert before is None
+        lister.add(tight)
+        expected = [None, [POD]]
+    else:
+        assert [s and s.reasons for s in before] == [None, [POD]]
+        if change == "update":
+            lister.add(two_zone("b"))
+        else:
+            lister.remove(tight)
+        expected = None
+    after = pl.filter_nodes(pod=pod, nodes=batch)
+    assert (after if after is None else [s and s.reasons for s in after]) == expected
+    singles = [pl.filter(pod=pod, node_info=i) for i in batch.infos]
+    assert [s and s.reasons for s in singles] == (expected or [None, None])
+
+
+def test_events_to_register():
+    # As upstream's EventsToRegister: NRT objects created or updated may fit the pod now.
+    _, pl = plugin([])
+    events = pl.events_to_register()
+    assert [(e.event.resource, e.event.action) for e in events] == [
+        (EventResource.POD, ActionType.DELETE),
+        (EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+        (EventResource.NODE_RESOURCE_TOPOLOGY, ActionType.ADD | ActionType.UPDATE),
+    ]
+    assert all(e.queueing_hint is None for e in events)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kubesched.testing import make_node, make_pod
+from tests.contrib.helpers import nrt_manifest as nrt
 
 from .conftest import Api, wait_for
 
@@ -66,34 +67,6 @@ CRDS = [
         "Namespaced",
     ),
 ]
-
-
-def nrt(name: str, cpus: tuple[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": NRT_API,
-        "kind": "NodeResourceTopology",
-        "metadata": {"name": name},
-        "attributes": [
-            {"name": "topologyManagerPolicy", "value": "single-numa-node"},
-            {"name": "topologyManagerScope", "value": "pod"},
-        ],
-        "zones": [
-            {
-                "name": f"node-{i}",
-                "type": "Node",
-                "resources": [
-                    {"name": "cpu", "capacity": "8", "allocatable": "8", "available": cpu},
-                    {
-                        "name": "memory",
-                        "capacity": "16Gi",
-                        "allocatable": "16Gi",
-                        "available": "16Gi",
-                    },
-                ],
-            }
-            for i, cpu in enumerate(cpus)
-        ],
-    }
 
 
 @pytest.fixture
@@ -165,3 +138,14 @@ def test_numa_alignment_and_crd_kinds_on_a_cluster(api: Api, crds, in_process) -
     api.create(make_pod("numa3").container(gu, gu).manifest())
     cond = api.unschedulable("numa3")
     assert "cannot align pod" in cond["message"]
+    # The agent reports a freed zone on "split": the NRT update moves the pending pod
+    # at once (the plugin registers NodeResourceTopology Add|Update, as upstream's), long
+    # before the periodic retry of unschedulable pods.
+    freed = nrt("split", ("8", "4"))
+    api.client.request(
+        "PATCH",
+        f"{nrts}/split",
+        body={"zones": freed["zones"]},
+        content_type="application/merge-patch+json",
+    )
+    assert wait_for(lambda: api.node_of("numa3"), 30, "the pod to be bound") == "split"

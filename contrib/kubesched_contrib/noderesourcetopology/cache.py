@@ -6,24 +6,29 @@ args; this module models what each does that a scheduling decision can observe:
 * **passthrough** (``cacheResyncPeriodSeconds: 0``, the default): the NRT object as the
   node's agent last wrote it. Pods this scheduler just placed are not in it until the
   agent updates the object.
-* **overreserve** (``cacheResyncPeriodSeconds > 0``): the NRT object minus every pod
-  reserved on the node since the object was read, taken from *every* NUMA zone (which
-  zone the kubelet picks is unknown, so the view is pessimistic). Upstream forgets the
-  bookings when a periodic resync finds the agent's object accounts for them (pod-set
-  fingerprint); here they are forgotten when the object changes, and a booked pod stops
-  counting once it left the node (deleted or preempted).
+* **overreserve** (``cacheResyncPeriodSeconds > 0``): the NRT object as first read, minus
+  every pod reserved on the node since, taken from *every* NUMA zone (which zone the
+  kubelet picks is unknown, so the view is pessimistic). A pod another scheduler placed
+  (a *foreign* pod, ``cache.foreignPodsDetect``) coming or going makes the node's data
+  unusable. Once per period, a node with foreign pods or rejected by Filter is resynced:
+  the agent's newest object replaces the view, and the bookings and the foreign mark go,
+  if its pod-set fingerprint is that of the pods on the node (``cache.resyncMethod``).
 * **discard-reserved** (``discardReservedNodes: true``): a node with a pod reserved but
   not yet bound has no usable NRT data (Filter rejects it) until the bind completes.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from weakref import WeakKeyDictionary
 
-from kubesched import NodeBatch, NodeInfo
-from kubesched.api import Pod
+import numpy as np
+
+from kubesched import NodeInfo, NodeTable
+from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
 
 from .api import NODE_RESOURCE_TOPOLOGY_KIND, NodeResourceTopology
 from .numa import (
@@ -33,19 +38,35 @@ from .numa import (
     pod_effective_requests,
     topology_manager_config,
 )
+from .resync import (
+    RESYNC_AUTODETECT,
+    expected_fingerprint,
+    has_exclusive_resources,
+    nrt_resource_names,
+    pod_fingerprint,
+)
 
 PASSTHROUGH = "passthrough"
 OVERRESERVE = "overreserve"
 DISCARD_RESERVED = "discard-reserved"
 
+FOREIGN_NONE = "None"
+FOREIGN_ALL = "All"
+FOREIGN_ONLY_EXCLUSIVE = "OnlyExclusiveResources"
+
 _ABSENT: tuple[None, bool] = (None, True)
 
-NO_NRT = object()
-"""``passthrough_verdicts``' verdict for a node without a NodeResourceTopology object."""
-_MISSING = object()
-_VERDICTS_KEY = ("NodeResourceTopologyMatch", "verdicts")
+_GROUPS_KEY = ("NodeResourceTopologyMatch", "groups")
 _VERDICT_LIMIT = 64
-"""Pod shapes remembered per node before its verdicts start afresh."""
+"""Pod shapes whose verdicts a table's groups remember before they start afresh."""
+
+# Resources every node reports (``util.ResourceList`` of NodeInfo.Allocatable).
+_ALWAYS_REPORTED = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE, PODS})
+
+
+def node_resources(node_info: NodeInfo) -> frozenset[str]:
+    """The resources the node reports at all (Filter: a request for another one fails)."""
+    return _ALWAYS_REPORTED.union(node_info.allocatable.scalar_resources)
 
 
 @dataclass(frozen=True)
@@ -59,33 +80,159 @@ class NodeTopology:
     """Verdicts already computed on this data, by pod shape (the plugin's to fill): the
     data is replaced, never changed, when the object or the bookings change."""
 
+    def content(self) -> tuple[Any, ...]:
+        """What the verdicts depend on, hashable: equal for equal data."""
+        return (
+            self.config,
+            tuple(
+                (n.numa_id, tuple(sorted(n.resources.items())), tuple(sorted(n.costs.items())))
+                for n in self.numa
+            ),
+        )
+
+
+class TopologyGroups:
+    """The rows of a node table grouped by equal NRT data (and equal reported
+    resources), with each group's verdicts by pod shape: a pod is decided once per
+    group, and the verdicts spread to the rows with numpy.
+
+    Group numbers stay stable while the table lives, so verdicts computed before an NRT
+    object changed stay valid for the groups they were computed on.
+    """
+
+    def __init__(self, rows: int) -> None:
+        self.generation = -1
+        """The lister's NodeResourceTopology generation the rows were read at."""
+        self.ids = np.full(rows, -1, dtype=np.intp)
+        """Per row: its group's number (``topologies[number - 1]``); 0 for a node without
+        an NRT object."""
+        self.topologies: list[NodeTopology] = []
+        self.resources: list[frozenset[str]] = []
+        self._seen: list[Any] = [None] * rows
+        self._numbers: dict[tuple[Any, ...], int] = {}
+        self._verdicts: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
+
+    def refresh(
+        self,
+        infos: Sequence[NodeInfo],
+        lister: Any,
+        parse: Callable[[str, NodeResourceTopology], NodeTopology],
+    ) -> None:
+        """Read every row's NRT object again; rows whose object is the same keep their
+        group."""
+        get_object, seen, ids, numbers = lister.get_object, self._seen, self.ids, self._numbers
+        for row, ni in enumerate(infos):
+            nrt = get_object(NODE_RESOURCE_TOPOLOGY_KIND, None, ni.name)
+            if nrt is seen[row] and ids[row] >= 0:
+                continue
+            seen[row] = nrt
+            if nrt is None:
+                ids[row] = 0
+                continue
+            topology = parse(ni.name, nrt)
+            reported = node_resources(ni)
+            key = (topology.content(), reported)
+            number = numbers.get(key)
+            if number is None:
+                number = numbers[key] = len(self.topologies) + 1
+                self.topologies.append(topology)
+                self.resources.append(reported)
+            ids[row] = number
+
+    def verdicts(
+        self,
+        key: Any,
+        ids: np.ndarray,
+        compute: Callable[[NodeTopology, frozenset[str]], Any],
+        absent: Any,
+        dtype: Any,
+    ) -> np.ndarray:
+        """Per row of ``ids`` (a slice of :attr:`ids`), the verdict ``key`` on its group's
+        data (``absent`` without an object); ``compute(topology, reported resources)`` for
+        a group the first time."""
+        entry = self._verdicts.get(key)
+        size = len(self.topologies) + 1
+        if entry is None or len(entry[0]) < size:
+            if entry is None and len(self._verdicts) >= _VERDICT_LIMIT:
+                self._verdicts.clear()
+            lut = np.empty(size, dtype=dtype)
+            known = np.zeros(size, dtype=bool)
+            if entry is not None:
+                lut[: len(entry[0])] = entry[0]
+                known[: len(entry[1])] = entry[1]
+            lut[0], known[0] = absent, True
+            entry = self._verdicts[key] = (lut, known)
+        lut, known = entry
+        missing = ~known[ids]
+        if missing.any():
+            for number in np.unique(ids[missing]).tolist():
+                lut[number] = compute(self.topologies[number - 1], self.resources[number - 1])
+                known[number] = True
+        return lut[ids]
+
 
 @dataclass
-class _Bookings:
-    """Pods reserved on one node since its NRT object ``seen`` was read."""
+class _NodeView:
+    """The overreserve cache's state of one node."""
 
     seen: NodeResourceTopology
+    """The object the view starts from: the first one read, then the last one a resync
+    found accounts for the pods on the node."""
     pods: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Pods reserved on the node since ``seen``, by uid: their requests."""
+    foreign: bool = False
+    """A pod of another scheduler came or went since ``seen``: the data is not usable."""
+    maybe_overreserved: bool = False
+    """Filter rejected the node since the last pod was reserved on it."""
+    known_foreign: frozenset[str] = frozenset()
+    """The foreign pods on the node when it was last looked at."""
     generation: int = -1
-    """The NodeInfo generation at which ``pods`` was last pruned."""
+    """The NodeInfo generation ``known_foreign`` was taken at."""
+    resync_tick: int = -1
+    """The resync period in which a resync of the node was last tried."""
     view: NodeTopology | None = None
-    """The object's data with ``pods`` taken off (None: to be made again)."""
+    """``seen``'s data with ``pods`` taken off (None: to be made again)."""
 
-    def changed(self) -> None:
-        """Forget the view after ``pods`` changed."""
+    def flush(self, nrt: NodeResourceTopology) -> None:
+        """Start again from ``nrt``, which accounts for every pod on the node."""
+        self.seen = nrt
+        self.pods.clear()
+        self.foreign = self.maybe_overreserved = False
         self.view = None
+
+
+_FOREIGN_DETECTORS: WeakKeyDictionary[Any, set[str]] = WeakKeyDictionary()
+"""By cluster (its lister): the profiles whose NodeResourceTopologyMatch detects foreign
+pods; a pod of any of them is not foreign to the others (upstream keeps one such set per
+scheduler process)."""
 
 
 class NRTCache:
     """The NRT view of one plugin instance (one profile), in one of the three modes."""
 
-    def __init__(self, handle: Any, mode: str) -> None:
+    def __init__(
+        self,
+        handle: Any,
+        mode: str,
+        *,
+        resync_period: int = 0,
+        foreign_pods_detect: str = FOREIGN_ALL,
+        resync_method: str = RESYNC_AUTODETECT,
+    ) -> None:
         self.handle = handle
         self.mode = mode
+        self.resync_period = resync_period
+        self.foreign_pods_detect = foreign_pods_detect
+        self.resync_method = resync_method
         # Parsed objects, by node: reused while the lister returns the same object.
         self._parsed: dict[str, tuple[NodeResourceTopology, NodeTopology]] = {}
-        self._bookings: dict[str, _Bookings] = {}
+        self._views: dict[str, _NodeView] = {}
         self._reserved: dict[str, set[str]] = {}
+        self._ours: set[str] = {handle.profile_name}
+        if mode == OVERRESERVE and foreign_pods_detect != FOREIGN_NONE:
+            if handle.lister is not None:
+                self._ours = _FOREIGN_DETECTORS.setdefault(handle.lister, set())
+            self._ours.add(handle.profile_name)
 
     def nrt(self, node_name: str) -> NodeResourceTopology | None:
         """The node's NRT object (None when it has none)."""
@@ -104,28 +251,17 @@ class NRTCache:
 
     def get(self, node_info: NodeInfo) -> tuple[NodeTopology | None, bool]:
         """``(topology, fresh)``: the node's data (None without an NRT object) and whether
-        it may be used at all (False: a discard-reserved node with a pod in flight)."""
+        it may be used at all (False: a discard-reserved node with a pod in flight, an
+        overreserve node with foreign pods)."""
         name = node_info.name
         if self.mode == DISCARD_RESERVED and self._reserved.get(name):
             return None, False
         nrt = self.nrt(name)
-        if nrt is None:
+        if nrt is None and name not in self._views:
             return _ABSENT
-        topology = self._parse(name, nrt)
         if self.mode != OVERRESERVE:
-            return topology, True
-        bookings = self._current_bookings(node_info, nrt)
-        if bookings is None or not bookings.pods:
-            return topology, True
-        if bookings.view is None:
-            numa = [n.copy() for n in topology.numa]
-            for reqs in bookings.pods.values():
-                for n in numa:
-                    for res, amount in reqs.items():
-                        if res in n.resources:
-                            n.resources[res] = max(n.resources[res] - amount, 0)
-            bookings.view = NodeTopology(topology.config, numa)
-        return bookings.view, True
+            return self._parse(name, nrt), True
+        return self._overreserved(node_info, nrt)
 
     def get_many(self, infos: Sequence[NodeInfo]) -> list[tuple[NodeTopology | None, bool]]:
         """``get`` for each node, in order."""
@@ -147,57 +283,107 @@ class NRTCache:
             append((topology, True))
         return out
 
-    def passthrough_verdicts(
-        self, nodes: NodeBatch, key: Any, compute: Callable[[int, NodeTopology], Any]
-    ) -> list[Any] | None:
-        """For the passthrough cache, per node of ``nodes``: the verdict ``key`` on its NRT
-        data (``NO_NRT`` without an object), ``compute(position, topology)`` the first
-        time; None for the other caches. Verdicts are kept per node with the object they
-        were computed on, and dropped whenever a Node object changes (the resources it
-        reports count in Filter)."""
+    def passthrough_groups(self, table: NodeTable) -> TopologyGroups | None:
+        """For the passthrough cache, the NRT data of every row of ``table`` as groups of
+        equal data (None for the other caches). Kept on the table (until a Node object
+        changes) and brought up to date only when the lister reports a change of the
+        NodeResourceTopology kind: a cycle then looks nothing up per node."""
         lister = self.handle.lister
         if self.mode != PASSTHROUGH or lister is None:
             return None
-        memo = nodes.table.derived(_VERDICTS_KEY, lambda _table: {})
-        get_object = lister.get_object
-        out: list[Any] = []
-        append = out.append
-        # The hot loop of a large cluster: one lookup of the object, two of the memo.
-        for i, name in enumerate(nodes.names):
-            nrt = get_object(NODE_RESOURCE_TOPOLOGY_KIND, None, name)
-            if nrt is None:
-                append(NO_NRT)
-                continue
-            entry = memo.get(name)
-            if entry is None or entry[0] is not nrt:
-                entry = memo[name] = (nrt, {})
-            verdicts = entry[1]
-            verdict = verdicts.get(key, _MISSING)
-            if verdict is _MISSING:
-                verdict = compute(i, self._parse(name, nrt))
-                if len(verdicts) >= _VERDICT_LIMIT:
-                    verdicts.clear()
-                verdicts[key] = verdict
-            append(verdict)
-        return out
+        groups: TopologyGroups = table.derived(_GROUPS_KEY, lambda t: TopologyGroups(len(t)))
+        generation = lister.kind_generation(NODE_RESOURCE_TOPOLOGY_KIND)
+        if groups.generation != generation:
+            groups.refresh(table.infos, lister, self._parse)
+            groups.generation = generation
+        return groups
 
-    def _current_bookings(self, node_info: NodeInfo, nrt: NodeResourceTopology) -> _Bookings | None:
-        bookings = self._bookings.get(node_info.name)
-        if bookings is None:
-            return None
-        if bookings.seen is not nrt:
-            # The agent wrote the object again: it accounts for what ran by then.
-            del self._bookings[node_info.name]
-            return None
-        if bookings.generation != node_info.generation:
-            present = {pi.uid for pi in node_info.pods}
-            gone = [uid for uid in bookings.pods if uid not in present]
-            for uid in gone:
-                del bookings.pods[uid]
-            if gone:
-                bookings.changed()
-            bookings.generation = node_info.generation
-        return bookings
+    # -- overreserve ---------------------------------------------------------------------------
+    def _overreserved(
+        self, node_info: NodeInfo, nrt: NodeResourceTopology | None
+    ) -> tuple[NodeTopology | None, bool]:
+        name = node_info.name
+        state = self._views.get(name)
+        if state is None:
+            assert nrt is not None  # get() answered a node without either
+            state = self._new_view(name, nrt)
+        self._look_for_foreign_pods(state, node_info)
+        if state.foreign or state.maybe_overreserved:
+            self._resync(state, node_info, nrt)
+        if state.foreign:
+            return None, False
+        topology = self._parse(name, state.seen)
+        if not state.pods:
+            return topology, True
+        if state.view is None:
+            numa = [n.copy() for n in topology.numa]
+            for reqs in state.pods.values():
+                for n in numa:
+                    for res, amount in reqs.items():
+                        if res in n.resources:
+                            n.resources[res] = max(n.resources[res] - amount, 0)
+            state.view = NodeTopology(topology.config, numa)
+        return state.view, True
+
+    def _resync_tick(self) -> int:
+        clock = self.handle.clock
+        now = clock.now() if clock is not None else time.monotonic()
+        return int(now // self.resync_period)
+
+    def _new_view(self, node_name: str, nrt: NodeResourceTopology) -> _NodeView:
+        # The resync of the current period has run already (upstream's loop starts with
+        # the scheduler): the next one comes with the next period.
+        state = self._views[node_name] = _NodeView(nrt, resync_tick=self._resync_tick())
+        return state
+
+    def _foreign_pods(self, state: _NodeView, node_info: NodeInfo) -> frozenset[str]:
+        only_exclusive = self.foreign_pods_detect == FOREIGN_ONLY_EXCLUSIVE
+        resources = nrt_resource_names(state.seen) if only_exclusive else frozenset()
+        return frozenset(
+            pi.uid
+            for pi in node_info.pods
+            if pi.pod.spec.scheduler_name not in self._ours
+            and (not only_exclusive or has_exclusive_resources(pi.pod, resources))
+        )
+
+    def _look_for_foreign_pods(self, state: _NodeView, node_info: NodeInfo) -> None:
+        # Upstream watches the pods: any add or delete of a pod another scheduler placed
+        # marks the node. Here the node's pods are compared with those of the last look.
+        if self.foreign_pods_detect == FOREIGN_NONE or state.generation == node_info.generation:
+            return
+        foreign = self._foreign_pods(state, node_info)
+        if foreign != state.known_foreign:
+            state.foreign = True
+            state.known_foreign = foreign
+        state.generation = node_info.generation
+
+    def _resync(
+        self, state: _NodeView, node_info: NodeInfo, nrt: NodeResourceTopology | None
+    ) -> None:
+        # Upstream's resync loop, once per cacheResyncPeriodSeconds over the nodes that
+        # have foreign pods or were rejected: the agent's newest object is taken only if
+        # its pod-set fingerprint is that of the pods on the node.
+        tick = self._resync_tick()
+        if tick == state.resync_tick or nrt is None:
+            return
+        state.resync_tick = tick
+        expected, only_exclusive = expected_fingerprint(nrt, self.resync_method)
+        if not expected:
+            return  # an object without a fingerprint never replaces the view
+        resources = nrt_resource_names(nrt)
+        pods = [
+            (pi.pod.metadata.namespace or "default", pi.pod.metadata.name)
+            for pi in node_info.pods
+            if not only_exclusive or has_exclusive_resources(pi.pod, resources)
+        ]
+        if pod_fingerprint(pods) == expected:
+            state.flush(nrt)
+
+    def rejected(self, node_name: str) -> None:
+        """Filter rejected the node (overreserve: it becomes a resync candidate)."""
+        state = self._views.get(node_name)
+        if state is not None:
+            state.maybe_overreserved = True
 
     # -- bookings -----------------------------------------------------------------------------
     def reserve(self, node_name: str, pod: Pod, uid: str) -> None:
@@ -205,25 +391,24 @@ class NRTCache:
         if self.mode == DISCARD_RESERVED:
             self._reserved.setdefault(node_name, set()).add(uid)
         elif self.mode == OVERRESERVE:
-            nrt = self.nrt(node_name)
-            if nrt is None:
-                return
-            bookings = self._bookings.get(node_name)
-            if bookings is None or bookings.seen is not nrt:
-                bookings = self._bookings[node_name] = _Bookings(nrt)
-            bookings.pods[uid] = pod_effective_requests(pod)
-            bookings.changed()
-            # Not pruned yet: the pod joins the node's NodeInfo only with the next snapshot.
-            bookings.generation = -1
+            state = self._views.get(node_name)
+            if state is None:
+                nrt = self.nrt(node_name)
+                if nrt is None:
+                    return
+                state = self._new_view(node_name, nrt)
+            state.pods[uid] = pod_effective_requests(pod)
+            state.view = None
+            state.maybe_overreserved = False
 
     def unreserve(self, node_name: str, uid: str) -> None:
         """Undo ``reserve`` (a failed or rejected binding)."""
         reserved = self._reserved.get(node_name)
         if reserved is not None:
             reserved.discard(uid)
-        bookings = self._bookings.get(node_name)
-        if bookings is not None and bookings.pods.pop(uid, None) is not None:
-            bookings.changed()
+        state = self._views.get(node_name)
+        if state is not None and state.pods.pop(uid, None) is not None:
+            state.view = None
 
     def bound(self, node_name: str, uid: str) -> None:
         """The pod is bound: a discard-reserved node is usable again."""

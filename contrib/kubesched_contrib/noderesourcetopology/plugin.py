@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from kubesched import (
@@ -36,15 +37,15 @@ from kubesched import (
     invalid,
     raise_args_errors,
 )
-from kubesched.api import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
+from kubesched.api import CPU, MEMORY, Pod
 
 from .cache import (
     DISCARD_RESERVED,
-    NO_NRT,
     OVERRESERVE,
     PASSTHROUGH,
     NodeTopology,
     NRTCache,
+    node_resources,
 )
 from .numa import (
     POLICY_SINGLE_NUMA_NODE,
@@ -166,9 +167,6 @@ class NodeResourceTopologyMatchArgs(PluginArgs):
         return PASSTHROUGH
 
 
-# Resources every node reports (``util.ResourceList`` of NodeInfo.Allocatable).
-_ALWAYS_REPORTED = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE, PODS})
-
 _MEMO_LIMIT = 64
 """Pod shapes remembered per node's NRT data before the memo starts afresh."""
 
@@ -177,10 +175,6 @@ def _remember(memo: dict[Any, Any], key: Any, node: Any, value: Any) -> None:
     if len(memo) >= _MEMO_LIMIT:
         memo.clear()
     memo[key] = (node, value)
-
-
-def _node_resources(node_info: NodeInfo) -> frozenset[str]:
-    return _ALWAYS_REPORTED | node_info.allocatable.scalar_resources.keys()
 
 
 def _requests_key(requests: dict[str, int]) -> tuple[tuple[str, int], ...]:
@@ -222,17 +216,32 @@ class NodeResourceTopologyMatch:
         self.strategy_type = args.scoring_strategy.type
         self.strategy = _STRATEGIES[self.strategy_type]
         self.weights = {r.name: r.weight for r in args.scoring_strategy.resources}
-        self.cache = NRTCache(handle, args.cache_mode)
+        self.cache = NRTCache(
+            handle,
+            args.cache_mode,
+            resync_period=args.cache_resync_period_seconds,
+            foreign_pods_detect=args.cache.foreign_pods_detect,
+            resync_method=args.cache.resync_method,
+        )
         self._last_shape: tuple[Pod, _PodShape] | None = None
+        self._reason_codes: dict[str, int] = {}
+        self._statuses = np.full(1, None, dtype=object)
+        """The Filter status of each reason code (0: None, the node passes)."""
 
     @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        # A deleted pod frees NUMA resources; a new or resized node may fit.
+        # A deleted pod frees NUMA resources; a new or resized node may fit; an agent
+        # writing a node's NRT object reports what its zones have now.
         return [
             ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.DELETE)),
             ClusterEventWithHint(
                 ClusterEvent(
                     EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+                )
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.NODE_RESOURCE_TOPOLOGY, ActionType.ADD | ActionType.UPDATE
                 )
             ),
         ]
@@ -255,26 +264,31 @@ class NodeResourceTopologyMatch:
         shape = self._shape(pod)
         if shape.skips_filter:
             return None
-        infos = nodes.infos
-        verdicts = self.cache.passthrough_verdicts(
-            nodes,
-            ("filter", shape.key),
-            lambda i, t: filter_reason(pod, t.config, t.numa, _node_resources(infos[i])),
-        )
-        if verdicts is None:
-            return self._filter_many(pod, infos)
-        out: list[Status | None] | None = None
-        statuses: dict[str, Status] = {}
-        for i, reason in enumerate(verdicts):
-            if reason is None or reason is NO_NRT:
-                continue
-            if out is None:
-                out = [None] * len(verdicts)
-            status = statuses.get(reason)
-            if status is None:
-                status = statuses[reason] = Status(Code.UNSCHEDULABLE, reason)
-            out[i] = status
-        return out  # None: no node rejected
+        groups = self.cache.passthrough_groups(nodes.table)
+        if groups is None:
+            return self._filter_many(pod, nodes.infos)
+
+        def code(topology: NodeTopology, reported: frozenset[str]) -> int:
+            return self._reason_code(filter_reason(pod, topology.config, topology.numa, reported))
+
+        codes = groups.verdicts(("filter", shape.key), nodes.take(groups.ids), code, 0, np.intp)
+        if not codes.any():
+            return None  # no node rejected
+        return self._statuses[codes]
+
+    def _reason_code(self, reason: str | None) -> int:
+        # Verdicts are kept as small integers (0: passes) so that a batch is decided with
+        # numpy; one Status per reason, shared by every node it rejects.
+        if reason is None:
+            return 0
+        code = self._reason_codes.get(reason)
+        if code is None:
+            code = self._reason_codes[reason] = len(self._statuses)
+            statuses = np.empty(code + 1, dtype=object)
+            statuses[:code] = self._statuses
+            statuses[code] = Status(Code.UNSCHEDULABLE, reason)
+            self._statuses = statuses
+        return code
 
     def _filter_many(self, pod: Pod, infos: Sequence[NodeInfo]) -> list[Status | None]:
         shape = self._shape(pod)
@@ -302,9 +316,13 @@ class NodeResourceTopologyMatch:
                 if hit is not None and hit[0] is node:
                     reason = hit[1]
                 else:
-                    reason = filter_reason(pod, topology.config, topology.numa, _node_resources(ni))
+                    reason = filter_reason(pod, topology.config, topology.numa, node_resources(ni))
                     _remember(memo, key, node, reason)
-                append(None if reason is None else Status(Code.UNSCHEDULABLE, reason))
+                if reason is None:
+                    append(None)
+                else:
+                    self.cache.rejected(ni.name)
+                    append(Status(Code.UNSCHEDULABLE, reason))
         return out
 
     def _score_topology(self, pod: Pod, topology: NodeTopology) -> int:
@@ -351,12 +369,16 @@ class NodeResourceTopologyMatch:
         shape = self._shape(pod)
         if shape.qos != QOS_GUARANTEED:
             return [MAX_NODE_SCORE] * len(nodes)
-        verdicts = self.cache.passthrough_verdicts(
-            nodes, ("score", shape.key), lambda _i, t: self._score_topology(pod, t)
-        )
-        if verdicts is None:
+        groups = self.cache.passthrough_groups(nodes.table)
+        if groups is None:
             return self._score_many(pod, nodes.infos)
-        return [0 if v is NO_NRT else v for v in verdicts]
+        return groups.verdicts(
+            ("score", shape.key),
+            nodes.take(groups.ids),
+            lambda topology, _reported: self._score_topology(pod, topology),
+            0,
+            np.int64,
+        )
 
     @hookimpl
     def reserve(self, pod: Pod, pod_info: PodInfo, node_name: str) -> None:

@@ -66,6 +66,7 @@ class EventResource(StrEnum):
     CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
     POD_GROUP = "PodGroup"
     ELASTIC_QUOTA = "ElasticQuota"
+    NODE_RESOURCE_TOPOLOGY = "NodeResourceTopology"
     RESOURCE_CLAIM = "ResourceClaim"
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"

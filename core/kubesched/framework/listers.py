@@ -60,6 +60,13 @@ class ObjectLister(Protocol):
         a kind nobody registered."""
         ...
 
+    def kind_generation(self, kind: str) -> int:
+        """A number that changes whenever an object of ``kind`` is added, changed or
+        removed (SDK 1.5): a plugin that derives something from all objects of a kind
+        (one per node, say) keeps it while the number stays the same, instead of looking
+        every object up again each cycle."""
+        ...
+
     def list_pods_with_label(self, namespace: str, key: str, value: str) -> list[Pod]:
         """The Pods of ``namespace`` whose label ``key`` is ``value``, sorted by key: what
         upstream's pod lister answers for the selector ``key=value`` (SDK 1.2). The
@@ -77,6 +84,7 @@ class StaticLister:
 
     def __init__(self, objects: Iterable[KubeObject] = ()) -> None:
         self._generic: dict[str, dict[str, KubeObject]] = defaultdict(dict)
+        self._generations: dict[str, int] = defaultdict(int)
         self._namespaces: dict[str, Namespace] = {}
         self._by_kind: dict[type, dict[str, dict[str, KubeObject]]] = defaultdict(
             lambda: defaultdict(dict)
@@ -86,7 +94,8 @@ class StaticLister:
 
     def add(self, obj: KubeObject) -> None:
         """Add or replace ``obj``."""
-        self._generic[obj.kind or type(obj).__name__][obj.key] = obj
+        kind = obj.kind or type(obj).__name__
+        self._generic[kind][obj.key] = obj
         if isinstance(obj, Namespace):
             self._namespaces[obj.metadata.name] = obj
         elif isinstance(
@@ -94,15 +103,29 @@ class StaticLister:
         ):
             ns = obj.metadata.namespace or "default"
             self._by_kind[type(obj)][ns][obj.metadata.name] = obj
+        # After the change: a reader that sees the new number sees the new object.
+        self.changed(kind)
 
     def remove(self, obj: KubeObject) -> None:
         """Remove ``obj`` if present."""
-        self._generic[obj.kind or type(obj).__name__].pop(obj.key, None)
+        kind = obj.kind or type(obj).__name__
+        self._generic[kind].pop(obj.key, None)
         if isinstance(obj, Namespace):
             self._namespaces.pop(obj.metadata.name, None)
         else:
             ns = obj.metadata.namespace or "default"
             self._by_kind[type(obj)][ns].pop(obj.metadata.name, None)
+        self.changed(kind)
+
+    def changed(self, kind: str) -> None:
+        """Count a change of ``kind`` (``add``/``remove`` do; a subclass whose objects of
+        a kind live elsewhere calls it itself)."""
+        self._generations[kind] += 1
+
+    def kind_generation(self, kind: str) -> int:
+        """A number that changes whenever an object of ``kind`` is added, changed or
+        removed."""
+        return self._generations.get(kind, 0)
 
     def get_namespace(self, name: str) -> Namespace | None:
         """The Namespace ``name``, or None."""

@@ -44,11 +44,16 @@ OTHER_KINDS = (
 """Kinds whose changes only move pods (plugins read them through the lister, or watch them
 through the client, as DynamicResources does)."""
 
-EXTENSION_KINDS = (EventResource.POD_GROUP.value, EventResource.ELASTIC_QUOTA.value)
+EXTENSION_KINDS = (
+    EventResource.POD_GROUP.value,
+    EventResource.ELASTIC_QUOTA.value,
+    EventResource.NODE_RESOURCE_TOPOLOGY.value,
+)
 """Plugin-defined kinds (``kubesched.kinds`` entry points) that are event resources too:
 watched like ``OTHER_KINDS`` when a plugin package registered the kind, so that a
 plugin's ``events_to_register`` on them (Coscheduling: PodGroup Add/Update;
-CapacityScheduling: ElasticQuota) works."""
+CapacityScheduling: ElasticQuota; NodeResourceTopologyMatch: NodeResourceTopology
+Add/Update) works."""
 
 
 def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:

@@ -504,6 +504,7 @@ class KubeCluster:
     def _keep_listed(self, kind: str, ev: WatchEvent) -> None:
         # The kinds plugins read through handle.lister (pods and nodes: their informers).
         if kind in _FROM_INFORMERS:
+            self.lister.changed(kind)
             return
         if ev.type is EventType.DELETED:
             self.lister.remove(ev.object)

@@ -216,6 +216,8 @@ class MemoryCluster:
         self.strict_namespaces = strict_namespaces
         self._objects: dict[str, dict[str, KubeObject]] = {kind: {} for kind in KINDS}
         self._rv = 0
+        # The resourceVersion of each kind's last change (``kind_generation``).
+        self._kind_rv: dict[str, int] = {}
         self._uids = 0
         self._names = 0
         self._log: deque[tuple[int, str, WatchEvent]] = deque()
@@ -410,6 +412,11 @@ class MemoryCluster:
         """Any object by kind name, or None (``ObjectLister``; same as :meth:`try_get`)."""
         return self.try_get(kind, namespace, name)
 
+    def kind_generation(self, kind: str) -> int:
+        """The resourceVersion of the last change of an object of ``kind``, 0 before any
+        (``ObjectLister``)."""
+        return self._kind_rv.get(kind, 0)
+
     # -- watching --------------------------------------------------------------------------
 
     def watch(self, kind: str, resource_version: str, handler: WatchHandler) -> _MemoryWatch:
@@ -565,6 +572,7 @@ class MemoryCluster:
             self._index_node(old, obj)  # type: ignore[arg-type]
             self._index_labels(old, obj)  # type: ignore[arg-type]
         self._objects[kind][obj.key] = obj
+        self._kind_rv[kind] = self._rv
         self._index_owners(obj, add=True)
         self.quota.observe(old, obj)
         etype = EventType.ADDED if old is None else EventType.MODIFIED
@@ -759,6 +767,7 @@ class MemoryCluster:
             self._index_node(current, None)  # type: ignore[arg-type]
             self._index_labels(current, None)  # type: ignore[arg-type]
         self._rv += 1
+        self._kind_rv[kind] = self._rv
         gone = current.model_copy(deep=False, update={"metadata": current.metadata.model_copy()})
         gone.metadata.resource_version = str(self._rv)
         self.quota.observe(current, None)
