@@ -1,0 +1,239 @@
+"""Live node metrics for the Trimaran plugins: a load-watcher service or Prometheus.
+
+scheduler-plugins' Trimaran collector asks a load watcher for every node's metrics when a
+plugin is built, then every ``metricsUpdateIntervalSeconds`` (30 s); a failed request
+keeps the metrics it had. The load watcher is either a service (``watcherAddress``: its
+``GET /watcher`` answers ``WatcherMetrics`` JSON) or a library querying a metrics
+provider (``metricProvider``). kubesched implements both clients here:
+
+* :class:`WatcherClient` reads ``<watcherAddress>/watcher`` and parses it as a
+  ``metricsFile`` is parsed;
+* :class:`PrometheusClient` issues load-watcher's Prometheus queries,
+  ``avg_over_time`` and ``stddev_over_time`` of ``instance:node_cpu:ratio`` (CPU) and
+  ``instance:node_memory_utilisation:ratio`` (Memory) over its 15-minute window, each
+  result's ``instance`` label naming the node and its value times 100 the percentage.
+
+:class:`LiveMetrics` holds what a client fetched and refreshes it in a background thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import urllib3
+
+from .loadwatcher import AVERAGE, CPU_METRIC, MEMORY_METRIC, STD, Metric, parse_watcher_metrics
+
+__all__ = [
+    "DEFAULT_PROMETHEUS_ADDRESS",
+    "METRICS_UPDATE_INTERVAL_SECONDS",
+    "PROMETHEUS_QUERIES",
+    "PROMETHEUS_WINDOW",
+    "WATCHER_PATH",
+    "LiveMetrics",
+    "MetricsFetchError",
+    "NodeMetricsMap",
+    "PrometheusClient",
+    "WatcherClient",
+]
+
+log = logging.getLogger(__name__)
+
+NodeMetricsMap = Mapping[str, tuple[Metric, ...]]
+"""Metrics per node name."""
+
+WATCHER_PATH = "/watcher"
+"""load-watcher's endpoint answering every node's metrics."""
+METRICS_UPDATE_INTERVAL_SECONDS = 30.0
+"""How often the metrics are fetched again (upstream ``metricsUpdateIntervalSeconds``)."""
+WATCHER_TIMEOUT_SECONDS = 55.0
+"""load-watcher's service client gives a request this long."""
+PROMETHEUS_TIMEOUT_SECONDS = 10.0
+"""load-watcher gives each Prometheus query this long."""
+DEFAULT_PROMETHEUS_ADDRESS = "http://prometheus-k8s:9090"
+"""load-watcher's Prometheus address when ``metricProvider.address`` is empty."""
+PROMETHEUS_WINDOW = "15m"
+"""The range of load-watcher's queries (the window its scheduler-side client reads)."""
+PROMETHEUS_INSTANCE_LABEL = "instance"
+"""The result label naming the node."""
+
+PROMETHEUS_QUERIES: tuple[tuple[str, str, str], ...] = tuple(
+    (f"{function}({series}[{PROMETHEUS_WINDOW}])", rtype, operator)
+    for function, operator in (("avg_over_time", AVERAGE), ("stddev_over_time", STD))
+    for series, rtype in (
+        ("instance:node_cpu:ratio", CPU_METRIC),
+        ("instance:node_memory_utilisation:ratio", MEMORY_METRIC),
+    )
+)
+"""``(PromQL, metric type, operator)`` of each query. load-watcher also asks for network,
+disk and energy series, which no Trimaran plugin reads."""
+
+
+class MetricsFetchError(Exception):
+    """The metrics could not be fetched (the message says from where and why)."""
+
+
+def _pool(insecure_skip_verify: bool = False) -> urllib3.PoolManager:
+    if insecure_skip_verify:
+        return urllib3.PoolManager(cert_reqs="CERT_NONE", assert_hostname=False)
+    return urllib3.PoolManager()
+
+
+def _get(
+    pool: urllib3.PoolManager,
+    url: str,
+    *,
+    timeout: float,
+    headers: Mapping[str, str] | None = None,
+    fields: Mapping[str, str] | None = None,
+) -> urllib3.BaseHTTPResponse:
+    try:
+        return pool.request(
+            "GET", url, fields=fields, headers=headers, timeout=timeout, retries=False
+        )
+    except urllib3.exceptions.HTTPError as err:
+        raise MetricsFetchError(f"GET {url}: {err}") from None
+
+
+class WatcherClient:
+    """load-watcher as a service: ``GET <address>/watcher``."""
+
+    def __init__(self, address: str) -> None:
+        self.url = address.rstrip("/") + WATCHER_PATH
+        self._pool = _pool()
+
+    def fetch(self) -> NodeMetricsMap:
+        """Every node's metrics, as the watcher has them now."""
+        resp = _get(
+            self._pool,
+            self.url,
+            timeout=WATCHER_TIMEOUT_SECONDS,
+            headers={"Content-Type": "application/json"},
+        )
+        if resp.status != 200:
+            raise MetricsFetchError(f"received status code {resp.status} from watcher {self.url}")
+        try:
+            raw = json.loads(resp.data)
+        except ValueError as err:
+            raise MetricsFetchError(f"{self.url}: not JSON: {err}") from None
+        try:
+            return parse_watcher_metrics(raw, self.url)
+        except ValueError as err:
+            raise MetricsFetchError(str(err)) from None
+
+
+class PrometheusClient:
+    """load-watcher's Prometheus provider, over Prometheus's HTTP API
+    (``GET /api/v1/query``)."""
+
+    def __init__(self, address: str, token: str = "", insecure_skip_verify: bool = False) -> None:
+        self.url = (address or DEFAULT_PROMETHEUS_ADDRESS).rstrip("/") + "/api/v1/query"
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._pool = _pool(insecure_skip_verify)
+
+    def fetch(self) -> NodeMetricsMap:
+        """Every node's metrics from the queries of :data:`PROMETHEUS_QUERIES`; one failed
+        query fails the whole fetch (load-watcher then keeps its previous metrics)."""
+        per_node: dict[str, list[Metric]] = {}
+        for query, rtype, operator in PROMETHEUS_QUERIES:
+            for node, value in self._query(query):
+                per_node.setdefault(node, []).append(Metric(rtype, operator, value * 100))
+        return {node: tuple(metrics) for node, metrics in per_node.items()}
+
+    def _query(self, query: str) -> list[tuple[str, float]]:
+        resp = _get(
+            self._pool,
+            self.url,
+            timeout=PROMETHEUS_TIMEOUT_SECONDS,
+            headers=self._headers,
+            fields={"query": query},
+        )
+        try:
+            body = json.loads(resp.data)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or body.get("status") != "success":
+            detail = body.get("error") if isinstance(body, dict) else None
+            raise MetricsFetchError(
+                f"Prometheus query {query!r} at {self.url}: status code {resp.status}"
+                + (f": {detail}" if detail else "")
+            )
+        data = body.get("data") or {}
+        if data.get("resultType") != "vector":
+            # load-watcher logs such a result and reads no metrics from it.
+            log.error(
+                "Prometheus query %r answered a %s, not a vector", query, data.get("resultType")
+            )
+            return []
+        return [r for r in map(_sample, data.get("result") or ()) if r is not None]
+
+
+def _sample(result: Any) -> tuple[str, float] | None:
+    """``(instance, value)`` of one vector sample; None for one without a finite value."""
+    try:
+        node = str(result["metric"].get(PROMETHEUS_INSTANCE_LABEL, ""))
+        value = float(result["value"][1])
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        return None
+    return (node, value) if math.isfinite(value) else None
+
+
+class LiveMetrics:
+    """The metrics a client last fetched (``current``: ``(generation, metrics)``, metrics
+    None until a fetch succeeds), refreshed by :meth:`refresh` or a background thread."""
+
+    def __init__(self, fetch: Callable[[], NodeMetricsMap], source: str) -> None:
+        self._fetch = fetch
+        self.source = source
+        self.current: tuple[int, NodeMetricsMap | None] = (0, None)
+        self.last_error: str | None = None
+        self._stop = threading.Event()
+
+    def refresh(self) -> bool:
+        """Fetch again; on failure keep the metrics there were and log why (as upstream's
+        collector does). True when the fetch succeeded."""
+        try:
+            metrics = self._fetch()
+        except MetricsFetchError as err:
+            self.last_error = str(err)
+            log.error("unable to update node metrics from %s: %s", self.source, err)
+            return False
+        self.last_error = None
+        # One tuple assigned at once: a reader never sees a generation with other metrics.
+        self.current = (self.current[0] + 1, metrics)
+        return True
+
+    def start(self, interval: float | None = None) -> None:
+        """Refresh every ``interval`` seconds (default
+        :data:`METRICS_UPDATE_INTERVAL_SECONDS`) in a daemon thread until :meth:`stop`, or
+        until this object is garbage (the plugin that owned it is gone)."""
+        if interval is None:
+            interval = METRICS_UPDATE_INTERVAL_SECONDS
+        stop = self._stop
+        ref = weakref.ref(self)
+        # The thread holds only a weak reference, so that it never keeps its owner alive.
+        weakref.finalize(self, stop.set)
+        threading.Thread(
+            target=_refresh_loop, args=(ref, stop, interval), name="trimaran-metrics", daemon=True
+        ).start()
+
+    def stop(self) -> None:
+        """Stop the background refresh."""
+        self._stop.set()
+
+
+def _refresh_loop(
+    ref: weakref.ReferenceType[LiveMetrics], stop: threading.Event, interval: float
+) -> None:
+    while not stop.wait(interval):
+        live = ref()
+        if live is None:
+            return
+        live.refresh()
+        del live
