@@ -38,6 +38,7 @@ from kubesched.backend.memory.cronjobs import CronJobController
 from kubesched.backend.memory.defaults import ObjectDefaults
 from kubesched.backend.memory.disruption import DisruptionController
 from kubesched.backend.memory.evictions import EvictionRecord
+from kubesched.backend.memory.extensions import ExtensionControllers
 from kubesched.backend.memory.kubelet import KubeletEvictionManager, PodRunner
 from kubesched.backend.memory.naming import deterministic_uid, random_suffix, timestamp
 from kubesched.backend.memory.nodelifecycle import NodeLifecycleController
@@ -273,6 +274,7 @@ class MemoryCluster:
         self.node_lifecycle = NodeLifecycleController(self)
         self.kubelet = KubeletEvictionManager(self) if node_pressure_eviction else None
         self.resource_claims = ResourceClaimController(self)
+        self.extensions = ExtensionControllers(self)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -284,6 +286,11 @@ class MemoryCluster:
     def now(self) -> float:
         """The cluster's current virtual time (the clock's)."""
         return self.clock.now()
+
+    def now_timestamp(self) -> datetime:
+        """The current virtual time as the timestamps the cluster writes (an object's
+        ``creationTimestamp``, a condition's ``lastTransitionTime``)."""
+        return timestamp(self.clock.now())
 
     def _known(self, kind: str) -> bool:
         """True for a built-in kind or one a plugin package registered (``kubesched.kinds``
@@ -468,6 +475,7 @@ class MemoryCluster:
                         self.autoscalers.on_event(kind, event)
                         self.volumes.on_event(kind, event)
                         self.resource_claims.on_event(kind, event)
+                        self.extensions.on_event(kind, event)
                     self.taint_eviction.on_event(kind, event)
                     self.node_lifecycle.on_event(kind, event)
                     if self.kubelet is not None:
@@ -498,6 +506,7 @@ class MemoryCluster:
             self.cron_jobs.resync_all()
             self.autoscalers.resync_all()
             self.resource_claims.resync_all()
+            self.extensions.resync_all()
             self.disruption.sync_all()
 
     # -- writing ---------------------------------------------------------------------------
