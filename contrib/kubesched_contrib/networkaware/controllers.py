@@ -24,7 +24,6 @@ from kubesched.api import KubeObject, Pod
 
 from .api import (
     APP_GROUP_KIND,
-    APP_GROUP_LABEL,
     NETWORK_TOPOLOGY_KIND,
     AppGroup,
     AppGroupTopologyInfo,
@@ -90,19 +89,44 @@ class AppGroupController:
 
     def __init__(self, cluster: ControllerCluster) -> None:
         self.cluster = cluster
+        # (namespace, AppGroup name) -> keys of its running pods, kept from the pod
+        # events: a pod change that leaves the count as it was costs no sync.
+        self._running: dict[tuple[str, str], set[str]] = {}
 
     def on_change(self, kind: str, obj: KubeObject, old: KubeObject | None, deleted: bool) -> None:
-        """An AppGroup, or a pod of one, changed: sync the AppGroup."""
+        """An AppGroup changed, or a pod of one started or stopped running: sync it."""
         if kind == APP_GROUP_KIND:
             if not deleted:
                 self.sync(obj.metadata.namespace or "", obj.metadata.name or "")
-        elif isinstance(obj, Pod):
-            name = pod_app_group(obj)
-            if name:
-                self.sync(obj.metadata.namespace or "", name)
+            return
+        if not isinstance(obj, Pod):
+            return
+        namespace = obj.metadata.namespace or ""
+        if isinstance(old, Pod) and pod_app_group(old) not in ("", pod_app_group(obj)):
+            self._count(namespace, pod_app_group(old), old.key, running=False)
+        name = pod_app_group(obj)
+        if name:
+            running = not deleted and obj.status.phase == "Running"
+            self._count(namespace, name, obj.key, running=running)
+
+    def _count(self, namespace: str, name: str, pod_key: str, *, running: bool) -> None:
+        keys = self._running.setdefault((namespace, name), set())
+        if running == (pod_key in keys):
+            return
+        if running:
+            keys.add(pod_key)
+        else:
+            keys.discard(pod_key)
+        self.sync(namespace, name)
 
     def resync_all(self) -> None:
-        """Sync every AppGroup."""
+        """Count every AppGroup's running pods again and sync every AppGroup."""
+        self._running.clear()
+        for pod in self.cluster.list_objects("Pod"):
+            name = pod_app_group(pod) if isinstance(pod, Pod) else ""
+            if name and pod.status.phase == "Running":
+                key = (pod.metadata.namespace or "", name)
+                self._running.setdefault(key, set()).add(pod.key)
         for ag in self.cluster.list_objects(APP_GROUP_KIND):
             self.sync(ag.metadata.namespace or "", ag.metadata.name or "")
 
@@ -111,10 +135,9 @@ class AppGroupController:
         ag = self.cluster.get_object(APP_GROUP_KIND, namespace, name)
         if not isinstance(ag, AppGroup):
             return
-        pods = self.cluster.list_pods_with_label(namespace, APP_GROUP_LABEL, name)
         status = ag.status.model_copy(deep=True)
         # Upstream counts the running pods, in a field named for workloads.
-        status.running_workloads = sum(1 for p in pods if p.status.phase == "Running")
+        status.running_workloads = len(self._running.get((namespace, name), ()))
         now = self.cluster.now_timestamp()
         calculated = status.topology_calculation_time
         if calculated is None or now - calculated > TOPOLOGY_RECALCULATION:

@@ -261,12 +261,20 @@ def test_app_group_status_in_the_embedded_cluster():
         ("P3", 3),
     ]
     assert status.topology_calculation_time == cluster.now_timestamp()
-    running = status.running_workloads
-    assert running == sum(p.status.phase == "Running" for p in cluster.pods())
+    # p1-0 runs on n1 (the embedded kubelet starts a bound pod); p2-0 waits for a node.
+    assert status.running_workloads == 1
     cluster.bind(cluster.get("Pod", "default", "p2-0"), "n2")
-    assert _status(cluster).running_workloads == sum(
-        p.status.phase == "Running" for p in cluster.pods()
-    )
+    assert _status(cluster).running_workloads == 2
+    cluster.delete("Pod", "default", "p1-0")
+    cluster.advance(60.0)
+    assert _status(cluster).running_workloads == 1
+
+
+def test_running_pods_counted_before_their_app_group_exists():
+    cluster = _cluster()
+    cluster.create(_pod("p1-0", "P1", "n1"))
+    cluster.create(_app_group(BASIC))
+    assert _status(cluster).running_workloads == 1
 
 
 @pytest.mark.parametrize(
