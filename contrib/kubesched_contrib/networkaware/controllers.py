@@ -26,9 +26,11 @@ from .api import (
     APP_GROUP_KIND,
     NETWORK_TOPOLOGY_KIND,
     AppGroup,
+    AppGroupStatus,
     AppGroupTopologyInfo,
     AppGroupWorkloadInfo,
     NetworkTopology,
+    NetworkTopologyStatus,
     pod_app_group,
 )
 from .toposort import KAHN_SORT, SORTING_ALGORITHMS, CycleError
@@ -143,8 +145,7 @@ class AppGroupController:
         if calculated is None or now - calculated > TOPOLOGY_RECALCULATION:
             status.topology_order = topology_order(ag)
             status.topology_calculation_time = now
-        if status != ag.status:
-            self.cluster.update(ag.model_copy(update={"status": status}))
+        _write_status(self.cluster, ag, status)
 
 
 class NetworkTopologyController:
@@ -155,17 +156,24 @@ class NetworkTopologyController:
 
     def __init__(self, cluster: ControllerCluster) -> None:
         self.cluster = cluster
+        # Kept from the node events, as upstream's controller keeps its nodeCount.
+        self.node_count = len(cluster.list_objects("Node"))
 
     def on_change(self, kind: str, obj: KubeObject, old: KubeObject | None, deleted: bool) -> None:
         """A NetworkTopology changed, or a node came or went: sync them."""
         if kind == NETWORK_TOPOLOGY_KIND:
             if not deleted:
                 self.sync(obj.metadata.namespace or "", obj.metadata.name or "")
-        elif old is None or deleted:
-            self.resync_all()
+        elif deleted or old is None:
+            self.node_count += -1 if deleted else 1
+            self._sync_all()
 
     def resync_all(self) -> None:
-        """Sync every NetworkTopology."""
+        """Count the nodes again and sync every NetworkTopology."""
+        self.node_count = len(self.cluster.list_objects("Node"))
+        self._sync_all()
+
+    def _sync_all(self) -> None:
         for nt in self.cluster.list_objects(NETWORK_TOPOLOGY_KIND):
             self.sync(nt.metadata.namespace or "", nt.metadata.name or "")
 
@@ -175,6 +183,16 @@ class NetworkTopologyController:
         if not isinstance(nt, NetworkTopology):
             return
         status = nt.status.model_copy(deep=True)
-        status.node_count = len(self.cluster.list_objects("Node"))
-        if status != nt.status:
-            self.cluster.update(nt.model_copy(update={"status": status}))
+        status.node_count = self.node_count
+        _write_status(self.cluster, nt, status)
+
+
+def _write_status(
+    cluster: ControllerCluster,
+    obj: AppGroup | NetworkTopology,
+    status: AppGroupStatus | NetworkTopologyStatus,
+) -> None:
+    """Write ``status`` to ``obj`` unless it is already ``obj``'s (no write, no event: a
+    controller reacting to its own write then finds nothing to do)."""
+    if status != obj.status:
+        cluster.update(obj.model_copy(update={"status": status}))
