@@ -7,8 +7,8 @@ same metrics from one of these sources, chosen by the plugin's args
 (:class:`TrimaranArgs`):
 
 * ``watcherAddress``: a load-watcher service, ``GET <address>/watcher``;
-* ``metricProvider`` (type ``Prometheus``): load-watcher's Prometheus queries, asked by
-  kubesched itself (:mod:`.providers`);
+* ``metricProvider``: load-watcher's Prometheus queries, or its Kubernetes metrics-server
+  reading, asked by kubesched itself (:mod:`.providers`);
 * ``metricsFile``: a JSON file in load-watcher's ``WatcherMetrics`` format (what its
   ``/watcher`` endpoint answers), read once when the profile is built;
 * otherwise node annotations (percent): ``kubesched.io/cpu-utilization`` (CPU, AVG),
@@ -60,7 +60,13 @@ from .loadwatcher import (
     Metric,
     read_metrics_file,
 )
-from .providers import LiveMetrics, NodeMetricsMap, PrometheusClient, WatcherClient
+from .providers import (
+    LiveMetrics,
+    MetricsServerClient,
+    NodeMetricsMap,
+    PrometheusClient,
+    WatcherClient,
+)
 
 __all__ = [
     "AVERAGE",
@@ -110,11 +116,11 @@ class MetricProviderSpec(ArgsModel):
 
     type: str = Field(
         default=KUBERNETES_METRICS_SERVER,
-        description="KubernetesMetricsServer, Prometheus or SignalFx (only Prometheus is "
-        "queried by kubesched; the others need a load-watcher service).",
+        description="KubernetesMetricsServer or Prometheus (SignalFx is reached through a "
+        "load-watcher service: watcherAddress).",
     )
     address: str = Field(
-        default="", description="The provider's URL; empty: http://prometheus-k8s:9090."
+        default="", description="Prometheus's URL; empty: http://prometheus-k8s:9090."
     )
     token: str = Field(default="", description="A bearer token sent to the provider.")
     insecure_skip_verify: bool = Field(
@@ -201,15 +207,15 @@ def _provider_errors(spec: MetricProviderSpec | None) -> list[ArgsError]:
     loc = ("metricProvider", "type")
     if spec.type not in METRIC_PROVIDER_TYPES:
         return [not_supported(loc, spec.type, METRIC_PROVIDER_TYPES)]
-    if spec.type != PROMETHEUS:
-        # kubesched queries Prometheus itself; the other providers are reached through a
-        # load-watcher service built with them.
+    if spec.type == SIGNALFX:
+        # kubesched queries Prometheus and the metrics server itself; SignalFx is
+        # reached through a load-watcher service built with it.
         return [
             invalid(
                 loc,
                 spec.type,
                 "not supported by kubesched: run load-watcher with this provider and set "
-                "watcherAddress, or use Prometheus",
+                "watcherAddress",
             )
         ]
     return []
@@ -221,11 +227,14 @@ def _live_metrics(args: TrimaranArgs) -> LiveMetrics | None:
     if live == "watcherAddress":
         client: WatcherClient | PrometheusClient = WatcherClient(args.watcher_address or "")
         return LiveMetrics(client.fetch, f"load watcher {client.url}")
-    if live == "metricProvider" and args.metric_provider is not None:
-        spec = args.metric_provider
-        client = PrometheusClient(spec.address, spec.token, spec.insecure_skip_verify)
-        return LiveMetrics(client.fetch, f"Prometheus {client.url}")
-    return None
+    spec = args.metric_provider
+    if live != "metricProvider" or spec is None:
+        return None
+    if spec.type == KUBERNETES_METRICS_SERVER:
+        server = MetricsServerClient()
+        return LiveMetrics(server.fetch, server.source)
+    client = PrometheusClient(spec.address, spec.token, spec.insecure_skip_verify)
+    return LiveMetrics(client.fetch, f"Prometheus {client.url}")
 
 
 def _annotation_value(annotations: Mapping[str, str], key: str) -> float | None:

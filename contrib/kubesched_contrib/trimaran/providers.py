@@ -11,7 +11,10 @@ provider (``metricProvider``). kubesched implements both clients here:
 * :class:`PrometheusClient` issues load-watcher's Prometheus queries,
   ``avg_over_time`` and ``stddev_over_time`` of ``instance:node_cpu:ratio`` (CPU) and
   ``instance:node_memory_utilisation:ratio`` (Memory) over its 15-minute window, each
-  result's ``instance`` label naming the node and its value times 100 the percentage.
+  result's ``instance`` label naming the node and its value times 100 the percentage;
+* :class:`MetricsServerClient` lists ``metrics.k8s.io/v1beta1`` NodeMetrics and the
+  Nodes, as load-watcher's Kubernetes provider does: each node's usage in percent of its
+  ``status.capacity``, operator ``Latest``.
 
 :class:`LiveMetrics` holds what a client fetched and refreshes it in a background thread.
 """
@@ -21,23 +24,38 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import threading
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
 
-from .loadwatcher import AVERAGE, CPU_METRIC, MEMORY_METRIC, STD, Metric, parse_watcher_metrics
+from kubesched.api import CPU, MEMORY, parse_quantity
+
+from .loadwatcher import (
+    AVERAGE,
+    CPU_METRIC,
+    LATEST,
+    MEMORY_METRIC,
+    STD,
+    Metric,
+    parse_watcher_metrics,
+)
 
 __all__ = [
     "DEFAULT_PROMETHEUS_ADDRESS",
+    "KUBE_CONFIG_ENV",
     "METRICS_UPDATE_INTERVAL_SECONDS",
     "PROMETHEUS_QUERIES",
     "PROMETHEUS_WINDOW",
     "WATCHER_PATH",
     "LiveMetrics",
     "MetricsFetchError",
+    "MetricsServerClient",
     "NodeMetricsMap",
     "PrometheusClient",
     "WatcherClient",
@@ -182,6 +200,85 @@ def _sample(result: Any) -> tuple[str, float] | None:
     except (KeyError, IndexError, TypeError, ValueError, AttributeError):
         return None
     return (node, value) if math.isfinite(value) else None
+
+
+KUBE_CONFIG_ENV = "KUBE_CONFIG"
+"""load-watcher's environment variable naming the kubeconfig of its Kubernetes provider."""
+
+
+class MetricsServerClient:
+    """load-watcher's Kubernetes provider: ``metrics.k8s.io/v1beta1`` NodeMetrics over
+    the nodes' capacity, through the kubernetes client.
+
+    The cluster is the one of the kubeconfig named by ``$KUBE_CONFIG`` (load-watcher's
+    variable), else the pod's service account (in a cluster), else the default
+    kubeconfig (``$KUBECONFIG``, ``~/.kube/config``); it is looked up at the first fetch.
+    """
+
+    def __init__(self) -> None:
+        self._api: k8s_client.ApiClient | None = None
+        self.source = "metrics.k8s.io/v1beta1 nodes"
+
+    def _client(self) -> k8s_client.ApiClient:
+        if self._api is None:
+            configuration = k8s_client.Configuration()
+            path = os.environ.get(KUBE_CONFIG_ENV)
+            try:
+                if path:
+                    k8s_config.load_kube_config(
+                        config_file=path, client_configuration=configuration
+                    )
+                else:
+                    try:
+                        k8s_config.load_incluster_config(client_configuration=configuration)
+                    except k8s_config.ConfigException:
+                        k8s_config.load_kube_config(client_configuration=configuration)
+            except (k8s_config.ConfigException, OSError) as err:
+                raise MetricsFetchError(f"no cluster to read NodeMetrics from: {err}") from None
+            self._api = k8s_client.ApiClient(configuration)
+        return self._api
+
+    def fetch(self) -> NodeMetricsMap:
+        """Every node's CPU and memory usage (``Latest``) in percent of its capacity; a
+        node without capacity, or missing from the node list, is left out."""
+        api = self._client()
+        try:
+            usage = k8s_client.CustomObjectsApi(api).list_cluster_custom_object(
+                "metrics.k8s.io", "v1beta1", "nodes", _request_timeout=WATCHER_TIMEOUT_SECONDS
+            )
+            nodes = k8s_client.CoreV1Api(api).list_node(_request_timeout=WATCHER_TIMEOUT_SECONDS)
+        except (k8s_client.ApiException, urllib3.exceptions.HTTPError) as err:
+            raise MetricsFetchError(f"listing {self.source}: {err}") from None
+        capacity = {
+            n.metadata.name: (n.status.capacity or {}) if n.status else {} for n in nodes.items
+        }
+        metrics: dict[str, tuple[Metric, ...]] = {}
+        for item in usage.get("items") or ():
+            name = (item.get("metadata") or {}).get("name", "")
+            if name not in capacity:
+                log.error("unable to find host %s in node list caching capacity", name)
+                continue
+            found = _percentages(item.get("usage") or {}, capacity[name])
+            if found:
+                metrics[name] = found
+        return metrics
+
+
+def _percentages(usage: Mapping[str, str], capacity: Mapping[str, str]) -> tuple[Metric, ...]:
+    """``Latest`` CPU and memory metrics of one node: usage over capacity, in percent."""
+    out = []
+    for resource, rtype, amount in (
+        (CPU, CPU_METRIC, lambda q: q.milli_value()),
+        (MEMORY, MEMORY_METRIC, lambda q: q.value()),
+    ):
+        try:
+            used = amount(parse_quantity(usage[resource]))
+            total = amount(parse_quantity(capacity[resource]))
+        except (KeyError, ValueError):
+            continue
+        if total > 0:
+            out.append(Metric(rtype, LATEST, 100 * used / total))
+    return tuple(out)
 
 
 class LiveMetrics:

@@ -27,7 +27,8 @@ Reply = tuple[int, bytes]
 
 class Server:
     """An HTTP server on a free local port answering GETs with ``respond(path, query,
-    headers)``; it records each request's ``(path, query, headers)``."""
+    headers)``; it records each request's ``(path, query, headers)`` (header names in
+    lower case)."""
 
     def __init__(self, respond: Callable[[str, dict[str, str], dict[str, str]], Reply]) -> None:
         self.respond = respond
@@ -38,7 +39,7 @@ class Server:
             def do_GET(self) -> None:
                 url = urlsplit(self.path)
                 query = {k: v[0] for k, v in parse_qs(url.query).items()}
-                headers = dict(self.headers.items())
+                headers = {k.lower(): v for k, v in self.headers.items()}
                 server.requests.append((url.path, query, headers))
                 status, body = server.respond(url.path, query, headers)
                 self.send_response(status)
@@ -104,11 +105,7 @@ def _source(address: str, handle: object = None) -> MetricsSource:
             "metricProvider",
             None,
         ),
-        (
-            {"metricProvider": {}},
-            None,
-            'metricProvider.type: Invalid value: "KubernetesMetricsServer": not supported',
-        ),
+        ({"metricProvider": {}}, "metricProvider", None),
         (
             {"metricProvider": {"type": "SignalFx"}},
             None,
@@ -139,7 +136,7 @@ def _source(address: str, handle: object = None) -> MetricsSource:
         "empty watcher address",
         "prometheus",
         "prometheus with address and token",
-        "default type KubernetesMetricsServer",
+        "default type: KubernetesMetricsServer",
         "SignalFx",
         "unknown type",
         "watcher wins over provider",
@@ -330,7 +327,7 @@ def test_prometheus_metrics(serve):
     )
     assert source.node_metrics(node("node-2")) == (Metric("CPU", "AVG", 50.0),)
     assert source.node_metrics(node("node-3")) is None
-    assert {r[2].get("Authorization") for r in server.requests} == {"Bearer s3cret"}
+    assert {r[2].get("authorization") for r in server.requests} == {"Bearer s3cret"}
 
 
 def test_one_failed_prometheus_query_fails_the_refresh(serve):
@@ -357,3 +354,79 @@ def test_a_non_vector_prometheus_result_is_no_metrics(serve):
     server = serve(respond)
     client = PrometheusClient(server.url)
     assert client.fetch() == {}
+
+
+# -- the metrics server (metrics.k8s.io) ---------------------------------------------------
+NODE_METRICS = {
+    "kind": "NodeMetricsList",
+    "apiVersion": "metrics.k8s.io/v1beta1",
+    "items": [
+        {"metadata": {"name": "node-1"}, "usage": {"cpu": "500m", "memory": "256Mi"}},
+        {"metadata": {"name": "node-2"}, "usage": {"cpu": "1500000000n", "memory": "1Gi"}},
+        {"metadata": {"name": "gone"}, "usage": {"cpu": "1", "memory": "1Gi"}},
+    ],
+}
+NODES = {
+    "kind": "NodeList",
+    "apiVersion": "v1",
+    "metadata": {},
+    "items": [
+        {"metadata": {"name": n}, "status": {"capacity": {"cpu": cpu, "memory": "1Gi"}}}
+        for n, cpu in (("node-1", "2"), ("node-2", "4"))
+    ],
+}
+
+
+def _api_server(path: str, query: dict[str, str], headers: dict[str, str]) -> Reply:
+    if path == "/apis/metrics.k8s.io/v1beta1/nodes":
+        return 200, json.dumps(NODE_METRICS).encode()
+    if path == "/api/v1/nodes":
+        return 200, json.dumps(NODES).encode()
+    return 404, b'{"kind": "Status", "code": 404}'
+
+
+def _kubeconfig(tmp_path, server: str) -> str:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return str(path)
+
+
+def test_metrics_server_usage_over_capacity(serve, tmp_path, monkeypatch):
+    # An HTTP server answering the two lists as kube-apiserver does (an envtest API server
+    # serves no metrics.k8s.io: that needs metrics-server behind the aggregator).
+    server = serve(_api_server)
+    monkeypatch.setenv("KUBE_CONFIG", _kubeconfig(tmp_path, server.url))
+    source = MetricsSource(TrimaranArgs.model_validate({"metricProvider": {}}))
+    assert source.node_metrics(node("node-1")) == (
+        Metric("CPU", "Latest", 25.0),
+        Metric("Memory", "Latest", 25.0),
+    )
+    assert source.node_metrics(node("node-2")) == (
+        Metric("CPU", "Latest", 37.5),
+        Metric("Memory", "Latest", 100.0),
+    )
+    assert source.node_metrics(node("gone")) is None
+    assert {r[0] for r in server.requests} == {
+        "/apis/metrics.k8s.io/v1beta1/nodes",
+        "/api/v1/nodes",
+    }
+    assert {r[2].get("authorization") for r in server.requests} == {"Bearer t"}
+
+
+def test_metrics_server_without_a_cluster(tmp_path, monkeypatch):
+    monkeypatch.setenv("KUBE_CONFIG", str(tmp_path / "missing"))
+    source = MetricsSource(TrimaranArgs.model_validate({"metricProvider": {}}))
+    assert source.live is not None
+    assert "no cluster to read NodeMetrics from" in (source.live.last_error or "")
+    assert source.node_metrics(node("node-1")) is None
