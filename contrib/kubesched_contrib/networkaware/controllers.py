@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Any
 
 from kubesched import ControllerCluster
 from kubesched.api import KubeObject, Pod
@@ -26,11 +27,9 @@ from .api import (
     APP_GROUP_KIND,
     NETWORK_TOPOLOGY_KIND,
     AppGroup,
-    AppGroupStatus,
     AppGroupTopologyInfo,
     AppGroupWorkloadInfo,
     NetworkTopology,
-    NetworkTopologyStatus,
     pod_app_group,
 )
 from .toposort import KAHN_SORT, SORTING_ALGORITHMS, CycleError
@@ -137,15 +136,16 @@ class AppGroupController:
         ag = self.cluster.get_object(APP_GROUP_KIND, namespace, name)
         if not isinstance(ag, AppGroup):
             return
-        status = ag.status.model_copy(deep=True)
         # Upstream counts the running pods, in a field named for workloads.
-        status.running_workloads = len(self._running.get((namespace, name), ()))
+        changes: dict[str, Any] = {
+            "running_workloads": len(self._running.get((namespace, name), ()))
+        }
         now = self.cluster.now_timestamp()
-        calculated = status.topology_calculation_time
+        calculated = ag.status.topology_calculation_time
         if calculated is None or now - calculated > TOPOLOGY_RECALCULATION:
-            status.topology_order = topology_order(ag)
-            status.topology_calculation_time = now
-        _write_status(self.cluster, ag, status)
+            changes["topology_order"] = topology_order(ag)
+            changes["topology_calculation_time"] = now
+        _write_status(self.cluster, ag, changes)
 
 
 class NetworkTopologyController:
@@ -182,17 +182,16 @@ class NetworkTopologyController:
         nt = self.cluster.get_object(NETWORK_TOPOLOGY_KIND, namespace, name)
         if not isinstance(nt, NetworkTopology):
             return
-        status = nt.status.model_copy(deep=True)
-        status.node_count = self.node_count
-        _write_status(self.cluster, nt, status)
+        _write_status(self.cluster, nt, {"node_count": self.node_count})
 
 
 def _write_status(
-    cluster: ControllerCluster,
-    obj: AppGroup | NetworkTopology,
-    status: AppGroupStatus | NetworkTopologyStatus,
+    cluster: ControllerCluster, obj: AppGroup | NetworkTopology, changes: dict[str, Any]
 ) -> None:
-    """Write ``status`` to ``obj`` unless it is already ``obj``'s (no write, no event: a
-    controller reacting to its own write then finds nothing to do)."""
-    if status != obj.status:
-        cluster.update(obj.model_copy(update={"status": status}))
+    """Write ``obj``'s status with ``changes`` (field name: value) unless it already has
+    them: no write, no event, so a controller reacting to its own write finds nothing to
+    do."""
+    if all(getattr(obj.status, field) == value for field, value in changes.items()):
+        return
+    status = obj.status.model_copy(update=changes)
+    cluster.update_status(obj.model_copy(update={"status": status}))

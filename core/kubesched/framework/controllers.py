@@ -39,6 +39,13 @@ class ControllerCluster(ObjectLister, Protocol):
         is delivered to watchers (and to the controllers) after the current change."""
         ...
 
+    def update_status(self, obj: KubeObject) -> KubeObject:
+        """Write only ``obj.status`` (a status subresource: other changes are ignored)
+        and return the stored object; cheaper than :meth:`update` (no deep copy, no
+        validation), so ``obj.status`` must not be changed afterwards: build it with
+        ``model_copy(update=...)``. Errors as :meth:`update`."""
+        ...
+
 
 class ClusterController(Protocol):
     """A controller of the embedded cluster, registered as

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 
+from kubesched import ConflictError
 from kubesched.api import parse_manifests
 from kubesched.backend.memory import MemoryCluster, extensions
 from kubesched.clock import FakeClock
@@ -327,3 +328,23 @@ def test_a_failing_controller_is_logged_and_the_cluster_goes_on(monkeypatch, cap
     assert cluster.get("Node", "", "n3") is not None
     assert "controller Broken failed on a Node change" in caplog.text
     assert "controller Broken failed to resync" in caplog.text
+
+
+def test_update_status_writes_only_the_status():
+    cluster = _cluster()
+    cluster.apply([_app_group(BASIC)])
+    stored = cluster.get("AppGroup", "default", "ag")
+    changed = stored.model_copy(
+        update={
+            "status": stored.status.model_copy(update={"running_workloads": 7}),
+            "spec": stored.spec.model_copy(update={"num_members": 99}),
+        }
+    )
+    written = cluster.update_status(changed)
+    assert (written.status.running_workloads, written.spec.num_members) == (7, 3)
+    # The controller saw the write and put back its own count.
+    assert _status(cluster).running_workloads == 0
+    assert int(written.metadata.resource_version) > int(stored.metadata.resource_version)
+    assert stored.status.running_workloads == 0  # the old version is left as it was
+    with pytest.raises(ConflictError):
+        cluster.update_status(changed)  # read at an older resourceVersion

@@ -702,18 +702,7 @@ class MemoryCluster:
         are kept; a spec change bumps ``metadata.generation``.
         """
         kind = obj.kind or ""
-        if not self._known(kind):
-            raise BackendError(f"unsupported kind {kind!r}", 400)
-        old = self._objects[kind].get(obj.key)
-        if old is None:
-            raise NotFoundError(f'{resource_name(kind)} "{obj.name}" not found')
-        rv = obj.metadata.resource_version
-        if rv and rv != old.metadata.resource_version:
-            raise ConflictError(
-                f'Operation cannot be fulfilled on {resource_name(kind)} "{obj.name}": the '
-                "object has been modified; please apply your changes to the latest version "
-                "and try again"
-            )
+        old = self._replaced(obj)
         if self.validate:
             errs = validate_update(obj, old)
             if errs:
@@ -734,6 +723,39 @@ class MemoryCluster:
             if getattr(new, "spec", None) != getattr(old, "spec", None):
                 gen += 1
             new.metadata.generation = gen
+        return self._store(new, old)
+
+    def _replaced(self, obj: KubeObject) -> KubeObject:
+        """The stored object an update of ``obj`` replaces: ``BackendError`` 400 for an
+        unknown kind, ``NotFoundError``, or ``ConflictError`` when ``obj`` was read at an
+        older resourceVersion."""
+        kind = obj.kind or ""
+        if not self._known(kind):
+            raise BackendError(f"unsupported kind {kind!r}", 400)
+        old = self._objects[kind].get(obj.key)
+        if old is None:
+            raise NotFoundError(f'{resource_name(kind)} "{obj.name}" not found')
+        rv = obj.metadata.resource_version
+        if rv and rv != old.metadata.resource_version:
+            raise ConflictError(
+                f'Operation cannot be fulfilled on {resource_name(kind)} "{obj.name}": the '
+                "object has been modified; please apply your changes to the latest version "
+                "and try again"
+            )
+        return old
+
+    def update_status(self, obj: KubeObject) -> KubeObject:
+        """Write ``obj``'s ``status`` onto the stored object, as a status subresource
+        does (its other changes are ignored), and return the stored result.
+
+        The stored object is a shallow copy of the current one with ``obj.status``: no
+        deep copy and no validation, so ``obj.status`` must not be changed afterwards
+        (make it with ``model_copy(update=...)``). A set ``metadata.resourceVersion``
+        must be the current one (``ConflictError`` otherwise).
+        """
+        old = self._replaced(obj)
+        # Its own metadata: the new resourceVersion is stamped on it.
+        new = old.model_copy(update={"status": obj.status, "metadata": old.metadata.model_copy()})  # type: ignore[attr-defined]
         return self._store(new, old)
 
     def _write(self, new: KubeObject, old: KubeObject) -> KubeObject:
