@@ -122,9 +122,9 @@ class MetricProviderSpec(ArgsModel):
     address: str = Field(
         default="", description="Prometheus's URL; empty: http://prometheus-k8s:9090."
     )
-    token: str = Field(default="", description="A bearer token sent to the provider.")
+    token: str = Field(default="", description="A bearer token sent to Prometheus.")
     insecure_skip_verify: bool = Field(
-        default=True, description="Do not verify the provider's TLS certificate."
+        default=True, description="Do not verify Prometheus's TLS certificate."
     )
 
 
@@ -140,7 +140,8 @@ class TrimaranArgs(PluginArgs):
     )
     metric_provider: MetricProviderSpec | None = Field(
         default=None,
-        description="The metrics provider queried as load-watcher would (Prometheus).",
+        description="The metrics provider queried as load-watcher would "
+        "(KubernetesMetricsServer, Prometheus).",
     )
     metrics_file: str | None = Field(
         default=None,
