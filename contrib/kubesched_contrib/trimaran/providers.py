@@ -31,8 +31,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import urllib3
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
 
 from kubesched.api import CPU, MEMORY, parse_quantity
 
@@ -216,38 +214,36 @@ class MetricsServerClient:
     """
 
     def __init__(self) -> None:
-        self._api: k8s_client.ApiClient | None = None
+        self._api: Any = None
         self.source = "metrics.k8s.io/v1beta1 nodes"
-
-    def _client(self) -> k8s_client.ApiClient:
-        if self._api is None:
-            configuration = k8s_client.Configuration()
-            path = os.environ.get(KUBE_CONFIG_ENV)
-            try:
-                if path:
-                    k8s_config.load_kube_config(
-                        config_file=path, client_configuration=configuration
-                    )
-                else:
-                    try:
-                        k8s_config.load_incluster_config(client_configuration=configuration)
-                    except k8s_config.ConfigException:
-                        k8s_config.load_kube_config(client_configuration=configuration)
-            except (k8s_config.ConfigException, OSError) as err:
-                raise MetricsFetchError(f"no cluster to read NodeMetrics from: {err}") from None
-            self._api = k8s_client.ApiClient(configuration)
-        return self._api
 
     def fetch(self) -> NodeMetricsMap:
         """Every node's CPU and memory usage (``Latest``) in percent of its capacity; a
         node without capacity, or missing from the node list, is left out."""
-        api = self._client()
+        # Imported here: the kubernetes client takes a noticeable time to import, which
+        # only a profile reading the metrics server should pay.
+        from kubernetes import client, config
+
+        if self._api is None:
+            configuration = client.Configuration()
+            path = os.environ.get(KUBE_CONFIG_ENV)
+            try:
+                if path:
+                    config.load_kube_config(config_file=path, client_configuration=configuration)
+                else:
+                    try:
+                        config.load_incluster_config(client_configuration=configuration)
+                    except config.ConfigException:
+                        config.load_kube_config(client_configuration=configuration)
+            except (config.ConfigException, OSError) as err:
+                raise MetricsFetchError(f"no cluster to read NodeMetrics from: {err}") from None
+            self._api = client.ApiClient(configuration)
         try:
-            usage = k8s_client.CustomObjectsApi(api).list_cluster_custom_object(
+            usage = client.CustomObjectsApi(self._api).list_cluster_custom_object(
                 "metrics.k8s.io", "v1beta1", "nodes", _request_timeout=WATCHER_TIMEOUT_SECONDS
             )
-            nodes = k8s_client.CoreV1Api(api).list_node(_request_timeout=WATCHER_TIMEOUT_SECONDS)
-        except (k8s_client.ApiException, urllib3.exceptions.HTTPError) as err:
+            nodes = client.CoreV1Api(self._api).list_node(_request_timeout=WATCHER_TIMEOUT_SECONDS)
+        except (client.ApiException, urllib3.exceptions.HTTPError) as err:
             raise MetricsFetchError(f"listing {self.source}: {err}") from None
         capacity = {
             n.metadata.name: (n.status.capacity or {}) if n.status else {} for n in nodes.items
