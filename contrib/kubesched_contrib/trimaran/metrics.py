@@ -7,8 +7,8 @@ same metrics from one of these sources, chosen by the plugin's args
 (:class:`TrimaranArgs`):
 
 * ``watcherAddress``: a load-watcher service, ``GET <address>/watcher``;
-* ``metricProvider``: load-watcher's Prometheus queries, or its Kubernetes metrics-server
-  reading, asked by kubesched itself (:mod:`.providers`);
+* ``metricProvider``: what load-watcher reads from Prometheus, the Kubernetes metrics
+  server or SignalFx, asked by kubesched itself (:mod:`.providers`);
 * ``metricsFile``: a JSON file in load-watcher's ``WatcherMetrics`` format (what its
   ``/watcher`` endpoint answers), read once when the profile is built;
 * otherwise node annotations (percent): ``kubesched.io/cpu-utilization`` (CPU, AVG),
@@ -47,6 +47,7 @@ from kubesched import (
     invalid,
     not_supported,
     raise_args_errors,
+    required,
 )
 from kubesched.api import CPU, MEMORY, Node, Pod
 
@@ -65,6 +66,7 @@ from .providers import (
     MetricsServerClient,
     NodeMetricsMap,
     PrometheusClient,
+    SignalFxClient,
     WatcherClient,
 )
 
@@ -116,13 +118,16 @@ class MetricProviderSpec(ArgsModel):
 
     type: str = Field(
         default=KUBERNETES_METRICS_SERVER,
-        description="KubernetesMetricsServer or Prometheus (SignalFx is reached through a "
-        "load-watcher service: watcherAddress).",
+        description="KubernetesMetricsServer, Prometheus or SignalFx.",
     )
     address: str = Field(
-        default="", description="Prometheus's URL; empty: http://prometheus-k8s:9090."
+        default="",
+        description="Prometheus's or SignalFx's URL; empty: http://prometheus-k8s:9090, "
+        "https://api.signalfx.com.",
     )
-    token: str = Field(default="", description="A bearer token sent to Prometheus.")
+    token: str = Field(
+        default="", description="Prometheus's bearer token, or SignalFx's access token."
+    )
     insecure_skip_verify: bool = Field(
         default=True, description="Do not verify Prometheus's TLS certificate."
     )
@@ -140,8 +145,7 @@ class TrimaranArgs(PluginArgs):
     )
     metric_provider: MetricProviderSpec | None = Field(
         default=None,
-        description="The metrics provider queried as load-watcher would "
-        "(KubernetesMetricsServer, Prometheus).",
+        description="The metrics provider queried as load-watcher would.",
     )
     metrics_file: str | None = Field(
         default=None,
@@ -205,20 +209,11 @@ class TrimaranArgs(PluginArgs):
 def _provider_errors(spec: MetricProviderSpec | None) -> list[ArgsError]:
     if spec is None:
         return []
-    loc = ("metricProvider", "type")
     if spec.type not in METRIC_PROVIDER_TYPES:
-        return [not_supported(loc, spec.type, METRIC_PROVIDER_TYPES)]
-    if spec.type == SIGNALFX:
-        # kubesched queries Prometheus and the metrics server itself; SignalFx is
-        # reached through a load-watcher service built with it.
-        return [
-            invalid(
-                loc,
-                spec.type,
-                "not supported by kubesched: run load-watcher with this provider and set "
-                "watcherAddress",
-            )
-        ]
+        return [not_supported(("metricProvider", "type"), spec.type, METRIC_PROVIDER_TYPES)]
+    if spec.type == SIGNALFX and not spec.token:
+        # load-watcher stops at start: "No auth token found to connect with SignalFx server".
+        return [required(("metricProvider", "token"), "SignalFx needs an access token")]
     return []
 
 
@@ -234,6 +229,9 @@ def _live_metrics(args: TrimaranArgs) -> LiveMetrics | None:
     if spec.type == KUBERNETES_METRICS_SERVER:
         server = MetricsServerClient()
         return LiveMetrics(server.fetch, server.source)
+    if spec.type == SIGNALFX:
+        signalfx = SignalFxClient(spec.address, spec.token)
+        return LiveMetrics(signalfx.fetch, f"SignalFx {signalfx.url}")
     client = PrometheusClient(spec.address, spec.token, spec.insecure_skip_verify)
     return LiveMetrics(client.fetch, f"Prometheus {client.url}")
 

@@ -12,6 +12,9 @@ provider (``metricProvider``). kubesched implements both clients here:
   ``avg_over_time`` and ``stddev_over_time`` of ``instance:node_cpu:ratio`` (CPU) and
   ``instance:node_memory_utilisation:ratio`` (Memory) over its 15-minute window, each
   result's ``instance`` label naming the node and its value times 100 the percentage;
+* :class:`SignalFxClient` asks SignalFx for the ``cpu.utilization`` and
+  ``memory.utilization`` series of the cluster's hosts over the last 15 minutes at a
+  1-minute resolution and averages each host's points (operator ``AVG``);
 * :class:`MetricsServerClient` lists ``metrics.k8s.io/v1beta1`` NodeMetrics and the
   Nodes, as load-watcher's Kubernetes provider does: each node's usage in percent of its
   ``status.capacity``, operator ``Latest``.
@@ -26,6 +29,7 @@ import logging
 import math
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -56,6 +60,7 @@ __all__ = [
     "MetricsServerClient",
     "NodeMetricsMap",
     "PrometheusClient",
+    "SignalFxClient",
     "WatcherClient",
 ]
 
@@ -198,6 +203,95 @@ def _sample(result: Any) -> tuple[str, float] | None:
     except (KeyError, IndexError, TypeError, ValueError, AttributeError):
         return None
     return (node, value) if math.isfinite(value) else None
+
+
+DEFAULT_SIGNALFX_ADDRESS = "https://api.signalfx.com"
+"""load-watcher's SignalFx address when ``metricProvider.address`` is empty."""
+SIGNALFX_HOST_NAME_SUFFIX_ENV = "SIGNALFX_HOST_NAME_SUFFIX"
+"""load-watcher's variable: a suffix of the SignalFx host names of the nodes."""
+SIGNALFX_CLUSTER_NAME_ENV = "SIGNALFX_CLUSTER_NAME"
+"""load-watcher's variable: the SignalFx ``cluster`` dimension of the nodes."""
+SIGNALFX_WINDOW_SECONDS = 15 * 60
+SIGNALFX_METRICS = (
+    (CPU_METRIC, 'sf_metric:"cpu.utilization"'),
+    (MEMORY_METRIC, 'sf_metric:"memory.utilization"'),
+)
+"""``(metric type, SignalFx query term)`` of each series load-watcher reads."""
+
+
+class SignalFxClient:
+    """load-watcher's SignalFx provider: ``GET /v1/timeserieswindow`` for the values and
+    ``GET /v2/metrictimeseries`` for the host of each series, token in ``X-SF-Token``,
+    TLS not verified (as load-watcher)."""
+
+    def __init__(self, address: str, token: str) -> None:
+        self.url = (address or DEFAULT_SIGNALFX_ADDRESS).rstrip("/")
+        self._headers = {"X-SF-Token": token, "Content-Type": "application/json"}
+        self._pool = _pool(insecure_skip_verify=True)
+        suffix = os.environ.get(SIGNALFX_HOST_NAME_SUFFIX_ENV, "")
+        cluster = os.environ.get(SIGNALFX_CLUSTER_NAME_ENV, "")
+        self._filter = f"host:*{suffix} AND cluster:{cluster}"
+
+    def fetch(self) -> NodeMetricsMap:
+        """Every host's average CPU and memory utilisation over the last 15 minutes."""
+        end_ms = int(time.time()) * 1000
+        per_node: dict[str, list[Metric]] = {}
+        for rtype, term in SIGNALFX_METRICS:
+            query = f"{self._filter} AND {term}"
+            data = self._get_json(
+                "/v1/timeserieswindow",
+                {
+                    "query": query,
+                    "startMs": str(end_ms - SIGNALFX_WINDOW_SECONDS * 1000),
+                    "endMs": str(end_ms),
+                    "resolution": "60000",
+                },
+            )
+            metadata = self._get_json("/v2/metrictimeseries", {"query": query, "limit": "10000"})
+            for host, value in _signalfx_averages(data, metadata):
+                per_node.setdefault(host, []).append(Metric(rtype, AVERAGE, value))
+        return {node: tuple(metrics) for node, metrics in per_node.items()}
+
+    def _get_json(self, path: str, fields: Mapping[str, str]) -> Any:
+        url = self.url + path
+        resp = _get(
+            self._pool, url, timeout=WATCHER_TIMEOUT_SECONDS, headers=self._headers, fields=fields
+        )
+        if resp.status != 200:
+            raise MetricsFetchError(f"received status code {resp.status} from {url}")
+        try:
+            return json.loads(resp.data)
+        except ValueError as err:
+            raise MetricsFetchError(f"{url}: not JSON: {err}") from None
+
+
+def _signalfx_averages(data: Any, metadata: Any) -> list[tuple[str, float]]:
+    """``(node, mean of the series' values)`` per series of a time-series window, each
+    series' host found in the metadata by its id; a host's FQDN is cut at its first dot
+    (``alpha.dev.k8s.com``: node ``alpha``), as load-watcher does."""
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("results"), list):
+        raise MetricsFetchError("SignalFx metadata without results")
+    if not isinstance(data, dict) or not isinstance(data.get("data"), dict):
+        raise MetricsFetchError("SignalFx time series without data")
+    hosts = {}
+    for result in metadata["results"]:
+        host = result.get("dimensions", {}).get("host") if isinstance(result, dict) else None
+        if isinstance(host, str) and isinstance(result.get("id"), str):
+            hosts[result["id"]] = host.split(".", 1)[0]
+    out = []
+    for key, points in data["data"].items():
+        values = (
+            [
+                p[1]
+                for p in points
+                if isinstance(p, list) and len(p) >= 2 and isinstance(p[1], (int, float))
+            ]
+            if isinstance(points, list)
+            else []
+        )
+        if key in hosts and values:
+            out.append((hosts[key], sum(values) / len(values)))
+    return out
 
 
 KUBE_CONFIG_ENV = "KUBE_CONFIG"

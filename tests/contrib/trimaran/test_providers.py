@@ -106,10 +106,11 @@ def _source(address: str, handle: object = None) -> MetricsSource:
             None,
         ),
         ({"metricProvider": {}}, "metricProvider", None),
+        ({"metricProvider": {"type": "SignalFx", "token": "t"}}, "metricProvider", None),
         (
             {"metricProvider": {"type": "SignalFx"}},
             None,
-            'metricProvider.type: Invalid value: "SignalFx": not supported',
+            "metricProvider.token: Required value: SignalFx needs an access token",
         ),
         (
             {"metricProvider": {"type": "Datadog"}},
@@ -138,6 +139,7 @@ def _source(address: str, handle: object = None) -> MetricsSource:
         "prometheus with address and token",
         "default type: KubernetesMetricsServer",
         "SignalFx",
+        "SignalFx without a token",
         "unknown type",
         "watcher wins over provider",
         "watcher and file",
@@ -429,4 +431,46 @@ def test_metrics_server_without_a_cluster(tmp_path, monkeypatch):
     source = MetricsSource(TrimaranArgs.model_validate({"metricProvider": {}}))
     assert source.live is not None
     assert "no cluster to read NodeMetrics from" in (source.live.last_error or "")
+    assert source.node_metrics(node("node-1")) is None
+
+
+# -- SignalFx ------------------------------------------------------------------------------
+def _signalfx(path: str, query: dict[str, str], headers: dict[str, str]) -> Reply:
+    if headers.get("x-sf-token") != "sf-token":
+        return 401, b"{}"
+    cpu = "cpu.utilization" in query.get("query", "")
+    if path == "/v1/timeserieswindow":
+        # Two series: ids A (node-1) and B (node-2, by its FQDN), one point each minute.
+        points = {"A": [[0, 20.0], [60000, 40.0]], "B": [[0, 10.0]]} if cpu else {"A": [[0, 50]]}
+        return 200, json.dumps({"data": points, "errors": []}).encode()
+    if path == "/v2/metrictimeseries":
+        results = [
+            {"id": "A", "dimensions": {"host": "node-1"}},
+            {"id": "B", "dimensions": {"host": "node-2.dev.k8s.example.com"}},
+        ]
+        return 200, json.dumps({"count": 2, "results": results}).encode()
+    return 404, b"{}"
+
+
+def test_signalfx_averages_each_hosts_series(serve, monkeypatch):
+    monkeypatch.setenv("SIGNALFX_CLUSTER_NAME", "prod")
+    server = serve(_signalfx)
+    args = {"metricProvider": {"type": "SignalFx", "address": server.url, "token": "sf-token"}}
+    source = MetricsSource(TrimaranArgs.model_validate(args))
+    assert source.node_metrics(node("node-1")) == (
+        Metric("CPU", "AVG", 30.0),
+        Metric("Memory", "AVG", 50.0),
+    )
+    assert source.node_metrics(node("node-2")) == (Metric("CPU", "AVG", 10.0),)
+    window = next(q for p, q, _ in server.requests if p == "/v1/timeserieswindow")
+    assert window["query"] == 'host:* AND cluster:prod AND sf_metric:"cpu.utilization"'
+    assert int(window["endMs"]) - int(window["startMs"]) == 15 * 60 * 1000
+    assert window["resolution"] == "60000"
+
+
+def test_signalfx_refusing_the_token_is_a_failed_fetch(serve):
+    server = serve(_signalfx)
+    args = {"metricProvider": {"type": "SignalFx", "address": server.url, "token": "wrong"}}
+    source = MetricsSource(TrimaranArgs.model_validate(args))
+    assert source.live is not None and "received status code 401" in (source.live.last_error or "")
     assert source.node_metrics(node("node-1")) is None
