@@ -176,6 +176,38 @@ def test_watcher_metrics_are_read_when_the_plugin_is_built(serve):
     assert [r[0] for r in server.requests] == ["/watcher"]
 
 
+# scheduler-plugins pkg/trimaran/collector_test.go: its watcher's answer for node-1.
+UPSTREAM_NODE_1 = [
+    ("CPU", "AVG", 80),
+    ("CPU", "STD", 16),
+    ("Memory", "AVG", 25),
+    ("Memory", "STD", 6.25),
+]
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["TestGetAllMetrics", "TestUpdateMetrics", "TestGetNodeMetrics"],
+)
+def test_upstream_collector_cases(serve, case):
+    watcher = Watcher({"node-1": UPSTREAM_NODE_1})
+    source = _source(serve(watcher).url)
+    assert source.live is not None
+    expected = tuple(Metric(*m) for m in UPSTREAM_NODE_1)
+    if case == "TestGetAllMetrics":
+        assert source.live.current[1] == {"node-1": expected}
+    elif case == "TestUpdateMetrics":
+        assert source.live.refresh() and source.live.current[0] == 2
+    else:
+        assert source.node_metrics(node("node-1")) == expected
+
+
+def test_upstream_new_collector_with_an_unreachable_watcher():
+    # TestNewCollector: a watcher nobody answers at still makes a collector (no error).
+    source = _source("http://deadbeef.invalid:2020")
+    assert source.live is not None and source.live.current == (0, None)
+
+
 @pytest.mark.parametrize(
     "reply",
     [(500, b""), (404, b""), (200, b"[1"), (200, b'{"data": {"NodeMetricsMap": 3}}')],
