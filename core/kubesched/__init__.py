@@ -43,6 +43,7 @@ from kubesched.framework.args import (
     raise_args_errors,
     required,
 )
+from kubesched.framework.controllers import ClusterController, ControllerCluster
 from kubesched.framework.diagnosis import Diagnosis, FitError
 from kubesched.framework.gomath import (
     INT64_MAX,
@@ -125,10 +126,12 @@ __all__ = [
     "CandidateExplanation",
     "Clock",
     "ClusterClient",
+    "ClusterController",
     "ClusterEvent",
     "ClusterEventWithHint",
     "Code",
     "ConflictError",
+    "ControllerCluster",
     "CycleState",
     "Diagnosis",
     "ErrorType",

@@ -141,9 +141,9 @@ def test_args_defaults():
         ({"defaultRequestsMultiplier": "x1"}, "unable to parse DefaultRequestsMultiplier"),
         ({"targetUtilization": 101}, "Invalid value: 101: not in valid range [1, 100]"),
         ({"cpuUtilizationAnnotation": ""}, "must not be empty"),
-        ({"watcherAddress": "http://x"}, "watcherAddress"),
+        ({"metricProvider": {"type": "SignalFx"}}, "SignalFx needs an access token"),
     ],
-    ids=["bad-multiplier", "target-above-100", "empty-annotation", "no-metrics-provider"],
+    ids=["bad-multiplier", "target-above-100", "empty-annotation", "signalfx-without-token"],
 )
 def test_args_validation(args, message):
     with pytest.raises(ValidationError) as err:

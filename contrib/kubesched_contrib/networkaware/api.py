@@ -37,6 +37,7 @@ __all__ = [
     "DependenciesInfo",
     "NetworkTopology",
     "NetworkTopologySpec",
+    "NetworkTopologyStatus",
     "OriginInfo",
     "TopologyInfo",
     "WeightInfo",
@@ -157,6 +158,13 @@ class NetworkTopologySpec(KubeModel):
     weights: NullableList[WeightInfo] = Field(default_factory=list)
 
 
+class NetworkTopologyStatus(KubeModel):
+    """``NetworkTopologyStatus`` (kept by the NetworkTopology controller)."""
+
+    node_count: int = 0
+    weight_calculation_time: datetime | None = None
+
+
 class NetworkTopology(KubeObject):
     """``networktopology.diktyo.x-k8s.io/v1alpha1.NetworkTopology``: network costs between
     the cluster's regions and zones."""
@@ -164,6 +172,7 @@ class NetworkTopology(KubeObject):
     api_version: str | None = "networktopology.diktyo.x-k8s.io/v1alpha1"
     kind: str | None = NETWORK_TOPOLOGY_KIND
     spec: NetworkTopologySpec = Field(default_factory=NetworkTopologySpec)
+    status: NetworkTopologyStatus = Field(default_factory=NetworkTopologyStatus)
 
 
 def pod_app_group(pod: Pod) -> str:

@@ -151,7 +151,7 @@ class TargetLoadPacking:
         cpu = args.default_requests.get(CPU)
         self.default_milli = cpu.milli_value() if cpu is not None else 0
         self.multiplier = float(args.default_requests_multiplier)
-        self.source = MetricsSource(args)
+        self.source = MetricsSource(args, handle)
         # Pods this profile placed, per node: uid -> predicted millicores. A pod that
         # left the node no longer counts (checked against the snapshot's NodeInfo).
         self._placed: dict[str, dict[str, int]] = {}

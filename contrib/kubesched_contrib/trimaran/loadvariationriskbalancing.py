@@ -125,7 +125,7 @@ class LoadVariationRiskBalancing:
 
     def __init__(self, args: LoadVariationRiskBalancingArgs | None, handle: Any) -> None:
         args = args or LoadVariationRiskBalancingArgs()
-        self.source = MetricsSource(args)
+        self.source = MetricsSource(args, handle)
         self.margin = args.safe_variance_margin
         self.sensitivity = args.safe_variance_sensitivity
 

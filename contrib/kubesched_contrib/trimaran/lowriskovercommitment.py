@@ -223,7 +223,7 @@ class LowRiskOverCommitment:
 
     def __init__(self, args: LowRiskOverCommitmentArgs | None, handle: Any) -> None:
         args = args or LowRiskOverCommitmentArgs()
-        self.source = MetricsSource(args)
+        self.source = MetricsSource(args, handle)
         self.window = args.smoothing_window_size
         self.weights: Mapping[str, float] = {**_default_weights(), **args.risk_limit_weights}
         # Per node: (NodeInfo generation, what its score needs besides the pod).

@@ -1,19 +1,25 @@
-"""Node load metrics for the Trimaran plugins: node annotations or a load-watcher file.
+"""Node load metrics for the Trimaran plugins: a load watcher, Prometheus, a file or annotations.
 
 scheduler-plugins' Trimaran plugins (TargetLoadPacking, LoadVariationRiskBalancing,
 LowRiskOverCommitment, Peaks) read each node's measured utilisation from a *load
-watcher*: a list of metrics per node, each a resource ``type`` (``CPU``, ``Memory``), an
-``operator`` (``AVG``, ``STD``, ``Latest``) and a ``value`` in percent of the node's
-capacity. kubesched reads the same metrics from one of two sources, chosen by the
-plugin's args (:class:`TrimaranArgs`):
+watcher*: a list of metrics per node (:class:`~.loadwatcher.Metric`). kubesched reads the
+same metrics from one of these sources, chosen by the plugin's args
+(:class:`TrimaranArgs`):
 
+* ``watcherAddress``: a load-watcher service, ``GET <address>/watcher``;
+* ``metricProvider``: what load-watcher reads from Prometheus, the Kubernetes metrics
+  server or SignalFx, asked by kubesched itself (:mod:`.providers`);
 * ``metricsFile``: a JSON file in load-watcher's ``WatcherMetrics`` format (what its
-  ``/watcher`` endpoint answers), read once when the profile is built; a node missing
-  from it has no metrics;
+  ``/watcher`` endpoint answers), read once when the profile is built;
 * otherwise node annotations (percent): ``kubesched.io/cpu-utilization`` (CPU, AVG),
   ``kubesched.io/cpu-utilization-stddev`` (CPU, STD), ``kubesched.io/memory-utilization``
   (Memory, AVG) and ``kubesched.io/memory-utilization-stddev`` (Memory, STD); the keys of
   the averages are args, each standard deviation's key is its average's plus ``-stddev``.
+
+The two live sources are fetched when the plugin is built and, when it schedules on the
+wall clock (``kubesched run``), again every 30 seconds in a background thread; a failed
+fetch keeps the metrics there were. Under virtual time (``kubesched simulate``) they are
+fetched once. A node missing from a watcher's, Prometheus's or the file's metrics has none.
 
 The helpers below are upstream's ``pkg/trimaran`` ones (``GetResourceData``,
 ``GetResourceRequested``, ``GetResourceLimits``) on kubesched's objects.
@@ -21,39 +27,66 @@ The helpers below are upstream's ``pkg/trimaran`` ones (``GetResourceData``,
 
 from __future__ import annotations
 
-import json
+import itertools
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import Field, PrivateAttr, ValidationError, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from kubesched import (
     ArgsError,
+    ArgsModel,
     NodeBatch,
     NodeInfo,
     NodeTable,
     PluginArgs,
+    RealClock,
     invalid,
+    not_supported,
     raise_args_errors,
+    required,
 )
-from kubesched.api import CPU, MEMORY, KubeModel, Node, Pod
+from kubesched.api import CPU, MEMORY, Node, Pod
+
+from .loadwatcher import (
+    AVERAGE,
+    CPU_METRIC,
+    LATEST,
+    MEGA_FACTOR,
+    MEMORY_METRIC,
+    STD,
+    Metric,
+    read_metrics_file,
+)
+from .providers import (
+    LiveMetrics,
+    MetricsServerClient,
+    NodeMetricsMap,
+    PrometheusClient,
+    SignalFxClient,
+    WatcherClient,
+)
 
 __all__ = [
     "AVERAGE",
     "CPU_METRIC",
     "DEFAULT_CPU_UTILIZATION_ANNOTATION",
     "DEFAULT_MEMORY_UTILIZATION_ANNOTATION",
+    "KUBERNETES_METRICS_SERVER",
     "LATEST",
     "MEGA_FACTOR",
     "MEMORY_METRIC",
+    "METRIC_PROVIDER_TYPES",
+    "PROMETHEUS",
+    "SIGNALFX",
     "STD",
     "STDDEV_SUFFIX",
     "Metric",
     "MetricColumns",
+    "MetricProviderSpec",
     "MetricsSource",
     "RowCache",
     "TrimaranArgs",
@@ -66,14 +99,11 @@ __all__ = [
     "resource_data",
 ]
 
-CPU_METRIC = "CPU"
-MEMORY_METRIC = "Memory"
-AVERAGE = "AVG"
-STD = "STD"
-LATEST = "Latest"
-
-MEGA_FACTOR = 1.0 / 1024.0 / 1024.0
-"""Memory is compared in MiB upstream (``trimaran.MegaFactor``)."""
+KUBERNETES_METRICS_SERVER = "KubernetesMetricsServer"
+PROMETHEUS = "Prometheus"
+SIGNALFX = "SignalFx"
+METRIC_PROVIDER_TYPES = (KUBERNETES_METRICS_SERVER, PROMETHEUS, SIGNALFX)
+"""upstream's ``MetricProviderType`` values, in its order."""
 
 DEFAULT_CPU_UTILIZATION_ANNOTATION = "kubesched.io/cpu-utilization"
 """The node annotation holding its measured CPU utilisation, in percent (``"35.5"``)."""
@@ -83,69 +113,40 @@ STDDEV_SUFFIX = "-stddev"
 """Appended to a utilisation annotation's key: the key of its standard deviation."""
 
 
-@dataclass(frozen=True, slots=True)
-class Metric:
-    """One load-watcher metric of a node: ``type`` CPU/Memory, ``operator``
-    AVG/STD/Latest (or empty), ``value`` in percent of the node's capacity."""
+class MetricProviderSpec(ArgsModel):
+    """upstream's ``MetricProviderSpec``: the metrics provider load-watcher would query."""
 
-    type: str
-    operator: str
-    value: float
-
-
-class _FileMetric(KubeModel):
-    name: str = ""
-    type: str = ""
-    operator: str = ""
-    rollup: str = ""
-    value: float = 0.0
-
-
-class _FileNodeMetrics(KubeModel):
-    metrics: list[_FileMetric] = Field(default_factory=list)
-
-
-class _FileData(KubeModel):
-    node_metrics_map: dict[str, _FileNodeMetrics] = Field(
-        default_factory=dict, alias="NodeMetricsMap"
+    type: str = Field(
+        default=KUBERNETES_METRICS_SERVER,
+        description="KubernetesMetricsServer, Prometheus or SignalFx.",
+    )
+    address: str = Field(
+        default="",
+        description="Prometheus's or SignalFx's URL; empty: http://prometheus-k8s:9090, "
+        "https://api.signalfx.com.",
+    )
+    token: str = Field(
+        default="", description="Prometheus's bearer token, or SignalFx's access token."
+    )
+    insecure_skip_verify: bool = Field(
+        default=True, description="Do not verify Prometheus's TLS certificate."
     )
 
 
-class _WatcherMetrics(KubeModel):
-    """load-watcher's ``WatcherMetrics`` (only ``data`` is read)."""
-
-    data: _FileData = Field(default_factory=_FileData)
-
-
-def read_metrics_file(path: str) -> dict[str, tuple[Metric, ...]]:
-    """The metrics per node name of a load-watcher ``WatcherMetrics`` JSON file.
-
-    Raises ``ValueError`` with a message naming what is wrong (unreadable file, not
-    JSON, a field of the wrong type and its path)."""
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise ValueError(f"cannot read {path}: {err.strerror or err}") from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not JSON: {err}") from None
-    try:
-        parsed = _WatcherMetrics.model_validate(raw)
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ValueError(f"{path}: {where}: {first['msg']}") from None
-    return {
-        node: tuple(Metric(m.type, m.operator, m.value) for m in nm.metrics)
-        for node, nm in parsed.data.node_metrics_map.items()
-    }
-
-
 class TrimaranArgs(PluginArgs):
-    """The metrics source shared by the Trimaran plugins' args (replaces upstream's
-    ``TrimaranSpec``: ``watcherAddress`` / ``metricProvider``, which are not accepted)."""
+    """The metrics source shared by the Trimaran plugins' args: upstream's
+    ``TrimaranSpec`` (``watcherAddress``, ``metricProvider``) plus kubesched's file and
+    annotation sources for clusters without a load watcher."""
 
+    watcher_address: str | None = Field(
+        default=None,
+        description="A load-watcher service's URL (http://load-watcher:2020); wins over "
+        "metricProvider, as upstream.",
+    )
+    metric_provider: MetricProviderSpec | None = Field(
+        default=None,
+        description="The metrics provider queried as load-watcher would.",
+    )
     metrics_file: str | None = Field(
         default=None,
         description=(
@@ -172,6 +173,17 @@ class TrimaranArgs(PluginArgs):
         ):
             if not key:
                 errors.append(invalid((field,), "", "must not be empty"))
+        live = self.live_source()
+        if live is not None and self.metrics_file is not None:
+            errors.append(
+                invalid(
+                    ("metricsFile",),
+                    self.metrics_file,
+                    f"may not be set together with {live}: choose one metrics source",
+                )
+            )
+        if live == "metricProvider":
+            errors.extend(_provider_errors(self.metric_provider))
         if self.metrics_file is not None:
             try:
                 self._file_metrics = read_metrics_file(self.metrics_file)
@@ -180,9 +192,48 @@ class TrimaranArgs(PluginArgs):
         raise_args_errors(type(self).__name__, errors)
         return self
 
+    def live_source(self) -> str | None:
+        """``"watcherAddress"`` or ``"metricProvider"``, the live source these args set
+        (a non-empty ``watcherAddress`` wins, as upstream); None without one."""
+        if self.watcher_address:
+            return "watcherAddress"
+        if self.metric_provider is not None:
+            return "metricProvider"
+        return None
+
     def file_metrics(self) -> Mapping[str, tuple[Metric, ...]] | None:
         """The metrics read from ``metricsFile`` per node name (None without a file)."""
         return self._file_metrics
+
+
+def _provider_errors(spec: MetricProviderSpec | None) -> list[ArgsError]:
+    if spec is None:
+        return []
+    if spec.type not in METRIC_PROVIDER_TYPES:
+        return [not_supported(("metricProvider", "type"), spec.type, METRIC_PROVIDER_TYPES)]
+    if spec.type == SIGNALFX and not spec.token:
+        # load-watcher stops at start: "No auth token found to connect with SignalFx server".
+        return [required(("metricProvider", "token"), "SignalFx needs an access token")]
+    return []
+
+
+def _live_metrics(args: TrimaranArgs) -> LiveMetrics | None:
+    """The live source ``args`` set, not yet fetched (None without one)."""
+    live = args.live_source()
+    if live == "watcherAddress":
+        client: WatcherClient | PrometheusClient = WatcherClient(args.watcher_address or "")
+        return LiveMetrics(client.fetch, f"load watcher {client.url}")
+    spec = args.metric_provider
+    if live != "metricProvider" or spec is None:
+        return None
+    if spec.type == KUBERNETES_METRICS_SERVER:
+        server = MetricsServerClient()
+        return LiveMetrics(server.fetch, server.source)
+    if spec.type == SIGNALFX:
+        signalfx = SignalFxClient(spec.address, spec.token)
+        return LiveMetrics(signalfx.fetch, f"SignalFx {signalfx.url}")
+    client = PrometheusClient(spec.address, spec.token, spec.insecure_skip_verify)
+    return LiveMetrics(client.fetch, f"Prometheus {client.url}")
 
 
 def _annotation_value(annotations: Mapping[str, str], key: str) -> float | None:
@@ -211,22 +262,55 @@ class MetricColumns:
     """True where the node has metrics at all (of any type)."""
 
 
-class MetricsSource:
-    """Where a Trimaran plugin reads node metrics from, per its :class:`TrimaranArgs`."""
+_source_ids = itertools.count()
 
-    def __init__(self, args: TrimaranArgs) -> None:
+
+class MetricsSource:
+    """Where a Trimaran plugin reads node metrics from, per its :class:`TrimaranArgs`.
+
+    A live source (``watcherAddress``, ``metricProvider``) is fetched here; when
+    ``handle.clock`` is the wall clock it is refreshed every 30 seconds in the
+    background, else (virtual time, a unit test without a handle) never again."""
+
+    def __init__(self, args: TrimaranArgs, handle: Any = None) -> None:
         self.file = args.file_metrics()
         self.cpu_key = args.cpu_utilization_annotation
         self.memory_key = args.memory_utilization_annotation
-        self.key = ("trimaran-metrics", args.metrics_file, self.cpu_key, self.memory_key)
+        self.live = _live_metrics(args)
+        if self.live is None:
+            self.key: Hashable = (
+                "trimaran-metrics",
+                args.metrics_file,
+                self.cpu_key,
+                self.memory_key,
+            )
+            return
+        # Each live source has its own metrics: its columns are its own too.
+        self.key = ("trimaran-metrics", "live", next(_source_ids))
+        self.live.refresh()
+        if isinstance(getattr(handle, "clock", None), RealClock):
+            self.live.start()
+
+    def _by_node(self) -> tuple[int, NodeMetricsMap | None]:
+        """``(generation, metrics per node name)`` of a file or live source (generation 0
+        for a file); metrics None when read from annotations."""
+        if self.live is not None:
+            generation, metrics = self.live.current
+            return generation, metrics if metrics is not None else {}
+        return 0, self.file
 
     def node_metrics(self, node: Node | None) -> Sequence[Metric] | None:
         """The node's metrics; None when it has none (upstream: the watcher knows no
         such node), which each plugin answers with the minimum score."""
+        return self._node_metrics(node, self._by_node()[1])
+
+    def _node_metrics(
+        self, node: Node | None, by_node: NodeMetricsMap | None
+    ) -> Sequence[Metric] | None:
         if node is None:
             return None
-        if self.file is not None:
-            return self.file.get(node.metadata.name or "")
+        if by_node is not None:
+            return by_node.get(node.metadata.name or "")
         annotations = node.metadata.annotations or {}
         metrics = []
         for rtype, key in ((CPU_METRIC, self.cpu_key), (MEMORY_METRIC, self.memory_key)):
@@ -237,15 +321,23 @@ class MetricsSource:
         return tuple(metrics) or None
 
     def columns(self, table: NodeTable) -> MetricColumns:
-        """The metric arrays of every node of ``table``, computed once per Node change."""
-        return table.derived(self.key, self._columns)
+        """The metric arrays of every node of ``table``, computed once per Node change
+        and, for a live source, once per refresh."""
+        generation, by_node = self._by_node()
+        # One slot per table, rewritten on a refresh: a cache entry per generation would
+        # pile up for as long as the nodes do not change.
+        slot = table.derived(self.key, lambda t: [None, None])
+        if slot[0] != generation:
+            slot[1] = self._columns(table, by_node)
+            slot[0] = generation
+        return slot[1]
 
-    def _columns(self, table: NodeTable) -> MetricColumns:
+    def _columns(self, table: NodeTable, by_node: NodeMetricsMap | None) -> MetricColumns:
         n = len(table)
         cols = {name: np.full(n, np.nan) for name in MetricColumns.__dataclass_fields__}
         cols["has_metrics"] = np.zeros(n, dtype=bool)
         for i, ni in enumerate(table.infos):
-            metrics = self.node_metrics(ni.node)
+            metrics = self._node_metrics(ni.node, by_node)
             if metrics is None:
                 continue
             cols["has_metrics"][i] = True

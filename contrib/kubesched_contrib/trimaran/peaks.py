@@ -157,7 +157,7 @@ class Peaks:
 
     def __init__(self, args: PeaksArgs | None, handle: Any) -> None:
         args = args or PeaksArgs()
-        self.source = MetricsSource(args)
+        self.source = MetricsSource(args, handle)
         self.models = args.power_models()
 
     @hookimpl

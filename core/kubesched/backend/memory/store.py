@@ -38,6 +38,7 @@ from kubesched.backend.memory.cronjobs import CronJobController
 from kubesched.backend.memory.defaults import ObjectDefaults
 from kubesched.backend.memory.disruption import DisruptionController
 from kubesched.backend.memory.evictions import EvictionRecord
+from kubesched.backend.memory.extensions import ExtensionControllers
 from kubesched.backend.memory.kubelet import KubeletEvictionManager, PodRunner
 from kubesched.backend.memory.naming import deterministic_uid, random_suffix, timestamp
 from kubesched.backend.memory.nodelifecycle import NodeLifecycleController
@@ -275,6 +276,7 @@ class MemoryCluster:
         self.node_lifecycle = NodeLifecycleController(self)
         self.kubelet = KubeletEvictionManager(self) if node_pressure_eviction else None
         self.resource_claims = ResourceClaimController(self)
+        self.extensions = ExtensionControllers(self)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -286,6 +288,11 @@ class MemoryCluster:
     def now(self) -> float:
         """The cluster's current virtual time (the clock's)."""
         return self.clock.now()
+
+    def now_timestamp(self) -> datetime:
+        """The current virtual time as the timestamps the cluster writes (an object's
+        ``creationTimestamp``, a condition's ``lastTransitionTime``)."""
+        return timestamp(self.clock.now())
 
     def _known(self, kind: str) -> bool:
         """True for a built-in kind or one a plugin package registered (``kubesched.kinds``
@@ -475,6 +482,7 @@ class MemoryCluster:
                         self.autoscalers.on_event(kind, event)
                         self.volumes.on_event(kind, event)
                         self.resource_claims.on_event(kind, event)
+                        self.extensions.on_event(kind, event)
                     self.taint_eviction.on_event(kind, event)
                     self.node_lifecycle.on_event(kind, event)
                     if self.kubelet is not None:
@@ -505,6 +513,7 @@ class MemoryCluster:
             self.cron_jobs.resync_all()
             self.autoscalers.resync_all()
             self.resource_claims.resync_all()
+            self.extensions.resync_all()
             self.disruption.sync_all()
 
     # -- writing ---------------------------------------------------------------------------
@@ -701,18 +710,7 @@ class MemoryCluster:
         are kept; a spec change bumps ``metadata.generation``.
         """
         kind = obj.kind or ""
-        if not self._known(kind):
-            raise BackendError(f"unsupported kind {kind!r}", 400)
-        old = self._objects[kind].get(obj.key)
-        if old is None:
-            raise NotFoundError(f'{resource_name(kind)} "{obj.name}" not found')
-        rv = obj.metadata.resource_version
-        if rv and rv != old.metadata.resource_version:
-            raise ConflictError(
-                f'Operation cannot be fulfilled on {resource_name(kind)} "{obj.name}": the '
-                "object has been modified; please apply your changes to the latest version "
-                "and try again"
-            )
+        old = self._replaced(obj)
         if self.validate:
             errs = validate_update(obj, old)
             if errs:
@@ -733,6 +731,39 @@ class MemoryCluster:
             if getattr(new, "spec", None) != getattr(old, "spec", None):
                 gen += 1
             new.metadata.generation = gen
+        return self._store(new, old)
+
+    def _replaced(self, obj: KubeObject) -> KubeObject:
+        """The stored object an update of ``obj`` replaces: ``BackendError`` 400 for an
+        unknown kind, ``NotFoundError``, or ``ConflictError`` when ``obj`` was read at an
+        older resourceVersion."""
+        kind = obj.kind or ""
+        if not self._known(kind):
+            raise BackendError(f"unsupported kind {kind!r}", 400)
+        old = self._objects[kind].get(obj.key)
+        if old is None:
+            raise NotFoundError(f'{resource_name(kind)} "{obj.name}" not found')
+        rv = obj.metadata.resource_version
+        if rv and rv != old.metadata.resource_version:
+            raise ConflictError(
+                f'Operation cannot be fulfilled on {resource_name(kind)} "{obj.name}": the '
+                "object has been modified; please apply your changes to the latest version "
+                "and try again"
+            )
+        return old
+
+    def update_status(self, obj: KubeObject) -> KubeObject:
+        """Write ``obj``'s ``status`` onto the stored object, as a status subresource
+        does (its other changes are ignored), and return the stored result.
+
+        The stored object is a shallow copy of the current one with ``obj.status``: no
+        deep copy and no validation, so ``obj.status`` must not be changed afterwards
+        (make it with ``model_copy(update=...)``). A set ``metadata.resourceVersion``
+        must be the current one (``ConflictError`` otherwise).
+        """
+        old = self._replaced(obj)
+        # Its own metadata: the new resourceVersion is stamped on it.
+        new = old.model_copy(update={"status": obj.status, "metadata": old.metadata.model_copy()})  # type: ignore[attr-defined]
         return self._store(new, old)
 
     def _write(self, new: KubeObject, old: KubeObject) -> KubeObject:
