@@ -36,6 +36,7 @@ from kubesched.backend.memory.autoscaling import HorizontalPodAutoscalerControll
 from kubesched.backend.memory.controllers import CONTROLLER_NAMES, WorkloadControllers
 from kubesched.backend.memory.cronjobs import CronJobController
 from kubesched.backend.memory.defaults import ObjectDefaults
+from kubesched.backend.memory.devicebinding import DeviceBindingDrivers
 from kubesched.backend.memory.disruption import DisruptionController
 from kubesched.backend.memory.evictions import EvictionRecord
 from kubesched.backend.memory.kubelet import KubeletEvictionManager, PodRunner
@@ -273,6 +274,7 @@ class MemoryCluster:
         self.node_lifecycle = NodeLifecycleController(self)
         self.kubelet = KubeletEvictionManager(self) if node_pressure_eviction else None
         self.resource_claims = ResourceClaimController(self)
+        self.device_binding = DeviceBindingDrivers(self)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -468,6 +470,7 @@ class MemoryCluster:
                         self.autoscalers.on_event(kind, event)
                         self.volumes.on_event(kind, event)
                         self.resource_claims.on_event(kind, event)
+                        self.device_binding.on_event(kind, event)
                     self.taint_eviction.on_event(kind, event)
                     self.node_lifecycle.on_event(kind, event)
                     if self.kubelet is not None:
