@@ -24,13 +24,71 @@ from kubesched.backend.protocol import EventType, WatchEvent
 if TYPE_CHECKING:
     from kubesched.backend.memory.store import MemoryCluster
 
-__all__ = ["BINDING_CONDITIONS_ANNOTATION", "DeviceBindingDrivers"]
+__all__ = [
+    "BINDING_CONDITIONS_ANNOTATION",
+    "DeviceBindingDrivers",
+    "answer_binding",
+    "slice_answers",
+]
 
 BINDING_CONDITIONS_ANNOTATION = "kubesched.io/binding-conditions"
 _ANSWERS = {
     "True": ("binding_conditions", "Bound"),
     "Failed": ("binding_failure_conditions", "BindingFailed"),
 }
+
+
+def slice_answers(slices: list[Any]) -> dict[tuple[str, str], str]:
+    """How each annotated pool's driver answers, by (driver, pool)."""
+    out = {}
+    for sl in slices:
+        answer = sl.metadata.annotations.get(BINDING_CONDITIONS_ANNOTATION)
+        if answer is not None:
+            out[(sl.spec.driver, sl.spec.pool.name)] = answer
+    return out
+
+
+def answer_binding(
+    claim: ResourceClaim, answers: dict[tuple[str, str], str], now: str, source: str
+) -> bool:
+    """Set, in ``claim`` (changed in place), the conditions its allocated devices' drivers
+    answer with (``answers``: see :func:`slice_answers`; ``now``: the conditions'
+    ``lastTransitionTime``; ``source``: who says so, in their message). False when there
+    was nothing to change."""
+    alloc = claim.status.allocation
+    if alloc is None:
+        return False
+    changed = False
+    for result in alloc.devices.results:
+        answer = _ANSWERS.get(answers.get((result.driver, result.pool), ""))
+        if not result.binding_conditions or answer is None:
+            continue
+        field, reason = answer
+        key = (result.driver, result.pool, result.device)
+        status = next(
+            (d for d in claim.status.devices if (d.driver, d.pool, d.device) == key), None
+        )
+        if status is None:
+            status = AllocatedDeviceStatus(
+                driver=result.driver, pool=result.pool, device=result.device
+            )
+            status.share_id = result.share_id
+            claim.status.devices.append(status)
+        have = {c.get("type") for c in status.conditions}
+        for kind in getattr(result, field):
+            if kind in have:
+                continue
+            status.conditions.append(
+                {
+                    "type": kind,
+                    "status": "True",
+                    "reason": reason,
+                    "message": f"set by {source} ({BINDING_CONDITIONS_ANNOTATION})",
+                    "lastTransitionTime": now,
+                }
+            )
+            changed = True
+    return changed
 
 
 class DeviceBindingDrivers:
@@ -47,56 +105,10 @@ class DeviceBindingDrivers:
         alloc = claim.status.allocation
         if alloc is None or not any(r.binding_conditions for r in alloc.devices.results):
             return
-        answers = self._answers()
+        answers = slice_answers(self.cluster.objects("ResourceSlice"))
         if not answers:
             return
         new: ResourceClaim = claim.model_copy(deep=True)
-        changed = False
-        for result in alloc.devices.results:
-            answer = answers.get((result.driver, result.pool))
-            if not result.binding_conditions or answer not in _ANSWERS:
-                continue
-            field, reason = _ANSWERS[answer]
-            changed |= self._set(new, result, getattr(result, field), reason)
-        if changed:
-            self.cluster.update(new)
-
-    def _answers(self) -> dict[tuple[str, str], str]:
-        """How each annotated pool's driver answers, by (driver, pool)."""
-        out = {}
-        for sl in self.cluster.objects("ResourceSlice"):
-            answer = sl.metadata.annotations.get(BINDING_CONDITIONS_ANNOTATION)
-            if answer is not None:
-                out[(sl.spec.driver, sl.spec.pool.name)] = answer  # type: ignore[attr-defined]
-        return out
-
-    def _set(self, claim: ResourceClaim, result: Any, kinds: list[str], reason: str) -> bool:
-        """Set the conditions ``kinds`` True in the device's status; False when they
-        already are (nothing to write)."""
-        key = (result.driver, result.pool, result.device)
-        status = next(
-            (d for d in claim.status.devices if (d.driver, d.pool, d.device) == key), None
-        )
-        if status is None:
-            status = AllocatedDeviceStatus(
-                driver=result.driver, pool=result.pool, device=result.device
-            )
-            status.share_id = result.share_id
-            claim.status.devices.append(status)
-        have = {c.get("type") for c in status.conditions if c.get("status") == "True"}
-        missing = [k for k in kinds if k not in have]
-        if not missing:
-            return False
         now = timestamp(self.cluster.now()).strftime("%Y-%m-%dT%H:%M:%SZ")
-        status.conditions = [c for c in status.conditions if c.get("type") not in missing]
-        for kind in missing:
-            status.conditions.append(
-                {
-                    "type": kind,
-                    "status": "True",
-                    "reason": reason,
-                    "message": f"set by the embedded cluster ({BINDING_CONDITIONS_ANNOTATION})",
-                    "lastTransitionTime": now,
-                }
-            )
-        return True
+        if answer_binding(new, answers, now, "the embedded cluster"):
+            self.cluster.update(new)

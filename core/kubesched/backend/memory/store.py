@@ -37,6 +37,7 @@ from kubesched.backend.memory.controllers import CONTROLLER_NAMES, WorkloadContr
 from kubesched.backend.memory.cronjobs import CronJobController
 from kubesched.backend.memory.defaults import ObjectDefaults
 from kubesched.backend.memory.devicebinding import DeviceBindingDrivers
+from kubesched.backend.memory.devicetainteviction import DeviceTaintEvictionController
 from kubesched.backend.memory.disruption import DisruptionController
 from kubesched.backend.memory.evictions import EvictionRecord
 from kubesched.backend.memory.kubelet import KubeletEvictionManager, PodRunner
@@ -271,6 +272,7 @@ class MemoryCluster:
         self.volumes = VolumeControllers(self)
         self.disruption = DisruptionController(self)
         self.taint_eviction = TaintEvictionController(self)
+        self.device_taint_eviction = DeviceTaintEvictionController(self)
         self.node_lifecycle = NodeLifecycleController(self)
         self.kubelet = KubeletEvictionManager(self) if node_pressure_eviction else None
         self.resource_claims = ResourceClaimController(self)
@@ -472,6 +474,7 @@ class MemoryCluster:
                         self.resource_claims.on_event(kind, event)
                         self.device_binding.on_event(kind, event)
                     self.taint_eviction.on_event(kind, event)
+                    self.device_taint_eviction.on_event(kind, event)
                     self.node_lifecycle.on_event(kind, event)
                     if self.kubelet is not None:
                         self.kubelet.on_event(kind, event)
