@@ -69,11 +69,16 @@ class DeviceTaintEvictionController:
         """When a taint without ``timeAdded`` was first seen (the API server would have
         stamped it then)."""
         self._work: dict[str, _Work] = {}
+        self.enabled = True
+        """False: the controller does nothing, as a cluster whose kube-controller-manager
+        does not run it (``--controllers=-device-taint-eviction-controller``)."""
 
     # -- watch -----------------------------------------------------------------------------
 
     def on_event(self, kind: str, event: WatchEvent) -> None:
         """Follow device taints, claims' allocations and reservations, and pods."""
+        if not self.enabled:
+            return
         if kind == "ResourceSlice":
             self._slice_changed(event)
         elif kind == "ResourceClaim":
