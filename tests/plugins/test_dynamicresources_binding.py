@@ -19,7 +19,7 @@ from kubesched.features import FeatureGates
 from kubesched.framework.registry import default_registry
 from kubesched.simulate.driver import Simulation
 from kubesched_builtin.dynamicresources.plugin import (
-    BindingFailedError,
+    BindingError,
     DynamicResources,
     binding_ready,
 )
@@ -106,7 +106,7 @@ def test_a_true_failure_condition_fails_the_binding_with_upstreams_words() -> No
         [_result("d0", ["attached"], ["failed"])],
         [_status("d0", attached="True", failed="True")],
     )
-    with pytest.raises(BindingFailedError) as err:
+    with pytest.raises(BindingError) as err:
         binding_ready(claim)
     assert str(err.value) == 'claim c binding failed: reason=R, message="say \\"hi\\""'
 

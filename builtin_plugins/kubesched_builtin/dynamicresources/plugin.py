@@ -59,7 +59,6 @@ from kubesched.api import (
     PodExtendedResourceClaimStatus,
     ResourceClaim,
     ResourceClaimConsumerReference,
-    can_be_reserved,
     extended_resource_classes,
     is_for_pod,
     is_reserved_for_pod,
@@ -93,7 +92,6 @@ NAME = DYNAMIC_RESOURCES
 
 ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
 ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
-ERR_IN_USE = "resourceclaim in use"
 ERR_TIMEOUT = "timed out trying to allocate devices"
 ERR_EXTENDED_STALE = "cannot schedule extended resource claim"
 ERR_CANNOT_FIT_RESOURCE = "cannot fit resource"
@@ -355,9 +353,9 @@ class DynamicResources:
         for pc_name, claim in claims:
             info = _ClaimInfo(claim, pc_name)
             alloc = claim.status.allocation
+            # (v1.36 puts no limit on sharing an allocated claim: a claim reserved by
+            # others is used as well, and only the API server refuses a 257th consumer.)
             if alloc is not None:
-                if not can_be_reserved(claim) and not is_reserved_for_pod(pod, claim):
-                    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_IN_USE)
                 if alloc.node_selector is not None:
                     info.available_on = NodeSelectorTermsMatcher(
                         alloc.node_selector.node_selector_terms
@@ -535,13 +533,14 @@ class DynamicResources:
             return True
         try:
             ready = binding_ready(claim)
-        except BindingFailedError:
+        except BindingError:
             return False
         return ready or not self._timed_out(claim)
 
     def _now(self) -> datetime:
-        clock = getattr(self.handle, "clock", None)
-        return clock.wall() if clock is not None else datetime.now(UTC)
+        """The date now as the scheduler's clock has it (virtual time in ``simulate``)."""
+        wall = getattr(getattr(self.handle, "clock", None), "wall", None)
+        return wall() if wall is not None else datetime.now(UTC)
 
     def _timed_out(self, claim: ResourceClaim) -> bool:
         """``isClaimTimeout``: the claim has devices with binding conditions and was
@@ -755,7 +754,7 @@ class DynamicResources:
             try:
                 if self._pod_ready_for_binding(s):
                     return None
-            except (BindingFailedError, RuntimeError) as err:
+            except BindingError as err:
                 return Status(Code.ERROR, str(err))
             left = deadline - time.monotonic()
             if once or left <= 0:
@@ -770,7 +769,7 @@ class DynamicResources:
             info.claim = claim
             if not binding_ready(claim):
                 if self._timed_out(claim):
-                    raise RuntimeError(f"claim {claim.name} binding timeout")
+                    raise BindingError(f"claim {claim.name} binding timeout")
                 return False
         return True
 
@@ -864,8 +863,9 @@ class DynamicResources:
         raise AssertionError("unreachable")  # the last conflict is raised above
 
 
-class BindingFailedError(Exception):
-    """A device's binding failure condition is True (the text is upstream's)."""
+class BindingError(Exception):
+    """The binding of a claim's devices failed (a failure condition is True) or timed
+    out (the text is upstream's)."""
 
 
 def _has_binding_conditions(claim: ResourceClaim) -> bool:
@@ -880,7 +880,7 @@ def _condition(conditions: list[dict[str, Any]], kind: str) -> dict[str, Any] | 
 def binding_ready(claim: ResourceClaim) -> bool:
     """``isClaimReadyForBinding``: whether every allocated device with binding conditions
     has them all True in the claim's ``status.devices`` (True without any); raises
-    ``BindingFailedError`` when one of its binding failure conditions is True."""
+    ``BindingError`` when one of its binding failure conditions is True."""
     alloc = claim.status.allocation
     if alloc is None:
         return False
@@ -900,7 +900,7 @@ def binding_ready(claim: ResourceClaim) -> bool:
         for kind in result.binding_failure_conditions:
             cond = _condition(status.conditions, kind)
             if cond is not None and cond.get("status") == "True":
-                raise BindingFailedError(
+                raise BindingError(
                     f"claim {claim.name} binding failed: reason={cond.get('reason', '')}, "
                     f"message={go_quote(cond.get('message', ''))}"
                 )
