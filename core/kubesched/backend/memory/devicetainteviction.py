@@ -29,9 +29,9 @@ from kubesched.api import (
     pod_claim_name,
     toleration_tolerates_taint,
 )
-from kubesched.backend.memory.evictions import with_disruption_target
+from kubesched.backend.memory.evictions import due_pod, pod_event, with_disruption_target
 from kubesched.backend.memory.naming import EPOCH
-from kubesched.backend.protocol import EventType, RecordedEvent, WatchEvent
+from kubesched.backend.protocol import EventType, WatchEvent
 
 if TYPE_CHECKING:
     from kubesched.backend.memory.store import MemoryCluster
@@ -211,28 +211,14 @@ class DeviceTaintEvictionController:
             self.cluster.call_at(when, lambda: self._fire(key, work))
 
     def _event(self, pod: Pod, message: str) -> None:
-        self.cluster.record_event(
-            RecordedEvent(
-                involved_kind="Pod",
-                involved_namespace=pod.namespace,
-                involved_name=pod.name,
-                type="Normal",
-                reason=EVENT_REASON,
-                message=message,
-                reporting_controller=CONTROLLER_NAME,
-            )
-        )
+        pod_event(self.cluster, pod.namespace, pod.name, EVENT_REASON, message, CONTROLLER_NAME)
 
     # -- deletion --------------------------------------------------------------------------
 
     def _fire(self, key: str, work: _Work) -> None:
-        if self._work.get(key) is not work:
-            return  # cancelled or replaced
-        del self._work[key]
         cluster = self.cluster
-        ns, _, name = key.partition("/")
-        pod: Pod | None = cluster.try_get("Pod", ns, name)  # type: ignore[assignment]
-        if pod is None or pod.metadata.uid != work.uid:
+        pod = due_pod(cluster, self._work, key, work)
+        if pod is None:
             return
         self._event(pod, "Marking for deletion")
         if not any(
