@@ -236,16 +236,45 @@ def test_a_failed_binding_deallocates_the_claim(
         'running PreBind plugin "DynamicResources": claim claim-a binding failed: '
         'reason=Driver, message="said so"'
     )
-
-    def reallocated() -> bool:
-        # The next attempt deallocated the claim (its failed device status went with
-        # the allocation), and the one after allocated it afresh.
-        status = api.client.request("GET", f"{CLAIMS}/claim-a")["status"]
-        allocation = status.get("allocation")
-        return allocation is None or (
-            allocation["allocationTimestamp"] != first["allocationTimestamp"]
-            and not status.get("devices")
-        )
-
-    wait_for(reallocated, 40, "the claim deallocated")
+    wait_for(lambda: reallocated(api, first), 40, "the claim deallocated")
     assert api.node_of("a") is None
+
+
+def reallocated(api: Api, first: dict[str, Any]) -> bool:
+    """Whether a later attempt deallocated claim-a (its device status went with the
+    allocation ``first``), and perhaps allocated it afresh since."""
+    status = api.client.request("GET", f"{CLAIMS}/claim-a")["status"]
+    allocation = status.get("allocation")
+    return allocation is None or (
+        allocation["allocationTimestamp"] != first["allocationTimestamp"]
+        and not status.get("devices")
+    )
+
+
+def test_a_binding_that_times_out_gets_the_claim_deallocated(
+    dra_api: Api, in_process: Callable[..., InProcess]
+) -> None:
+    api = dra_api
+    nodes(api, 2)
+    api.create(device_class())
+    api.create(fabric_slice("n1"))
+    api.create(resource_claim("claim-a"))
+    config = {
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "pluginConfig": [{"name": "DynamicResources", "args": {"bindingTimeout": "3s"}}],
+            }
+        ]
+    }
+    in_process(config)
+    api.create(pod_with_claim("a", "claim-a"))  # no driver ever answers
+    wait_for(lambda: binding_pending(api), 30, "BindingConditionsPending")
+    first = api.client.request("GET", f"{CLAIMS}/claim-a")["status"]["allocation"]
+    failed = wait_for(
+        lambda: [e["note"] for e in api.events() if e["reason"] == "FailedScheduling"],
+        30,
+        "FailedScheduling",
+    )
+    assert failed[0] == 'running PreBind plugin "DynamicResources": device binding timeout'
+    wait_for(lambda: reallocated(api, first), 40, "the claim deallocated")

@@ -756,10 +756,13 @@ class DynamicResources:
                     return None
             except BindingError as err:
                 return Status(Code.ERROR, str(err))
-            left = deadline - time.monotonic()
-            if once or left <= 0:
+            if once:
                 return Status(Code.ERROR, ERR_BINDING_TIMEOUT)
-            time.sleep(min(BINDING_CHECK_PERIOD, left))
+            left = deadline - time.monotonic()
+            time.sleep(max(0.0, min(BINDING_CHECK_PERIOD, left)))
+            # Upstream's poll ends at its deadline without another look.
+            if time.monotonic() >= deadline:
+                return Status(Code.ERROR, ERR_BINDING_TIMEOUT)
 
     def _pod_ready_for_binding(self, s: _State) -> bool:
         """``isPodReadyForBinding``: every claim's devices are bound (claims as the
