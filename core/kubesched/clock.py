@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
+
+VIRTUAL_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+"""The date of a virtual clock's time 0: the embedded cluster's timestamps count from here."""
 
 
 class Clock(Protocol):
@@ -21,6 +25,10 @@ class RealClock:
         """The monotonic time, in seconds."""
         return time.monotonic()
 
+    def wall(self) -> datetime:
+        """The date and time now (for timestamps written into objects)."""
+        return datetime.now(UTC)
+
 
 class FakeClock:
     """A clock that moves only when told to: tests and the simulator's virtual time."""
@@ -31,6 +39,10 @@ class FakeClock:
     def now(self) -> float:
         """The current virtual time."""
         return self._now
+
+    def wall(self) -> datetime:
+        """The date of the current virtual time (``VIRTUAL_EPOCH`` + its seconds)."""
+        return VIRTUAL_EPOCH + timedelta(seconds=self._now)
 
     def step(self, seconds: float) -> None:
         """Move time forward by ``seconds``."""

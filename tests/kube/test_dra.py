@@ -144,3 +144,137 @@ def test_extended_resources_are_served_by_a_claim_the_scheduler_creates(
         {"request": "container-0-request-1", "driver": DRIVER, "pool": "n1", "device": "gpu-0"}
     ]
     assert [r["name"] for r in claim["status"]["reservedFor"]] == ["a"]
+
+
+def fabric_slice(node: str) -> dict[str, Any]:
+    """One device on ``node`` that is usable once its driver reports it attached."""
+    sl = node_slice(node, 1)
+    sl["spec"]["devices"][0].update(
+        bindingConditions=["example.com/attached"],
+        bindingFailureConditions=["example.com/failed"],
+    )
+    return sl
+
+
+def set_device_condition(api: Api, claim: str, condition: str) -> None:
+    """Play the driver: set ``condition`` True in the claim's device status."""
+    current = api.client.request("GET", f"{CLAIMS}/{claim}")
+    result = current["status"]["allocation"]["devices"]["results"][0]
+    current["status"]["devices"] = [
+        {
+            **{k: result[k] for k in ("driver", "pool", "device")},
+            "conditions": [
+                {
+                    "type": condition,
+                    "status": "True",
+                    "reason": "Driver",
+                    "message": "said so",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ],
+        }
+    ]
+    api.client.request("PUT", f"{CLAIMS}/{claim}/status", body=current)
+
+
+def binding_pending(api: Api) -> list[str]:
+    return [e["note"] for e in api.events() if e["reason"] == "BindingConditionsPending"]
+
+
+SHORT_BINDING_TIMEOUT = {
+    # A waiting PreBind holds its binding thread: short, so the scheduler stops in time.
+    "profiles": [
+        {
+            "schedulerName": "default-scheduler",
+            "pluginConfig": [{"name": "DynamicResources", "args": {"bindingTimeout": "20s"}}],
+        }
+    ]
+}
+
+
+def test_prebind_waits_for_the_drivers_binding_conditions(
+    dra_api: Api, in_process: Callable[..., InProcess]
+) -> None:
+    api = dra_api
+    nodes(api, 2)
+    api.create(device_class())
+    api.create(fabric_slice("n1"))
+    api.create(resource_claim("claim-a"))
+    in_process(SHORT_BINDING_TIMEOUT)
+    api.create(pod_with_claim("a", "claim-a"))
+    assert wait_for(lambda: binding_pending(api), 30, "BindingConditionsPending") == [
+        "waiting for binding conditions for device on node n1"
+    ]
+    claim = api.client.request("GET", f"{CLAIMS}/claim-a")
+    assert claim["status"]["allocation"]["allocationTimestamp"]
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["a"]
+    assert api.node_of("a") is None  # still waiting in PreBind
+    set_device_condition(api, "claim-a", "example.com/attached")
+    # PreBind looks again within 5 seconds.
+    assert wait_for(lambda: api.node_of("a"), 30, "a bound") == "n1"
+
+
+def test_a_failed_binding_deallocates_the_claim(
+    dra_api: Api, in_process: Callable[..., InProcess]
+) -> None:
+    api = dra_api
+    nodes(api, 2)
+    api.create(device_class())
+    api.create(fabric_slice("n1"))
+    api.create(resource_claim("claim-a"))
+    in_process(SHORT_BINDING_TIMEOUT)
+    api.create(pod_with_claim("a", "claim-a"))
+    wait_for(lambda: binding_pending(api), 30, "BindingConditionsPending")
+    first = api.client.request("GET", f"{CLAIMS}/claim-a")["status"]["allocation"]
+    set_device_condition(api, "claim-a", "example.com/failed")
+    failed = wait_for(
+        lambda: [e["note"] for e in api.events() if e["reason"] == "FailedScheduling"],
+        30,
+        "FailedScheduling",
+    )
+    assert failed[0] == (
+        'running PreBind plugin "DynamicResources": claim claim-a binding failed: '
+        'reason=Driver, message="said so"'
+    )
+    wait_for(lambda: reallocated(api, first), 40, "the claim deallocated")
+    assert api.node_of("a") is None
+
+
+def reallocated(api: Api, first: dict[str, Any]) -> bool:
+    """Whether a later attempt deallocated claim-a (its device status went with the
+    allocation ``first``), and perhaps allocated it afresh since."""
+    status = api.client.request("GET", f"{CLAIMS}/claim-a")["status"]
+    allocation = status.get("allocation")
+    return allocation is None or (
+        allocation["allocationTimestamp"] != first["allocationTimestamp"]
+        and not status.get("devices")
+    )
+
+
+def test_a_binding_that_times_out_gets_the_claim_deallocated(
+    dra_api: Api, in_process: Callable[..., InProcess]
+) -> None:
+    api = dra_api
+    nodes(api, 2)
+    api.create(device_class())
+    api.create(fabric_slice("n1"))
+    api.create(resource_claim("claim-a"))
+    config = {
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "pluginConfig": [{"name": "DynamicResources", "args": {"bindingTimeout": "3s"}}],
+            }
+        ]
+    }
+    in_process(config)
+    api.create(pod_with_claim("a", "claim-a"))  # no driver ever answers
+    wait_for(lambda: binding_pending(api), 30, "BindingConditionsPending")
+    first = api.client.request("GET", f"{CLAIMS}/claim-a")["status"]["allocation"]
+    failed = wait_for(
+        lambda: [e["note"] for e in api.events() if e["reason"] == "FailedScheduling"],
+        30,
+        "FailedScheduling",
+    )
+    assert failed[0] == 'running PreBind plugin "DynamicResources": device binding timeout'
+    wait_for(lambda: reallocated(api, first), 40, "the claim deallocated")

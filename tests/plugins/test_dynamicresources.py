@@ -941,7 +941,7 @@ def test_pre_bind_rereads_the_claim_after_a_conflict() -> None:
     )
     state = CycleState()
     state.write(STATE_KEY, _State(claims=[_ClaimInfo(claim, "gpu", allocation=allocation)]))
-    assert plugin.pre_bind(state, pod) is None
+    assert plugin.pre_bind(state, pod, "n1") is None
     written = client.claim
     assert client.gets == 1
     assert [r.name for r in written.status.reserved_for] == ["rival", "p"]

@@ -73,6 +73,8 @@ def kubesched_outcome(gates: dict[str, bool], case: dict[str, Any]) -> dict[str,
         registry=registry,
     )
     sim.cluster.node_lifecycle.pod_gc = False
+    # The recording's kube-controller-manager runs the resourceclaim controller only.
+    sim.cluster.device_taint_eviction.enabled = False
     seen: dict[str, Any] = {"pods": {}, "claims": {}}
     try:
         for name in case["pods"]:

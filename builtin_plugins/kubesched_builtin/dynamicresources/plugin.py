@@ -8,17 +8,24 @@ allocator; Filter runs it for each node (allocated claims only check their node
 selector); Score prefers nodes where earlier ``firstAvailable`` alternatives fit;
 PostFilter deallocates a claim the pod alone holds on nodes it can no longer use;
 Reserve keeps the chosen allocations in flight so that no other pod gets the same
-devices; PreBind writes the allocation and adds the pod to ``reservedFor``.
-Extended resources that a DeviceClass backs (DRAExtendedResource) are allocated in a
-claim of the scheduler's own on nodes that do not offer them (see ``extended``).
+devices; PreBind writes the allocation and adds the pod to ``reservedFor``, then, for
+devices with binding conditions (DRADeviceBindingConditions), waits until the driver
+reports them all True; a failure condition or ``bindingTimeout`` fails the binding, and
+the pod's next attempt deallocates the claim (Filter finds it unavailable, PostFilter
+frees it). Extended resources that a DeviceClass backs (DRAExtendedResource) are
+allocated in a claim of the scheduler's own on nodes that do not offer them (see
+``extended``); that claim is deleted when the binding fails (Unreserve) and, when an
+earlier attempt left it behind, by PostFilter.
 Pods without claims or such resources skip everything (PreFilter returns Skip).
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -52,12 +59,12 @@ from kubesched.api import (
     PodExtendedResourceClaimStatus,
     ResourceClaim,
     ResourceClaimConsumerReference,
-    can_be_reserved,
     extended_resource_classes,
     is_for_pod,
     is_reserved_for_pod,
     pod_claim_name,
 )
+from kubesched.api.validation.field import go_quote
 from kubesched.config.duration import Duration
 from kubesched_builtin.names import DYNAMIC_RESOURCES
 
@@ -85,7 +92,6 @@ NAME = DYNAMIC_RESOURCES
 
 ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
 ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
-ERR_IN_USE = "resourceclaim in use"
 ERR_TIMEOUT = "timed out trying to allocate devices"
 ERR_EXTENDED_STALE = "cannot schedule extended resource claim"
 ERR_CANNOT_FIT_RESOURCE = "cannot fit resource"
@@ -94,6 +100,11 @@ MSG_DEALLOCATED = "deallocation of ResourceClaim completed"
 MSG_STILL_NOT_SCHEDULABLE = "still not schedulable"
 ERR_STATE_NOT_FOUND = "not found"
 """PostFilter's error when PreFilter left no state (upstream's ``ErrNotFound``)."""
+MSG_DELETED = "deletion of ResourceClaim completed"
+ERR_BINDING_TIMEOUT = "device binding timeout"
+REASON_BINDING_PENDING = "BindingConditionsPending"
+BINDING_CHECK_PERIOD = 5.0
+"""Seconds between PreBind's checks of the binding conditions (upstream polls every 5s)."""
 
 
 class DynamicResourcesArgs(PluginArgs):
@@ -109,8 +120,8 @@ class DynamicResourcesArgs(PluginArgs):
     binding_timeout: Duration = Field(
         default=600.0,
         description=(
-            "How long PreBind waits for devices' binding conditions; kubesched's devices "
-            "have none, so it is validated and kept."
+            "How long PreBind waits for the binding conditions of allocated devices "
+            "(DRADeviceBindingConditions), counted from the claim's allocationTimestamp."
         ),
     )
 
@@ -211,10 +222,15 @@ class DynamicResources:
             args.filter_timeout if handle.feature_enabled("DRASchedulerFilterTimeout") else 0.0
         )
         self.extended_resources = handle.feature_enabled("DRAExtendedResource")
+        # Upstream's DeviceBindingAndStatus: the conditions live in the device status.
+        self.binding_conditions = handle.feature_enabled(
+            "DRADeviceBindingConditions"
+        ) and handle.feature_enabled("DRAResourceClaimDeviceStatus")
+        self.binding_timeout = args.binding_timeout
         self.features = Features(
             consumable_capacity=handle.feature_enabled("DRAConsumableCapacity"),
             device_taints=handle.feature_enabled("DRADeviceTaints"),
-            binding_conditions=handle.feature_enabled("DRADeviceBindingConditions"),
+            binding_conditions=self.binding_conditions,
             partitionable_devices=handle.feature_enabled("DRAPartitionableDevices"),
         )
         self.manager = DRAManager(handle)
@@ -337,9 +353,9 @@ class DynamicResources:
         for pc_name, claim in claims:
             info = _ClaimInfo(claim, pc_name)
             alloc = claim.status.allocation
+            # (v1.36 puts no limit on sharing an allocated claim: a claim reserved by
+            # others is used as well, and only the API server refuses a 257th consumer.)
             if alloc is not None:
-                if not can_be_reserved(claim) and not is_reserved_for_pod(pod, claim):
-                    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_IN_USE)
                 if alloc.node_selector is not None:
                     info.available_on = NodeSelectorTermsMatcher(
                         alloc.node_selector.node_selector_terms
@@ -486,11 +502,7 @@ class DynamicResources:
                 allocator = extended[2]
             elif not s.user_claims:
                 allocator = None
-        unavailable = [
-            i
-            for i, c in enumerate(s.claims)
-            if c.available_on is not None and not c.available_on.matches_node(node)
-        ]
+        unavailable = [i for i, c in enumerate(s.claims) if not self._available(c, node)]
         if s.allocator_error is not None:
             return Status(Code.ERROR, s.allocator_error)
         if allocator is not None:
@@ -510,6 +522,37 @@ class DynamicResources:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NOT_AVAILABLE)
         return None
 
+    def _available(self, info: _ClaimInfo, node: Any) -> bool:
+        """Whether an allocated claim can serve the pod on ``node``: its node selector
+        matches, and its devices' binding neither failed nor timed out (a claim that
+        cannot is deallocated by PostFilter, so that other devices can be tried)."""
+        if info.available_on is not None and not info.available_on.matches_node(node):
+            return False
+        claim = info.claim
+        if claim.status.allocation is None or not self.binding_conditions:
+            return True
+        try:
+            ready = binding_ready(claim)
+        except BindingError:
+            return False
+        return ready or not self._timed_out(claim)
+
+    def _now(self) -> datetime:
+        """The date now as the scheduler's clock has it (virtual time in ``simulate``)."""
+        wall = getattr(getattr(self.handle, "clock", None), "wall", None)
+        return wall() if wall is not None else datetime.now(UTC)
+
+    def _timed_out(self, claim: ResourceClaim) -> bool:
+        """``isClaimTimeout``: the claim has devices with binding conditions and was
+        allocated longer than ``bindingTimeout`` ago."""
+        alloc = claim.status.allocation
+        if alloc is None or alloc.allocation_timestamp is None:
+            return False
+        if not any(r.binding_conditions for r in alloc.devices.results):
+            return False
+        deadline = alloc.allocation_timestamp + timedelta(seconds=self.binding_timeout)
+        return deadline < self._now()
+
     # -- PostFilter ---------------------------------------------------------------------
     @hookimpl
     def post_filter(self, state: CycleState, pod: Pod) -> Status:
@@ -527,12 +570,38 @@ class DynamicResources:
                 fresh = claim.model_copy(deep=True)
                 fresh.status.reserved_for = []
                 fresh.status.allocation = None
+                fresh.status.devices = []
                 try:
                     self.handle.client.update(fresh)
                 except Exception as err:  # the API refused: the attempt ends with its error
                     return Status(Code.ERROR, str(err))
                 return Status(Code.UNSCHEDULABLE, MSG_DEALLOCATED)
+        if s.extended is not None and s.extended.claim.name != SPECIAL_CLAIM_NAME:
+            # The claim for extended resources an earlier attempt made stands in the way
+            # (Filter refuses every node while it exists): delete it.
+            try:
+                self._delete_claim(s.extended.claim)
+            except Exception as err:  # the API refused: the attempt ends with its error
+                return Status(Code.ERROR, str(err))
+            return Status(Code.UNSCHEDULABLE, MSG_DELETED)
         return Status(Code.UNSCHEDULABLE, MSG_STILL_NOT_SCHEDULABLE)
+
+    def _delete_claim(self, claim: ResourceClaim) -> None:
+        """``deleteClaim``: drop the delete-protection finalizer, then delete the claim."""
+
+        def drop_finalizer(fresh: Any) -> bool:
+            fresh.metadata.finalizers = [
+                f for f in fresh.metadata.finalizers or () if f != RESOURCE_CLAIM_FINALIZER
+            ]
+            return True
+
+        try:
+            self._update_on_conflict("ResourceClaim", claim, drop_finalizer)
+        except Exception as err:
+            raise RuntimeError(
+                f"update resourceclaim {claim.namespace}/{claim.name}: {err}"
+            ) from err
+        self.handle.client.delete("ResourceClaim", claim.namespace, claim.name)
 
     # -- Score --------------------------------------------------------------------------
     def _score(self, s: _State, node_name: str) -> int:
@@ -593,15 +662,20 @@ class DynamicResources:
         s = state.get(STATE_KEY)
         if s is None:
             return
-        # (A claim PreBind created for extended resources stays: the pod owns it, and
-        # the next attempt finds it.)
-        for info in s.to_bind():
+        for info in s.claims:
             self.manager.drop_in_flight(info.claim.metadata.uid or "")
             claim = self.manager.claim(info.claim.namespace, info.claim.name)
             if claim is not None and is_reserved_for_pod(pod, claim):
                 # A failure is retried with the pod's next attempt, as upstream.
                 with contextlib.suppress(Exception):
                     self._unreserve_claim(claim, pod)
+        if s.extended is not None:
+            # The scheduler's own claim for extended resources: once written, it goes,
+            # so that no orphaned claim holds devices; the next attempt makes a new one.
+            self.manager.drop_in_flight(s.extended.claim.metadata.uid or "")
+            if s.extended.claim.name != SPECIAL_CLAIM_NAME:
+                with contextlib.suppress(Exception):
+                    self._delete_claim(s.extended.claim)
 
     def _unreserve_claim(self, claim: ResourceClaim, pod: Pod) -> None:
         """Take the pod out of the claim's ``reservedFor``. Upstream patches the entry away
@@ -635,7 +709,7 @@ class DynamicResources:
                     raise
 
     @hookimpl
-    def pre_bind(self, state: CycleState, pod: Pod) -> Status | None:
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         s = state.get(STATE_KEY)
         if s is None or (not s.claims and s.extended is None):
             return Status.skip()
@@ -645,7 +719,8 @@ class DynamicResources:
             created = None
             try:
                 if info.claim.name == SPECIAL_CLAIM_NAME:
-                    created = self._create_extended_claim(info)
+                    # Unreserve deletes it from now on, should anything below fail.
+                    created = info.claim = self._create_extended_claim(info)
                 info.claim = self._bind_claim(info, pod, created)
                 if info is s.extended:
                     self._set_extended_status(pod, info.claim.name, s.extended_mappings)
@@ -654,7 +729,52 @@ class DynamicResources:
             finally:
                 if info.allocation is not None:
                     self.manager.drop_in_flight(info.claim.metadata.uid or "")
+        if self.binding_conditions and any(_has_binding_conditions(i.claim) for i in s.to_bind()):
+            return self._wait_for_binding(s, pod, node_name)
         return None
+
+    def _wait_for_binding(self, s: _State, pod: Pod, node_name: str) -> Status | None:
+        """Wait until every allocated device with binding conditions has them all True
+        (checked at once, then every 5 seconds, for at most ``bindingTimeout``). The
+        embedded cluster's drivers answer within the allocation's write, so there one
+        check decides."""
+        recorder = self.handle.event_recorder
+        if recorder is not None:
+            recorder.eventf(
+                pod,
+                None,
+                "Normal",
+                REASON_BINDING_PENDING,
+                "Scheduling",
+                f"waiting for binding conditions for device on node {node_name}",
+            )
+        once = getattr(self.handle.client, "reconciles_synchronously", False)
+        deadline = time.monotonic() + self.binding_timeout
+        while True:
+            try:
+                if self._pod_ready_for_binding(s):
+                    return None
+            except BindingError as err:
+                return Status(Code.ERROR, str(err))
+            if once:
+                return Status(Code.ERROR, ERR_BINDING_TIMEOUT)
+            left = deadline - time.monotonic()
+            time.sleep(max(0.0, min(BINDING_CHECK_PERIOD, left)))
+            # Upstream's poll ends at its deadline without another look.
+            if time.monotonic() >= deadline:
+                return Status(Code.ERROR, ERR_BINDING_TIMEOUT)
+
+    def _pod_ready_for_binding(self, s: _State) -> bool:
+        """``isPodReadyForBinding``: every claim's devices are bound (claims as the
+        informer has them now); raises when a binding failed or timed out."""
+        for info in s.to_bind():
+            claim = self.manager.claim(info.claim.namespace, info.claim.name) or info.claim
+            info.claim = claim
+            if not binding_ready(claim):
+                if self._timed_out(claim):
+                    raise BindingError(f"claim {claim.name} binding timeout")
+                return False
+        return True
 
     def _create_extended_claim(self, info: _ClaimInfo) -> ResourceClaim:
         """Create the claim for the pod's extended resources (the API server names it);
@@ -725,6 +845,10 @@ class DynamicResources:
                     resource="pods", name=pod.name, uid=pod.metadata.uid or ""
                 )
             )
+            alloc = fresh.status.allocation
+            if self.binding_conditions and alloc is not None and alloc.allocation_timestamp is None:
+                # The binding timeout counts from here.
+                alloc.allocation_timestamp = self._now()
             try:
                 written = self.handle.client.update(fresh)
             except ConflictError:
@@ -740,6 +864,54 @@ class DynamicResources:
                 self.manager.assume_written(written)
             return written
         raise AssertionError("unreachable")  # the last conflict is raised above
+
+
+class BindingError(Exception):
+    """The binding of a claim's devices failed (a failure condition is True) or timed
+    out (the text is upstream's)."""
+
+
+def _has_binding_conditions(claim: ResourceClaim) -> bool:
+    alloc = claim.status.allocation
+    return alloc is not None and any(r.binding_conditions for r in alloc.devices.results)
+
+
+def _condition(conditions: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
+    return next((c for c in conditions if c.get("type") == kind), None)
+
+
+def binding_ready(claim: ResourceClaim) -> bool:
+    """``isClaimReadyForBinding``: whether every allocated device with binding conditions
+    has them all True in the claim's ``status.devices`` (True without any); raises
+    ``BindingError`` when one of its binding failure conditions is True."""
+    alloc = claim.status.allocation
+    if alloc is None:
+        return False
+    for result in alloc.devices.results:
+        if not result.binding_conditions:
+            continue
+        status = next(
+            (
+                d
+                for d in claim.status.devices
+                if (d.driver, d.pool, d.device) == (result.driver, result.pool, result.device)
+            ),
+            None,
+        )
+        if status is None:
+            return False
+        for kind in result.binding_failure_conditions:
+            cond = _condition(status.conditions, kind)
+            if cond is not None and cond.get("status") == "True":
+                raise BindingError(
+                    f"claim {claim.name} binding failed: reason={cond.get('reason', '')}, "
+                    f"message={go_quote(cond.get('message', ''))}"
+                )
+        for kind in result.binding_conditions:
+            cond = _condition(status.conditions, kind)
+            if cond is None or cond.get("status") != "True":
+                return False
+    return True
 
 
 def _index_slices(slices: list[Any]) -> tuple[dict[str, list[Any]], list[Any]]:

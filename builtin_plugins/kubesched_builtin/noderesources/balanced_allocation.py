@@ -36,7 +36,12 @@ from kubesched import (
 from kubesched_builtin.names import NODE_RESOURCES_BALANCED_ALLOCATION
 
 from .fit import POD_LEVEL_RESOURCES_GATE
-from .resource_allocation import ResourceAllocationScorer, ResourceSpec, default_resources
+from .resource_allocation import (
+    ResourceAllocationScorer,
+    ResourceSpec,
+    default_resources,
+    dra_capacity,
+)
 
 NAME = NODE_RESOURCES_BALANCED_ALLOCATION
 
@@ -154,6 +159,7 @@ class NodeResourcesBalancedAllocation:
             BalancedScorer(),
             use_requested=True,
             pod_level=handle.feature_enabled(POD_LEVEL_RESOURCES_GATE),
+            dra=dra_capacity(handle),
         )
 
     def _requests(self, state: CycleState, pod_info: PodInfo) -> tuple[int, ...] | None:

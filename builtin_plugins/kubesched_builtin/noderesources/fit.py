@@ -70,6 +70,7 @@ from .resource_allocation import (
     ResourceAllocationScorer,
     ResourceSpec,
     default_resources,
+    dra_capacity,
 )
 
 NAME = NODE_RESOURCES_FIT
@@ -515,6 +516,7 @@ class NodeResourcesFit:
             build_scorer(strategy),
             use_requested=False,
             pod_level=self.pod_level,
+            dra=dra_capacity(handle),
         )
 
     # -- registration -------------------------------------------------------------------

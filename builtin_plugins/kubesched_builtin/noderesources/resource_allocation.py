@@ -18,8 +18,8 @@ score stays on 0..100 and an amount too large to count never wraps into a small 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 from pydantic import Field, field_validator
@@ -43,12 +43,14 @@ from kubesched.api import (
     pod_requests,
     pod_scoring_requests,
 )
+from kubesched_builtin.dynamicresources.capacity import ExtendedResourceCapacity
 
 __all__ = [
     "AllocationScorer",
     "ResourceAllocationScorer",
     "ResourceSpec",
     "default_resources",
+    "dra_capacity",
 ]
 
 
@@ -181,6 +183,15 @@ def _has_zero(table: NodeTable, name: str) -> bool:
     return has_zero if cached_column is column else not column.all()
 
 
+def dra_capacity(handle: Any) -> Callable[[Any, str], tuple[int, int]] | None:
+    """How scorers count extended resources backed by DRA on nodes that do not offer them
+    (DRAExtendedResource, on by default); None with the gate off or no cluster to read."""
+    lister = getattr(handle, "lister", None)
+    if lister is None or not handle.feature_enabled("DRAExtendedResource"):
+        return None
+    return ExtendedResourceCapacity(lister)
+
+
 class ResourceAllocationScorer:
     """Upstream's ``resourceAllocationScorer``: requests and allocatables per resource.
 
@@ -191,7 +202,7 @@ class ResourceAllocationScorer:
     ``spec.resources`` requests count (the PodLevelResources gate).
     """
 
-    __slots__ = ("_kinds", "name", "pod_level", "resources", "scorer", "use_requested")
+    __slots__ = ("_kinds", "dra", "name", "pod_level", "resources", "scorer", "use_requested")
 
     def __init__(
         self,
@@ -201,6 +212,7 @@ class ResourceAllocationScorer:
         *,
         use_requested: bool,
         pod_level: bool = True,
+        dra: Callable[[Any, str], tuple[int, int]] | None = None,
     ) -> None:
         self.name = name
         self.resources = tuple(resources)
@@ -208,6 +220,8 @@ class ResourceAllocationScorer:
         self.use_requested = use_requested
         self.pod_level = pod_level
         self._kinds = tuple(_kind(r.name) for r in self.resources)
+        # Only a scored extended resource can be backed by DRA: none, no per-node work.
+        self.dra = dra if _SCALAR in self._kinds else None
 
     # -- the pod --------------------------------------------------------------------------
     def pod_requests(self, pod_info: PodInfo) -> tuple[int, ...]:
@@ -245,7 +259,14 @@ class ResourceAllocationScorer:
             # A scalar resource the pod does not request is not scored at all.
             if pod_request == 0:
                 return 0, 0
-            alloc = ni.allocatable.scalar_resources.get(self.resources[i].name)
+            name = self.resources[i].name
+            alloc = ni.allocatable.scalar_resources.get(name)
+            if not alloc and self.dra is not None:
+                # Not offered by the node itself: its devices of the DeviceClass backing
+                # the resource count (DRAExtendedResource).
+                devices, allocated = self.dra(ni.node, name)
+                if devices > 0:
+                    return devices, saturate(allocated + pod_request)
             if alloc is None:
                 return 0, 0
             used = ni.requested.scalar_resources.get(self.resources[i].name, 0)
@@ -297,6 +318,12 @@ class ResourceAllocationScorer:
             zip(self.resources, self._kinds, pod_requests, strict=True)
         ):
             if kind == _UNSCORED or (kind == _SCALAR and pod_request == 0):
+                continue
+            if kind == _SCALAR and self.dra is not None:
+                # Devices backing the resource are counted node by node.
+                pairs = [self._allocatable_requested(ni, i, pod_request) for ni in nodes.infos]
+                allocatable[i] = [a for a, _ in pairs]
+                requested[i] = [q if a else 0 for a, q in pairs]
                 continue
             if kind == _SCALAR:
                 alloc_col = table.allocatable.get(r.name)

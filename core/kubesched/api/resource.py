@@ -69,7 +69,6 @@ __all__ = [
     "ResourcePool",
     "ResourceSlice",
     "ResourceSliceSpec",
-    "can_be_reserved",
     "extended_resource_classes",
     "is_dra_extended_resource_name",
     "is_for_pod",
@@ -94,7 +93,7 @@ EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-c
 """``"true"`` on the claim the scheduler creates for a pod's extended resources."""
 
 RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE = 256
-"""``ResourceClaimReservedForMaxSize``: at most this many consumers share one claim."""
+"""``ResourceClaimReservedForMaxSize``: the API server refuses a claim reserved for more."""
 
 ALLOCATION_MODE_EXACT_COUNT = "ExactCount"
 ALLOCATION_MODE_ALL = "All"
@@ -522,8 +521,3 @@ def extended_resource_classes(classes: Iterable[DeviceClass]) -> dict[str, str]:
             mapping[cls.spec.extended_resource_name] = cls.name
         mapping[DEVICE_CLASS_RESOURCE_PREFIX + cls.name] = cls.name
     return mapping
-
-
-def can_be_reserved(claim: ResourceClaim) -> bool:
-    """``resourceclaim.CanBeReserved``: fewer consumers than the maximum."""
-    return len(claim.status.reserved_for) < RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE

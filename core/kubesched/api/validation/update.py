@@ -23,7 +23,8 @@ from typing import Any
 
 from ..core import NodeSelectorTerm, Pod, PodSpec
 from ..meta import KubeObject
-from .field import FieldError, forbidden, invalid
+from ..resource import RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE
+from .field import FieldError, forbidden, invalid, too_many
 from .objects import validate_object
 
 __all__ = ["UPDATE_VALIDATORS", "register_update_validator", "validate_update"]
@@ -260,7 +261,12 @@ def _persistent_volume_update(new: Any, old: Any) -> list[FieldError]:
 
 @register_update_validator("ResourceClaim")
 def _resource_claim_update(new: Any, old: Any) -> list[FieldError]:
-    return _immutable("spec", new.spec, old.spec)
+    errs = _immutable("spec", new.spec, old.spec)
+    reserved = len(new.status.reserved_for)
+    if reserved > RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE:
+        # The API server's limit: a 257th consumer is refused when it is written.
+        errs.append(too_many("status.reservedFor", reserved, RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE))
+    return errs
 
 
 @register_update_validator("ResourceSlice")

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from kubesched.api import Pod, PodCondition
 from kubesched.backend.memory.naming import timestamp
+from kubesched.backend.protocol import RecordedEvent
+
+if TYPE_CHECKING:
+    from kubesched.backend.memory.store import MemoryCluster
 
 __all__ = [
     "BY_DESCHEDULER",
@@ -17,6 +21,8 @@ __all__ = [
     "BY_TAINT_MANAGER",
     "EvictedBy",
     "EvictionRecord",
+    "due_pod",
+    "pod_event",
     "with_disruption_target",
 ]
 
@@ -99,3 +105,32 @@ def with_disruption_target(pod: Pod, reason: str, message: str, now: float) -> P
         )
     )
     return new
+
+
+def pod_event(
+    cluster: MemoryCluster, namespace: str, name: str, reason: str, message: str, controller: str
+) -> None:
+    """Record a Normal event of an evicting ``controller`` on the pod ``namespace/name``."""
+    cluster.record_event(
+        RecordedEvent(
+            involved_kind="Pod",
+            involved_namespace=namespace,
+            involved_name=name,
+            type="Normal",
+            reason=reason,
+            message=message,
+            reporting_controller=controller,
+        )
+    )
+
+
+def due_pod(cluster: MemoryCluster, pending: dict[str, Any], key: str, work: Any) -> Pod | None:
+    """A timed eviction of the pod ``key`` (namespace/name) fires: the pod, when ``work``
+    is still the one ``pending`` holds for it (it is taken off) and the pod is still the
+    one it was scheduled for (``work.uid``: not deleted and created again); else None."""
+    if pending.get(key) is not work:
+        return None  # cancelled or replaced
+    del pending[key]
+    ns, _, name = key.partition("/")
+    pod: Pod | None = cluster.try_get("Pod", ns, name)  # type: ignore[assignment]
+    return pod if pod is not None and pod.metadata.uid == work.uid else None

@@ -6,8 +6,10 @@ import functools
 import hashlib
 import json
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
+
+from kubesched.clock import VIRTUAL_EPOCH
 
 __all__ = [
     "EPOCH",
@@ -19,7 +21,7 @@ __all__ = [
     "timestamp",
 ]
 
-EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+EPOCH = VIRTUAL_EPOCH
 """Virtual time 0 of the embedded cluster: clock seconds count from here."""
 
 # utilrand's alphabet: no vowels (no accidental words) and no 0/1/3 (confusable).

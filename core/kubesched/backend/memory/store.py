@@ -36,6 +36,8 @@ from kubesched.backend.memory.autoscaling import HorizontalPodAutoscalerControll
 from kubesched.backend.memory.controllers import CONTROLLER_NAMES, WorkloadControllers
 from kubesched.backend.memory.cronjobs import CronJobController
 from kubesched.backend.memory.defaults import ObjectDefaults
+from kubesched.backend.memory.devicebinding import DeviceBindingDrivers
+from kubesched.backend.memory.devicetainteviction import DeviceTaintEvictionController
 from kubesched.backend.memory.disruption import DisruptionController
 from kubesched.backend.memory.evictions import EvictionRecord
 from kubesched.backend.memory.extensions import ExtensionControllers
@@ -273,10 +275,12 @@ class MemoryCluster:
         self.volumes = VolumeControllers(self)
         self.disruption = DisruptionController(self)
         self.taint_eviction = TaintEvictionController(self)
+        self.device_taint_eviction = DeviceTaintEvictionController(self)
         self.node_lifecycle = NodeLifecycleController(self)
         self.kubelet = KubeletEvictionManager(self) if node_pressure_eviction else None
         self.resource_claims = ResourceClaimController(self)
         self.extensions = ExtensionControllers(self)
+        self.device_binding = DeviceBindingDrivers(self)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -483,7 +487,9 @@ class MemoryCluster:
                         self.volumes.on_event(kind, event)
                         self.resource_claims.on_event(kind, event)
                         self.extensions.on_event(kind, event)
+                        self.device_binding.on_event(kind, event)
                     self.taint_eviction.on_event(kind, event)
+                    self.device_taint_eviction.on_event(kind, event)
                     self.node_lifecycle.on_event(kind, event)
                     if self.kubelet is not None:
                         self.kubelet.on_event(kind, event)

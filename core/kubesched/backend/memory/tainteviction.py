@@ -9,9 +9,11 @@ from kubesched.api import Pod, Taint, Toleration, toleration_tolerates_taint
 from kubesched.backend.memory.evictions import (
     BY_TAINT_MANAGER,
     EvictionRecord,
+    due_pod,
+    pod_event,
     with_disruption_target,
 )
-from kubesched.backend.protocol import EventType, RecordedEvent, WatchEvent
+from kubesched.backend.protocol import EventType, WatchEvent
 
 if TYPE_CHECKING:
     from kubesched.backend.memory.store import MemoryCluster
@@ -204,30 +206,16 @@ class TaintEvictionController:
             self._event(namespace, name, f"Cancelling deletion of Pod {namespace}/{name}")
 
     def _event(self, namespace: str, name: str, message: str) -> None:
-        self.cluster.record_event(
-            RecordedEvent(
-                involved_kind="Pod",
-                involved_namespace=namespace,
-                involved_name=name,
-                type="Normal",
-                reason="TaintManagerEviction",
-                message=message,
-                reporting_controller=CONTROLLER_NAME,
-            )
-        )
+        pod_event(self.cluster, namespace, name, "TaintManagerEviction", message, CONTROLLER_NAME)
 
     # -- deletion --------------------------------------------------------------------------
 
     def _fire(self, key: str, work: _Work) -> None:
-        if self._work.get(key) is not work:
-            return  # cancelled or replaced
-        del self._work[key]
         cluster = self.cluster
-        ns, _, name = key.partition("/")
-        pod: Pod | None = cluster.try_get("Pod", ns, name)  # type: ignore[assignment]
-        if pod is None or pod.metadata.uid != work.uid:
+        pod = due_pod(cluster, self._work, key, work)
+        if pod is None:
             return
-        self._event(ns, name, f"Marking for deletion Pod {key}")
+        self._event(pod.namespace, pod.name, f"Marking for deletion Pod {key}")
         already = pod.metadata.deletion_timestamp is not None
         new = with_disruption_target(
             pod, REASON_DELETION_BY_TAINT_MANAGER, MSG_DELETION, cluster.now()

@@ -1,0 +1,183 @@
+"""The embedded cluster's device taint eviction controller (DRADeviceTaints): pods whose
+claims hold a device with a NoExecute taint they do not tolerate are deleted, at once or
+after the allocation's ``tolerationSeconds``, as kube-controller-manager's
+device-taint-eviction-controller does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubesched.api import parse_object
+from kubesched.backend.memory.devicetainteviction import (
+    CONTROLLER_NAME,
+    REASON_DELETION_BY_DEVICE_TAINT_MANAGER,
+)
+from kubesched.backend.memory.naming import timestamp
+from kubesched.simulate.driver import Simulation
+
+DRIVER = "taints.example.com"
+TAINT = {"key": "example.com/unhealthy", "value": "true", "effect": "NoExecute"}
+
+
+def _slice(taints: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "n1"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": "n1",
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "d0", "taints": taints}],
+        },
+    }
+
+
+def _objects(tolerations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "dev"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+        },
+        _slice([]),
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "c0", "namespace": "default"},
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "req",
+                            "exactly": {"deviceClassName": "dev", "tolerations": tolerations},
+                        }
+                    ]
+                }
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p0", "namespace": "default"},
+            "spec": {
+                "terminationGracePeriodSeconds": 0,
+                "containers": [
+                    {"name": "c", "image": "pause", "resources": {"claims": [{"name": "dev"}]}}
+                ],
+                "resourceClaims": [{"name": "dev", "resourceClaimName": "c0"}],
+            },
+        },
+    ]
+
+
+def _events(sim: Simulation) -> list[tuple[float, str]]:
+    return [
+        (e.timestamp, e.message)
+        for e in sim.cluster.events
+        if e.reason == "DeviceTaintManagerEviction" and e.reporting_controller == CONTROLLER_NAME
+    ]
+
+
+def _taint(sim: Simulation, taints: list[dict[str, Any]]) -> None:
+    current = sim.cluster.get("ResourceSlice", None, "n1")
+    new = parse_object(_slice(taints))
+    new.metadata.resource_version = current.metadata.resource_version
+    sim.cluster.update(new)
+
+
+TOLERATE_30 = {
+    **{k: TAINT[k] for k in ("key", "effect")},
+    "operator": "Exists",
+    "tolerationSeconds": 30,
+}
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "taint", "evicted_at"),
+    [
+        ([], TAINT, 100.0),
+        ([TOLERATE_30], TAINT, 130.0),
+        ([{**TOLERATE_30, "tolerationSeconds": -5}], TAINT, 100.0),
+        ([{"key": TAINT["key"], "operator": "Exists", "effect": "NoExecute"}], TAINT, None),
+        ([{**TOLERATE_30, "key": "example.com/other"}], TAINT, 100.0),
+        ([], {**TAINT, "effect": "NoSchedule"}, None),
+        ([], {**TAINT, "timeAdded": timestamp(40.0).strftime("%Y-%m-%dT%H:%M:%SZ")}, 100.0),
+        (
+            [TOLERATE_30],
+            {**TAINT, "timeAdded": timestamp(90.0).strftime("%Y-%m-%dT%H:%M:%SZ")},
+            120.0,
+        ),
+    ],
+    ids=[
+        "untolerated-at-once",
+        "tolerated-30s",
+        "negative-seconds-at-once",
+        "tolerated-forever",
+        "other-key-at-once",
+        "noschedule-ignored",
+        "added-earlier-at-once",
+        "seconds-count-from-time-added",
+    ],
+)
+def test_pods_go_when_their_devices_get_a_noexecute_taint(
+    tolerations: list[dict[str, Any]], taint: dict[str, Any], evicted_at: float | None
+) -> None:
+    sim = Simulation([parse_object(d) for d in _objects(tolerations)])
+    try:
+        sim.run()
+        assert sim.cluster.get("Pod", "default", "p0").spec.node_name == "n1"
+        sim.clock.set(100.0)
+        sim.cluster.advance()
+        _taint(sim, [taint])
+        sim.run()
+        pod = sim.cluster.try_get("Pod", "default", "p0")
+        if evicted_at is None:
+            assert pod is not None and pod.metadata.deletion_timestamp is None
+            assert _events(sim) == []
+            return
+        assert pod is None
+        assert _events(sim) == [(evicted_at, "Marking for deletion")]
+    finally:
+        sim.close()
+
+
+def test_a_removed_taint_cancels_the_deletion() -> None:
+    sim = Simulation([parse_object(d) for d in _objects([TOLERATE_30])])
+    try:
+        sim.run()
+        _taint(sim, [TAINT])
+        _taint(sim, [])
+        sim.run()
+        assert sim.cluster.get("Pod", "default", "p0").metadata.deletion_timestamp is None
+        assert [m for _, m in _events(sim)] == ["Cancelling deletion"]
+    finally:
+        sim.close()
+
+
+def test_the_deleted_pod_carries_the_disruption_target_condition() -> None:
+    objects = _objects([])
+    objects[-1]["spec"]["terminationGracePeriodSeconds"] = 30
+    sim = Simulation([parse_object(d) for d in objects])
+    try:
+        sim.run()
+        _taint(sim, [TAINT])
+        pod = sim.cluster.get("Pod", "default", "p0")
+        assert pod.metadata.deletion_timestamp is not None
+        (condition,) = [c for c in pod.status.conditions if c.type == "DisruptionTarget"]
+        assert (condition.status, condition.reason, condition.message) == (
+            "True",
+            REASON_DELETION_BY_DEVICE_TAINT_MANAGER,
+            "Device Taint manager: deleting due to NoExecute taint",
+        )
+    finally:
+        sim.close()
