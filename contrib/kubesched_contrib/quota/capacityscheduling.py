@@ -302,7 +302,7 @@ class CapacityScheduling:
             node_info,
             pdbs,
             quotas.may_preempt,
-            order=_removal_order(node_info),
+            order=quotas.order(node_info),
             no_victims=lambda ni: no_victims_status(ni, pod_info),
             after_removal=quotas.after_removal if has_quota else None,
             still_over=quotas.still_over if has_quota else None,
@@ -327,9 +327,14 @@ class CapacityScheduling:
             # as they are.
             return None
         base = NodeQuotas(snap.infos, pre, pod_info)
-        per_node = [base.copy() for _ in nodes]
-        potential = [q.choose(_removal_order(ni)) for q, ni in zip(per_node, nodes, strict=True)]
         has_quota = base.own is not None
+        if not has_quota:
+            # The quotas do not change the answers: every node asks the same.
+            may_preempt = base.may_preempt
+            potential = [list(filter(may_preempt, ni.pods)) for ni in nodes]
+        else:
+            per_node = [base.copy() for _ in nodes]
+            potential = [q.choose(q.order(ni)) for q, ni in zip(per_node, nodes, strict=True)]
         return select_victims_on_nodes(
             self.handle,
             state,
@@ -376,11 +381,6 @@ class _NoFilterCopies:
 _NO_FILTER_COPIES = _NoFilterCopies()
 
 
-def _removal_order(node_info: NodeInfo) -> list[PodInfo]:
-    """The node's pods least important first, as upstream walks them for victims."""
-    return sorted(node_info.pods, key=importance_key, reverse=True)
-
-
 class NodeQuotas:
     """CapacityScheduling's victim decisions on one node's dry run, read from that
     node's quotas ``infos``: who may be preempted (asked pod by pod, each one chosen
@@ -421,6 +421,14 @@ class NodeQuotas:
         # still above its min.
         info = self.infos.get(p.namespace)
         return p.namespace != self.namespace and info is not None and info.used_over_min()
+
+    def order(self, node_info: NodeInfo) -> Sequence[PodInfo]:
+        """The order the node's pods are asked about: least important first, as upstream
+        walks them, when an answer depends on the removals before it (within min);
+        else the node's own (the victims are the same, without a sort per node)."""
+        if self.within_min:
+            return sorted(node_info.pods, key=importance_key, reverse=True)
+        return node_info.pods
 
     def choose(self, order: Sequence[PodInfo]) -> list[PodInfo]:
         """The potential victims among ``order``, each removed from the quotas once
