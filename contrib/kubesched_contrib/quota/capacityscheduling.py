@@ -110,7 +110,7 @@ class CapacityScheduling:
     back its min (PreFilter, PostFilter, Reserve)."""
 
     name = NAME
-    sdk_version = "1.5"
+    sdk_version = "1.6"
     reads = (ELASTIC_QUOTA_KIND,)
     """Read through the lister: a real cluster's backend watches ElasticQuotas."""
 

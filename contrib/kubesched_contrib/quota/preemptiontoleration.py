@@ -200,7 +200,7 @@ class PreemptionToleration:
     (the annotations above); the victims and the node are chosen as upstream's."""
 
     name = NAME
-    sdk_version = "1.5"
+    sdk_version = "1.6"
     Args = PreemptionTolerationArgs
     reads = ("PriorityClass",)
     """Read through the lister: a real cluster's backend watches PriorityClasses."""
