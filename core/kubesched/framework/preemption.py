@@ -444,7 +444,8 @@ def _default_score_funcs(candidates: Sequence[Candidate]) -> list[Callable[[Cand
     def min_sum_priorities(c: Candidate) -> float:
         # Upstream adds MaxInt32+1 to each priority so that all are >= 0: otherwise a node
         # with a few negative-priority victims would lose to one with fewer of them.
-        return -sum(v.priority + MAX_INT32 + 1 for v in c.victims)
+        victims = c.victims
+        return -(sum(map(_PRIORITY, victims)) + len(victims) * (MAX_INT32 + 1))
 
     def min_num_pods(c: Candidate) -> float:
         return -len(c.victims)
@@ -473,7 +474,7 @@ def pick_one_node_for_preemption_explained(
     funcs = list(score_funcs) if custom else _default_score_funcs(candidates)
     remaining = list(candidates)
     for i, f in enumerate(funcs):
-        scores = [f(c) for c in remaining]
+        scores = list(map(f, remaining))
         best = max(scores)
         remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
         if len(remaining) == 1:
@@ -522,6 +523,7 @@ def nodes_where_preemption_might_help(
 
 _NAME = attrgetter("name")
 _CODE = attrgetter("code")
+_PRIORITY = attrgetter("priority")
 _ABSENT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 """The status :func:`nodes_where_preemption_might_help` gives a node missing from the map."""
 
