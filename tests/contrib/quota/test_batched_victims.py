@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from kubesched import PodInfo
 from kubesched.api import PodDisruptionBudget, PriorityClass
+from kubesched.cache import new_snapshot
 from kubesched.testing import Nominator, StaticLister, make_node, make_pod, profile_framework
 from kubesched_contrib.quota.capacityscheduling import ERR_REASON_QUOTA_EXCEEDED
 from kubesched_contrib.quota.preemptiontoleration import (
@@ -138,8 +139,6 @@ def build(c: dict, config: dict[str, Any]):
         )  # fmt: skip
         nominator.add_nominated_pod(PodInfo(nominee), f"n{at % len(nodes)}")
     fw = profile_framework(config, lister=StaticLister(objects), nominator=nominator)
-    from kubesched.cache import new_snapshot
-
     fw.set_snapshot(new_snapshot(pods, nodes))
     ns, cpu = c["preemptor"]
     preemptor = (
