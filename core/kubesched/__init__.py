@@ -68,6 +68,7 @@ from kubesched.framework.listers import ObjectLister
 from kubesched.framework.node_table import NodeTable
 from kubesched.framework.preemption import (
     DISRUPTION_TARGET,
+    ERR_REASON_NO_VICTIMS,
     PREEMPTION_EXPLANATION_KEY,
     REASON_PREEMPTION_BY_SCHEDULER,
     Candidate,
@@ -81,7 +82,9 @@ from kubesched.framework.preemption import (
     more_important_pod,
     nodes_where_preemption_might_help,
     pick_one_node_for_preemption,
+    select_victims_on_node,
 )
+from kubesched.framework.preemption_batch import select_victims_on_nodes
 from kubesched.framework.runtime.waiting_pods import WaitingPod
 from kubesched.framework.sdk import SDK_VERSION
 from kubesched.framework.types import (
@@ -110,6 +113,7 @@ the SDK it was built for with a class attribute ``sdk_version = "1.0"``;
 
 __all__ = [
     "DISRUPTION_TARGET",
+    "ERR_REASON_NO_VICTIMS",
     "INT64_MAX",
     "INT64_MIN",
     "MAX_NODE_SCORE",
@@ -198,4 +202,6 @@ __all__ = [
     "sat_add_array",
     "sat_sub_array",
     "saturate",
+    "select_victims_on_node",
+    "select_victims_on_nodes",
 ]

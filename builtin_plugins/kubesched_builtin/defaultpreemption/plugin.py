@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import chain
-from operator import attrgetter
 from typing import Any
 
-import numpy as np
 from pydantic import Field, model_validator
 
 from kubesched import (
     DISRUPTION_TARGET,
+    ERR_REASON_NO_VICTIMS,
     PREEMPTION_EXPLANATION_KEY,
     REASON_PREEMPTION_BY_SCHEDULER,
     ActionType,
@@ -30,14 +28,12 @@ from kubesched import (
     PostFilterResult,
     QueueingHint,
     Status,
-    filter_pods_with_pdb_violation,
     hookimpl,
     importance_key,
+    select_victims_on_node,
+    select_victims_on_nodes,
 )
 from kubesched.api import Pod
-from kubesched.framework.preemption import pdbs_spent_by, pod_start_time
-from kubesched.framework.preemption_batch import NodeCopies
-from kubesched.framework.status import not_none_mask
 from kubesched_builtin.names import DEFAULT_PREEMPTION
 
 NAME = DEFAULT_PREEMPTION
@@ -46,7 +42,6 @@ ERR_REASON_PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never
 ERR_REASON_TERMINATING_ON_NOMINATED_NODE = (
     "not eligible due to a terminating pod on the nominated node."
 )
-ERR_REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
 ERR_REASON_WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 """PreEnqueue's reason while the pod's asynchronous preemption makes its API calls."""
 MESSAGE_PREFIX = "preemption: "
@@ -131,32 +126,6 @@ def _skip_after_pod_deletion(pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHi
 def _any_victim_eligible(node_info: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
     """Upstream's default ``IsEligiblePod``: no filtering beyond the priority."""
     return True
-
-
-_PRIORITY = attrgetter("priority")
-
-
-def _pdb_violations(
-    flat: list[PodInfo],
-    pdbs: Sequence[PDBView],
-    ranked: np.ndarray,
-    owner: np.ndarray,
-    starts: np.ndarray,
-) -> np.ndarray:
-    """``filter_pods_with_pdb_violation`` on every node's pods at once: for the pods in
-    ``ranked`` order (each node's, ``owner``, contiguous from ``starts``, in importance
-    order), whether removing them violates a PDB. Each PDB's budget is spent per node, pod
-    by pod in that order: a pod violates when, counting it, more pods of its node spent
-    some PDB selecting it than the PDB allows."""
-    spends = np.zeros((len(flat), len(pdbs)), dtype=np.int64)
-    for q, pi in enumerate(flat):
-        spends[q, pdbs_spent_by(pi, pdbs)] = 1
-    spends = spends[ranked]
-    spent = np.cumsum(spends, axis=0)
-    # Counted per node: less what the nodes before it spent.
-    before = np.vstack((np.zeros((1, len(pdbs)), dtype=np.int64), spent))[starts[owner]]
-    allowed = np.array([p.disruptions_allowed for p in pdbs], dtype=np.int64)
-    return ((spends > 0) & (spent - before > allowed)).any(axis=1)
 
 
 class DefaultPreemption:
@@ -298,76 +267,19 @@ class DefaultPreemption:
         node_info: NodeInfo,
         pdbs: Sequence[PDBView],
     ) -> tuple[list[PodInfo], int, Status]:
-        """Upstream ``SelectVictimsOnNode`` on clones of the node and the cycle state.
-
-        Removes every pod the preemptor may preempt (through the PreFilter RemovePod
-        extensions); if the preemptor still does not fit (counting nominated pods), the
-        node is no candidate and Filter's status says why. Otherwise it reprieves as many
-        pods as it can, adding each back (AddPod extensions) and keeping it if the
-        preemptor still fits: first the pods whose eviction would violate a PDB, then the
-        others, each group from the most important down. The pods not reprieved are the
-        victims, most important first, with how many of them violate a PDB.
-        """
-        handle = self.handle
-
-        def remove(victim: PodInfo) -> Status:
-            node_info.remove_pod(victim)
-            return handle.run_pre_filter_extension_remove_pod(state, pod_info, victim, node_info)
-
-        def add(victim: PodInfo) -> Status:
-            node_info.add_pod(victim)
-            return handle.run_pre_filter_extension_add_pod(state, pod_info, victim, node_info)
-
-        potential = [
-            p for p in node_info.pods if self.is_preemption_allowed(node_info, p, pod_info)
-        ]
-        for p in potential:
-            status = remove(p)
-            if not status.is_success():
-                return [], 0, status
-        if not potential:
-            # The node did not change: no need to evaluate it again.
-            return [], 0, Status.unresolvable(ERR_REASON_NO_VICTIMS)
-        # Whether the pod fails for inter-pod affinity to one of the victims is not
-        # checked, as upstream (affinity to lower-priority pods is not recommended).
-        status = handle.run_filter_plugins_with_nominated_pods(state, pod_info, node_info)
-        if not status.is_success():
-            return [], 0, status
-
-        potential.sort(key=self.importance_key)
-        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
-        victims: list[PodInfo] = []
-
-        def reprieve(p: PodInfo) -> tuple[bool, Status]:
-            status = add(p)
-            if not status.is_success():
-                return False, status
-            fits = handle.run_filter_plugins_with_nominated_pods(
-                state, pod_info, node_info
-            ).is_success()
-            if not fits:
-                status = remove(p)
-                if not status.is_success():
-                    return False, status
-                victims.append(p)
-            return fits, Status()
-
-        num_violating = 0
-        for p in violating:
-            fits, status = reprieve(p)
-            if not status.is_success():
-                return [], 0, status
-            if not fits:
-                num_violating += 1
-        for p in non_violating:
-            _, status = reprieve(p)
-            if not status.is_success():
-                return [], 0, status
-        # Keep the victims ordered from most to least important (upstream re-sorts only
-        # when both groups were non-empty; otherwise they are in order already).
-        if violating and non_violating:
-            victims.sort(key=self.importance_key)
-        return victims, num_violating, Status()
+        """Upstream ``SelectVictimsOnNode`` on clones of the node and the cycle state
+        (the SDK's ``select_victims_on_node``): every pod the preemptor may preempt is
+        chosen before any is removed; the victims are those not reprieved."""
+        return select_victims_on_node(
+            self.handle,
+            state,
+            pod_info,
+            node_info,
+            pdbs,
+            lambda p: self.is_preemption_allowed(node_info, p, pod_info),
+            decide_first=True,
+            importance=self.importance_key,
+        )
 
     def select_victims_on_nodes(
         self,
@@ -376,43 +288,17 @@ class DefaultPreemption:
         nodes: Sequence[NodeInfo],
         pdbs: Sequence[PDBView],
     ) -> list[tuple[list[PodInfo], int, Status]] | None:
-        """:meth:`select_victims_on_node` for every node of ``nodes`` at once, or ``None``
-        when that cannot be done exactly (see :class:`NodeCopies`).
-
-        The same steps, each one vectorised Filter run over all the nodes still in play:
-        every preemptable pod removed; then, step ``k``, each node's ``k``-th pod in
-        reprieve order (PDB-violating pods first, each group most important first)
-        added back and kept if the preemptor still fits. A Filter error returns
-        ``None``, so that the per-node path reports it node by node.
-        """
-        potential = self._potential_victims(nodes, pod_info)
-        copies = NodeCopies.of(self.handle, state, nodes, potential, pod_info)
-        if copies is None:
-            return None
-        k = len(nodes)
-        counts = np.fromiter(map(len, potential), dtype=np.intp, count=k)
-        # The nodes without a pod to preempt did not change: no need to evaluate them.
-        # They share one Status, as the nodes Filter rejects alike.
-        no_victims = Status.unresolvable(ERR_REASON_NO_VICTIMS)
-        results: list[tuple[list[PodInfo], int, Status] | None] = [None] * k
-        at = np.flatnonzero(counts)
-        verdicts, error = copies.filter(state, pod_info, at) if len(at) else (at, None)
-        if error is not None:
-            return None
-        failed = not_none_mask(verdicts)
-        for j, verdict in zip(at[failed].tolist(), verdicts[failed].tolist(), strict=True):
-            results[j] = ([], 0, verdict)
-        play = at[~failed]
-        if len(play):
-            # Every node still in play passed every Filter plugin; those that depend only
-            # on the node pass whatever pods are added back: the steps need not run them.
-            state.skip_filter_plugins |= getattr(self.handle, "node_only_filters", frozenset())
-            victims = self._reprieve(state, pod_info, copies, potential, play, counts, pdbs)
-            if victims is None:
-                return None
-            for j, v in zip(play.tolist(), victims, strict=True):
-                results[j] = v
-        return [([], 0, no_victims) if r is None else r for r in results]
+        """:meth:`select_victims_on_node` for every node of ``nodes`` at once (the SDK's
+        ``select_victims_on_nodes``), or ``None`` when that cannot be done exactly."""
+        return select_victims_on_nodes(
+            self.handle,
+            state,
+            pod_info,
+            nodes,
+            self._potential_victims(nodes, pod_info),
+            pdbs,
+            importance=self.importance_key,
+        )
 
     def _potential_victims(
         self, nodes: Sequence[NodeInfo], pod_info: PodInfo
@@ -423,90 +309,6 @@ class DefaultPreemption:
             priority = pod_info.priority
             return [[p for p in ni.pods if p.priority < priority] for ni in nodes]
         return [[p for p in ni.pods if self.is_preemption_allowed(ni, p, pod_info)] for ni in nodes]
-
-    def _reprieve_order(
-        self, potential: list[list[PodInfo]], play: np.ndarray, pdbs: Sequence[PDBView]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per node in ``play``, the reprieve order (indices into its potential pods)
-        and how many of them lead with a PDB violation: as ``(order, lengths,
-        violating)`` arrays, ``order`` padded with -1, one row per node."""
-        pods = [potential[j] for j in play.tolist()]
-        n = len(pods)
-        lengths = np.fromiter(map(len, pods), dtype=np.intp, count=n)
-        width = int(lengths.max())
-        order = np.full((n, width), -1, dtype=np.intp)
-        violating = np.zeros(n, dtype=np.intp)
-        if self.importance_key is importance_key:
-            # Upstream's order, most important first (higher priority, then earlier start,
-            # ties in the node's order: a stable sort) for all nodes with one lexsort.
-            flat = list(chain.from_iterable(pods))
-            owner = np.repeat(np.arange(n, dtype=np.intp), lengths)
-            starts = np.cumsum(lengths) - lengths
-            local = np.arange(len(flat), dtype=np.intp) - np.repeat(starts, lengths)
-            priority = np.fromiter(map(_PRIORITY, flat), np.int64, len(flat))
-            started = np.fromiter(map(pod_start_time, flat), np.float64, len(flat))
-            # ``ranked`` keeps each node's pods where ``flat`` has them, reordered.
-            ranked = np.lexsort((local, started, -priority, owner))
-            if pdbs:
-                violated = _pdb_violations(flat, pdbs, ranked, owner, starts)
-                # The violating pods first, each group in importance order.
-                ranked = ranked[np.lexsort((np.arange(len(flat)), ~violated, owner))]
-                violating = np.bincount(owner, weights=violated, minlength=n).astype(np.intp)
-            order[owner, local] = local[ranked]
-            return order, lengths, violating
-        for r, ps in enumerate(pods):
-            index = {id(p): i for i, p in enumerate(ps)}
-            ordered = sorted(ps, key=self.importance_key)
-            first, rest = filter_pods_with_pdb_violation(ordered, pdbs)
-            order[r, : len(ps)] = [index[id(p)] for p in (*first, *rest)]
-            violating[r] = len(first)
-        return order, lengths, violating
-
-    def _reprieve(
-        self,
-        state: CycleState,
-        pod_info: PodInfo,
-        copies: NodeCopies,
-        potential: list[list[PodInfo]],
-        play: np.ndarray,
-        counts: np.ndarray,
-        pdbs: Sequence[PDBView],
-    ) -> list[tuple[list[PodInfo], int, Status]] | None:
-        """The victims of the nodes at ``play`` (where the preemptor fits once all their
-        potential pods are gone): step ``s`` adds back each node's ``s``-th pod in
-        reprieve order, all nodes in one Filter run, and keeps it where the preemptor
-        still fits. ``None`` on a Filter error."""
-        order, lengths, violating = self._reprieve_order(potential, play, pdbs)
-        victim = np.zeros(order.shape, dtype=bool)
-        for step in range(order.shape[1]):
-            sel = np.flatnonzero(lengths > step)
-            positions, trying = play[sel], order[sel, step]
-            verdicts, error = copies.filter(state, pod_info, positions, trying)
-            if error is not None:
-                return None
-            fits = ~not_none_mask(verdicts)
-            copies.record(positions, trying, fits)
-            victim[sel, step] = ~fits
-        # The victims in reprieve order, and how many of them violate a PDB (those among
-        # a node's first ``violating`` pods).
-        num_violating = (victim & (np.arange(order.shape[1]) < violating[:, None])).sum(axis=1)
-        rows, steps = np.nonzero(victim)
-        out = []
-        ends = np.cumsum(victim.sum(axis=1)).tolist()
-        chosen = order[rows, steps].tolist()
-        # Both groups non-empty: the victims are re-sorted, as select_victims_on_node does.
-        resort = ((violating > 0) & (violating < lengths)).tolist()
-        fits = Status()  # shared: nodes that fit alike share a Status
-        start = 0
-        for j, end, n, again in zip(
-            play.tolist(), ends, num_violating.tolist(), resort, strict=True
-        ):
-            victims = list(map(potential[j].__getitem__, chosen[start:end]))
-            start = end
-            if again:
-                victims.sort(key=self.importance_key)
-            out.append((victims, n, fits))
-        return out
 
     def ordered_score_funcs(
         self, candidates: Sequence[Candidate]

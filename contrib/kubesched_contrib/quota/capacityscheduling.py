@@ -35,6 +35,8 @@ from kubesched import (
     Status,
     hookimpl,
     importance_key,
+    select_victims_on_node,
+    select_victims_on_nodes,
 )
 
 from .api import ELASTIC_QUOTA_KIND, ElasticQuota
@@ -48,10 +50,10 @@ from .elasticquota import (
 from .victims import (
     ERR_REASON_PREEMPTION_POLICY_NEVER,
     ERR_REASON_TERMINATING,
+    no_victims_status,
     node_of,
     node_to_wait_on,
     preempt,
-    select_victims,
 )
 
 NAME = "CapacityScheduling"
@@ -70,6 +72,7 @@ ERR_REASON_OVER_MIN = (
 ERR_REASON_QUOTA_EXCEEDED = "global quota max exceeded"
 """Dry run: even without its potential victims, the node's preemption breaks a quota."""
 ERR_REASON_NO_STATE = "not eligible due to failed to read from cycleState"
+ERR_REASON_NO_PRE_FILTER_STATE = "Failed to read preFilterState from cycleState"
 
 
 class PreFilterState(StateData):
@@ -85,15 +88,20 @@ class PreFilterState(StateData):
 
 
 class ElasticQuotaSnapshotState(StateData):
-    """The quotas as this cycle sees them; preemption's dry run changes a clone's."""
+    """The quotas as this cycle sees them; preemption's dry run changes a clone's.
 
-    __slots__ = ("infos",)
+    ``from_pre_filter``: written by this plugin's PreFilter, so that its RemovePod and
+    AddPod extensions keep a dry run's quotas current (not so for quotas written by
+    hand with the plugin at PostFilter only, as upstream's preemption tests do)."""
 
-    def __init__(self, infos: ElasticQuotaInfos) -> None:
+    __slots__ = ("from_pre_filter", "infos")
+
+    def __init__(self, infos: ElasticQuotaInfos, from_pre_filter: bool = False) -> None:
         self.infos = infos
+        self.from_pre_filter = from_pre_filter
 
     def clone(self) -> ElasticQuotaSnapshotState:
-        return ElasticQuotaSnapshotState(self.infos.clone())
+        return ElasticQuotaSnapshotState(self.infos.clone(), self.from_pre_filter)
 
 
 class CapacityScheduling:
@@ -102,7 +110,7 @@ class CapacityScheduling:
     back its min (PreFilter, PostFilter, Reserve)."""
 
     name = NAME
-    sdk_version = "1.5"
+    sdk_version = "1.6"
     reads = (ELASTIC_QUOTA_KIND,)
     """Read through the lister: a real cluster's backend watches ElasticQuotas."""
 
@@ -146,7 +154,7 @@ class CapacityScheduling:
     @hookimpl
     def pre_filter(self, state: CycleState, pod_info: PodInfo) -> Status | None:
         infos = self.elastic_quota_infos(self.handle.snapshot)
-        state.write(ELASTIC_QUOTA_SNAPSHOT_KEY, ElasticQuotaSnapshotState(infos))
+        state.write(ELASTIC_QUOTA_SNAPSHOT_KEY, ElasticQuotaSnapshotState(infos, True))
         pod_req = request_of(pod_info)
         ns = pod_info.namespace
         eq = infos.get(ns)
@@ -278,70 +286,203 @@ class CapacityScheduling:
         pdbs: Sequence[PDBView],
     ) -> tuple[list[PodInfo], int, Status]:
         """The potential victims by quota (see the module docstring), then upstream's
-        reprieve, with the quotas checked after each pod kept."""
+        reprieve, with the quotas checked after each pod kept: the SDK's
+        ``select_victims_on_node`` on the clone's quotas, which its RemovePod and AddPod
+        extensions keep current."""
         snap = state.get(ELASTIC_QUOTA_SNAPSHOT_KEY)
         pre = state.get(PRE_FILTER_STATE_KEY)
         if snap is None or pre is None:
-            return [], 0, Status.unschedulable("Failed to read preFilterState from cycleState")
-        infos: ElasticQuotaInfos = snap.infos
-        own = infos.get(pod_info.namespace)
-        ns, priority = pod_info.namespace, pod_info.priority
-        after_removal: Callable[[], Status | None] | None = None
-        still_over: Callable[[], bool] | None = None
-        if own is None:
-
-            def may_preempt(p: PodInfo) -> bool:
-                # No quota: lower-priority pods that have none either.
-                return p.namespace not in infos and p.priority < priority
-
-        elif own.used_over_min_with(pre.nominated_in_eq_with_pod_req):
-
-            def may_preempt(p: PodInfo) -> bool:
-                # Beyond its min: only lower-priority pods of its own namespace.
-                return p.namespace == ns and p.priority < priority
-
-        else:
-
-            def may_preempt(p: PodInfo) -> bool:
-                # Within its min, which others borrowed: their pods while their namespace
-                # is still above its min (asked again after each removal).
-                info = infos.get(p.namespace)
-                return p.namespace != ns and info is not None and info.used_over_min()
-
-        if own is not None:
-            quota: ElasticQuotaInfo = own
-
-            def after_removal() -> Status | None:
-                if quota.used_over_max_with(pre.pod_req) or infos.aggregated_used_over_min_with(
-                    pre.pod_req
-                ):
-                    return Status.unschedulable(ERR_REASON_QUOTA_EXCEEDED)
-                return None
-
-            def still_over() -> bool:
-                return quota.used_over_max_with(
-                    pre.nominated_in_eq_with_pod_req
-                ) or infos.aggregated_used_over_min_with(pre.nominated_with_pod_req)
-
-        # Least important first, as upstream walks the node's pods.
-        order = sorted(node_info.pods, key=importance_key, reverse=True)
-        return select_victims(
+            return [], 0, Status.unschedulable(ERR_REASON_NO_PRE_FILTER_STATE)
+        quotas = NodeQuotas(snap.infos, pre, pod_info)
+        has_quota = quotas.own is not None
+        return select_victims_on_node(
             self.handle,
             state,
             pod_info,
             node_info,
-            order,
-            may_preempt,
             pdbs,
-            after_removal=after_removal,
-            still_over=still_over,
+            quotas.may_preempt,
+            order=quotas.order(node_info),
+            no_victims=lambda ni: no_victims_status(ni, pod_info),
+            after_removal=quotas.after_removal if has_quota else None,
+            still_over=quotas.still_over if has_quota else None,
         )
+
+    def select_victims_on_nodes(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        nodes: Sequence[NodeInfo],
+        pdbs: Sequence[PDBView],
+    ) -> list[tuple[list[PodInfo], int, Status]] | None:
+        """:meth:`select_victims_on_node` for every node of ``nodes`` at once (the SDK's
+        ``select_victims_on_nodes``), or ``None`` when that cannot be done exactly. Each
+        node's quotas are its own copy (made at its first removal), changed here as the
+        RemovePod and AddPod extensions change the clone's in the per-node path (quotas
+        that PreFilter did not write take the per-node path)."""
+        snap = state.get(ELASTIC_QUOTA_SNAPSHOT_KEY)
+        pre = state.get(PRE_FILTER_STATE_KEY)
+        if snap is None or pre is None or not snap.from_pre_filter:
+            # The per-node path reports the missing state, or leaves hand-made quotas
+            # as they are.
+            return None
+        base = NodeQuotas(snap.infos, pre, pod_info)
+        has_quota = base.own is not None
+        if not has_quota:
+            # No quota: lower-priority pods that have none either, the same question on
+            # every node (compared inline: thousands of nodes, no call per pod).
+            infos, priority = snap.infos, pod_info.priority
+            potential = [
+                [p for p in ni.pods if p.priority < priority and p.namespace not in infos]
+                for ni in nodes
+            ]
+        else:
+            per_node = [base.copy() for _ in nodes]
+            potential = [q.choose(q.order(ni)) for q, ni in zip(per_node, nodes, strict=True)]
+        return select_victims_on_nodes(
+            self.handle,
+            state,
+            pod_info,
+            nodes,
+            potential,
+            pdbs,
+            no_victims=lambda ni: no_victims_status(ni, pod_info),
+            after_removal=(lambda j: per_node[j].after_removal()) if has_quota else None,
+            still_over=(lambda j, p: per_node[j].reprieved(p)) if has_quota else None,
+        )
+
+    def pre_filter_copies(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        table: Any,
+        rows: Sequence[int],
+        pods: Sequence[Sequence[PodInfo]],
+    ) -> _NoFilterCopies:
+        """The quotas on copies of nodes, for batched what-ifs: no Filter reads them (the
+        plugin has none), and preemption's batched dry run keeps each node's quotas
+        itself (:meth:`select_victims_on_nodes`)."""
+        return _NO_FILTER_COPIES
 
     def ordered_score_funcs(
         self, candidates: Sequence[Candidate]
     ) -> list[Callable[[Candidate], float]] | None:
         """None: upstream's default criteria."""
         return None
+
+
+class _NoFilterCopies:
+    """CapacityScheduling's state on copies of nodes as a batch's Filter reads it: nothing
+    to read, whatever pods are added or removed."""
+
+    def view(self, positions: Any, weights: Any) -> _NoFilterCopies:
+        return self
+
+    def with_added(self, rows: Any, pods: Any) -> _NoFilterCopies:
+        return self
+
+
+_NO_FILTER_COPIES = _NoFilterCopies()
+
+
+class NodeQuotas:
+    """CapacityScheduling's victim decisions on one node's dry run, read from that
+    node's quotas ``infos``: who may be preempted (asked pod by pod, each one chosen
+    removed before the next question), whether the node breaks a quota once they are
+    all gone, and whether a pod reprieved would."""
+
+    __slots__ = ("_shared", "infos", "namespace", "own", "pre", "priority", "within_min")
+
+    def __init__(self, infos: ElasticQuotaInfos, pre: PreFilterState, pod_info: PodInfo) -> None:
+        self.infos = infos
+        self.pre = pre
+        self.namespace, self.priority = pod_info.namespace, pod_info.priority
+        self.own = infos.get(self.namespace)
+        # Decided once, before any removal: may the pod take back its min from others?
+        self.within_min = self.own is not None and not self.own.used_over_min_with(
+            pre.nominated_in_eq_with_pod_req
+        )
+        # True while ``infos`` are another's (copied at the first change).
+        self._shared = False
+
+    def copy(self) -> NodeQuotas:
+        """These decisions for another node: its quotas copied at their first change."""
+        c = object.__new__(NodeQuotas)
+        c.infos, c.pre, c.own, c.within_min = self.infos, self.pre, self.own, self.within_min
+        c.namespace, c.priority = self.namespace, self.priority
+        c._shared = True
+        return c
+
+    def may_preempt(self, p: PodInfo) -> bool:
+        """Whether ``p`` may be a victim (asked again after each removal)."""
+        if self.own is None:
+            # No quota: lower-priority pods that have none either.
+            return p.namespace not in self.infos and p.priority < self.priority
+        if not self.within_min:
+            # Beyond its min: only lower-priority pods of its own namespace.
+            return p.namespace == self.namespace and p.priority < self.priority
+        # Within its min, which others borrowed: their pods while their namespace is
+        # still above its min.
+        info = self.infos.get(p.namespace)
+        return p.namespace != self.namespace and info is not None and info.used_over_min()
+
+    def order(self, node_info: NodeInfo) -> Sequence[PodInfo]:
+        """The order the node's pods are asked about: least important first, as upstream
+        walks them, when an answer depends on the removals before it (within min);
+        else the node's own (the victims are the same, without a sort per node)."""
+        if self.within_min:
+            return sorted(node_info.pods, key=importance_key, reverse=True)
+        return node_info.pods
+
+    def choose(self, order: Sequence[PodInfo]) -> list[PodInfo]:
+        """The potential victims among ``order``, each removed from the quotas once
+        chosen (as the RemovePod extension does in the per-node dry run)."""
+        chosen = []
+        for p in order:
+            if self.may_preempt(p):
+                chosen.append(p)
+                self._change(p, -1)
+        return chosen
+
+    def after_removal(self) -> Status | None:
+        """A rejection when, without its potential victims, the node still breaks the
+        preemptor's max or leaves nothing to borrow."""
+        own, pod_req = self.own, self.pre.pod_req
+        if own is not None and (
+            own.used_over_max_with(pod_req) or self.infos.aggregated_used_over_min_with(pod_req)
+        ):
+            return Status.unschedulable(ERR_REASON_QUOTA_EXCEEDED)
+        return None
+
+    def still_over(self) -> bool:
+        """Whether, with the pods reprieved so far, the quotas are broken."""
+        own = self.own
+        return own is not None and (
+            own.used_over_max_with(self.pre.nominated_in_eq_with_pod_req)
+            or self.infos.aggregated_used_over_min_with(self.pre.nominated_with_pod_req)
+        )
+
+    def reprieved(self, p: PodInfo) -> bool:
+        """Count ``p`` again (it fits back on the node); True, and ``p`` taken off again,
+        when that breaks the quotas."""
+        self._change(p, 1)
+        if self.still_over():
+            self._change(p, -1)
+            return True
+        return False
+
+    def _change(self, p: PodInfo, sign: int) -> None:
+        if self._shared:
+            self.infos = self.infos.clone()
+            if self.own is not None:
+                self.own = self.infos[self.namespace]
+            self._shared = False
+        info = self.infos.get(p.namespace)
+        if info is not None:
+            if sign > 0:
+                info.add_pod_if_not_present(p)
+            else:
+                info.delete_pod_if_present(p)
 
 
 def _quota_of(state: CycleState, pod_info: PodInfo) -> ElasticQuotaInfo | None:

@@ -31,15 +31,17 @@ from kubesched import (
     hookimpl,
     invalid,
     raise_args_errors,
+    select_victims_on_node,
+    select_victims_on_nodes,
 )
 from kubesched.api import Pod, PriorityClass
 
 from .victims import (
     ERR_REASON_PREEMPTION_POLICY_NEVER,
     ERR_REASON_TERMINATING,
+    no_victims_status,
     node_to_wait_on,
     preempt,
-    select_victims,
 )
 
 __all__ = [
@@ -198,7 +200,7 @@ class PreemptionToleration:
     (the annotations above); the victims and the node are chosen as upstream's."""
 
     name = NAME
-    sdk_version = "1.5"
+    sdk_version = "1.6"
     Args = PreemptionTolerationArgs
     reads = ("PriorityClass",)
     """Read through the lister: a real cluster's backend watches PriorityClasses."""
@@ -269,6 +271,11 @@ class PreemptionToleration:
                     return False, ERR_REASON_TERMINATING
         return True, ""
 
+    def may_preempt(self, victim: PodInfo, preemptor: PodInfo) -> bool:
+        """Whether ``victim`` has a lower priority and does not tolerate ``preemptor``;
+        ``LookupError`` when its PriorityClass does not exist."""
+        return victim.priority < preemptor.priority and not self.is_exempted(victim, preemptor)
+
     def select_victims_on_node(
         self,
         state: CycleState,
@@ -277,18 +284,45 @@ class PreemptionToleration:
         pdbs: Sequence[PDBView],
     ) -> tuple[list[PodInfo], int, Status]:
         """Upstream's: every lower-priority pod that does not tolerate the preemptor is
-        removed; then as many as possible reprieved."""
-        priority = pod_info.priority
-
-        def may_preempt(p: PodInfo) -> bool:
-            return p.priority < priority and not self.is_exempted(p, pod_info)
-
+        removed; then as many as possible reprieved (the SDK's ``select_victims_on_node``)."""
         try:
-            return select_victims(
-                self.handle, state, pod_info, node_info, list(node_info.pods), may_preempt, pdbs
+            return select_victims_on_node(
+                self.handle,
+                state,
+                pod_info,
+                node_info,
+                pdbs,
+                lambda p: self.may_preempt(p, pod_info),
+                decide_first=True,
+                no_victims=lambda ni: no_victims_status(ni, pod_info),
             )
         except LookupError as err:
             return [], 0, Status(Code.ERROR, str(err))
+
+    def select_victims_on_nodes(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        nodes: Sequence[NodeInfo],
+        pdbs: Sequence[PDBView],
+    ) -> list[tuple[list[PodInfo], int, Status]] | None:
+        """:meth:`select_victims_on_node` for every node of ``nodes`` at once (the SDK's
+        ``select_victims_on_nodes``), or ``None`` when that cannot be done exactly or a
+        victim's PriorityClass is missing (the per-node path then reports it on its
+        node)."""
+        try:
+            potential = [[p for p in ni.pods if self.may_preempt(p, pod_info)] for ni in nodes]
+        except LookupError:
+            return None
+        return select_victims_on_nodes(
+            self.handle,
+            state,
+            pod_info,
+            nodes,
+            potential,
+            pdbs,
+            no_victims=lambda ni: no_victims_status(ni, pod_info),
+        )
 
     def ordered_score_funcs(
         self, candidates: Sequence[Candidate]

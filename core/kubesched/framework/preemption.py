@@ -323,6 +323,117 @@ def pdbs_spent_by(pod_info: PodInfo, pdbs: Sequence[PDBView]) -> list[int]:
     ]
 
 
+ERR_REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
+"""kube-scheduler's status message for a node without a pod to preempt."""
+
+
+def select_victims_on_node(
+    handle: Any,
+    state: CycleState,
+    preemptor: PodInfo,
+    node_info: NodeInfo,
+    pdbs: Sequence[PDBView],
+    may_preempt: Callable[[PodInfo], bool],
+    *,
+    order: Iterable[PodInfo] | None = None,
+    decide_first: bool = False,
+    no_victims: Callable[[NodeInfo], Status] | None = None,
+    after_removal: Callable[[], Status | None] | None = None,
+    still_over: Callable[[], bool] | None = None,
+    importance: Callable[[PodInfo], Any] = importance_key,
+) -> tuple[list[PodInfo], int, Status]:
+    """Upstream ``SelectVictimsOnNode`` for a preemption plugin: the fewest pods to remove
+    from ``node_info`` for ``preemptor`` to fit, most important first, with how many of
+    them violate a PDB, and a status. ``state`` and ``node_info`` are the clones the
+    evaluator hands to ``select_victims_on_node``; both are changed.
+
+    ``may_preempt`` says which pods of ``order`` (default: the node's pods, in its order)
+    are potential victims. Each is removed through the PreFilter RemovePod extensions: as
+    soon as it is chosen, so that the next question sees it gone (a quota that shrinks
+    with each removal), or, with ``decide_first``, after every pod was asked about
+    (kube-scheduler's DefaultPreemption). A node without a potential victim did not change
+    and is not tried again: its status is ``no_victims(node_info)`` (default: kube-
+    scheduler's ``UnschedulableAndUnresolvable`` "No preemption victims found for incoming
+    pod"). Otherwise, if the preemptor does not fit with them all gone (counting the
+    nominated pods), Filter's status says why; ``after_removal``, asked next, may still
+    reject the node with a status. Then as many of them as possible are reprieved, added
+    back (AddPod extensions) and kept where the preemptor still fits: first the pods whose
+    eviction would violate a PDB, then the others, each group by ``importance`` (a sort
+    key, most important first). ``still_over``, asked after a reprieve that fits, makes
+    that pod a victim after all when it answers True (a quota the pod would exceed); such
+    a pod does not count as a PDB violation, as upstream's quota plugins report it.
+    """
+
+    def remove(victim: PodInfo) -> Status:
+        node_info.remove_pod(victim)
+        return handle.run_pre_filter_extension_remove_pod(state, preemptor, victim, node_info)
+
+    pods = list(node_info.pods if order is None else order)
+    potential: list[PodInfo] = []
+    if decide_first:
+        potential = [p for p in pods if may_preempt(p)]
+        for p in potential:
+            status = remove(p)
+            if not status.is_success():
+                return [], 0, status
+    else:
+        for p in pods:
+            if may_preempt(p):
+                potential.append(p)
+                status = remove(p)
+                if not status.is_success():
+                    return [], 0, status
+    if not potential:
+        # The node did not change: no need to evaluate it again.
+        if no_victims is not None:
+            return [], 0, no_victims(node_info)
+        return [], 0, Status.unresolvable(ERR_REASON_NO_VICTIMS)
+    # Whether the pod fails for inter-pod affinity to one of the victims is not
+    # checked, as upstream (affinity to lower-priority pods is not recommended).
+    status = handle.run_filter_plugins_with_nominated_pods(state, preemptor, node_info)
+    if not status.is_success():
+        return [], 0, status
+    if after_removal is not None:
+        rejected = after_removal()
+        if rejected is not None:
+            return [], 0, rejected
+
+    victims: list[PodInfo] = []
+
+    def reprieve(p: PodInfo) -> tuple[bool, Status]:
+        node_info.add_pod(p)
+        status = handle.run_pre_filter_extension_add_pod(state, preemptor, p, node_info)
+        if not status.is_success():
+            return False, status
+        fits = handle.run_filter_plugins_with_nominated_pods(state, preemptor, node_info)
+        fits = fits.is_success()
+        if not fits or (still_over is not None and still_over()):
+            status = remove(p)
+            if not status.is_success():
+                return False, status
+            victims.append(p)
+        return fits, Status()
+
+    potential.sort(key=importance)
+    violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+    num_violating = 0
+    for p in violating:
+        fits, status = reprieve(p)
+        if not status.is_success():
+            return [], 0, status
+        if not fits:
+            num_violating += 1
+    for p in non_violating:
+        _, status = reprieve(p)
+        if not status.is_success():
+            return [], 0, status
+    # Keep the victims ordered from most to least important (upstream re-sorts only
+    # when both groups were non-empty; otherwise they are in order already).
+    if violating and non_violating:
+        victims.sort(key=importance)
+    return victims, num_violating, Status()
+
+
 def _default_score_funcs(candidates: Sequence[Candidate]) -> list[Callable[[Candidate], float]]:
     def min_pdb_violations(c: Candidate) -> float:
         return -c.num_pdb_violations
@@ -333,7 +444,8 @@ def _default_score_funcs(candidates: Sequence[Candidate]) -> list[Callable[[Cand
     def min_sum_priorities(c: Candidate) -> float:
         # Upstream adds MaxInt32+1 to each priority so that all are >= 0: otherwise a node
         # with a few negative-priority victims would lose to one with fewer of them.
-        return -sum(v.priority + MAX_INT32 + 1 for v in c.victims)
+        victims = c.victims
+        return -(sum(map(_PRIORITY, victims)) + len(victims) * (MAX_INT32 + 1))
 
     def min_num_pods(c: Candidate) -> float:
         return -len(c.victims)
@@ -362,7 +474,7 @@ def pick_one_node_for_preemption_explained(
     funcs = list(score_funcs) if custom else _default_score_funcs(candidates)
     remaining = list(candidates)
     for i, f in enumerate(funcs):
-        scores = [f(c) for c in remaining]
+        scores = list(map(f, remaining))
         best = max(scores)
         remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
         if len(remaining) == 1:
@@ -411,6 +523,7 @@ def nodes_where_preemption_might_help(
 
 _NAME = attrgetter("name")
 _CODE = attrgetter("code")
+_PRIORITY = attrgetter("priority")
 _ABSENT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 """The status :func:`nodes_where_preemption_might_help` gives a node missing from the map."""
 
@@ -936,6 +1049,7 @@ __all__ = [
     "CRITERIA",
     "DISRUPTION_TARGET",
     "ERR_REASON_NOT_HELPFUL",
+    "ERR_REASON_NO_VICTIMS",
     "FIRST_IN_ORDER",
     "ONLY_CANDIDATE",
     "PREEMPTION_EXPLANATION_KEY",
@@ -955,4 +1069,5 @@ __all__ = [
     "pick_one_node_for_preemption",
     "pick_one_node_for_preemption_explained",
     "pod_start_time",
+    "select_victims_on_node",
 ]

@@ -12,11 +12,14 @@ describes each copy's state as numpy columns too (its ``pre_filter_copies``, see
 ``Framework.pre_filter_copies``), handed to its ``filter_nodes`` in the batch's
 ``copies``. ``NodeCopies.of`` returns ``None`` when an active extension's plugin has no
 such method, and the preemption plugin takes the per-node path.
+
+:func:`select_victims_on_nodes` is the SDK's batched victim selection built on it:
+``select_victims_on_node``'s steps for a chunk of nodes at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain, repeat
 from operator import attrgetter, is_
 from typing import Any
@@ -27,7 +30,15 @@ from kubesched.api import PODS
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.gomath import sat_add_array
 from kubesched.framework.node_table import NodeTable
-from kubesched.framework.status import Status
+from kubesched.framework.preemption import (
+    ERR_REASON_NO_VICTIMS,
+    PDBView,
+    filter_pods_with_pdb_violation,
+    importance_key,
+    pdbs_spent_by,
+    pod_start_time,
+)
+from kubesched.framework.status import Status, not_none_mask
 from kubesched.framework.types import NodeBatch, NodeInfo, PodInfo
 
 
@@ -196,6 +207,202 @@ class NodeCopies:
         return copy
 
 
+Victims = tuple[list[PodInfo], int, Status]
+"""One node's dry-run result: its victims (most important first), how many of them
+violate a PDB, and a status."""
+
+
+def select_victims_on_nodes(
+    handle: Any,
+    state: CycleState,
+    preemptor: PodInfo,
+    nodes: Sequence[NodeInfo],
+    potential: Sequence[Sequence[PodInfo]],
+    pdbs: Sequence[PDBView],
+    *,
+    no_victims: Callable[[NodeInfo], Status] | None = None,
+    after_removal: Callable[[int], Status | None] | None = None,
+    still_over: Callable[[int, PodInfo], bool] | None = None,
+    importance: Callable[[PodInfo], Any] = importance_key,
+) -> list[Victims] | None:
+    """``select_victims_on_node`` on every node of ``nodes`` at once, given each node's
+    potential victims ``potential[j]`` (in the order they would be removed), or ``None``
+    when that cannot be done exactly (see :class:`NodeCopies`): the plugin then dry-runs
+    node by node. For a preemption plugin's optional ``select_victims_on_nodes``, with
+    the evaluator's ``state`` clone (changed here) and the snapshot's NodeInfos.
+
+    The same steps, each one vectorised Filter run over all the nodes still in play:
+    every potential victim removed; then, step ``k``, each node's ``k``-th pod in reprieve
+    order (PDB-violating pods first, each group by ``importance``) added back and kept
+    where the preemptor still fits. The PreFilter AddPod/RemovePod extensions are not
+    run: a plugin that keeps its own per-node account (a quota) does so in
+    ``after_removal(j)``, asked for the node at position ``j`` once the preemptor fits
+    there with all its potential victims gone (a status rejects the node), and in
+    ``still_over(j, pod)``, asked after each reprieve of ``pod`` that fits, in the node's
+    reprieve order (True makes the pod a victim after all). ``no_victims`` and
+    ``importance`` are ``select_victims_on_node``'s. A Filter error returns ``None``, so
+    that the per-node path reports it node by node.
+    """
+    copies = NodeCopies.of(handle, state, nodes, potential, preemptor)
+    if copies is None:
+        return None
+    k = len(nodes)
+    counts = np.fromiter(map(len, potential), dtype=np.intp, count=k)
+    results: list[Victims | None] = [None] * k
+    at = np.flatnonzero(counts)
+    verdicts, error = copies.filter(state, preemptor, at) if len(at) else (at, None)
+    if error is not None:
+        return None
+    failed = not_none_mask(verdicts)
+    for j, verdict in zip(at[failed].tolist(), verdicts[failed].tolist(), strict=True):
+        results[j] = ([], 0, verdict)
+    play = at[~failed]
+    if after_removal is not None and len(play):
+        rejected = list(map(after_removal, play.tolist()))
+        for j, status in zip(play.tolist(), rejected, strict=True):
+            if status is not None:
+                results[j] = ([], 0, status)
+        play = play[np.fromiter((s is None for s in rejected), dtype=bool, count=len(play))]
+    if len(play):
+        # Every node still in play passed every Filter plugin; those that depend only
+        # on the node pass whatever pods are added back: the steps need not run them.
+        state.skip_filter_plugins |= getattr(handle, "node_only_filters", frozenset())
+        reprieved = _reprieve(
+            state, preemptor, copies, potential, play, pdbs, still_over, importance
+        )
+        if reprieved is None:
+            return None
+        for j, v in zip(play.tolist(), reprieved, strict=True):
+            results[j] = v
+    if no_victims is None:
+        # The nodes without a pod to preempt share one Status, as the nodes Filter
+        # rejects alike.
+        shared = Status.unresolvable(ERR_REASON_NO_VICTIMS)
+        return [([], 0, shared) if r is None else r for r in results]
+    return [([], 0, no_victims(nodes[j])) if r is None else r for j, r in enumerate(results)]
+
+
+def _reprieve_order(
+    potential: Sequence[Sequence[PodInfo]],
+    play: np.ndarray,
+    pdbs: Sequence[PDBView],
+    importance: Callable[[PodInfo], Any],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per node in ``play``, the reprieve order (indices into its potential pods) and how
+    many of them lead with a PDB violation: as ``(order, lengths, violating)`` arrays,
+    ``order`` padded with -1, one row per node."""
+    pods = [potential[j] for j in play.tolist()]
+    n = len(pods)
+    lengths = np.fromiter(map(len, pods), dtype=np.intp, count=n)
+    width = int(lengths.max())
+    order = np.full((n, width), -1, dtype=np.intp)
+    violating = np.zeros(n, dtype=np.intp)
+    if importance is importance_key:
+        # Upstream's order, most important first (higher priority, then earlier start,
+        # ties in the node's order: a stable sort) for all nodes with one lexsort.
+        flat = list(chain.from_iterable(pods))
+        owner = np.repeat(np.arange(n, dtype=np.intp), lengths)
+        starts = np.cumsum(lengths) - lengths
+        local = np.arange(len(flat), dtype=np.intp) - np.repeat(starts, lengths)
+        priority = np.fromiter(map(_PRIORITY, flat), np.int64, len(flat))
+        started = np.fromiter(map(pod_start_time, flat), np.float64, len(flat))
+        # ``ranked`` keeps each node's pods where ``flat`` has them, reordered.
+        ranked = np.lexsort((local, started, -priority, owner))
+        if pdbs:
+            violated = _pdb_violations(flat, pdbs, ranked, owner, starts)
+            # The violating pods first, each group in importance order.
+            ranked = ranked[np.lexsort((np.arange(len(flat)), ~violated, owner))]
+            violating = np.bincount(owner, weights=violated, minlength=n).astype(np.intp)
+        order[owner, local] = local[ranked]
+        return order, lengths, violating
+    for r, ps in enumerate(pods):
+        index = {id(p): i for i, p in enumerate(ps)}
+        ordered = sorted(ps, key=importance)
+        first, rest = filter_pods_with_pdb_violation(ordered, pdbs)
+        order[r, : len(ps)] = [index[id(p)] for p in (*first, *rest)]
+        violating[r] = len(first)
+    return order, lengths, violating
+
+
+def _pdb_violations(
+    flat: list[PodInfo],
+    pdbs: Sequence[PDBView],
+    ranked: np.ndarray,
+    owner: np.ndarray,
+    starts: np.ndarray,
+) -> np.ndarray:
+    """``filter_pods_with_pdb_violation`` on every node's pods at once: for the pods in
+    ``ranked`` order (each node's, ``owner``, contiguous from ``starts``, in importance
+    order), whether removing them violates a PDB. Each PDB's budget is spent per node, pod
+    by pod in that order: a pod violates when, counting it, more pods of its node spent
+    some PDB selecting it than the PDB allows."""
+    spends = np.zeros((len(flat), len(pdbs)), dtype=np.int64)
+    for q, pi in enumerate(flat):
+        spends[q, pdbs_spent_by(pi, pdbs)] = 1
+    spends = spends[ranked]
+    spent = np.cumsum(spends, axis=0)
+    # Counted per node: less what the nodes before it spent.
+    before = np.vstack((np.zeros((1, len(pdbs)), dtype=np.int64), spent))[starts[owner]]
+    allowed = np.array([p.disruptions_allowed for p in pdbs], dtype=np.int64)
+    return ((spends > 0) & (spent - before > allowed)).any(axis=1)
+
+
+def _reprieve(
+    state: CycleState,
+    preemptor: PodInfo,
+    copies: NodeCopies,
+    potential: Sequence[Sequence[PodInfo]],
+    play: np.ndarray,
+    pdbs: Sequence[PDBView],
+    still_over: Callable[[int, PodInfo], bool] | None,
+    importance: Callable[[PodInfo], Any],
+) -> list[Victims] | None:
+    """The victims of the nodes at ``play`` (where the preemptor fits once all their
+    potential pods are gone): step ``s`` adds back each node's ``s``-th pod in reprieve
+    order, all nodes in one Filter run, and keeps it where the preemptor still fits (and
+    ``still_over`` does not object). ``None`` on a Filter error."""
+    order, lengths, violating = _reprieve_order(potential, play, pdbs, importance)
+    victim = np.zeros(order.shape, dtype=bool)
+    unfit = np.zeros(order.shape, dtype=bool)
+    for step in range(order.shape[1]):
+        sel = np.flatnonzero(lengths > step)
+        positions, trying = play[sel], order[sel, step]
+        verdicts, error = copies.filter(state, preemptor, positions, trying)
+        if error is not None:
+            return None
+        fits = ~not_none_mask(verdicts)
+        kept = fits
+        if still_over is not None and fits.any():
+            kept = fits.copy()
+            for x in np.flatnonzero(fits).tolist():
+                j = int(positions[x])
+                if still_over(j, potential[j][int(trying[x])]):
+                    kept[x] = False
+        copies.record(positions, trying, kept)
+        victim[sel, step] = ~kept
+        unfit[sel, step] = ~fits
+    # The victims in reprieve order, and how many of them violate a PDB (those among a
+    # node's first ``violating`` pods that did not fit: one ``still_over`` made a victim
+    # does not count, as select_victims_on_node).
+    num_violating = (unfit & (np.arange(order.shape[1]) < violating[:, None])).sum(axis=1)
+    rows, steps = np.nonzero(victim)
+    out: list[Victims] = []
+    ends = np.cumsum(victim.sum(axis=1)).tolist()
+    chosen = order[rows, steps].tolist()
+    # Both groups non-empty: the victims are re-sorted, as select_victims_on_node does.
+    resort = ((violating > 0) & (violating < lengths)).tolist()
+    fit = Status()  # shared: nodes that fit alike share a Status
+    start = 0
+    for j, end, n, again in zip(play.tolist(), ends, num_violating.tolist(), resort, strict=True):
+        victims = list(map(potential[j].__getitem__, chosen[start:end]))
+        start = end
+        if again:
+            victims.sort(key=importance)
+        out.append((victims, n, fit))
+    return out
+
+
+_PRIORITY = attrgetter("priority")
 _REQUESTS = attrgetter("requests")
 _NON_ZERO_CPU = attrgetter("non_zero_cpu")
 _NON_ZERO_MEMORY = attrgetter("non_zero_memory")
@@ -208,4 +415,4 @@ def _rows_of(table: NodeTable, nodes: Sequence[NodeInfo]) -> np.ndarray:
     return np.fromiter(map(table.index.get, names, repeat(-1)), np.intp, len(nodes))
 
 
-__all__ = ["NodeCopies"]
+__all__ = ["NodeCopies", "Victims", "select_victims_on_nodes"]
