@@ -207,7 +207,7 @@ class NodeResourceTopologyMatch:
     prefers nodes where they fit their NUMA zones best (Filter, Score, Reserve)."""
 
     name = NAME
-    sdk_version = "1.5"
+    sdk_version = "1.6"
     Args = NodeResourceTopologyMatchArgs
     reads = ("NodeResourceTopology",)
 
