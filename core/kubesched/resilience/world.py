@@ -164,7 +164,9 @@ def _play_here(world: World, failure: Failure) -> FailureOutcome:
     new = [p for p in after.pods if p.metadata.uid not in before.uids]
     up_after = {p.metadata.uid for p in after.up}
     # Pods whose state the failure changed: only their workloads and budgets are reported.
-    touched = [*down, *new, *(p for p in before.up if p.metadata.uid not in up_after)]
+    gone = [p for p in before.up if p.metadata.uid not in up_after]
+    new_up = [p for p in new if p.metadata.uid in up_after]
+    touched = [*down, *new, *gone]
     evicted = Counter(
         before.owner_of_uid.get(r.uid)
         for r in cluster.evictions
@@ -177,7 +179,7 @@ def _play_here(world: World, failure: Failure) -> FailureOutcome:
     ]
     workloads.sort(key=lambda w: (w.kept, w.after - w.before, w.kind, w.name))
     budgets = [
-        _budget(pdb, cluster, before, after, down)
+        _budget(pdb, cluster, before, down, gone, new_up)
         for pdb in cluster.objects("PodDisruptionBudget")
         if _selects_any(pdb, touched)
     ]
@@ -247,7 +249,7 @@ def _selector(pdb: Any) -> Any:
 
 
 def _budget(
-    pdb: Any, cluster: Any, before: _Census, after: _Census, down: list[Pod]
+    pdb: Any, cluster: Any, before: _Census, down: list[Pod], gone: list[Pod], new_up: list[Pod]
 ) -> BudgetOutcome:
     """What the failure did to one PodDisruptionBudget: its healthy pods (ready, not
     being deleted, on a node that is up) against desiredHealthy."""
@@ -260,7 +262,9 @@ def _budget(
             1 for p in pods if p.metadata.namespace == ns and selector.matches(p.metadata.labels)
         )
 
-    b, a = healthy(before.candidates(pdb)), healthy(after.candidates(pdb))
+    b = healthy(before.candidates(pdb))
+    # The pods up before and still up are the same: only those that went and came count.
+    a = b - healthy(gone) + healthy(new_up)
     lowest = b - healthy(down)
     return BudgetOutcome(
         name=pdb.key,
