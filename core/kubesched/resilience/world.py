@@ -226,7 +226,7 @@ def _workload(
         name=key[1],
         desired=before.desired.get(key, after.desired.get(key, 1)),
         before=b,
-        lowest=b - down.get(key, 0),
+        lowest=min(b - down.get(key, 0), a),
         after=a,
         kept=a >= b,
         evicted=evicted.get(key, 0),
@@ -265,7 +265,7 @@ def _budget(
     b = healthy(before.candidates(pdb))
     # The pods up before and still up are the same: only those that went and came count.
     a = b - healthy(gone) + healthy(new_up)
-    lowest = b - healthy(down)
+    lowest = min(b - healthy(down), a)
     return BudgetOutcome(
         name=pdb.key,
         desired_healthy=desired,
