@@ -98,7 +98,7 @@ def play(world: World, failure: Failure) -> FailureOutcome:
     """Play ``failure`` on a private copy of ``world`` and return what it did.
 
     The copy is a forked child process: copy-on-write makes it cheap (0.04 CPU seconds
-    for a world of 1,000 nodes and 10,000 pods, against 0.5 for the failure's play), and
+    for a world of 1,000 nodes and 10,000 pods, against 0.4 for the failure's play), and
     the world itself is never touched, so a failure's
     outcome is the same whatever was played before it on this worker. (Playing on the
     world and reverting, as ``capacity remove`` does, would have to undo the
