@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kubesched.api import parse_object
 from kubesched.framework.registry import default_registry
 from kubesched.resilience import Failure, resilience
 from kubesched.resilience.report import FailureOutcome
@@ -134,3 +135,52 @@ def test_a_window_shorter_than_the_toleration_evicts_nothing() -> None:
     objects = [node("node-1"), node("node-2"), workload("Deployment", "web", 1, **ON_NODE_1)]
     (web,) = fail_node_1(objects, window=120.0).workloads
     assert (web.before, web.lowest, web.after, web.evicted, web.pending) == (1, 0, 0, 0, 0)
+
+
+def test_a_replacement_that_preempts_lowers_another_workload() -> None:
+    # web (high priority, prefers node-1) and batch (low) take 3 of each node's 4 cpu.
+    # node-1 fails: web's replacement preempts batch on node-2, whose own replacement has
+    # nowhere to go.
+    high, low = (
+        parse_object(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+        )
+        for name, value in (("high", 1000), ("low", 10))
+    )
+    prefers_node_1 = {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 100,
+                "preference": {
+                    "matchExpressions": [
+                        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-1"]}
+                    ]
+                },
+            }
+        ]
+    }
+    big = [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "3"}}}]
+    objects = [
+        high,
+        low,
+        node("node-1"),
+        node("node-2"),
+        workload(
+            "Deployment",
+            "web",
+            1,
+            priorityClassName="high",
+            affinity={"nodeAffinity": prefers_node_1},
+            containers=big,
+        ),
+        workload("Deployment", "batch", 1, priorityClassName="low", containers=big),
+    ]
+    assert brief(fail_node_1(objects)) == {
+        "Deployment default/batch": (1, 0, 0, False, 0, 0, 1),
+        "Deployment default/web": (1, 0, 1, True, 1, 1, 0),
+    }

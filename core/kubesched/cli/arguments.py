@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from kubesched.config.duration import parse_duration
+
 
 def positive_int(text: str) -> int:
     """A whole number of at least 1 (argparse ``type``)."""
@@ -37,6 +39,20 @@ def positive_number(text: str) -> float:
     if not value > 0:  # NaN too
         raise argparse.ArgumentTypeError(f"must be greater than 0, not {text}")
     return value
+
+
+def positive_duration(text: str) -> float:
+    """A positive duration: seconds, or a Go duration such as 10m or 1h30m (argparse ``type``)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = parse_duration(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"{err}: {text!r}") from None
+    if not seconds > 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be greater than 0, not {text}")
+    return seconds
 
 
 def output_file(text: str) -> str:

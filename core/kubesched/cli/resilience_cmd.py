@@ -12,9 +12,8 @@ from rich.text import Text
 
 from kubesched.api import load_manifests
 from kubesched.cli import live_cluster, output
-from kubesched.cli.arguments import add_output_argument, positive_int
+from kubesched.cli.arguments import add_output_argument, positive_duration, positive_int
 from kubesched.cli.config_option import add_config_argument, load_config_argument
-from kubesched.config.duration import parse_duration
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.notices import collecting_notices
@@ -39,20 +38,6 @@ MAX_LINES = 12
 def _registry() -> PluginRegistry:
     # One indirection so that tests can substitute a registry of toy plugins.
     return default_registry()
-
-
-def _duration(text: str) -> float:
-    """A positive duration: seconds, or a Go duration such as 10m or 1h30m (argparse)."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            seconds = parse_duration(text)
-        except ValueError as err:
-            raise argparse.ArgumentTypeError(f"{err}: {text!r}") from None
-    if not seconds > 0:  # NaN too
-        raise argparse.ArgumentTypeError(f"must be greater than 0, not {text}")
-    return seconds
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -92,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--for",
         dest="window",
-        type=_duration,
+        type=positive_duration,
         default=DEFAULT_WINDOW,
         metavar="DURATION",
         help="virtual time each failure is played for (default: 10m)",

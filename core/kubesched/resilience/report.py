@@ -38,8 +38,9 @@ class WorkloadOutcome(_Model):
     desired: int = Field(description="spec.replicas (1 for a Pod)")
     before: int = Field(description="available replicas before the failure")
     lowest: int = Field(
-        description="available replicas while the failed nodes are down, before any "
-        "replacement: those on other nodes"
+        description="available replicas right after the failure (those on other nodes: "
+        "nothing is replaced before a toleration runs out), or at the end if fewer (pods "
+        "preempted by replacements)"
     )
     after: int = Field(description="available replicas at the end of the window")
     kept: bool = Field(description="after >= before: the workload got back what it had")
@@ -59,7 +60,7 @@ class BudgetOutcome(_Model):
         description="desiredHealthy, as the disruption controller computes it"
     )
     before: int = Field(description="healthy pods before the failure")
-    lowest: int = Field(description="healthy pods while the failed nodes are down")
+    lowest: int = Field(description="healthy pods right after the failure, or at the end if fewer")
     after: int = Field(description="healthy pods at the end of the window")
     violated: bool = Field(
         description="lowest < desiredHealthy and lowest < before: the failure took the "
