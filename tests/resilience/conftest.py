@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import distributed
+import pytest
+
 from kubesched.api import parse_object
 
 
@@ -78,3 +81,12 @@ def bound_pod(name: str, node_name: str) -> Any:
             "spec": {"nodeName": node_name, "containers": [{"name": "c", "image": "i"}]},
         }
     )
+
+
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """A real local Dask cluster: a scheduler and two single-threaded worker processes."""
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        yield cluster

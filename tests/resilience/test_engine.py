@@ -90,16 +90,6 @@ def _exit_play(world: dict, item: int) -> int:
     os._exit(3)
 
 
-@pytest.fixture(scope="module")
-def dask_cluster():
-    """A real local Dask cluster: a scheduler and two single-threaded worker processes."""
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster:
-        yield cluster
-
-
 def test_dask_cluster_gives_the_local_answers_one_world_per_worker(dask_cluster) -> None:
     local = run_sweep(PAYLOAD, ITEMS, setup=toy_setup, play=toy_play, workers=1)
     results = run_sweep(

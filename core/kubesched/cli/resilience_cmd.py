@@ -101,6 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="play the failures on the Dask distributed scheduler at HOST:PORT",
     )
     add_output_argument(parser, SCHEMA_VERSION)
+    parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     live_cluster.add_arguments(parser)
     parser.set_defaults(func=_run)
 
@@ -125,16 +126,23 @@ def _run(args: argparse.Namespace) -> int:
             )
         else:
             failures = every_node
-        report = resilience(
-            objects,
-            failures,
-            config=effective,
-            registry=registry,
-            seed=args.seed,
-            window=args.window,
-            workers=args.workers,
-            address=args.address,
+        progress, stop = output.progress_bar(
+            not args.no_progress and sys.stderr.isatty(), "Playing failures", "failures"
         )
+        try:
+            report = resilience(
+                objects,
+                failures,
+                config=effective,
+                registry=registry,
+                seed=args.seed,
+                window=args.window,
+                workers=args.workers,
+                address=args.address,
+                progress=progress,
+            )
+        finally:
+            stop()
     report.notices = [str(n) for n in dict.fromkeys(notices)]
     for n in report.notices:
         print(f"notice: {n}", file=sys.stderr)

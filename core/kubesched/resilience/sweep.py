@@ -65,11 +65,13 @@ def resilience(
     window: float = DEFAULT_WINDOW,
     workers: int | None = None,
     address: str | None = None,
+    progress: engine.Progress | None = None,
 ) -> ResilienceReport:
     """Settle ``objects``, then play each failure ``failures(nodes)`` chooses on the settled
     cluster for ``window`` seconds, with ``config`` (upstream's default profile without
-    one), on ``workers`` local processes (all cores by default)
-    or on the Dask scheduler at ``address``; the report lists them worst first."""
+    one), on ``workers`` local processes (all cores by default) or on the Dask scheduler
+    at ``address``, telling ``progress(done, total)`` as failures are played; the report
+    lists them worst first."""
     started = time.perf_counter()
     registry = registry or default_registry()
     if config is None:
@@ -80,7 +82,13 @@ def resilience(
     data = payload(settled, config, seed, window)
     del settled
     outcomes = engine.run_sweep(
-        data, chosen, setup=setup, play=play, workers=workers, address=address
+        data,
+        chosen,
+        setup=setup,
+        play=play,
+        workers=workers,
+        address=address,
+        progress=progress,
     )
     ordered = sorted(outcomes, key=lambda o: (o.severity(), o.failure))
     return ResilienceReport(
