@@ -1,7 +1,7 @@
 """Time ``kubesched resilience`` over every node of a generated cluster.
 
     python benchmarks/bench_resilience.py --nodes 1000 --pods 10000 [--limit M] [--workers N]
-        [--payload FILE] [--sweep]
+        [--payload FILE] [--sweep] [--dask-workers 1,2,4]
 
 The cluster: upstream scheduler_perf's default nodes (4 cpu, 32Gi, 110 pods) over three
 zones; the pods in Deployments of 10 replicas spread over the zones, and one workload in
@@ -9,7 +9,8 @@ ten a StatefulSet of 3; every other workload has a PodDisruptionBudget (minAvail
 all but one replica). Prints each phase's wall and CPU seconds (CPU time counts the
 forked children's): settling, the payload, one worker's setup, the ``--limit`` first
 node failures played one after another, and the every-node sweep on ``--workers`` idle
-cores computed from those CPU times. Wall figures depend on the load of the machine
+cores computed from those CPU times; with ``--sweep`` and ``--dask-workers``, the whole
+sweep timed through the engine, on local processes and on local Dask clusters. Wall figures depend on the load of the machine
 (printed): compare runs side by side, not with other machines' figures.
 """
 
@@ -118,6 +119,34 @@ def _fork_and_exit() -> None:
     os.waitpid(pid, 0)
 
 
+def _dask_sweeps(
+    data: bytes, failures: list[Any], counts: str, reference: list[Any] | None
+) -> list[Any] | None:
+    """The every-node sweep on a local Dask cluster of each worker count in ``counts``:
+    wall time from the first task (the workers' setup included) to the last result, the
+    speed-up over the first count, and whether the outcomes equal the other sweeps'."""
+    from distributed import LocalCluster
+
+    first: float | None = None
+    for count in (int(c) for c in counts.split(",")):
+        with LocalCluster(
+            n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as dask:
+            wall = time.perf_counter()
+            outcomes = engine.run_sweep(
+                data, failures, setup=setup, play=play, address=dask.scheduler_address
+            )
+            took = time.perf_counter() - wall
+        first = first or took
+        same = "" if reference is None else f"   same outcomes: {outcomes == reference}"
+        print(
+            f"dask sweep of {len(failures)} on {count} worker(s)  wall {took:7.1f} s   "
+            f"speed-up {first / took:4.2f}x{same}"
+        )
+        reference = reference if reference is not None else outcomes
+    return reference
+
+
 def main() -> None:
     """Build, settle, set up once, play ``--limit`` node failures; print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -125,10 +154,20 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument(
-        "--limit", type=int, help="play only the first M node failures, and extrapolate"
+        "--limit",
+        type=int,
+        help="play only the first M node failures one after another, and extrapolate",
     )
     parser.add_argument(
-        "--sweep", action="store_true", help="also time the sweep engine on the same failures"
+        "--sweep",
+        action="store_true",
+        help="also time the whole every-node sweep through the engine on --workers processes",
+    )
+    parser.add_argument(
+        "--dask-workers",
+        metavar="N,N,...",
+        help="also time the whole every-node sweep on a local Dask cluster of each of these "
+        "worker counts (one thread each), and print the speed-up over the first",
     )
     parser.add_argument(
         "--payload",
@@ -192,11 +231,16 @@ def main() -> None:
         )
     if args.sweep:
         wall, cpu = time.perf_counter(), _cpu()
-        engine.run_sweep(data, chosen, setup=setup, play=play, workers=args.workers)
+        swept = engine.run_sweep(data, failures, setup=setup, play=play, workers=args.workers)
         print(
-            f"run_sweep of {n} on {args.workers} worker(s)  wall "
+            f"sweep of {len(failures)} on {args.workers} process(es)  wall "
             f"{time.perf_counter() - wall:7.1f} s   cpu {_cpu() - cpu:7.1f} s"
         )
+        reference: list[Any] | None = swept
+    else:
+        reference = None
+    if args.dask_workers:
+        reference = _dask_sweeps(data, failures, args.dask_workers, reference)
     print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
