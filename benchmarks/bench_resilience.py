@@ -10,8 +10,9 @@ all but one replica). Prints each phase's wall and CPU seconds (CPU time counts 
 forked children's): settling, the payload, one worker's setup, the ``--limit`` first
 node failures played one after another, and the every-node sweep on ``--workers`` idle
 cores computed from those CPU times; with ``--sweep`` and ``--dask-workers``, the whole
-sweep timed through the engine, on local processes and on local Dask clusters. Wall figures depend on the load of the machine
-(printed): compare runs side by side, not with other machines' figures.
+sweep timed through the engine, on local processes and on local Dask clusters. Wall
+figures depend on the load of the machine (printed): compare runs side by side, not with
+other machines' figures.
 """
 
 from __future__ import annotations
