@@ -212,14 +212,19 @@ class GangScheduling:
         if group is None or group.min_count is None:
             return None
         if self._assigned_count(pod) + 1 < group.min_count:
-            # Bring the group's other queued pods forward, so the gang forms quickly.
+            # Bring the group's other queued pods forward, so the gang forms quickly; not
+            # those waiting here already: they hold a node, and activating a pod in flight
+            # makes it retry at once when the gang fails.
             activate = state.get(PODS_TO_ACTIVATE_KEY)
             if activate is not None:
+                waiting = {w.pod.metadata.uid for w in self.handle.iterate_over_waiting_pods()}
                 activate.pods.update(
                     {
                         f"{p.metadata.namespace or 'default'}/{p.metadata.name}": p
                         for p in self._group_pods(pod)
-                        if not p.spec.node_name and p.metadata.uid != pod.metadata.uid
+                        if not p.spec.node_name
+                        and p.metadata.uid != pod.metadata.uid
+                        and p.metadata.uid not in waiting
                     }
                 )
             return Status.wait(SCHEDULING_TIMEOUT, ERR_REASON_WAITING_ON_PERMIT)

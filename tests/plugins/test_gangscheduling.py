@@ -397,3 +397,32 @@ def test_workload_aware_preemption_leaves_pods_without_a_group_to_pod_preemption
     assert message.endswith(
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
+
+
+@pytest.mark.parametrize(
+    ("gates", "retried_at"),
+    [
+        pytest.param(GATES, [0.0, 300.0], id="pop-from-backoff-on"),
+        pytest.param(GATES + ",SchedulerPopFromBackoffQ=false", [0.0, 300.0], id="off"),
+    ],
+)
+def test_a_gang_that_cannot_fit_parks_until_the_unschedulable_retry(gates, retried_at):
+    """Three workers of 3 CPUs on two nodes of 4: two wait at Permit, the third finds no
+    node and gives the gang up. The nodes the two give back do not requeue the third, nor
+    do the two retry at once: the next round waits for the unschedulable pods' 5-minute
+    retry, whether an idle queue pops the backoffQ early or not."""
+    registry = default_registry()
+    gates_ = parse_feature_gates([gates])
+    config = effective_configuration(
+        default_configuration(registry, gates_), registry, gates=gates_
+    )
+    workers = [gpod(f"w-{i}", "g", cpu="3") for i in range(3)]
+    sim = Simulation([group("g", 3), *nodes(2), *workers], config=config, registry=registry)
+    try:
+        run = sim.run()
+    finally:
+        sim.close()
+    assert run.stop_reason == "settled"
+    assert not any(p.spec.node_name for p in sim.cluster.objects("Pod"))
+    for worker in workers:
+        assert [r.started_at for r in run.attempts[worker.metadata.uid]] == retried_at
