@@ -90,8 +90,11 @@ class GangScheduling:
         lister = self.handle.lister
         if name is None or lister is None:
             return None
-        found = lister.get_object("PodGroup", pod.metadata.namespace or "default", name)
-        # Coscheduling's PodGroup (scheduling.x-k8s.io) is kept under the same kind name.
+        # Named with its apiVersion: Coscheduling's PodGroup (scheduling.x-k8s.io) has the
+        # same kind name, and one of each may have the same namespace and name.
+        found = lister.get_object(
+            f"{WORKLOAD_API_VERSION}/PodGroup", pod.metadata.namespace or "default", name
+        )
         return found if isinstance(found, WorkloadPodGroup) else None
 
     def _group_pods(self, pod: Pod) -> list[Pod]:

@@ -367,6 +367,33 @@ def test_example_as_the_real_kube_scheduler_placed_it():
         sim.close()
 
 
+def test_a_coscheduling_pod_group_of_the_same_name_changes_nothing():
+    """Coscheduling's PodGroup (``scheduling.x-k8s.io``) named like a gang of the Workload
+    API is another object: both are created, and the gang is scheduled as without it."""
+    recorded = json.loads(RECORDING.read_text())
+    registry = default_registry()
+    gates = parse_feature_gates([GATES])
+    config = effective_configuration(default_configuration(registry, gates), registry, gates=gates)
+    namesake = parse_object(
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": "train", "namespace": "default"},
+            "spec": {"minMember": 1},
+        }
+    )
+    sim = Simulation([*load_manifests([EXAMPLE]), namesake], config=config, registry=registry)
+    try:
+        sim.run()
+        assert not sim.rejections
+        groups = {(g.api_version, g.name) for g in sim.cluster.objects("PodGroup")}
+        assert ("scheduling.x-k8s.io/v1alpha1", "train") in groups
+        assert ("scheduling.k8s.io/v1alpha2", "train") in groups
+        assert _outcome(sim) == recorded["settled"]
+    finally:
+        sim.close()
+
+
 @pytest.mark.parametrize(
     ("gates", "preemption"),
     [
