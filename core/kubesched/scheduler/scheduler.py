@@ -272,9 +272,7 @@ class Scheduler:
             # the assumption if there was one and requeue it with the error.
             log.exception("scheduling cycle of %s failed", pod_info.key)
             self._forget_if_assumed(pod_info.uid)
-            self._fail(
-                fwk, qpi, Status.from_error(err), None, record, started, CLEAR_NOMINATION
-            )
+            self._fail(fwk, qpi, Status.from_error(err), None, record, started, CLEAR_NOMINATION)
             binding = None
         if binding is not None:
             self._start_binding(binding)
