@@ -90,8 +90,11 @@ class GangScheduling:
         lister = self.handle.lister
         if name is None or lister is None:
             return None
-        found = lister.get_object("PodGroup", pod.metadata.namespace or "default", name)
-        # Coscheduling's PodGroup (scheduling.x-k8s.io) is kept under the same kind name.
+        # Named with its apiVersion: Coscheduling's PodGroup (scheduling.x-k8s.io) has the
+        # same kind name, and one of each may have the same namespace and name.
+        found = lister.get_object(
+            f"{WORKLOAD_API_VERSION}/PodGroup", pod.metadata.namespace or "default", name
+        )
         return found if isinstance(found, WorkloadPodGroup) else None
 
     def _group_pods(self, pod: Pod) -> list[Pod]:
@@ -212,14 +215,19 @@ class GangScheduling:
         if group is None or group.min_count is None:
             return None
         if self._assigned_count(pod) + 1 < group.min_count:
-            # Bring the group's other queued pods forward, so the gang forms quickly.
+            # Bring the group's other queued pods forward, so the gang forms quickly; not
+            # those waiting here already: they hold a node, and activating a pod in flight
+            # makes it retry at once when the gang fails.
             activate = state.get(PODS_TO_ACTIVATE_KEY)
             if activate is not None:
+                waiting = {w.pod.metadata.uid for w in self.handle.iterate_over_waiting_pods()}
                 activate.pods.update(
                     {
                         f"{p.metadata.namespace or 'default'}/{p.metadata.name}": p
                         for p in self._group_pods(pod)
-                        if not p.spec.node_name and p.metadata.uid != pod.metadata.uid
+                        if not p.spec.node_name
+                        and p.metadata.uid != pod.metadata.uid
+                        and p.metadata.uid not in waiting
                     }
                 )
             return Status.wait(SCHEDULING_TIMEOUT, ERR_REASON_WAITING_ON_PERMIT)

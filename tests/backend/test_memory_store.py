@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from kubesched.api import Lease, Pod
+from kubesched.api import Lease, Pod, parse_object
 from kubesched.backend import (
     BackendError,
     ConflictError,
@@ -610,3 +610,60 @@ def test_leases_with_resource_version_conflicts(cluster: MemoryCluster):
 
 def test_event_type_values():
     assert [e.value for e in EventType] == ["ADDED", "MODIFIED", "DELETED"]
+
+
+WORKLOAD_PODGROUP = "scheduling.k8s.io/v1alpha2/PodGroup"
+COSCHEDULING_PODGROUP = "scheduling.x-k8s.io/v1alpha1/PodGroup"
+
+
+def _pod_groups() -> list:
+    """One PodGroup of each group, both ``default/g``."""
+    return [
+        parse_object(doc)
+        for doc in (
+            {
+                "apiVersion": "scheduling.k8s.io/v1alpha2",
+                "kind": "PodGroup",
+                "metadata": {"name": "g", "namespace": "default"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+            },
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": "g", "namespace": "default"},
+                "spec": {"minMember": 3},
+            },
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "group"),
+    [
+        (WORKLOAD_PODGROUP, "scheduling.k8s.io"),
+        (COSCHEDULING_PODGROUP, "scheduling.x-k8s.io"),
+    ],
+    ids=["workload-api", "coscheduling"],
+)
+def test_two_groups_pod_groups_of_one_name_are_two_objects(cluster: MemoryCluster, kind, group):
+    for pod_group in _pod_groups():
+        cluster.create(pod_group)
+    assert len(cluster.objects("PodGroup")) == 2
+    found = cluster.get_object(kind, "default", "g")
+    assert found is not None and found.api_version.startswith(group + "/")
+    assert [o.api_version for o in cluster.list_objects(kind)] == [found.api_version]
+    # Deleting one leaves the other, and the second create of one is refused.
+    cluster.delete(kind, "default", "g")
+    assert cluster.get_object(kind, "default", "g") is None
+    assert len(cluster.objects("PodGroup")) == 1
+    cluster.create(found)
+    with pytest.raises(ConflictError):
+        cluster.create(found)
+
+
+@pytest.mark.parametrize("kind", [WORKLOAD_PODGROUP, COSCHEDULING_PODGROUP], ids=["kube", "x"])
+def test_static_lister_keeps_both_groups_pod_groups(kind):
+    lister = StaticLister(_pod_groups())
+    found = lister.get_object(kind, "default", "g")
+    assert found is not None and kind.startswith(found.api_version)
+    assert lister.list_objects(kind) == [found]

@@ -107,6 +107,23 @@ def test_gang_under_kubesched_reads_the_podgroup_crd(control_plane: ControlPlane
     )["items"]
 
 
+def test_network_aware_under_kubesched_installs_its_crds(
+    control_plane: ControlPlane, api: Api
+) -> None:
+    """The AppGroup and NetworkTopology the set-up creates need their CRDs, which the bench
+    installs as it does Coscheduling's PodGroup's."""
+    result = run_on_api_server(
+        "network-aware", NODES, PODS, kubeconfig=str(control_plane.kubeconfig), timeout=120
+    )
+    assert result.bound == PODS
+    assert _empty(api)
+    for path in (
+        "/apis/appgroup.diktyo.x-k8s.io/v1alpha1/namespaces/default/appgroups",
+        "/apis/networktopology.diktyo.x-k8s.io/v1alpha1/namespaces/default/networktopologies",
+    ):
+        assert not api.client.request("GET", path)["items"]
+
+
 def test_gang_under_external_needs_the_workload_api(
     control_plane: ControlPlane, api: Api, tmp_path: Path
 ) -> None:

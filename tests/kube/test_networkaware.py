@@ -11,6 +11,7 @@ import pytest
 
 from kubesched.backend.kube.cluster import resource_for
 from kubesched.backend.protocol import ConflictError
+from kubesched.bench.kube import crd
 from kubesched.testing import make_node, make_pod
 from kubesched.testing.envtest import collection_path, create_objects
 
@@ -19,34 +20,6 @@ from .conftest import Api, wait_for
 pytestmark = pytest.mark.envtest
 
 LABEL = "appgroup.diktyo.x-k8s.io"
-
-
-def crd(group: str, plural: str, kind: str) -> dict[str, Any]:
-    """A namespaced v1alpha1 CRD whose fields are not checked (as the bench's PodGroup)."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
-            "versions": [
-                {
-                    "name": "v1alpha1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
 
 
 CRDS = [

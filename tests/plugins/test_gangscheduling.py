@@ -367,6 +367,33 @@ def test_example_as_the_real_kube_scheduler_placed_it():
         sim.close()
 
 
+def test_a_coscheduling_pod_group_of_the_same_name_changes_nothing():
+    """Coscheduling's PodGroup (``scheduling.x-k8s.io``) named like a gang of the Workload
+    API is another object: both are created, and the gang is scheduled as without it."""
+    recorded = json.loads(RECORDING.read_text())
+    registry = default_registry()
+    gates = parse_feature_gates([GATES])
+    config = effective_configuration(default_configuration(registry, gates), registry, gates=gates)
+    namesake = parse_object(
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": "train", "namespace": "default"},
+            "spec": {"minMember": 1},
+        }
+    )
+    sim = Simulation([*load_manifests([EXAMPLE]), namesake], config=config, registry=registry)
+    try:
+        sim.run()
+        assert not sim.rejections
+        groups = {(g.api_version, g.name) for g in sim.cluster.objects("PodGroup")}
+        assert ("scheduling.x-k8s.io/v1alpha1", "train") in groups
+        assert ("scheduling.k8s.io/v1alpha2", "train") in groups
+        assert _outcome(sim) == recorded["settled"]
+    finally:
+        sim.close()
+
+
 @pytest.mark.parametrize(
     ("gates", "preemption"),
     [
@@ -397,3 +424,32 @@ def test_workload_aware_preemption_leaves_pods_without_a_group_to_pod_preemption
     assert message.endswith(
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
+
+
+@pytest.mark.parametrize(
+    ("gates", "retried_at"),
+    [
+        pytest.param(GATES, [0.0, 300.0], id="pop-from-backoff-on"),
+        pytest.param(GATES + ",SchedulerPopFromBackoffQ=false", [0.0, 300.0], id="off"),
+    ],
+)
+def test_a_gang_that_cannot_fit_parks_until_the_unschedulable_retry(gates, retried_at):
+    """Three workers of 3 CPUs on two nodes of 4: two wait at Permit, the third finds no
+    node and gives the gang up. The nodes the two give back do not requeue the third, nor
+    do the two retry at once: the next round waits for the unschedulable pods' 5-minute
+    retry, whether an idle queue pops the backoffQ early or not."""
+    registry = default_registry()
+    gates_ = parse_feature_gates([gates])
+    config = effective_configuration(
+        default_configuration(registry, gates_), registry, gates=gates_
+    )
+    workers = [gpod(f"w-{i}", "g", cpu="3") for i in range(3)]
+    sim = Simulation([group("g", 3), *nodes(2), *workers], config=config, registry=registry)
+    try:
+        run = sim.run()
+    finally:
+        sim.close()
+    assert run.stop_reason == "settled"
+    assert not any(p.spec.node_name for p in sim.cluster.objects("Pod"))
+    for worker in workers:
+        assert [r.started_at for r in run.attempts[worker.metadata.uid]] == retried_at

@@ -74,15 +74,17 @@ def fail(
     queue: PriorityQueue,
     qpi: QueuedPodInfo,
     *plugins: str,
-    cycle: int | None = None,
+    activated: bool = False,
     pending: Sequence[str] = (),
 ) -> None:
-    """Report a failed attempt of ``qpi``, rejected by ``plugins`` (none: an error)."""
+    """Report a failed attempt of ``qpi``, rejected by ``plugins`` (none: an error);
+    ``activated``: the pod was activated during its attempt (it then backs off rather
+    than wait for an event)."""
+    if activated:
+        queue.activate([qpi.pod])
     qpi.unschedulable_plugins = set(plugins)
     qpi.pending_plugins = set(pending)
-    queue.add_unschedulable_if_not_present(
-        qpi, queue.scheduling_cycle() if cycle is None else cycle
-    )
+    queue.add_unschedulable_if_not_present(qpi)
 
 
 def pop_and_fail(queue: PriorityQueue, *plugins: str) -> QueuedPodInfo:

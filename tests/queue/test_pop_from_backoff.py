@@ -20,7 +20,7 @@ def backing_off(make_queue, on: bool, *plugins: str, name: str = "p", priority: 
     q = make_queue(pop_from_backoff_q=on)
     q.add(make_pod(name, priority=priority))
     qpi = q.pop(block=False)
-    fail(q, qpi, *plugins, cycle=-1)  # -1: a move request happened during the attempt
+    fail(q, qpi, *plugins, activated=True)
     assert q.queue_of(f"uid-{name}") == "backoff"
     return q
 
@@ -67,7 +67,7 @@ def test_backoff_ends_with_its_ordering_window(make_queue, clock, on, after, wan
     q.add(make_pod("p"))
     qpi = q.pop(block=False)
     clock.step(0.3)
-    fail(q, qpi, "NodeResourcesFit", cycle=-1)
+    fail(q, qpi, "NodeResourcesFit", activated=True)
     clock.step(after)
     q.flush_backoff_q_completed()
     assert q.queue_of("uid-p") == want
@@ -81,7 +81,7 @@ def test_next_event_time_is_when_the_window_has_passed(make_queue, clock, on, wa
     q.add(make_pod("p"))
     qpi = q.pop(block=False)
     clock.step(0.3)
-    fail(q, qpi, "NodeResourcesFit", cycle=-1)
+    fail(q, qpi, "NodeResourcesFit", activated=True)
     assert q.next_event_time(include_unschedulable_timeout=False) == pytest.approx(want)
 
 
@@ -104,7 +104,7 @@ def test_backoff_q_order(make_queue, clock, low_fails_at, high_fails_at, want) -
     for at, name in failures:
         clock.step(at - now)
         now = at
-        fail(q, popped[name], "NodeResourcesFit", cycle=-1)
+        fail(q, popped[name], "NodeResourcesFit", activated=True)
     assert [q.pop(block=False).pod.metadata.name for _ in range(2)] == want
 
 
@@ -137,7 +137,7 @@ def test_pre_enqueue_runs_when_entering_the_backoff_q(
     q.add(make_pod("p"))
     qpi = q.pop(block=False)
     gate.closed = True
-    fail(q, qpi, "NodeResourcesFit", cycle=-1)
+    fail(q, qpi, "NodeResourcesFit", activated=True)
     assert q.queue_of("uid-p") == want_where
     assert gate.calls == want_calls
     if on:
@@ -155,7 +155,7 @@ def test_leaving_the_backoff_q_skips_pre_enqueue_with_the_gate(
     gate = Gate()
     q = make_queue(pre_enqueue=gate, pop_from_backoff_q=on)
     q.add(make_pod("p"))
-    fail(q, q.pop(block=False), "NodeResourcesFit", cycle=-1)
+    fail(q, q.pop(block=False), "NodeResourcesFit", activated=True)
     clock.step(5)
     before = gate.calls
     q.flush_backoff_q_completed()
@@ -170,6 +170,27 @@ def test_blocked_pop_wakes_for_a_pod_entering_the_backoff_q(make_queue) -> None:
     got = []
     waiter = threading.Thread(target=lambda: got.append(q.pop(block=True, timeout=10)))
     waiter.start()
-    fail(q, qpi, "NodeResourcesFit", cycle=-1)
+    fail(q, qpi, "NodeResourcesFit", activated=True)
     waiter.join(10)
     assert [g.pod.metadata.name for g in got] == ["p"]
+
+
+@pytest.mark.parametrize(
+    "on, max_backoff, plugins, want",
+    [
+        pytest.param(True, 0, ("NodeResourcesFit",), "active", id="gate-on-max-0-rejected"),
+        pytest.param(True, 0, (), "active", id="gate-on-max-0-error"),
+        pytest.param(False, 0, ("NodeResourcesFit",), "active", id="gate-off-max-0-rejected"),
+        pytest.param(True, 10, ("NodeResourcesFit",), "backoff", id="gate-on-max-10"),
+        pytest.param(False, 10, (), "backoff", id="gate-off-max-10-error"),
+    ],
+)
+def test_max_backoff_0_skips_the_backoff_q(make_queue, clock, on, max_backoff, plugins, want):
+    """Upstream's ``TestPriorityQueue_AddUnschedulableIfNotPresent`` with
+    ``WithPodMaxBackoffDuration(0)``: no backoff at all, not even the ordering window's
+    second; a pod that may be retried goes straight back to the activeQ."""
+    q = make_queue(pop_from_backoff_q=on, pod_max_backoff=max_backoff)
+    q.add(make_pod("p"))
+    clock.step(0.5)  # mid-window: the window alone would hold the pod for half a second
+    fail(q, q.pop(block=False), *plugins, activated=True)
+    assert q.queue_of("uid-p") == want

@@ -52,7 +52,7 @@ def test_every_pending_pod_is_in_exactly_one_place(ops) -> None:
         elif op == "pop-fail":
             qpi = q.pop(block=False)
             if qpi is not None:
-                fail(q, qpi, *([arg] if arg else []), cycle=q.scheduling_cycle() - flag)
+                fail(q, qpi, *([arg] if arg else []), activated=bool(flag))
         elif op == "pop-done":
             qpi = q.pop(block=False)
             if qpi is not None:  # bound: the cluster no longer has it pending

@@ -384,26 +384,37 @@ def test_pre_check_limits_the_pods_considered(make_queue, clock) -> None:
 
 
 @pytest.mark.parametrize(
-    ("event", "when", "expected"),
+    ("event", "when", "pre_check", "expected"),
     [
-        (None, None, "unschedulable"),
-        (NODE_ADD, "during", "backoff"),
-        (PVC_ADD, "during", "unschedulable"),
-        (NODE_ADD, "before", "unschedulable"),
+        (None, None, None, "unschedulable"),
+        (NODE_ADD, "during", None, "backoff"),
+        (PVC_ADD, "during", None, "unschedulable"),
+        (NODE_TAINT, "during", None, "unschedulable"),
+        (NODE_ADD, "during", "not-p", "unschedulable"),
+        (NODE_ADD, "before", None, "unschedulable"),
     ],
-    ids=["no-move-request", "move-during-attempt", "uninteresting-event", "move-before-pop"],
+    ids=[
+        "no-event",
+        "rejector-event-during-attempt",
+        "uninteresting-event",
+        "another-plugins-event",
+        "pre-check-leaves-the-pod-out",
+        "event-before-pop",
+    ],
 )
-def test_move_request_cycle(make_queue, event, when, expected) -> None:
-    """The seed's scenario: a pod failing while a move request happens must not park."""
+def test_events_during_the_attempt(make_queue, event, when, pre_check, expected) -> None:
+    """A pod failing after an event that may help it (one its rejecting plugin
+    registered, as upstream's in-flight events with queueing hints) must not park; any
+    other event leaves it to the unschedulable pods."""
     q = make_queue(HINTS)
     q.add(make_pod("p"))
     if when == "before":
         q.move_all_to_active_or_backoff_queue(event)
     qpi = q.pop(block=False)
-    cycle = q.scheduling_cycle()
     if when == "during":
-        q.move_all_to_active_or_backoff_queue(event)
-    fail(q, qpi, "NodeResourcesFit", cycle=cycle)
+        check = (lambda pod: pod.metadata.name != "p") if pre_check else None
+        q.move_all_to_active_or_backoff_queue(event, pre_check=check)
+    fail(q, qpi, "NodeResourcesFit")
     assert where(q, "p") == expected
 
 
@@ -439,11 +450,10 @@ def test_activate(make_queue, clock) -> None:
     pop_and_fail(q, "NodeResourcesFit")  # parked -> unschedulable
     pop_and_fail(q)  # backing-off -> backoffQ (error)
     flying = q.pop(block=False)
-    cycle = q.scheduling_cycle()
     q.activate([make_pod("parked"), make_pod("backing-off"), make_pod("flying")])
     assert (where(q, "parked"), where(q, "backing-off")) == ("active", "active")
-    # The in-flight pod is requeued as after a move request.
-    fail(q, flying, "NodeResourcesFit", cycle=cycle)
+    # The in-flight pod is requeued as after an event that may help it.
+    fail(q, flying, "NodeResourcesFit")
     assert where(q, "flying") == "backoff"
     q.activate({"default/nobody": make_pod("nobody")})  # unknown pods are ignored
     assert where(q, "nobody") is None

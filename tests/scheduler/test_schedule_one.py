@@ -99,8 +99,9 @@ def test_plugin_exception_is_an_error_and_the_pod_backs_off():
     condition = next(c for c in h.pod("p").status.conditions if c.type == "PodScheduled")
     assert condition.reason == "SchedulerError"
     assert h.scheduler.queue.queue_of(h.pod("p")) == "backoff"
-    # The scheduler goes on: after the backoff the pod is tried again (and fails again).
-    h.step(1.0)
+    # The scheduler goes on: after the backoff the pod is tried again (and fails again);
+    # with SchedulerPopFromBackoffQ a 1 s backoff ends once its whole second has passed.
+    h.step(2.0)
     h.run()
     assert len(h.records) == 2
 

@@ -170,12 +170,17 @@ class PodGroupManager:
         self.permitted.delete(full_name)
 
     def pods_to_activate(self, pod: Pod) -> dict[str, Pod]:
-        """The pod's siblings (not itself), by ``namespace/name`` (``ActivateSiblings``)."""
-        uid = pod.metadata.uid
+        """The pod's siblings (not itself), by ``namespace/name`` (``ActivateSiblings``),
+        but those waiting at Permit: they hold a node already, and a pod activated while
+        in flight is retried at once when its group is rejected, so a group that cannot
+        fit would be retried over and over with no time passing."""
+        skip = {pod.metadata.uid} | {
+            w.pod.metadata.uid for w in self.handle.iterate_over_waiting_pods()
+        }
         return {
             f"{p.metadata.namespace or 'default'}/{p.metadata.name}": p
             for p in self.siblings(pod)
-            if p.metadata.uid != uid
+            if p.metadata.uid not in skip
         }
 
 

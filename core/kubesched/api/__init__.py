@@ -66,6 +66,8 @@ from .manifests import (
     parse_objects,
     register_kind,
     resolve_kind,
+    split_kind,
+    stored_key,
 )
 from .meta import (
     IntOrString,
@@ -383,6 +385,8 @@ __all__ = [
     "resolve_kind",
     "resource_value",
     "selector_from_set",
+    "split_kind",
+    "stored_key",
     "toleration_tolerates_taint",
     "tolerations_tolerate_taint",
 ]

@@ -60,6 +60,8 @@ __all__ = [
     "parse_objects",
     "register_kind",
     "resolve_kind",
+    "split_kind",
+    "stored_key",
 ]
 
 log = logging.getLogger(__name__)
@@ -181,6 +183,29 @@ def resolve_kind(kind: str) -> type[KubeObject] | None:
     if cls is None:
         cls = next((c for (_, k), c in VERSIONED_KINDS.items() if k == kind), None)
     return cls
+
+
+def split_kind(kind: str) -> tuple[str, str | None]:
+    """``("PodGroup", "scheduling.k8s.io/v1alpha2")`` for a kind named with its apiVersion
+    (``scheduling.k8s.io/v1alpha2/PodGroup``), ``(kind, None)`` for a plain kind name."""
+    api_version, _, name = kind.rpartition("/")
+    return name, api_version or None
+
+
+def stored_key(kind: str, key: str, api_version: str | None) -> str:
+    """The key under which a store of objects by kind keeps the object ``key``
+    (``namespace/name`` or ``name``) of ``kind`` at ``api_version``: ``key`` itself for the
+    group of the class :func:`resolve_kind` gives (or an unknown apiVersion), suffixed
+    with ``@group`` for another group sharing the kind name — the Workload API's PodGroup
+    and Coscheduling's may have the same namespace and name."""
+    if not api_version:
+        return key
+    group = api_version.rpartition("/")[0]
+    cls = resolve_kind(kind)
+    home = cls.model_fields["api_version"].default if cls is not None else None
+    if not isinstance(home, str) or home.rpartition("/")[0] == group:
+        return key
+    return f"{key}@{group}"
 
 
 class KeptObject(KubeObject):

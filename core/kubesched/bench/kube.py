@@ -10,7 +10,9 @@ creation of the pods with ``external``), as upstream's scheduler_perf measures i
 
 ``churn``'s later rounds are applied once the previous one is bound (its deletions, then
 its pods); ``gang`` runs on scheduler-plugins' PodGroup CRD under ``kubesched`` and on
-kube-scheduler's own alpha gang API under ``external`` (:func:`as_kube_gangs`);
+kube-scheduler's own alpha gang API under ``external`` (:func:`as_kube_gangs`); the
+contrib kinds a set-up creates (Coscheduling's PodGroup, ``network-aware``'s AppGroup and
+NetworkTopology) get their CRDs first (:data:`WORKLOAD_CRDS`);
 ``stateful``'s claims are provisioned by :class:`~kubesched.bench.provisioner.Provisioner`.
 """
 
@@ -72,32 +74,51 @@ GANG_SCHEDULER_ARGS = (GANG_FEATURE_GATES,)
 COSCHEDULING_API = "scheduling.x-k8s.io/v1alpha1"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
-POD_GROUP_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "podgroups.scheduling.x-k8s.io"},
-    "spec": {
-        "group": "scheduling.x-k8s.io",
-        "scope": "Namespaced",
-        "names": {"plural": "podgroups", "singular": "podgroup", "kind": "PodGroup"},
-        "versions": [
-            {
-                "name": "v1alpha1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+
+
+def crd(group: str, plural: str, kind: str) -> dict[str, Any]:
+    """A namespaced ``v1alpha1`` CustomResourceDefinition whose fields are not checked:
+    enough for the API server to store the contrib plugins' objects."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [
+                {
+                    "name": "v1alpha1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+POD_GROUP_CRD = crd("scheduling.x-k8s.io", "podgroups", "PodGroup")
 """scheduler-plugins' PodGroup CRD (its fields unchecked): what Coscheduling reads under
 ``kubesched run``; the bench installs it once and leaves it."""
+WORKLOAD_CRDS: dict[tuple[str, str], dict[str, Any]] = {
+    (COSCHEDULING_API, "PodGroup"): POD_GROUP_CRD,
+    ("appgroup.diktyo.x-k8s.io/v1alpha1", "AppGroup"): crd(
+        "appgroup.diktyo.x-k8s.io", "appgroups", "AppGroup"
+    ),
+    ("networktopology.diktyo.x-k8s.io/v1alpha1", "NetworkTopology"): crd(
+        "networktopology.diktyo.x-k8s.io", "networktopologies", "NetworkTopology"
+    ),
+}
+"""The CRDs of the contrib kinds a workload's set-up creates, by ``(apiVersion, kind)``:
+installed before the set-up (once; left in place, as they are cluster-wide)."""
 
 
 CONTROLLERS: dict[str, tuple[str, ...]] = {
@@ -333,18 +354,35 @@ def _is_pod_group(manifest: dict[str, Any]) -> bool:
     return manifest["kind"] == "PodGroup" and manifest.get("apiVersion") == COSCHEDULING_API
 
 
+def install_crds(client: KubeClient, crds: list[dict[str, Any]], timeout: float = 60.0) -> None:
+    """Create these CRDs (unless there) and wait until each is served."""
+    deadline = time.monotonic() + timeout
+    for definition in crds:
+        with contextlib.suppress(ConflictError):
+            create_objects(client, [definition])
+        path = f"{collection_path(definition)}/{definition['metadata']['name']}"
+        while True:
+            status = client.request("GET", path).get("status") or {}
+            if any(
+                c["type"] == "Established" and c["status"] == "True"
+                for c in status.get("conditions") or ()
+            ):
+                break
+            if time.monotonic() >= deadline:
+                kind = definition["spec"]["names"]["kind"]
+                raise BenchError(f"the {kind} CRD was not established within {timeout:.0f}s")
+            time.sleep(0.2)
+
+
 def install_pod_group_crd(client: KubeClient, timeout: float = 60.0) -> None:
     """Create scheduler-plugins' PodGroup CRD (unless there) and wait until it is served."""
-    with contextlib.suppress(ConflictError):
-        create_objects(client, [POD_GROUP_CRD])
-    path = f"{collection_path(POD_GROUP_CRD)}/{POD_GROUP_CRD['metadata']['name']}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        conditions = (client.request("GET", path).get("status") or {}).get("conditions") or []
-        if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-            return
-        time.sleep(0.2)
-    raise BenchError(f"the PodGroup CRD was not established within {timeout:.0f}s")
+    install_crds(client, [POD_GROUP_CRD], timeout)
+
+
+def _crds_for(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The CRDs (of :data:`WORKLOAD_CRDS`) the kinds of ``manifests`` need, once each."""
+    keys = {(m.get("apiVersion"), m["kind"]) for m in manifests}
+    return [definition for key, definition in WORKLOAD_CRDS.items() if key in keys]
 
 
 def _require_workload_api(client: KubeClient) -> None:
@@ -526,8 +564,7 @@ def run_on_api_server(
             _require_workload_api(client)
             setup, measured = as_kube_gangs(setup), as_kube_gangs(measured)
             created = [*setup, *measured]  # gang has no churn steps
-        elif gang:
-            install_pod_group_crd(client)
+        install_crds(client, _crds_for(setup))
         for namespace in namespaces:
             with contextlib.suppress(ConflictError):  # left by an earlier run
                 client.request("POST", "/api/v1/namespaces", body=namespace)

@@ -16,6 +16,8 @@ from kubesched.api import (
     ReplicationController,
     Service,
     StatefulSet,
+    split_kind,
+    stored_key,
 )
 
 
@@ -52,7 +54,9 @@ class ObjectLister(Protocol):
 
     def get_object(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         """Any object by kind name (built-in or a plugin's CRD-like kind such as
-        ``PodGroup``), or None. ``namespace`` is ignored for cluster-scoped kinds."""
+        ``PodGroup``), or None. ``namespace`` is ignored for cluster-scoped kinds. A kind
+        name two groups share names the other group's kind as ``apiVersion/Kind``
+        (``scheduling.k8s.io/v1alpha2/PodGroup``)."""
         ...
 
     def list_objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
@@ -92,10 +96,15 @@ class StaticLister:
         for obj in objects:
             self.add(obj)
 
+    @staticmethod
+    def _generic_key(kind: str, obj: KubeObject) -> str:
+        # Two groups' objects of one kind name (PodGroup) may share namespace and name.
+        return stored_key(kind, obj.key, obj.api_version)
+
     def add(self, obj: KubeObject) -> None:
         """Add or replace ``obj``."""
         kind = obj.kind or type(obj).__name__
-        self._generic[kind][obj.key] = obj
+        self._generic[kind][self._generic_key(kind, obj)] = obj
         if isinstance(obj, Namespace):
             self._namespaces[obj.metadata.name] = obj
         elif isinstance(
@@ -109,7 +118,7 @@ class StaticLister:
     def remove(self, obj: KubeObject) -> None:
         """Remove ``obj`` if present."""
         kind = obj.kind or type(obj).__name__
-        self._generic[kind].pop(obj.key, None)
+        self._generic[kind].pop(self._generic_key(kind, obj), None)
         if isinstance(obj, Namespace):
             self._namespaces.pop(obj.metadata.name, None)
         else:
@@ -155,20 +164,27 @@ class StaticLister:
         return self._list(PodDisruptionBudget, namespace)
 
     def get_object(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
-        """Any object by kind name, or None."""
+        """Any object by kind name (or ``apiVersion/Kind``), or None."""
+        kind, api_version = split_kind(kind)
         store = self._generic.get(kind)
         if not store:
             return None
-        obj = store.get(f"{namespace or 'default'}/{name}")
+        obj = store.get(stored_key(kind, f"{namespace or 'default'}/{name}", api_version))
         # A cluster-scoped object's key is its name.
-        return obj if obj is not None else store.get(name)
+        return obj if obj is not None else store.get(stored_key(kind, name, api_version))
 
     def list_objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
         """The objects of ``kind`` (of ``namespace`` if given), sorted by key."""
         # One copy of the items (atomic): a real cluster's informers change the store
         # from their threads while plugins read.
+        kind, api_version = split_kind(kind)
         items = sorted((self._generic.get(kind) or {}).items(), key=itemgetter(0))
-        return [o for _, o in items if namespace is None or o.namespace == namespace]
+        return [
+            o
+            for key, o in items
+            if (namespace is None or o.namespace == namespace)
+            and (api_version is None or key == stored_key(kind, o.key, api_version))
+        ]
 
     def list_pods_with_label(self, namespace: str, key: str, value: str) -> list[Pod]:
         """The Pods of ``namespace`` whose label ``key`` is ``value``, sorted by key."""

@@ -163,6 +163,17 @@ def calculate_backoff_duration(attempts: int, initial: float, maximum: float) ->
     return min(duration, maximum)
 
 
+@dataclass(frozen=True)
+class _InFlightEvent:
+    """A cluster event that happened while pods were being scheduled."""
+
+    seq: int
+    event: ClusterEvent
+    old_obj: Any
+    new_obj: Any
+    pre_check: PreEnqueueCheck | None
+
+
 def _qpi_key(qpi: QueuedPodInfo) -> str:
     return qpi.pod_info.uid
 
@@ -198,7 +209,11 @@ class PriorityQueue:
     All times are seconds of ``clock``. ``pod_lister`` (optional) is given to the
     nominator, which then refuses pods that are gone or bound. ``pop_from_backoff_q``:
     upstream's ``SchedulerPopFromBackoffQ`` (see the module's documentation; the
-    scheduler passes the gate, on by default). Thread-safe: one lock guards everything,
+    scheduler passes the gate, on by default); with it, ``pod_max_backoff=0`` disables the
+    backoff (a pod that may be retried goes straight back to the activeQ), as upstream's
+    ``WithPodMaxBackoffDuration(0)`` — a configuration cannot ask for it: kube-scheduler's
+    validation, and ours, refuse a ``podMaxBackoffSeconds`` below
+    ``podInitialBackoffSeconds``, itself at least 1. Thread-safe: one lock guards everything,
     and ``pop`` waits on a condition of that lock.
     """
 
@@ -245,9 +260,14 @@ class PriorityQueue:
         self._gated = ParkedPods(self._park_keys)
 
         self._scheduling_cycle = 0
-        self._move_request_cycle = -1
         # uid -> latest version of the pod, for pods popped and not yet done.
         self._in_flight: dict[str, Pod] = {}
+        # The cluster events that happened while pods were in flight, numbered, and for
+        # each in-flight pod the number of the first event after its pop: a pod that fails
+        # asks its rejecting plugins' hints about these (upstream's inFlightEvents).
+        self._in_flight_events: list[_InFlightEvent] = []
+        self._events_seen = 0
+        self._in_flight_since: dict[str, int] = {}
         # In-flight pods that were updated in a way that may make them schedulable, or
         # deleted, while being scheduled: decides where add_unschedulable_if_not_present
         # puts them.
@@ -331,9 +351,9 @@ class PriorityQueue:
     def activate(self, pods: Iterable[Pod] | Mapping[str, Pod]) -> None:
         """Move these pods, if unschedulable or backing off, to the activeQ now.
 
-        A pod being scheduled is requeued to the backoffQ after a failed attempt, as if
-        a move request had happened (upstream records ``moveRequestCycle``). Pods the
-        queue does not know are ignored.
+        A pod being scheduled is requeued to the backoffQ after a failed attempt
+        (upstream records a ``ForceActivate`` event for it in flight). Pods the queue
+        does not know are ignored.
         """
         if isinstance(pods, Mapping):
             pods = pods.values()
@@ -348,7 +368,7 @@ class PriorityQueue:
                         qpi, FORCE_ACTIVATE, from_backoff=parked is None
                     )
                 elif uid in self._in_flight:
-                    self._move_request_cycle = self._scheduling_cycle
+                    self._record_in_flight_event(FORCE_ACTIVATE_EVENT, None, pod, None)
             if activated:
                 self._cond.notify_all()
 
@@ -368,11 +388,13 @@ class PriorityQueue:
         rejecting plugin moves on any event. Moved pods go to the backoffQ while
         backing off, else through PreEnqueue to the activeQ; a pending plugin's
         ``QUEUE`` skips the backoff. ``pre_check`` (optional) limits the pods
-        considered. The current scheduling cycle is recorded as ``moveRequestCycle``.
+        considered. The event is remembered for the pods in flight, whose requeue after
+        a failed attempt asks their rejecting plugins' hints about it.
         """
         with self._lock:
             if not self._is_event_of_interest(event):
                 return
+            self._record_in_flight_event(event, old_obj, new_obj, pre_check)
             if _is_wildcard(event):
                 parked = [*self._unschedulable.values(), *self._gated.values()]
             else:
@@ -429,6 +451,7 @@ class PriorityQueue:
             qpi.backoff_expiration = None
             self._scheduling_cycle += 1
             self._in_flight[qpi.pod_info.uid] = qpi.pod
+            self._in_flight_since[qpi.pod_info.uid] = self._events_seen
             self._release_reasons(qpi.pod_info.uid)
             return qpi
 
@@ -439,16 +462,16 @@ class PriorityQueue:
             or self._closed
         )
 
-    def add_unschedulable_if_not_present(
-        self, qpi: QueuedPodInfo, pod_scheduling_cycle: int
-    ) -> None:
+    def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo) -> None:
         """Requeue a pod after a failed attempt (and end its in-flight tracking).
 
         ``qpi.unschedulable_plugins`` / ``pending_plugins`` say who rejected it. It
-        goes to the backoffQ if it failed with an error (no rejecting plugin), if a
-        move request happened during its attempt (``moveRequestCycle >=
-        pod_scheduling_cycle``), or if the pod itself was updated meanwhile; else to
-        the unschedulable pods. A pod deleted meanwhile, or already queued, is dropped.
+        goes to the backoffQ if it failed with an error (no rejecting plugin), if the
+        pod itself was updated meanwhile, or if a cluster event during its attempt is
+        one a rejecting plugin registered and whose queueing hint says ``QUEUE`` (as
+        upstream with queueing hints: not any event, which would requeue a pod for a
+        change that cannot help it); else to the unschedulable pods. A pod deleted
+        meanwhile, or already queued, is dropped.
         """
         with self._lock:
             uid = qpi.pod_info.uid
@@ -470,8 +493,13 @@ class PriorityQueue:
                 rejectors = qpi.unschedulable_plugins | qpi.pending_plugins
                 qpi.backoff_expiration = None
                 self._count_reasons(qpi, rejectors)
-                if self._move_request_cycle >= pod_scheduling_cycle or not rejectors or updated:
-                    self._add_backoff(qpi, SCHEDULE_ATTEMPT_FAILURE)
+                if not rejectors or updated or self._helped_in_flight(qpi):
+                    if self._is_backing_off(qpi):
+                        self._add_backoff(qpi, SCHEDULE_ATTEMPT_FAILURE)
+                    # Not backing off (no backoff at all): straight back to the activeQ,
+                    # as upstream's requeuePodWithQueueingStrategy.
+                    elif self._move_to_active_q(qpi, SCHEDULE_ATTEMPT_FAILURE):
+                        self._cond.notify_all()
                 else:
                     self._unschedulable[uid] = qpi
                     self._incoming(_UNSCHEDULABLE, SCHEDULE_ATTEMPT_FAILURE)
@@ -839,7 +867,10 @@ class PriorityQueue:
     def _backoff_time(self, qpi: QueuedPodInfo) -> float:
         """When ``qpi``'s backoff ends: last failure + backoff duration (cached); with
         ``pop_from_backoff_q`` rounded down to its ordering window."""
-        if qpi.attempts == 0:
+        if qpi.attempts == 0 or (self._pop_from_backoff_q and self._max_backoff == 0):
+            # Upstream's getBackoffTime: with the gate, a max backoff of 0 disables the
+            # backoff altogether (without the rounding down to the window, which would
+            # still hold the pod for up to a second).
             return float("-inf")
         if qpi.backoff_expiration is None:
             expiry = qpi.timestamp + self.backoff_duration(qpi)
@@ -913,9 +944,6 @@ class PriorityQueue:
             if strategy is _Strategy.SKIP:
                 continue
             activated |= self._requeue(qpi, strategy, label)
-        # Set even when nothing moved: a pod in flight may have been rejected for a
-        # reason this event removed; it must not park in the unschedulable pods.
-        self._move_request_cycle = self._scheduling_cycle
         if activated:
             self._cond.notify_all()
 
@@ -988,6 +1016,39 @@ class PriorityQueue:
         self._in_flight.pop(uid, None)
         self._in_flight_updated.discard(uid)
         self._in_flight_deleted.discard(uid)
+        self._in_flight_since.pop(uid, None)
+        # Forget the events no pod in flight can still be asked about.
+        oldest = min(self._in_flight_since.values(), default=self._events_seen)
+        if self._in_flight_events and self._in_flight_events[0].seq < oldest:
+            self._in_flight_events = [e for e in self._in_flight_events if e.seq >= oldest]
+
+    def _record_in_flight_event(
+        self, event: ClusterEvent, old_obj: Any, new_obj: Any, pre_check: PreEnqueueCheck | None
+    ) -> None:
+        """Remember ``event`` for the pods in flight (none: nothing to remember)."""
+        if not self._in_flight:
+            return
+        self._in_flight_events.append(
+            _InFlightEvent(self._events_seen, event, old_obj, new_obj, pre_check)
+        )
+        self._events_seen += 1
+
+    def _helped_in_flight(self, qpi: QueuedPodInfo) -> bool:
+        """Whether an event during ``qpi``'s attempt may make it schedulable: one its
+        rejecting plugins registered, with a hint saying ``QUEUE`` (upstream
+        ``determineSchedulingHintForInFlightPod``)."""
+        since = self._in_flight_since.get(qpi.pod_info.uid, self._events_seen)
+        for recorded in self._in_flight_events:
+            if recorded.seq < since:
+                continue
+            if recorded.pre_check is not None and not recorded.pre_check(qpi.pod):
+                continue
+            strategy = self._worth_requeuing(
+                qpi, recorded.event, recorded.old_obj, recorded.new_obj, {}
+            )
+            if strategy is not _Strategy.SKIP:
+                return True
+        return False
 
     def _loop(
         self,

@@ -210,11 +210,7 @@ class Scheduler:
             metrics=self.metrics,
             pod_lister=lambda namespace, name: self.pods.get(f"{namespace}/{name}"),
             sort_key=first.queue_sort_key(),
-            # Only on a real cluster: in simulation virtual time jumps over an idle wait
-            # anyway, and a pod popped again at the instant it failed (a gang that cannot
-            # fit) would retry forever without the clock moving.
-            pop_from_backoff_q=concurrent_binding
-            and config.feature_gates.enabled(POP_FROM_BACKOFF_Q_GATE),
+            pop_from_backoff_q=config.feature_gates.enabled(POP_FROM_BACKOFF_Q_GATE),
         )
         self._api_calls = (
             BindingWorkers(cfg.parallelism, _run_api_calls) if concurrent_binding else None
@@ -238,6 +234,9 @@ class Scheduler:
         self._lock = threading.Lock()
         self._errors_in_a_row = 0
         self._last_error = ""
+        # Pods rejected at Permit by another pod's PostFilter (a gang giving up because a
+        # member found no node): waiting pod's uid -> the uid of the pod that failed.
+        self._given_up_for: dict[str, str] = {}
 
     # -- the loop -----------------------------------------------------------------------
     def framework_for(self, pod: Any) -> Framework | None:
@@ -251,7 +250,6 @@ class Scheduler:
         qpi = self.queue.pop(block=block, timeout=timeout)
         if qpi is None:
             return False
-        cycle = self.queue.scheduling_cycle()
         pod_info = qpi.pod_info
         pod = pod_info.pod
         fwk = self.framework_for(pod)
@@ -268,15 +266,13 @@ class Scheduler:
             started_at=self.clock.now(),
         )
         try:
-            binding = self._scheduling_cycle(fwk, state, qpi, record, cycle, started)
+            binding = self._scheduling_cycle(fwk, state, qpi, record, started)
         except Exception as err:
             # A bug (ours or a plugin's, outside a hook call) must not lose the pod: undo
             # the assumption if there was one and requeue it with the error.
             log.exception("scheduling cycle of %s failed", pod_info.key)
             self._forget_if_assumed(pod_info.uid)
-            self._fail(
-                fwk, qpi, Status.from_error(err), None, record, cycle, started, CLEAR_NOMINATION
-            )
+            self._fail(fwk, qpi, Status.from_error(err), None, record, started, CLEAR_NOMINATION)
             binding = None
         if binding is not None:
             self._start_binding(binding)
@@ -312,7 +308,6 @@ class Scheduler:
         state: CycleState,
         qpi: QueuedPodInfo,
         record: AttemptRecord,
-        cycle: int,
         started: float,
     ) -> _Binding | None:
         pod_info = qpi.pod_info
@@ -328,11 +323,11 @@ class Scheduler:
             fit.diagnosis.rejected_rows.clear()
             status = Status(Code.UNSCHEDULABLE, str(fit))
             record.diagnosis = fit.diagnosis
-            self._fail(fwk, qpi, status, fit, record, cycle, started, record.nominated_node)
+            self._fail(fwk, qpi, status, fit, record, started, record.nominated_node)
             return None
         except (SchedulingError, CacheError) as err:
             status = err.status if isinstance(err, SchedulingError) else Status.from_error(err)
-            self._fail(fwk, qpi, status, None, record, cycle, started, CLEAR_NOMINATION)
+            self._fail(fwk, qpi, status, None, record, started, CLEAR_NOMINATION)
             return None
         record.evaluated_nodes = result.evaluated_nodes
         if self.record_details:
@@ -347,7 +342,7 @@ class Scheduler:
             self.cache.assume_pod(assumed)
         except CacheError as err:
             error = Status(Code.ERROR, str(err))
-            self._fail(fwk, qpi, error, None, record, cycle, started, CLEAR_NOMINATION)
+            self._fail(fwk, qpi, error, None, record, started, CLEAR_NOMINATION)
             return None
         self.queue.nominator.delete_nominated_pod_if_exists(assumed.pod)
 
@@ -365,7 +360,7 @@ class Scheduler:
         except CacheError as err:
             log.error("scheduler cache forget pod failed: %s", err)
         status, fit = self._on_node_rejection(pod_info, host, status, record)
-        self._fail(fwk, qpi, status, fit, record, cycle, started, CLEAR_NOMINATION)
+        self._fail(fwk, qpi, status, fit, record, started, CLEAR_NOMINATION)
         return None
 
     def _post_filter(
@@ -382,7 +377,12 @@ class Scheduler:
         statuses = diagnosis.post_filter_statuses(
             self.snapshot.list(), self.snapshot.table.name_array
         )
+        undecided = [w for w in fwk.waiting_pods if w.status is None]
         result, status = fwk.run_post_filter_plugins(state, pod_info, statuses)
+        with self._lock:
+            for waiting in undecided:
+                if waiting.status is not None and not waiting.status.is_success():
+                    self._given_up_for[waiting.pod_info.uid] = pod_info.uid
         diagnosis.post_filter_msg = status.message()
         record.post_filter = status
         if result is not None:
@@ -411,7 +411,6 @@ class Scheduler:
         status: Status,
         fit: FitError | None,
         record: AttemptRecord,
-        cycle: int,
         started: float,
         nominating: str | None,
     ) -> None:
@@ -431,7 +430,7 @@ class Scheduler:
         # As upstream's handleSchedulingFailure, the attempt's duration ends here: the
         # event and the status update below are not part of it.
         self._count_attempt(result, fwk.profile_name, started, status)
-        self.queue.add_unschedulable_if_not_present(qpi, cycle)
+        self.queue.add_unschedulable_if_not_present(qpi)
         self.queue.nominator.add_nominated_pod(pod_info, nominating)
         message = status.message()
         fwk.event_recorder.eventf(pod, None, "Warning", "FailedScheduling", "Scheduling", message)
@@ -617,6 +616,13 @@ class Scheduler:
             log.error("scheduler cache forget pod failed: %s", err)
             forgotten = False
         uid = assumed.uid
+        with self._lock:
+            failed = self._given_up_for.pop(uid, None)
+        # The resources of a pod given up for another pod's failure (a gang) do not
+        # requeue that pod: it failed with them held by its own group, which upstream
+        # places in one cycle where they are never held; freeing them would only retry
+        # the group that just failed, at once and forever with pop-from-backoffQ.
+        spared = {uid, failed} if status.is_rejected() else set()
 
         def freed() -> None:
             # The forgotten pod's resources are free again: as if an assigned pod went.
@@ -624,7 +630,7 @@ class Scheduler:
                 ASSIGNED_POD_DELETE,
                 assumed.pod,
                 None,
-                (lambda p: pod_uid(p) != uid) if status.is_rejected() else None,
+                (lambda p: pod_uid(p) not in spared) if spared else None,
             )
 
         # Upstream defers this move for a rejection: made first, it would count as a move
@@ -640,7 +646,6 @@ class Scheduler:
             status,
             fit,
             b.record,
-            self.queue.scheduling_cycle(),
             b.started,
             CLEAR_NOMINATION,
         )

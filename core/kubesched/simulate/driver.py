@@ -202,8 +202,8 @@ class Simulation:
         Progress is a pod created, bound or removed, or a node changed; status writes
         (conditions, nominations) are not. The run settles when no timer can change
         anything; it stops as ``stalled`` when timers keep firing but nothing has
-        progressed for ``STALL_AFTER`` seconds of virtual time (pods retrying forever,
-        as a gang that can never fit does on a real cluster too). Without
+        progressed for ``STALL_AFTER`` seconds of virtual time (pods retrying forever).
+        Without
         ``periodic_retry`` the run ends where that retry would begin (a caller that can
         tell it would fail everywhere saves it; a later ``run`` makes it).
         """

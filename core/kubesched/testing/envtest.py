@@ -551,6 +551,13 @@ _VERSIONED_COLLECTIONS = {
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): (
         "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"
     ),
+    # scheduler-plugins' network-aware CRDs (not in the recorded schema).
+    ("appgroup.diktyo.x-k8s.io/v1alpha1", "AppGroup"): (
+        "/apis/appgroup.diktyo.x-k8s.io/v1alpha1/namespaces/{ns}/appgroups"
+    ),
+    ("networktopology.diktyo.x-k8s.io/v1alpha1", "NetworkTopology"): (
+        "/apis/networktopology.diktyo.x-k8s.io/v1alpha1/namespaces/{ns}/networktopologies"
+    ),
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): (
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     ),

@@ -27,6 +27,8 @@ from kubesched.api import (
     Service,
     StatefulSet,
     resolve_kind,
+    split_kind,
+    stored_key,
 )
 from kubesched.api import PodCondition as ApiPodCondition
 from kubesched.api.rest import resource_name
@@ -313,29 +315,46 @@ class MemoryCluster:
 
     @staticmethod
     def _key(kind: str, namespace: str | None, name: str) -> str:
+        """The store key of an object of ``kind`` (a kind name, or ``apiVersion/Kind``
+        for one group's kind of a name two groups share: see :func:`stored_key`)."""
+        kind, api_version = split_kind(kind)
         cls = resolve_kind(kind)
         if cls is None:
             raise BackendError(f"unsupported kind {kind!r}", 400)
-        return f"{namespace or 'default'}/{name}" if cls.namespaced else name
+        key = f"{namespace or 'default'}/{name}" if cls.namespaced else name
+        return stored_key(kind, key, api_version)
+
+    @staticmethod
+    def _object_key(obj: KubeObject) -> str:
+        """The store key of ``obj``: its ``namespace/name`` (or name), and its group when
+        another group's kind has its kind name."""
+        if isinstance(obj, Pod):  # the hot path: one group
+            return obj.key
+        return stored_key(obj.kind or "", obj.key, obj.api_version)
 
     def try_get(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
-        """The object, or None."""
-        if not self._known(kind):
+        """The object, or None (``kind``: a kind name, or ``apiVersion/Kind``)."""
+        base = split_kind(kind)[0]
+        if not self._known(base):
             return None
-        return self._objects[kind].get(self._key(kind, namespace, name))
+        return self._objects[base].get(self._key(kind, namespace, name))
 
     def get(self, kind: str, namespace: str | None, name: str) -> KubeObject:
         """The object; ``NotFoundError`` if it does not exist."""
         obj = self.try_get(kind, namespace, name)
         if obj is None:
-            raise NotFoundError(f'{resource_name(kind)} "{name}" not found')
+            raise NotFoundError(f'{resource_name(split_kind(kind)[0])} "{name}" not found')
         return obj
 
     def objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
-        """The objects of ``kind`` (of ``namespace`` if given), sorted by key."""
-        if not self._known(kind):
+        """The objects of ``kind`` (of ``namespace`` if given), sorted by key; ``kind``
+        named ``apiVersion/Kind`` gives that group's objects only."""
+        base, api_version = split_kind(kind)
+        if api_version is not None:
+            return sorted(self.iter_objects(kind, namespace), key=self._object_key)
+        if not self._known(base):
             raise BackendError(f"unsupported kind {kind!r}", 400)
-        store = self._objects[kind]
+        store = self._objects[base]
         if namespace is None:
             return [store[k] for k in sorted(store)]
         prefix = namespace + "/"
@@ -343,15 +362,19 @@ class MemoryCluster:
 
     def iter_objects(self, kind: str, namespace: str | None = None) -> Iterator[KubeObject]:
         """The objects of ``kind`` (of ``namespace`` if given), unsorted (insertion order)."""
-        if not self._known(kind):
+        base, api_version = split_kind(kind)
+        if not self._known(base):
             raise BackendError(f"unsupported kind {kind!r}", 400)
-        store = self._objects[kind]
-        if namespace is None:
+        store = self._objects[base]
+        if namespace is None and api_version is None:
             yield from store.values()
             return
-        prefix = namespace + "/"
+        prefix = "" if namespace is None else namespace + "/"
         for key, o in store.items():
-            if key.startswith(prefix):
+            if not key.startswith(prefix):
+                continue
+            # Another group's object of this kind name is stored as ``key@group``.
+            if api_version is None or stored_key(base, o.key, api_version) == key:
                 yield o
 
     def pods(self, namespace: str | None = None) -> list[Pod]:
@@ -417,7 +440,7 @@ class MemoryCluster:
     def list_objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
         """The objects of ``kind`` (of ``namespace`` if given), sorted by key; empty for
         an unknown kind (``ObjectLister``)."""
-        return self.objects(kind, namespace) if self._known(kind) else []
+        return self.objects(kind, namespace) if self._known(split_kind(kind)[0]) else []
 
     def get_object(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         """Any object by kind name, or None (``ObjectLister``; same as :meth:`try_get`)."""
@@ -586,7 +609,7 @@ class MemoryCluster:
         if kind == "Pod":
             self._index_node(old, obj)  # type: ignore[arg-type]
             self._index_labels(old, obj)  # type: ignore[arg-type]
-        self._objects[kind][obj.key] = obj
+        self._objects[kind][self._object_key(obj)] = obj
         self._kind_rv[kind] = self._rv
         self._index_owners(obj, add=True)
         self.quota.observe(old, obj)
@@ -650,7 +673,7 @@ class MemoryCluster:
         if isinstance(obj, Pod):
             self.admission.validate(obj)
         self.quota.admit(obj)
-        if obj.key in self._objects[kind]:
+        if self._object_key(obj) in self._objects[kind]:
             raise ConflictError(f'{resource_name(kind)} "{meta.name}" already exists')
         if isinstance(obj, ResourceQuota):
             self.quota.prepare(obj)
@@ -746,7 +769,7 @@ class MemoryCluster:
         kind = obj.kind or ""
         if not self._known(kind):
             raise BackendError(f"unsupported kind {kind!r}", 400)
-        old = self._objects[kind].get(obj.key)
+        old = self._objects[kind].get(self._object_key(obj))
         if old is None:
             raise NotFoundError(f'{resource_name(kind)} "{obj.name}" not found')
         rv = obj.metadata.resource_version
@@ -796,7 +819,7 @@ class MemoryCluster:
 
     def _remove(self, obj: KubeObject) -> None:
         kind = obj.kind or ""
-        current = self._objects[kind].pop(obj.key, None)
+        current = self._objects[kind].pop(self._object_key(obj), None)
         if current is None:
             return
         self._index_owners(current, add=False)
