@@ -80,7 +80,7 @@ from .nodeaffinity import (
     PreferredSchedulingTermsScorer,
     RequiredNodeAffinity,
 )
-from .podgroups import WORKLOAD_API_VERSION, Workload, WorkloadPodGroup
+from .podgroups import WORKLOAD_API_VERSION, Workload, WorkloadPodGroup, set_status_condition
 from .quantity import Quantity, parse_quantity
 from .quota import LimitRange, LimitRangeItem, ResourceQuota
 from .resource import (
@@ -377,6 +377,7 @@ __all__ = [
     "resolve_kind",
     "resource_value",
     "selector_from_set",
+    "set_status_condition",
     "toleration_tolerates_taint",
     "tolerations_tolerate_taint",
 ]

@@ -27,6 +27,7 @@ from kubesched.framework.types import NO_PLUGINS, PodInfo, QueuedPodInfo, pod_ui
 from kubesched.metrics import Metrics
 from kubesched.queue import PriorityQueue, ProfileQueueing
 from kubesched.scheduler.algorithm import ScheduleResult, SchedulingAlgorithm, SchedulingError
+from kubesched.scheduler.pod_group_cycle import GENERIC_WORKLOAD_GATE, PodGroupCycle
 from kubesched.scheduler.recorder import EventRecorder
 from kubesched.scheduler.records import (
     RESULT_ERROR,
@@ -238,6 +239,10 @@ class Scheduler:
         self._lock = threading.Lock()
         self._errors_in_a_row = 0
         self._last_error = ""
+        self._pod_group_cycle = (
+            PodGroupCycle(self) if config.feature_gates.enabled(GENERIC_WORKLOAD_GATE) else None
+        )
+        """Pods of a PodGroup are scheduled in their group's cycle under GenericWorkload."""
 
     # -- the loop -----------------------------------------------------------------------
     def framework_for(self, pod: Any) -> Framework | None:
@@ -258,15 +263,13 @@ class Scheduler:
         if fwk is None or self._skip_pod_schedule(fwk, pod_info):
             self.queue.done(pod_info.uid)
             return True
+        if self._pod_group_cycle is not None and pod.spec.scheduling_group is not None:
+            self._pod_group_cycle.run(fwk, qpi, cycle)
+            self.drain_ready_bindings()
+            return True
         started = time.perf_counter()
         state = fwk.new_cycle_state()
-        record = AttemptRecord(
-            pod_key=pod_info.key,
-            pod_uid=pod_info.uid,
-            profile=fwk.profile_name,
-            attempt=qpi.attempts,
-            started_at=self.clock.now(),
-        )
+        record = self._new_record(fwk, qpi)
         try:
             binding = self._scheduling_cycle(fwk, state, qpi, record, cycle, started)
         except Exception as err:
@@ -282,6 +285,24 @@ class Scheduler:
             self._start_binding(binding)
         self.drain_ready_bindings()
         return True
+
+    def _new_record(self, fwk: Framework, qpi: QueuedPodInfo) -> AttemptRecord:
+        """The record of a scheduling attempt of ``qpi`` starting now."""
+        pod_info = qpi.pod_info
+        return AttemptRecord(
+            pod_key=pod_info.key,
+            pod_uid=pod_info.uid,
+            profile=fwk.profile_name,
+            attempt=qpi.attempts,
+            started_at=self.clock.now(),
+        )
+
+    def _forget(self, assumed: PodInfo) -> None:
+        """Forget an assumed pod whose cycle is undone (a failure is logged, as upstream)."""
+        try:
+            self.cache.forget_pod(assumed)
+        except CacheError as err:
+            log.error("scheduler cache forget pod failed: %s", err)
 
     def _forget_if_assumed(self, uid: str) -> None:
         assumed = self.cache.assumed_pod_info(uid)
@@ -339,9 +360,24 @@ class Scheduler:
             record.diagnosis = result.diagnosis
             record.feasible = [ni.name for ni in result.feasible]
             record.scores = result.scores
-        host = result.suggested_host
-        record.node_name = host
+        record.node_name = result.suggested_host
+        return self._assume_reserve_permit(fwk, state, qpi, result, record, cycle, started)
 
+    def _assume_reserve_permit(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        result: ScheduleResult,
+        record: AttemptRecord,
+        cycle: int,
+        started: float,
+    ) -> _Binding | None:
+        """The end of a scheduling cycle that found ``result.suggested_host``: assume the
+        pod there, Reserve, Permit; the binding to start, or None once the failure is
+        handled (undone and the pod requeued)."""
+        pod_info = qpi.pod_info
+        host = result.suggested_host
         assumed = pod_info.assumed_on(host)
         try:
             self.cache.assume_pod(assumed)
@@ -360,10 +396,7 @@ class Scheduler:
                 return _Binding(fwk, state, qpi, assumed, result, record, started)
         # Reserve or Permit failed: undo, and report the node's status as the reason.
         fwk.run_reserve_plugins_unreserve(state, assumed, host)
-        try:
-            self.cache.forget_pod(assumed)
-        except CacheError as err:
-            log.error("scheduler cache forget pod failed: %s", err)
+        self._forget(assumed)
         status, fit = self._on_node_rejection(pod_info, host, status, record)
         self._fail(fwk, qpi, status, fit, record, cycle, started, CLEAR_NOMINATION)
         return None

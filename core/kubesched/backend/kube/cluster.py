@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubesched.api import (
+    WORKLOAD_API_VERSION,
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
@@ -32,7 +33,9 @@ from kubesched.api import (
     Service,
     StatefulSet,
     StorageClass,
+    WorkloadPodGroup,
     resolve_kind,
+    set_status_condition,
 )
 from kubesched.api.manifests import VERSIONED_KINDS
 from kubesched.backend.kube.client import (
@@ -636,6 +639,26 @@ class KubeCluster:
             _resource_path("Pod", pod.namespace or "default", pod.name, "status"),
             {"metadata": {"uid": pod.metadata.uid}, "status": status},
             STRATEGIC_MERGE_PATCH,
+        )
+
+    def update_pod_group_status(self, group: WorkloadPodGroup, condition: PodCondition) -> None:
+        """Set a condition on a Workload API PodGroup: a JSON merge patch of its ``/status``
+        with the whole condition list (upstream's ``PatchPodGroupStatus``)."""
+        resource = versioned_resource(WORKLOAD_API_VERSION, "PodGroup")
+        assert resource is not None
+        conditions = set_status_condition(
+            group.status.conditions,
+            condition.type,
+            condition.status,
+            condition.reason,
+            condition.message,
+            _now(),
+        )
+        self._write(
+            "PATCH",
+            resource.object_path(group.namespace or "default", group.name, "status"),
+            {"metadata": {"uid": group.metadata.uid}, "status": {"conditions": conditions}},
+            MERGE_PATCH,
         )
 
     def delete_pod(self, pod: Pod, grace_period_seconds: float | None = None) -> None:

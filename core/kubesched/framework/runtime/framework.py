@@ -32,6 +32,7 @@ from kubesched.framework.results import (
 from kubesched.framework.runtime.calls import positional_caller
 from kubesched.framework.runtime.waiting_pods import (
     MAX_PERMIT_TIMEOUT,
+    PERMIT_WAIT_REASON,
     WaitingPod,
     WaitingPods,
 )
@@ -1137,6 +1138,7 @@ class Framework:
         """Permit: success, a rejection, an error, or ``WAIT`` with the pod now waiting."""
         start = time.perf_counter()
         waits: dict[str, float] = {}
+        wait_reasons: list[str] = []
         status: Status | None = None
         for runner in self.points["Permit"]:
             s = self._safe(
@@ -1151,6 +1153,7 @@ class Framework:
             if s.is_wait():
                 timeout = s.timeout if s.timeout is not None else 0.0
                 waits[runner.name] = min(timeout, MAX_PERMIT_TIMEOUT)
+                wait_reasons.extend(s.reasons)
                 continue
             status = _wrap_error(s, f"running Permit plugin {_q(runner.name)}")
             break
@@ -1158,11 +1161,8 @@ class Framework:
             if waits:
                 now = self.clock.now() if self.clock is not None else time.monotonic()
                 self.waiting_pods.add(WaitingPod(pod_info, {p: now + t for p, t in waits.items()}))
-                status = Status(
-                    Code.WAIT,
-                    "one or more plugins asked to wait and no plugin rejected pod "
-                    f"{_q(pod_info.name)}",
-                )
+                # v1.36's wording: the waiting plugins' reasons, then the framework's.
+                status = Status(Code.WAIT, *wait_reasons, PERMIT_WAIT_REASON)
             else:
                 status = Status()
         self._observe("Permit", status, start)

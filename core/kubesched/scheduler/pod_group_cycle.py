@@ -1,0 +1,278 @@
+"""The pod group scheduling cycle: every queued pod of a ``scheduling.k8s.io`` PodGroup tried
+in one cycle, all or nothing, as kube-scheduler v1.36 does under the GenericWorkload gate.
+
+A pod that names a PodGroup (``spec.schedulingGroup``) is not scheduled on its own: the
+cycle takes the group's other queued pods out of the queue, orders them (higher priority
+first, then by when each first entered the activeQ) and tries each on the cluster as the
+pods before it left it (each one found a node is assumed there, reserved and permitted).
+The group is schedulable as soon as one pod's Permit succeeds (for a gang: the
+``minCount``-th pod placed). The trial is then undone; if the group is schedulable, each
+placed pod is assumed, reserved and permitted again and bound, else every pod is requeued
+with its own reason, and the PodGroup's ``PodGroupScheduled`` condition says which.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kubesched.api import WorkloadPodGroup
+from kubesched.backend.protocol import PodCondition
+from kubesched.cache import CacheError
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.diagnosis import FitError
+from kubesched.framework.runtime import Framework
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import PodInfo, QueuedPodInfo
+from kubesched.scheduler.algorithm import ScheduleResult, SchedulingError
+from kubesched.scheduler.records import AttemptRecord
+
+if TYPE_CHECKING:
+    from kubesched.scheduler.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+GENERIC_WORKLOAD_GATE = "GenericWorkload"
+"""The gate under which a pod of a PodGroup is scheduled in its group's cycle."""
+
+ERR_POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+"""Upstream's ``errPodGroupUnschedulable``: the PodGroupScheduled condition's message, and
+the prefix of the reason a placed pod of an unschedulable group is requeued with."""
+
+POD_GROUP_SCHEDULED = "PodGroupScheduled"
+"""The PodGroup condition the cycle sets: True once the group was scheduled, False with
+reason ``Unschedulable`` (or ``SchedulerError``) while it is not."""
+
+
+@dataclass
+class PodTrial:
+    """One pod's attempt in its group's cycle: the node it found (``result``), its status
+    (success, or why not), its Permit status when it found a node, and how to undo it."""
+
+    qpi: QueuedPodInfo
+    state: CycleState
+    record: AttemptRecord
+    started: float
+    status: Status = field(default_factory=Status)
+    fit: FitError | None = None
+    result: ScheduleResult | None = None
+    permit: Status | None = None
+    assumed: PodInfo | None = None
+
+    @property
+    def placed(self) -> bool:
+        """Found a node and passed Reserve and Permit (allowed or waiting)."""
+        return self.assumed is not None
+
+
+@dataclass
+class GroupResult:
+    """The outcome of a group's trial: ``status`` success (bind the placed pods), a
+    rejection (requeue all) or an error; ``trials`` per pod tried, in order."""
+
+    status: Status
+    trials: list[PodTrial]
+
+
+def pod_group_key(pod: Any) -> tuple[str, str] | None:
+    """``(namespace, PodGroup name)`` of a pod that names a PodGroup, else None."""
+    group = pod.spec.scheduling_group
+    if group is None or not group.pod_group_name:
+        return None
+    return pod.metadata.namespace or "default", group.pod_group_name
+
+
+class PodGroupCycle:
+    """Runs pod group scheduling cycles for a :class:`Scheduler` (its queue, cache,
+    snapshot and failure handling)."""
+
+    def __init__(self, sched: Scheduler) -> None:
+        self.sched = sched
+
+    # -- the cycle ----------------------------------------------------------------------
+    def run(self, fwk: Framework, first: QueuedPodInfo, cycle: int) -> None:
+        """Schedule the group of ``first`` (just popped) in one cycle."""
+        members = self._members(fwk, first)
+        if not members:
+            return
+        result = self.schedule(fwk, members)
+        self._submit(fwk, result, cycle)
+
+    def _members(self, fwk: Framework, first: QueuedPodInfo) -> list[QueuedPodInfo]:
+        """``first`` and the group's other queued pods, taken out of the queue, without
+        the pods being deleted or already assumed, in upstream's order."""
+        sched = self.sched
+        key = pod_group_key(first.pod)
+        members = [first]
+        for pod in list(sched.pods.values()):
+            if pod.spec.node_name or pod_group_key(pod) != key:
+                continue
+            uid = pod.metadata.uid
+            if uid == first.pod_info.uid:
+                continue
+            qpi = sched.queue.pop_specific(uid)
+            if qpi is not None:
+                members.append(qpi)
+        kept = []
+        for qpi in members:
+            if sched._skip_pod_schedule(fwk, qpi.pod_info):
+                sched.queue.done(qpi.pod_info.uid)
+            else:
+                kept.append(qpi)
+        # Higher priority first, then the earlier arrival in the activeQ (stable).
+        kept.sort(key=lambda q: (-(q.pod.spec.priority or 0), q.initial_attempt_timestamp or 0.0))
+        return kept
+
+    def schedule(self, fwk: Framework, members: list[QueuedPodInfo]) -> GroupResult:
+        """Try ``members`` in order on the cluster as it is, then undo the trial: upstream's
+        ``podGroupSchedulingDefaultAlgorithm``."""
+        status = Status(Code.UNSCHEDULABLE, ERR_POD_GROUP_UNSCHEDULABLE)
+        trials: list[PodTrial] = []
+        try:
+            for qpi in members:
+                trial = self._try(fwk, qpi)
+                trials.append(trial)
+                if not trial.placed:
+                    if trial.status.is_rejected():
+                        # The group may still be schedulable without this pod.
+                        continue
+                    status = Status(
+                        Code.ERROR,
+                        f"failed to schedule other pod from a pod group: {trial.status.message()}",
+                    )
+                    break
+                if trial.permit is not None and trial.permit.is_success():
+                    status = Status()
+        finally:
+            for trial in reversed(trials):
+                if trial.placed:
+                    self._undo(fwk, trial)
+        return GroupResult(status, trials)
+
+    def _try(self, fwk: Framework, qpi: QueuedPodInfo) -> PodTrial:
+        """Schedule one pod of the group and, if it finds a node, assume, Reserve and
+        Permit it there (undone by :meth:`_undo`)."""
+        sched = self.sched
+        pod_info = qpi.pod_info
+        trial = PodTrial(
+            qpi, fwk.new_cycle_state(), sched._new_record(fwk, qpi), time.perf_counter()
+        )
+        record = trial.record
+        try:
+            # Each pod sees the pods tried before it assumed on their nodes.
+            sched.cache.update_snapshot(sched.snapshot)
+            record.num_all_nodes = sched.snapshot.num_nodes()
+            result = sched.algorithm.schedule_pod(fwk, trial.state, pod_info, sched.snapshot)
+        except FitError as fit:
+            sched._post_filter(fwk, trial.state, pod_info, fit, record)
+            fit.diagnosis.rejected_rows.clear()
+            record.diagnosis = fit.diagnosis
+            trial.status, trial.fit = Status(Code.UNSCHEDULABLE, str(fit)), fit
+            return trial
+        except (SchedulingError, CacheError) as err:
+            trial.status = (
+                err.status if isinstance(err, SchedulingError) else Status.from_error(err)
+            )
+            return trial
+        trial.result = result
+        record.node_name = host = result.suggested_host
+        record.evaluated_nodes = result.evaluated_nodes
+        if sched.record_details:
+            record.diagnosis = result.diagnosis
+            record.feasible = [ni.name for ni in result.feasible]
+            record.scores = result.scores
+        assumed = pod_info.assumed_on(host)
+        try:
+            sched.cache.assume_pod(assumed)
+        except CacheError as err:
+            trial.status = Status(Code.ERROR, str(err))
+            return trial
+        status = fwk.run_reserve_plugins_reserve(trial.state, assumed, host)
+        if status.is_success():
+            status = fwk.run_permit_plugins(trial.state, assumed, host)
+            if status.is_success() or status.is_wait():
+                trial.assumed, trial.permit = assumed, status
+                return trial
+        fwk.run_reserve_plugins_unreserve(trial.state, assumed, host)
+        sched._forget(assumed)
+        trial.status, trial.fit = sched._on_node_rejection(pod_info, host, status, record)
+        return trial
+
+    def _undo(self, fwk: Framework, trial: PodTrial) -> None:
+        """Take back a placed pod's trial: no longer waiting, Unreserve, Forget."""
+        assumed = trial.assumed
+        assert assumed is not None and trial.result is not None
+        fwk.waiting_pods.remove(assumed.uid)
+        fwk.run_reserve_plugins_unreserve(trial.state, assumed, trial.result.suggested_host)
+        self.sched._forget(assumed)
+
+    # -- the outcome --------------------------------------------------------------------
+    def _submit(self, fwk: Framework, result: GroupResult, cycle: int) -> None:
+        """Bind the placed pods of a schedulable group; requeue every pod otherwise (upstream's
+        ``submitPodGroupAlgorithmResult``); then set the PodGroupScheduled condition."""
+        sched = self.sched
+        group = result.status
+        bindings = []
+        for trial in result.trials:
+            qpi, record, started = trial.qpi, trial.record, trial.started
+            if group.code == Code.ERROR and trial.status.code != Code.ERROR:
+                sched._fail(fwk, qpi, group, None, record, cycle, started, "")
+            elif not trial.placed:
+                sched._fail(fwk, qpi, trial.status, trial.fit, record, cycle, started, "")
+            elif group.is_success():
+                assert trial.result is not None
+                binding = sched._assume_reserve_permit(
+                    fwk, trial.state, qpi, trial.result, record, cycle, started
+                )
+                if binding is not None:
+                    bindings.append(binding)
+            else:
+                # Placed, but the group is not: the pod waits for the rest of its group.
+                assert trial.permit is not None
+                status = Status(
+                    Code.UNSCHEDULABLE, ERR_POD_GROUP_UNSCHEDULABLE, *trial.permit.reasons
+                )
+                sched._fail(fwk, qpi, status, None, record, cycle, started, "")
+        self._set_condition(fwk, result.trials[0].qpi.pod, group)
+        for binding in bindings:
+            sched._start_binding(binding)
+
+    def _set_condition(self, fwk: Framework, pod: Any, status: Status) -> None:
+        """Write PodGroupScheduled as the cycle ended; a group once scheduled keeps True."""
+        key = pod_group_key(pod)
+        lister = fwk.lister
+        if key is None or lister is None:
+            return
+        group = lister.get_object("PodGroup", key[0], key[1])
+        if not isinstance(group, WorkloadPodGroup):
+            return
+        if status.is_success():
+            condition = PodCondition(POD_GROUP_SCHEDULED, "True", "Scheduled", "")
+        elif status.is_rejected():
+            condition = PodCondition(
+                POD_GROUP_SCHEDULED, "False", "Unschedulable", ERR_POD_GROUP_UNSCHEDULABLE
+            )
+        else:
+            condition = PodCondition(
+                POD_GROUP_SCHEDULED, "False", "SchedulerError", status.message()
+            )
+        current = next(
+            (c for c in group.status.conditions if c.get("type") == POD_GROUP_SCHEDULED), None
+        )
+        if current is not None and current.get("status") == "True" and condition.status != "True":
+            return
+        if current is not None and all(
+            (current.get(k) or "") == v
+            for k, v in (
+                ("status", condition.status),
+                ("reason", condition.reason),
+                ("message", condition.message),
+            )
+        ):
+            return
+        try:
+            self.sched.backend.update_pod_group_status(group, condition)
+        except Exception as err:
+            log.warning("could not update status of pod group %s/%s: %s", *key, err)
