@@ -4,7 +4,9 @@ and kube-apiserver, with the same gates, on the objects of ``examples/gang-sched
 The real outcome is recorded in ``tests/fixtures/scheduler/gang-scheduling.json`` (written
 by this test with ``KUBESCHED_RECORD=1``); ``tests/plugins/test_gangscheduling.py``
 holds kubesched to that recording without the binaries, and this test holds the recording
-to the real scheduler.
+to the real scheduler. The pod group cycles of ``tests/pod_group_scenarios.py`` (a gang
+that fits only in part, a gang kept in one rack) are recorded the same way, in
+``tests/fixtures/scheduler/pod-group-cycle.json``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from kubesched.testing.envtest import (
     assets_dir,
     create_object,
 )
+from tests.pod_group_scenarios import RECORDING as CYCLE_RECORDING
+from tests.pod_group_scenarios import SCENARIOS, racks_of
+from tests.pod_group_scenarios import outcome as cycle_outcome
 
 from .conftest import FAST, wait_for, write_config
 
@@ -188,21 +193,81 @@ def _kubesched_default_plugins(gates: str) -> list[tuple[str, int]]:
 
 
 @pytest.mark.parametrize(
-    ("gates", "missing"),
+    "gates",
     [
-        ("GenericWorkload=false", []),
-        ("GenericWorkload=true,GangScheduling=true", []),
-        (
-            "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true",
-            [("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1)],
-        ),
+        "GenericWorkload=false",
+        "GenericWorkload=true,GangScheduling=true",
+        "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true",
+        "AllAlpha=true,AllBeta=true",
     ],
-    ids=["gates-off", "gang-scheduling", "topology-aware-not-modelled"],
+    ids=["gates-off", "gang-scheduling", "topology-aware", "all-alpha-and-beta"],
 )
-def test_default_profile_under_the_gates_is_kube_schedulers(
-    tmp_path: Path, gates: str, missing: list[tuple[str, int]]
-) -> None:
-    real = _real_default_plugins(tmp_path, gates)
-    # The placement plugins of TopologyAwareWorkloadScheduling do not exist in kubesched.
-    assert [p for p in real if p not in missing] == _kubesched_default_plugins(gates)
-    assert all(p in real for p in missing)
+def test_default_profile_under_the_gates_is_kube_schedulers(tmp_path: Path, gates: str) -> None:
+    assert _real_default_plugins(tmp_path, gates) == _kubesched_default_plugins(gates)
+
+
+# ---------------------------------------------------------------------------------------
+# pod group cycles: the real scheduler recorded, kubesched on a real API server held to it
+# ---------------------------------------------------------------------------------------
+
+
+def _run_scenario(client: KubeClient, name: str) -> dict[str, Any]:
+    manifests = SCENARIOS[name][1]
+    for manifest in manifests:
+        create_object(client, manifest)
+    group_path = "/apis/scheduling.k8s.io/v1alpha2/namespaces/default/podgroups/g"
+    return wait_for(
+        lambda: cycle_outcome(
+            _pods(client), racks_of(manifests), client.request("GET", group_path)
+        ),
+        90,
+        f"the {name} case to settle",
+    )
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_the_real_scheduler_and_the_pod_group_cycle_recording_agree(name: str) -> None:
+    if assets_dir() is None:
+        pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
+    gates = SCENARIOS[name][0]
+    with ControlPlane(apiserver_args=WORKLOAD_APISERVER_ARGS) as cp:
+        cp.start_scheduler(args=(f"--feature-gates={gates}",))
+        client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
+        try:
+            got = _run_scenario(client, name)
+        finally:
+            client.close()
+    recorded = json.loads(CYCLE_RECORDING.read_text()) if CYCLE_RECORDING.exists() else {}
+    if os.environ.get("KUBESCHED_RECORD"):
+        recorded[name] = got
+        CYCLE_RECORDING.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+    assert got == recorded[name]
+
+
+@pytest.mark.parametrize("name", ["gang-fits-in-part", "one-rack-fits"])
+def test_kubesched_run_gives_the_pod_group_cycle_recording(name: str, tmp_path: Path) -> None:
+    """``kubesched run``'s scheduler on a real API server: the same placements, messages
+    and PodGroupScheduled condition (written through the PodGroup's ``/status``)."""
+    if assets_dir() is None:
+        pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
+    gates_text = SCENARIOS[name][0]
+    registry = default_registry()
+    gates = parse_feature_gates([gates_text])
+    with ControlPlane(apiserver_args=WORKLOAD_APISERVER_ARGS) as cp:
+        config = load_config(write_config(tmp_path), registry, gates)
+        client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
+        cluster = KubeCluster(client)
+        runner = SchedulerRunner(
+            effective_configuration(config, registry, gates=gates), registry, cluster
+        )
+        thread = threading.Thread(target=runner.run, daemon=True)
+        thread.start()
+        admin = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
+        try:
+            wait_for(cluster.synced, 60, "kubesched's informers to sync")
+            got = _run_scenario(admin, name)
+        finally:
+            runner.stop()
+            thread.join(60)
+            admin.close()
+    assert got == json.loads(CYCLE_RECORDING.read_text())[name]

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from kubesched.api import WorkloadPodGroup
 from kubesched.backend.protocol import PodCondition
-from kubesched.cache import CacheError
+from kubesched.cache import CacheError, Snapshot
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import FitError
+from kubesched.framework.results import Placement, PodGroupAssignments
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 
 GENERIC_WORKLOAD_GATE = "GenericWorkload"
 """The gate under which a pod of a PodGroup is scheduled in its group's cycle."""
+TOPOLOGY_AWARE_GATE = "TopologyAwareWorkloadScheduling"
+"""The gate under which a group's cycle tries the group on placements (sets of nodes)."""
 
 ERR_POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
 """Upstream's ``errPodGroupUnschedulable``: the PodGroupScheduled condition's message, and
@@ -88,8 +91,10 @@ class PodGroupCycle:
     """Runs pod group scheduling cycles for a :class:`Scheduler` (its queue, cache,
     snapshot and failure handling)."""
 
-    def __init__(self, sched: Scheduler) -> None:
+    def __init__(self, sched: Scheduler, placements: bool) -> None:
         self.sched = sched
+        self._placements = placements
+        """TopologyAwareWorkloadScheduling: try the group on each generated placement."""
 
     # -- the cycle ----------------------------------------------------------------------
     def run(self, fwk: Framework, first: QueuedPodInfo, cycle: int) -> None:
@@ -98,7 +103,7 @@ class PodGroupCycle:
         if not members:
             return
         result = self.schedule(fwk, members)
-        self._submit(fwk, result, cycle)
+        self._submit(fwk, members, result, cycle)
 
     def _members(self, fwk: Framework, first: QueuedPodInfo) -> list[QueuedPodInfo]:
         """``first`` and the group's other queued pods, taken out of the queue, without
@@ -126,13 +131,81 @@ class PodGroupCycle:
         return kept
 
     def schedule(self, fwk: Framework, members: list[QueuedPodInfo]) -> GroupResult:
-        """Try ``members`` in order on the cluster as it is, then undo the trial: upstream's
-        ``podGroupSchedulingDefaultAlgorithm``."""
+        """The group's trial: on the whole cluster, or under TopologyAwareWorkloadScheduling
+        on each placement the PlacementGenerate plugins propose (the best one kept)."""
+        if self._placements:
+            return self._schedule_placements(fwk, members)
+        return self._schedule_on(fwk, members, None)
+
+    def _schedule_placements(self, fwk: Framework, members: list[QueuedPodInfo]) -> GroupResult:
+        """Upstream's ``podGroupSchedulingPlacementAlgorithm``: try the group on every
+        placement; none fits: the first one's outcome; several: the PlacementScore plugins'
+        best (ties broken at random)."""
+        sched = self.sched
+        sched.cache.update_snapshot(sched.snapshot)
+        pod_group = self._pod_group(fwk, members[0].pod)
+        state = CycleState()
+        placements, status = fwk.run_placement_generate_plugins(
+            state, pod_group, sched.snapshot.list()
+        )
+        if not status.is_success():
+            return GroupResult(status, [])
+        first: GroupResult | None = None
+        fitting: list[tuple[Placement, GroupResult]] = []
+        for placement in placements:
+            result = self._schedule_on(fwk, members, placement)
+            if result.status.code == Code.ERROR:
+                return result
+            first = first or result
+            if result.status.is_success():
+                fitting.append((placement, result))
+        if not fitting:
+            first_status = first.status.message() if first is not None else ""
+            status = Status(
+                Code.UNSCHEDULABLE,
+                f"0/{len(placements)} placements are available, first placement status: "
+                f"{first_status}",
+            )
+            return GroupResult(status, first.trials if first is not None else [])
+        if len(fitting) == 1:
+            return fitting[0][1]
+        candidates = [
+            PodGroupAssignments(
+                placement,
+                tuple(
+                    (t.qpi.pod, t.result.suggested_host)
+                    for t in result.trials
+                    if t.placed and t.result is not None
+                ),
+            )
+            for placement, result in fitting
+        ]
+        # The plugins score against the cluster as it is, without the last trial's pods.
+        sched.cache.update_snapshot(sched.snapshot)
+        totals, status = fwk.run_placement_score_plugins(state, pod_group, candidates)
+        if not status.is_success():
+            return GroupResult(status, [])
+        best = max(totals)
+        winners = [r for (_, r), total in zip(fitting, totals, strict=True) if total == best]
+        return winners[sched.rng.randrange(len(winners))]
+
+    def _pod_group(self, fwk: Framework, pod: Any) -> WorkloadPodGroup | None:
+        key = pod_group_key(pod)
+        if key is None or fwk.lister is None:
+            return None
+        group = fwk.lister.get_object("PodGroup", key[0], key[1])
+        return group if isinstance(group, WorkloadPodGroup) else None
+
+    def _schedule_on(
+        self, fwk: Framework, members: list[QueuedPodInfo], placement: Placement | None
+    ) -> GroupResult:
+        """Try ``members`` in order on the cluster as it is (on ``placement``'s nodes only,
+        when given), then undo the trial: upstream's ``podGroupSchedulingDefaultAlgorithm``."""
         status = Status(Code.UNSCHEDULABLE, ERR_POD_GROUP_UNSCHEDULABLE)
         trials: list[PodTrial] = []
         try:
             for qpi in members:
-                trial = self._try(fwk, qpi)
+                trial = self._try(fwk, qpi, placement)
                 trials.append(trial)
                 if not trial.placed:
                     if trial.status.is_rejected():
@@ -151,7 +224,7 @@ class PodGroupCycle:
                     self._undo(fwk, trial)
         return GroupResult(status, trials)
 
-    def _try(self, fwk: Framework, qpi: QueuedPodInfo) -> PodTrial:
+    def _try(self, fwk: Framework, qpi: QueuedPodInfo, placement: Placement | None) -> PodTrial:
         """Schedule one pod of the group and, if it finds a node, assume, Reserve and
         Permit it there (undone by :meth:`_undo`)."""
         sched = self.sched
@@ -163,10 +236,14 @@ class PodGroupCycle:
         try:
             # Each pod sees the pods tried before it assumed on their nodes.
             sched.cache.update_snapshot(sched.snapshot)
-            record.num_all_nodes = sched.snapshot.num_nodes()
-            result = sched.algorithm.schedule_pod(fwk, trial.state, pod_info, sched.snapshot)
+            snapshot = sched.snapshot
+            if placement is not None:
+                snapshot = _narrowed(snapshot, placement)
+                fwk.set_snapshot(snapshot)
+            record.num_all_nodes = snapshot.num_nodes()
+            result = sched.algorithm.schedule_pod(fwk, trial.state, pod_info, snapshot)
         except FitError as fit:
-            sched._post_filter(fwk, trial.state, pod_info, fit, record)
+            sched._post_filter(fwk, trial.state, pod_info, fit, record, snapshot)
             fit.diagnosis.rejected_rows.clear()
             record.diagnosis = fit.diagnosis
             trial.status, trial.fit = Status(Code.UNSCHEDULABLE, str(fit)), fit
@@ -176,6 +253,8 @@ class PodGroupCycle:
                 err.status if isinstance(err, SchedulingError) else Status.from_error(err)
             )
             return trial
+        finally:
+            fwk.set_snapshot(sched.snapshot)
         trial.result = result
         record.node_name = host = result.suggested_host
         record.evaluated_nodes = result.evaluated_nodes
@@ -209,13 +288,24 @@ class PodGroupCycle:
         self.sched._forget(assumed)
 
     # -- the outcome --------------------------------------------------------------------
-    def _submit(self, fwk: Framework, result: GroupResult, cycle: int) -> None:
+    def _submit(
+        self, fwk: Framework, members: list[QueuedPodInfo], result: GroupResult, cycle: int
+    ) -> None:
         """Bind the placed pods of a schedulable group; requeue every pod otherwise (upstream's
         ``submitPodGroupAlgorithmResult``); then set the PodGroupScheduled condition."""
         sched = self.sched
         group = result.status
         bindings = []
-        for trial in result.trials:
+        tried = {t.qpi.pod_info.uid: t for t in result.trials}
+        for member in members:
+            # A pod the group's cycle never tried (it ended first) shares the group's fate.
+            trial = tried.get(member.pod_info.uid) or PodTrial(
+                member,
+                CycleState(),
+                sched._new_record(fwk, member),
+                time.perf_counter(),
+                status=group,
+            )
             qpi, record, started = trial.qpi, trial.record, trial.started
             if group.code == Code.ERROR and trial.status.code != Code.ERROR:
                 sched._fail(fwk, qpi, group, None, record, cycle, started, "")
@@ -235,7 +325,7 @@ class PodGroupCycle:
                     Code.UNSCHEDULABLE, ERR_POD_GROUP_UNSCHEDULABLE, *trial.permit.reasons
                 )
                 sched._fail(fwk, qpi, status, None, record, cycle, started, "")
-        self._set_condition(fwk, result.trials[0].qpi.pod, group)
+        self._set_condition(fwk, members[0].pod, group)
         for binding in bindings:
             sched._start_binding(binding)
 
@@ -252,7 +342,7 @@ class PodGroupCycle:
             condition = PodCondition(POD_GROUP_SCHEDULED, "True", "Scheduled", "")
         elif status.is_rejected():
             condition = PodCondition(
-                POD_GROUP_SCHEDULED, "False", "Unschedulable", ERR_POD_GROUP_UNSCHEDULABLE
+                POD_GROUP_SCHEDULED, "False", "Unschedulable", status.message()
             )
         else:
             condition = PodCondition(
@@ -276,3 +366,13 @@ class PodGroupCycle:
             self.sched.backend.update_pod_group_status(group, condition)
         except Exception as err:
             log.warning("could not update status of pod group %s/%s: %s", *key, err)
+
+
+def _narrowed(snapshot: Snapshot, placement: Placement) -> Snapshot:
+    """``snapshot`` with only ``placement``'s nodes (and their pods, assumed ones too): what
+    a pod of the group sees on that placement (upstream's ``AssumePlacement``)."""
+    names = {ni.name for ni in placement.nodes}
+    kept = [ni for ni in snapshot.list() if ni.name in names]
+    return Snapshot.from_objects(
+        pods=[p for ni in kept for p in ni.pods], nodes=[ni.node for ni in kept if ni.node]
+    )

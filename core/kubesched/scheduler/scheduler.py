@@ -27,7 +27,11 @@ from kubesched.framework.types import NO_PLUGINS, PodInfo, QueuedPodInfo, pod_ui
 from kubesched.metrics import Metrics
 from kubesched.queue import PriorityQueue, ProfileQueueing
 from kubesched.scheduler.algorithm import ScheduleResult, SchedulingAlgorithm, SchedulingError
-from kubesched.scheduler.pod_group_cycle import GENERIC_WORKLOAD_GATE, PodGroupCycle
+from kubesched.scheduler.pod_group_cycle import (
+    GENERIC_WORKLOAD_GATE,
+    TOPOLOGY_AWARE_GATE,
+    PodGroupCycle,
+)
 from kubesched.scheduler.recorder import EventRecorder
 from kubesched.scheduler.records import (
     RESULT_ERROR,
@@ -240,7 +244,9 @@ class Scheduler:
         self._errors_in_a_row = 0
         self._last_error = ""
         self._pod_group_cycle = (
-            PodGroupCycle(self) if config.feature_gates.enabled(GENERIC_WORKLOAD_GATE) else None
+            PodGroupCycle(self, config.feature_gates.enabled(TOPOLOGY_AWARE_GATE))
+            if config.feature_gates.enabled(GENERIC_WORKLOAD_GATE)
+            else None
         )
         """Pods of a PodGroup are scheduled in their group's cycle under GenericWorkload."""
 
@@ -408,13 +414,14 @@ class Scheduler:
         pod_info: PodInfo,
         fit: FitError,
         record: AttemptRecord,
+        snapshot: Snapshot | None = None,
     ) -> None:
         if not fwk.has_post_filter_plugins():
             return
         diagnosis = fit.diagnosis
-        statuses = diagnosis.post_filter_statuses(
-            self.snapshot.list(), self.snapshot.table.name_array
-        )
+        if snapshot is None:
+            snapshot = self.snapshot
+        statuses = diagnosis.post_filter_statuses(snapshot.list(), snapshot.table.name_array)
         result, status = fwk.run_post_filter_plugins(state, pod_info, statuses)
         diagnosis.post_filter_msg = status.message()
         record.post_filter = status

@@ -26,6 +26,8 @@ from kubesched.framework.results import (
     MIN_NODE_SCORE,
     LazyNames,
     NodeScores,
+    Placement,
+    PodGroupAssignments,
     PostFilterResult,
     PreFilterResult,
 )
@@ -66,12 +68,14 @@ class FrameworkError(KubeschedError):
 class PluginRunner:
     """One plugin instance of a profile, with a fast caller for each hook it implements."""
 
-    __slots__ = ("calls", "name", "plugin", "weight")
+    __slots__ = ("calls", "name", "placement_weight", "plugin", "weight")
 
     def __init__(self, name: str, plugin: Any, weight: int) -> None:
         self.name = name
         self.plugin = plugin
         self.weight = weight
+        self.placement_weight = 0
+        """Its weight at PlacementScore (a plugin may score nodes and placements)."""
         self.calls: dict[str, Callable[..., Any]] = {}
 
     def call(self, hook: str) -> Callable[..., Any] | None:
@@ -322,6 +326,8 @@ class Framework:
             runners = []
             for enabled in profile.plugins.get(ep.name, ()):
                 runner = self._runner(enabled.name, registry, profile, weights)
+                if ep.name == "PlacementScore":
+                    runner.placement_weight = enabled.weight
                 if runner.call(ep.hook) is None:
                     raise FrameworkError(
                         f"profile {self.profile_name!r}: plugin {enabled.name!r} "
@@ -1251,6 +1257,66 @@ class Framework:
         self._observe("PostBind", Status(), start)
 
     # -- helpers ------------------------------------------------------------------------
+    # -- pod group cycle ----------------------------------------------------------------
+    def run_placement_generate_plugins(
+        self, state: CycleState, pod_group: Any, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[Placement], Status]:
+        """PlacementGenerate in order, each plugin on every placement of the one before,
+        from one placement of all ``nodes``; the placements, or an error status."""
+        start = time.perf_counter()
+        placements = [Placement("", tuple(nodes))]
+        status = Status()
+        for runner in self.points["PlacementGenerate"]:
+            generated: list[Placement] = []
+            for parent in placements:
+                result = self._safe(
+                    runner, "generate_placements", "PlacementGenerate", state, pod_group, parent
+                )
+                if isinstance(result, Status) or result is None:
+                    status = _wrap_error(
+                        result if isinstance(result, Status) else Status(Code.ERROR),
+                        f"running PlacementGenerate plugin {_q(runner.name)}",
+                    )
+                    break
+                generated.extend(result)
+            if not status.is_success():
+                placements = []
+                break
+            placements = generated
+        self._observe("PlacementGenerate", status, start)
+        return placements, status
+
+    def run_placement_score_plugins(
+        self, state: CycleState, pod_group: Any, candidates: Sequence[PodGroupAssignments]
+    ) -> tuple[list[int], Status]:
+        """PlacementScore: each plugin scores every candidate, normalises its scores, and
+        the weighted scores add up; the totals (aligned with ``candidates``) or an error."""
+        start = time.perf_counter()
+        totals = [0] * len(candidates)
+        status = Status()
+        for runner in self.points["PlacementScore"]:
+            scores: list[int] = []
+            for candidate in candidates:
+                score = self._safe(
+                    runner, "score_placement", "PlacementScore", state, pod_group, candidate
+                )
+                if not _is_score(score):
+                    status = score if isinstance(score, Status) else Status(Code.ERROR)
+                    break
+                scores.append(int(score))
+            if status.is_success():
+                normalized = self._safe(
+                    runner, "normalize_placement_score", "PlacementScore", state, pod_group, scores
+                )
+                if isinstance(normalized, Status) and not normalized.is_success():
+                    status = normalized
+            if not status.is_success():
+                status = _wrap_error(status, f"running PlacementScore plugin {_q(runner.name)}")
+                break
+            totals = [t + s * runner.placement_weight for t, s in zip(totals, scores, strict=True)]
+        self._observe("PlacementScore", status, start)
+        return totals, status
+
     def _declared_skip(
         self, runner: PluginRunner, extension_point: str, state: CycleState, skip: set[str]
     ) -> None:
@@ -1333,6 +1399,7 @@ _RESULT_TYPES: dict[str, tuple[type, ...]] = {
     "permit": _STATUS_ONLY,
     "pre_bind": _STATUS_ONLY,
     "bind": _STATUS_ONLY,
+    "normalize_placement_score": _STATUS_ONLY,
 }
 """What each hook may return besides None; anything else is the plugin's error (a
 misbehaving plugin gets an ERROR status, it does not crash the scheduler)."""
