@@ -16,6 +16,7 @@ RECORDING = Path(__file__).resolve().parent / "fixtures" / "scheduler" / "pod-gr
 
 GANG_GATES = "GenericWorkload=true,GangScheduling=true"
 TOPOLOGY_GATES = GANG_GATES + ",TopologyAwareWorkloadScheduling=true"
+PREEMPTION_GATES = GANG_GATES + ",WorkloadAwarePreemption=true"
 
 
 def _node(name: str, rack: str | None = None) -> dict[str, Any]:
@@ -29,8 +30,12 @@ def _node(name: str, rack: str | None = None) -> dict[str, Any]:
     }
 
 
-def _group(min_count: int, topology_key: str | None = None) -> dict[str, Any]:
+def _group(
+    min_count: int, topology_key: str | None = None, priority_class: str | None = None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
     if topology_key:
         spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
     return {
@@ -41,23 +46,41 @@ def _group(min_count: int, topology_key: str | None = None) -> dict[str, Any]:
     }
 
 
-def _worker(i: int) -> dict[str, Any]:
+def _pod(name: str, group: str | None = "g", priority_class: str | None = None) -> dict[str, Any]:
+    """A 3-CPU pod (one per 4-CPU node), of PodGroup ``group`` if given."""
+    spec: dict[str, Any] = {
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "w", "image": "pause", "resources": {"requests": {"cpu": "3"}}}],
+    }
+    if group:
+        spec["schedulingGroup"] = {"podGroupName": group}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": f"g-{i}", "namespace": "default"},
-        "spec": {
-            "terminationGracePeriodSeconds": 0,
-            "schedulingGroup": {"podGroupName": "g"},
-            "containers": [
-                {"name": "w", "image": "pause", "resources": {"requests": {"cpu": "3"}}}
-            ],
-        },
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
     }
 
 
-WORKERS = [_worker(i) for i in range(3)]
+def _priority_class(name: str, value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
+WORKERS = [_pod(f"g-{i}") for i in range(3)]
 """A gang of three 3-CPU workers (one per 4-CPU node)."""
+PRIORITY_CLASSES = [_priority_class("low", 10), _priority_class("high", 1000)]
+HIGH_GANG = [
+    _group(2, priority_class="high"),
+    *(_pod(f"g-{i}", priority_class="high") for i in range(2)),
+]
+"""A gang of two 3-CPU workers whose PodGroup has the ``high`` priority."""
 
 SCENARIOS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     # Two nodes hold two of the three: nothing is bound.
@@ -82,8 +105,54 @@ SCENARIOS: dict[str, tuple[str, list[dict[str, Any]]]] = {
             *WORKERS,
         ],
     ),
+    # Both nodes run a low-priority pod: the gang preempts both, then runs.
+    "preempts-two-low-pods": (
+        PREEMPTION_GATES,
+        [
+            *PRIORITY_CLASSES,
+            _node("n0"),
+            _node("n1"),
+            _pod("v-0", None, "low"),
+            _pod("v-1", None, "low"),
+            *HIGH_GANG,
+        ],
+    ),
+    # One low and one high pod: preempting the low one is not enough, nothing is.
+    "one-victim-is-not-enough": (
+        PREEMPTION_GATES,
+        [
+            *PRIORITY_CLASSES,
+            _node("n0"),
+            _node("n1"),
+            _pod("v-0", None, "low"),
+            _pod("v-1", None, "high"),
+            *HIGH_GANG,
+        ],
+    ),
+    # The PodGroup has no priority class: nothing has a lower priority than it.
+    "no-lower-priority-victims": (
+        PREEMPTION_GATES,
+        [
+            *PRIORITY_CLASSES,
+            _node("n0"),
+            _node("n1"),
+            _pod("v-0", None, "low"),
+            _pod("v-1", None, "low"),
+            _group(2),
+            *(_pod(f"g-{i}", priority_class="high") for i in range(2)),
+        ],
+    ),
 }
-"""Each case: the gates, then its objects (nodes, the PodGroup, the pods)."""
+"""Each case: the gates, then its objects, created in this order (the pods without a group
+are scheduled before the PodGroup's pods are created)."""
+
+
+def in_two_steps(
+    manifests: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The objects to create (and whose pods to let settle) first, and the PodGroup's pods."""
+    first = next(i for i, m in enumerate(manifests) if m["metadata"]["name"] == "g-0")
+    return manifests[:first], manifests[first:]
 
 
 def outcome(
@@ -122,6 +191,7 @@ def outcome(
     if condition is None:
         return None
     return {
+        "pods": sorted(p["metadata"]["name"] for p in pods),
         "bound_in_racks": sorted(bound),
         "refusals": sorted(refused),
         "pod_group_scheduled": {k: condition.get(k) or "" for k in ("status", "reason", "message")},

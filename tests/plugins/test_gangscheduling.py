@@ -30,7 +30,7 @@ from kubesched_builtin.gangscheduling import (
 )
 from kubesched_contrib.coscheduling import PodGroup as CoschedulingPodGroup
 from tests.pod_group_scenarios import RECORDING as CYCLE_RECORDING
-from tests.pod_group_scenarios import SCENARIOS, racks_of
+from tests.pod_group_scenarios import SCENARIOS, in_two_steps, racks_of
 from tests.pod_group_scenarios import outcome as scenario_outcome
 
 GATES = "GenericWorkload=true,GangScheduling=true"
@@ -349,8 +349,12 @@ def test_pod_group_cycle_as_the_real_kube_scheduler(name):
     config = effective_configuration(
         default_configuration(registry, gates_), registry, gates=gates_
     )
-    sim = Simulation([parse_object(m) for m in manifests], config=config, registry=registry)
+    before, after = in_two_steps(manifests)
+    sim = Simulation([parse_object(m) for m in before], config=config, registry=registry)
     try:
+        sim.run()
+        for manifest in after:
+            sim.cluster.create(parse_object(manifest))
         sim.run()
         pods = [p.to_dict() for p in sim.cluster.objects("Pod")]
         (pod_group,) = [g.to_dict() for g in sim.cluster.objects("PodGroup")]

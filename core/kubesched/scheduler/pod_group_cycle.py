@@ -28,6 +28,7 @@ from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.scheduler.algorithm import ScheduleResult, SchedulingError
+from kubesched.scheduler.pod_group_preemption import PodGroupPreemption
 from kubesched.scheduler.records import AttemptRecord
 
 if TYPE_CHECKING:
@@ -77,6 +78,8 @@ class GroupResult:
 
     status: Status
     trials: list[PodTrial]
+    waiting_on_preemption: bool = False
+    """Victims were preempted for the group: it is retried once they are gone."""
 
 
 def pod_group_key(pod: Any) -> tuple[str, str] | None:
@@ -91,10 +94,12 @@ class PodGroupCycle:
     """Runs pod group scheduling cycles for a :class:`Scheduler` (its queue, cache,
     snapshot and failure handling)."""
 
-    def __init__(self, sched: Scheduler, placements: bool) -> None:
+    def __init__(self, sched: Scheduler, placements: bool, preemption: bool) -> None:
         self.sched = sched
         self._placements = placements
         """TopologyAwareWorkloadScheduling: try the group on each generated placement."""
+        self._preemption = PodGroupPreemption(self) if preemption else None
+        """WorkloadAwarePreemption: an unschedulable group preempts as a unit."""
 
     # -- the cycle ----------------------------------------------------------------------
     def run(self, fwk: Framework, first: QueuedPodInfo, cycle: int) -> None:
@@ -103,7 +108,25 @@ class PodGroupCycle:
         if not members:
             return
         result = self.schedule(fwk, members)
+        if self._preemption is not None and result.status.code in (
+            Code.UNSCHEDULABLE,
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        ):
+            status = self._preemption.run(fwk, members, self._pod_group(fwk, members[0].pod))
+            if status.is_success():
+                result.waiting_on_preemption = True
+            elif status.code == Code.ERROR:
+                result.status = status
+            elif status.message():
+                result.status = Status(result.status.code, *result.status.reasons, status.message())
         self._submit(fwk, members, result, cycle)
+
+    def try_without(
+        self, fwk: Framework, members: list[QueuedPodInfo], removed: frozenset[str]
+    ) -> Status:
+        """Whether the group would fit were the pods with UIDs ``removed`` gone (no
+        PostFilter runs): workload-aware preemption's what-if."""
+        return self._schedule_on(fwk, members, None, removed, post_filters=False).status
 
     def _members(self, fwk: Framework, first: QueuedPodInfo) -> list[QueuedPodInfo]:
         """``first`` and the group's other queued pods, taken out of the queue, without
@@ -197,7 +220,13 @@ class PodGroupCycle:
         return group if isinstance(group, WorkloadPodGroup) else None
 
     def _schedule_on(
-        self, fwk: Framework, members: list[QueuedPodInfo], placement: Placement | None
+        self,
+        fwk: Framework,
+        members: list[QueuedPodInfo],
+        placement: Placement | None,
+        removed: frozenset[str] = frozenset(),
+        *,
+        post_filters: bool = True,
     ) -> GroupResult:
         """Try ``members`` in order on the cluster as it is (on ``placement``'s nodes only,
         when given), then undo the trial: upstream's ``podGroupSchedulingDefaultAlgorithm``."""
@@ -205,7 +234,7 @@ class PodGroupCycle:
         trials: list[PodTrial] = []
         try:
             for qpi in members:
-                trial = self._try(fwk, qpi, placement)
+                trial = self._try(fwk, qpi, placement, removed, post_filters)
                 trials.append(trial)
                 if not trial.placed:
                     if trial.status.is_rejected():
@@ -224,7 +253,14 @@ class PodGroupCycle:
                     self._undo(fwk, trial)
         return GroupResult(status, trials)
 
-    def _try(self, fwk: Framework, qpi: QueuedPodInfo, placement: Placement | None) -> PodTrial:
+    def _try(
+        self,
+        fwk: Framework,
+        qpi: QueuedPodInfo,
+        placement: Placement | None,
+        removed: frozenset[str] = frozenset(),
+        post_filters: bool = True,
+    ) -> PodTrial:
         """Schedule one pod of the group and, if it finds a node, assume, Reserve and
         Permit it there (undone by :meth:`_undo`)."""
         sched = self.sched
@@ -237,13 +273,14 @@ class PodGroupCycle:
             # Each pod sees the pods tried before it assumed on their nodes.
             sched.cache.update_snapshot(sched.snapshot)
             snapshot = sched.snapshot
-            if placement is not None:
-                snapshot = _narrowed(snapshot, placement)
+            if placement is not None or removed:
+                snapshot = _derived(snapshot, placement, removed)
                 fwk.set_snapshot(snapshot)
             record.num_all_nodes = snapshot.num_nodes()
             result = sched.algorithm.schedule_pod(fwk, trial.state, pod_info, snapshot)
         except FitError as fit:
-            sched._post_filter(fwk, trial.state, pod_info, fit, record, snapshot)
+            if post_filters:
+                sched._post_filter(fwk, trial.state, pod_info, fit, record, snapshot)
             fit.diagnosis.rejected_rows.clear()
             record.diagnosis = fit.diagnosis
             trial.status, trial.fit = Status(Code.UNSCHEDULABLE, str(fit)), fit
@@ -318,6 +355,9 @@ class PodGroupCycle:
                 )
                 if binding is not None:
                     bindings.append(binding)
+            elif result.waiting_on_preemption:
+                # Placed while victims make room: retried once they are gone.
+                sched._fail(fwk, qpi, group, None, record, cycle, started, "")
             else:
                 # Placed, but the group is not: the pod waits for the rest of its group.
                 assert trial.permit is not None
@@ -368,11 +408,13 @@ class PodGroupCycle:
             log.warning("could not update status of pod group %s/%s: %s", *key, err)
 
 
-def _narrowed(snapshot: Snapshot, placement: Placement) -> Snapshot:
-    """``snapshot`` with only ``placement``'s nodes (and their pods, assumed ones too): what
-    a pod of the group sees on that placement (upstream's ``AssumePlacement``)."""
-    names = {ni.name for ni in placement.nodes}
-    kept = [ni for ni in snapshot.list() if ni.name in names]
+def _derived(snapshot: Snapshot, placement: Placement | None, removed: frozenset[str]) -> Snapshot:
+    """``snapshot`` with only ``placement``'s nodes when given (upstream's
+    ``AssumePlacement``) and without the pods whose UIDs are ``removed`` (preemption's
+    what-if); assumed pods are kept."""
+    names = {ni.name for ni in placement.nodes} if placement is not None else None
+    kept = [ni for ni in snapshot.list() if names is None or ni.name in names]
     return Snapshot.from_objects(
-        pods=[p for ni in kept for p in ni.pods], nodes=[ni.node for ni in kept if ni.node]
+        pods=[p for ni in kept for p in ni.pods if p.uid not in removed],
+        nodes=[ni.node for ni in kept if ni.node],
     )

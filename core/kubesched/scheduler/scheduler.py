@@ -32,6 +32,7 @@ from kubesched.scheduler.pod_group_cycle import (
     TOPOLOGY_AWARE_GATE,
     PodGroupCycle,
 )
+from kubesched.scheduler.pod_group_preemption import WORKLOAD_AWARE_PREEMPTION_GATE
 from kubesched.scheduler.recorder import EventRecorder
 from kubesched.scheduler.records import (
     RESULT_ERROR,
@@ -244,7 +245,11 @@ class Scheduler:
         self._errors_in_a_row = 0
         self._last_error = ""
         self._pod_group_cycle = (
-            PodGroupCycle(self, config.feature_gates.enabled(TOPOLOGY_AWARE_GATE))
+            PodGroupCycle(
+                self,
+                config.feature_gates.enabled(TOPOLOGY_AWARE_GATE),
+                config.feature_gates.enabled(WORKLOAD_AWARE_PREEMPTION_GATE),
+            )
             if config.feature_gates.enabled(GENERIC_WORKLOAD_GATE)
             else None
         )

@@ -619,6 +619,8 @@ class MemoryCluster:
             obj = self.admission.admit(obj, copy=not owned)
         elif not owned:
             obj = obj.model_copy(deep=True)
+        if isinstance(obj, WorkloadPodGroup):
+            self.admission.admit_pod_group(obj)
         self.defaults.apply(obj)
         meta = obj.metadata
         if not meta.name:
