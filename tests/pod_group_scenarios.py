@@ -82,6 +82,22 @@ HIGH_GANG = [
 ]
 """A gang of two 3-CPU workers whose PodGroup has the ``high`` priority."""
 
+
+def _preemption_case(
+    first: str, second: str, gang: list[dict[str, Any]]
+) -> tuple[str, list[dict[str, Any]]]:
+    """Two nodes, each running a pod of priority class ``first`` / ``second``, then
+    ``gang``, under WorkloadAwarePreemption."""
+    return PREEMPTION_GATES, [
+        *PRIORITY_CLASSES,
+        _node("n0"),
+        _node("n1"),
+        _pod("v-0", None, first),
+        _pod("v-1", None, second),
+        *gang,
+    ]
+
+
 SCENARIOS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     # Two nodes hold two of the three: nothing is bound.
     "gang-fits-in-part": (GANG_GATES, [_node("n0"), _node("n1"), _group(3), *WORKERS]),
@@ -106,41 +122,12 @@ SCENARIOS: dict[str, tuple[str, list[dict[str, Any]]]] = {
         ],
     ),
     # Both nodes run a low-priority pod: the gang preempts both, then runs.
-    "preempts-two-low-pods": (
-        PREEMPTION_GATES,
-        [
-            *PRIORITY_CLASSES,
-            _node("n0"),
-            _node("n1"),
-            _pod("v-0", None, "low"),
-            _pod("v-1", None, "low"),
-            *HIGH_GANG,
-        ],
-    ),
+    "preempts-two-low-pods": _preemption_case("low", "low", HIGH_GANG),
     # One low and one high pod: preempting the low one is not enough, nothing is.
-    "one-victim-is-not-enough": (
-        PREEMPTION_GATES,
-        [
-            *PRIORITY_CLASSES,
-            _node("n0"),
-            _node("n1"),
-            _pod("v-0", None, "low"),
-            _pod("v-1", None, "high"),
-            *HIGH_GANG,
-        ],
-    ),
+    "one-victim-is-not-enough": _preemption_case("low", "high", HIGH_GANG),
     # The PodGroup has no priority class: nothing has a lower priority than it.
-    "no-lower-priority-victims": (
-        PREEMPTION_GATES,
-        [
-            *PRIORITY_CLASSES,
-            _node("n0"),
-            _node("n1"),
-            _pod("v-0", None, "low"),
-            _pod("v-1", None, "low"),
-            _group(2),
-            *(_pod(f"g-{i}", priority_class="high") for i in range(2)),
-        ],
+    "no-lower-priority-victims": _preemption_case(
+        "low", "low", [_group(2), *(_pod(f"g-{i}", priority_class="high") for i in range(2))]
     ),
 }
 """Each case: the gates, then its objects, created in this order (the pods without a group

@@ -11,6 +11,7 @@ that fits only in part, a gang kept in one rack) are recorded the same way, in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -134,25 +135,36 @@ def test_the_real_scheduler_and_the_recording_agree(real: KubeClient) -> None:
 def kubesched_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeClient]:
     """A control plane of its own serving the Workload API, with kubesched (the same
     gates) scheduling it in this process."""
+    with kubesched_scheduling(
+        SCHEDULER_GATES.partition("=")[2], tmp_path_factory.mktemp("kubesched")
+    ) as admin:
+        yield admin
+
+
+@contextlib.contextmanager
+def kubesched_scheduling(gates_text: str, tmp_path: Path) -> Iterator[KubeClient]:
+    """A control plane serving the Workload API with kubesched (``gates_text``) scheduling
+    it in this process; an admin client."""
     if assets_dir() is None:
         pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
     registry = default_registry()
-    gates = parse_feature_gates([SCHEDULER_GATES.partition("=")[2]])
+    gates = parse_feature_gates([gates_text])
     with ControlPlane(apiserver_args=WORKLOAD_APISERVER_ARGS) as cp:
-        config = load_config(write_config(tmp_path_factory.mktemp("kubesched")), registry, gates)
-        client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
-        cluster = KubeCluster(client)
+        config = load_config(write_config(tmp_path), registry, gates)
+        cluster = KubeCluster(KubeClient(load_configuration(str(cp.kubeconfig)), FAST))
         runner = SchedulerRunner(
             effective_configuration(config, registry, gates=gates), registry, cluster
         )
         thread = threading.Thread(target=runner.run, daemon=True)
         thread.start()
-        wait_for(cluster.synced, 60, "kubesched's informers to sync")
         admin = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
-        yield admin
-        runner.stop()
-        thread.join(60)
-        admin.close()
+        try:
+            wait_for(cluster.synced, 60, "kubesched's informers to sync")
+            yield admin
+        finally:
+            runner.stop()
+            thread.join(60)
+            admin.close()
 
 
 def test_kubesched_on_a_real_cluster_as_the_real_scheduler(kubesched_cluster: KubeClient) -> None:
@@ -261,26 +273,6 @@ def test_the_real_scheduler_and_the_pod_group_cycle_recording_agree(name: str) -
 def test_kubesched_run_gives_the_pod_group_cycle_recording(name: str, tmp_path: Path) -> None:
     """``kubesched run``'s scheduler on a real API server: the same placements, messages
     and PodGroupScheduled condition (written through the PodGroup's ``/status``)."""
-    if assets_dir() is None:
-        pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
-    gates_text = SCENARIOS[name][0]
-    registry = default_registry()
-    gates = parse_feature_gates([gates_text])
-    with ControlPlane(apiserver_args=WORKLOAD_APISERVER_ARGS) as cp:
-        config = load_config(write_config(tmp_path), registry, gates)
-        client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
-        cluster = KubeCluster(client)
-        runner = SchedulerRunner(
-            effective_configuration(config, registry, gates=gates), registry, cluster
-        )
-        thread = threading.Thread(target=runner.run, daemon=True)
-        thread.start()
-        admin = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
-        try:
-            wait_for(cluster.synced, 60, "kubesched's informers to sync")
-            got = _run_scenario(admin, name)
-        finally:
-            runner.stop()
-            thread.join(60)
-            admin.close()
+    with kubesched_scheduling(SCENARIOS[name][0], tmp_path) as admin:
+        got = _run_scenario(admin, name)
     assert got == json.loads(CYCLE_RECORDING.read_text())[name]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubesched import Code, CycleState, Placement, hookimpl
+from kubesched import Code, CycleState, Placement, Status, hookimpl
 from kubesched.api import parse_object
 from kubesched.cache import new_snapshot
 from kubesched.framework.listers import StaticLister
@@ -125,14 +125,19 @@ class SplitByName:
 
 
 class Broken:
+    """A generator that fails in the way ``answer`` says."""
+
     name = "Broken"
+    answer = "raise"
 
     def __init__(self, args, handle):
         pass
 
     @hookimpl
     def generate_placements(self, parent):
-        raise RuntimeError("boom")
+        if self.answer == "raise":
+            raise RuntimeError("boom")
+        return Status() if self.answer == "success-status" else None
 
 
 def test_generators_run_in_order_each_on_the_placements_of_the_one_before():
@@ -149,10 +154,21 @@ def test_generators_run_in_order_each_on_the_placements_of_the_one_before():
     }
 
 
-def test_a_generator_that_raises_is_an_error_naming_it():
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("raise", "boom"),
+        ("none", "returned NoneType from generate_placements"),
+        ("success-status", "returned Status from generate_placements"),
+    ],
+    ids=["raises", "answers-nothing", "answers-a-success-status"],
+)
+def test_a_generator_that_fails_is_an_error_naming_it(answer, reason, monkeypatch):
+    monkeypatch.setattr(Broken, "answer", answer)
     fw = make_framework(Broken, lister=StaticLister([]))
     snapshot = new_snapshot([], NODES)
     fw.set_snapshot(snapshot)
     placements, status = fw.run_placement_generate_plugins(CycleState(), None, snapshot.list())
     assert (placements, status.code) == ([], Code.ERROR)
-    assert "boom" in status.message()
+    assert status.message().startswith('running PlacementGenerate plugin "Broken": ')
+    assert reason in status.message()

@@ -1256,7 +1256,6 @@ class Framework:
             )
         self._observe("PostBind", Status(), start)
 
-    # -- helpers ------------------------------------------------------------------------
     # -- pod group cycle ----------------------------------------------------------------
     def run_placement_generate_plugins(
         self, state: CycleState, pod_group: Any, nodes: Sequence[NodeInfo]
@@ -1272,9 +1271,11 @@ class Framework:
                 result = self._safe(
                     runner, "generate_placements", "PlacementGenerate", state, pod_group, parent
                 )
-                if isinstance(result, Status) or result is None:
+                if isinstance(result, Status) or not isinstance(result, list | tuple):
                     status = _wrap_error(
-                        result if isinstance(result, Status) else Status(Code.ERROR),
+                        result
+                        if isinstance(result, Status) and not result.is_success()
+                        else _wrong_result(runner.name, "generate_placements", result),
                         f"running PlacementGenerate plugin {_q(runner.name)}",
                     )
                     break
@@ -1301,7 +1302,11 @@ class Framework:
                     runner, "score_placement", "PlacementScore", state, pod_group, candidate
                 )
                 if not _is_score(score):
-                    status = score if isinstance(score, Status) else Status(Code.ERROR)
+                    status = (
+                        score
+                        if isinstance(score, Status) and not score.is_success()
+                        else _wrong_result(runner.name, "score_placement", score)
+                    )
                     break
                 scores.append(int(score))
             if status.is_success():
@@ -1317,6 +1322,7 @@ class Framework:
         self._observe("PlacementScore", status, start)
         return totals, status
 
+    # -- helpers ------------------------------------------------------------------------
     def _declared_skip(
         self, runner: PluginRunner, extension_point: str, state: CycleState, skip: set[str]
     ) -> None:
