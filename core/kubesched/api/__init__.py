@@ -80,7 +80,13 @@ from .nodeaffinity import (
     PreferredSchedulingTermsScorer,
     RequiredNodeAffinity,
 )
-from .podgroups import WORKLOAD_API_VERSION, Workload, WorkloadPodGroup, set_status_condition
+from .podgroups import (
+    WORKLOAD_API_GROUP,
+    WORKLOAD_API_VERSION,
+    Workload,
+    WorkloadPodGroup,
+    set_status_condition,
+)
 from .quantity import Quantity, parse_quantity
 from .quota import LimitRange, LimitRangeItem, ResourceQuota
 from .resource import (
@@ -222,6 +228,7 @@ __all__ = [
     "NOT_SUPPORTED_PROVISIONER",
     "PODS",
     "RESOURCE_CLAIM_FINALIZER",
+    "WORKLOAD_API_GROUP",
     "WORKLOAD_API_VERSION",
     "AWSElasticBlockStoreVolumeSource",
     "Affinity",

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubesched.api import (
+    WORKLOAD_API_GROUP,
     WORKLOAD_API_VERSION,
     CSIDriver,
     CSINode,
@@ -344,6 +345,12 @@ class KubeCluster:
             for verb in ("list", "watch")
         ]
         out += [(v, g, r, sub, "") for v, g, r, sub in REQUIRED_ACCESS]
+        if any(
+            r.group == WORKLOAD_API_GROUP and r.plural == "podgroups"
+            for r in (informer.resource for informer in self.informers.values())
+        ):
+            # A pod group's cycle writes its PodGroup's PodGroupScheduled condition.
+            out.append(("patch", WORKLOAD_API_GROUP, "podgroups", "status", ""))
         for what in sorted(self.writes):
             kind, _, sub = what.partition("/")
             resource = resource_for(kind)
