@@ -107,19 +107,31 @@ class PodGroupCycle:
         members = self._members(fwk, first)
         if not members:
             return
-        result = self.schedule(fwk, members)
-        if self._preemption is not None and result.status.code in (
-            Code.UNSCHEDULABLE,
-            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-        ):
-            status = self._preemption.run(fwk, members, self._pod_group(fwk, members[0].pod))
-            if status.is_success():
-                result.waiting_on_preemption = True
-            elif status.code == Code.ERROR:
-                result.status = status
-            elif status.message():
-                result.status = Status(result.status.code, *result.status.reasons, status.message())
+        try:
+            result = self.schedule(fwk, members)
+            if self._preemption is not None and result.status.code in (
+                Code.UNSCHEDULABLE,
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            ):
+                self._preempt(fwk, members, result)
+        except Exception as err:
+            # A bug (ours or a plugin's, outside a hook call) must not lose the popped pods:
+            # the trial is undone by then, and every pod is requeued with the error.
+            log.exception("pod group cycle of %s failed", first.pod_info.key)
+            result = GroupResult(Status.from_error(err), [])
         self._submit(fwk, members, result, cycle)
+
+    def _preempt(self, fwk: Framework, members: list[QueuedPodInfo], result: GroupResult) -> None:
+        """Workload-aware preemption for a group that did not fit; ``result`` then waits for
+        the victims to go, or says why none was preempted (upstream appends the reason)."""
+        assert self._preemption is not None
+        status = self._preemption.run(fwk, members, self._pod_group(fwk, members[0].pod))
+        if status.is_success():
+            result.waiting_on_preemption = True
+        elif status.code == Code.ERROR:
+            result.status = status
+        elif status.message():
+            result.status = Status(result.status.code, *result.status.reasons, status.message())
 
     def try_without(
         self, fwk: Framework, members: list[QueuedPodInfo], removed: frozenset[str]
