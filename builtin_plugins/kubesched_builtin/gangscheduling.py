@@ -41,7 +41,7 @@ ERR_REASON_POD_GROUP_MISSING = (
 """PreEnqueue: the pod's PodGroup does not exist (upstream's wording, ``pods's`` included)."""
 ERR_REASON_QUORUM_NOT_QUEUED = "waiting for minCount pods from a gang to appear in scheduling queue"
 """PreEnqueue: fewer than ``minCount`` pods name the group."""
-ERR_REASON_WAITING_ON_PERMIT = "waiting for minCount pods from a gang to be waiting on permit"
+ERR_REASON_WAITING_ON_PERMIT = "waiting for minCount pods from a gang to be scheduled"
 """Permit: the pod waits for ``minCount`` pods of its group to be assumed or bound."""
 ERR_REASON_GANG_UNSCHEDULABLE = (
     "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "

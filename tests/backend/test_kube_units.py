@@ -399,6 +399,17 @@ def test_an_extension_kind_is_watched_from_its_crd_collection() -> None:
     access = cluster.required_access()
     assert ("list", "scheduling.x-k8s.io", "podgroups", "", "") in access
     assert ("watch", "scheduling.x-k8s.io", "podgroups", "", "") in access
+    # Only the Workload API's PodGroups get their PodGroupScheduled condition written.
+    assert not any(a[2:4] == ("podgroups", "status") for a in access)
+
+
+def test_the_workload_apis_podgroups_are_watched_and_their_status_patched() -> None:
+    cluster = KubeCluster(object())  # type: ignore[arg-type]
+    cluster.events.close()
+    assert cluster.watch_kinds(["scheduling.k8s.io/v1alpha2/PodGroup"]) == []
+    access = cluster.required_access()
+    assert ("watch", "scheduling.k8s.io", "podgroups", "", "") in access
+    assert ("patch", "scheduling.k8s.io", "podgroups", "status", "") in access
 
 
 @pytest.mark.parametrize(

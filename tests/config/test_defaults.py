@@ -23,7 +23,8 @@ from kubesched.framework.registry import PluginRegistry
 # Upstream's getDefaultPlugins (pkg/scheduler/apis/config/v1/default_plugins.go, the
 # version with SchedulingGates first), without EBSLimits, GCEPDLimits and AzureDiskLimits;
 # NodeDeclaredFeatures, there while its gate is on (v1.36's default), then GangScheduling,
-# there while its gate is on (alpha, off by default).
+# TopologyPlacementGenerator and PodGroupPodsCount, there while their gates are on (alpha,
+# off by default).
 UPSTREAM_DEFAULTS = [
     ("SchedulingGates", None),
     ("PrioritySort", None),
@@ -46,6 +47,8 @@ UPSTREAM_DEFAULTS = [
     ("DefaultBinder", None),
     ("NodeDeclaredFeatures", None),
     ("GangScheduling", None),
+    ("TopologyPlacementGenerator", None),
+    ("PodGroupPodsCount", 1),
 ]
 
 
@@ -195,9 +198,12 @@ def test_user_args_are_completed_with_defaults(registry: PluginRegistry) -> None
 def test_defaults_without_plugins_installed() -> None:
     config = default_configuration(PluginRegistry())
     assert config.profiles[0].plugin_config == ()
-    # The gated plugins are out at the gates' defaults (GangScheduling: alpha, off).
+    # The gated plugins are out at the gates' defaults (GangScheduling, the placement
+    # plugins: alpha, off).
     assert [p.name for p in config.profiles[0].plugins.multi_point.enabled] == [
-        name for name, _ in UPSTREAM_DEFAULTS if name != "GangScheduling"
+        name
+        for name, _ in UPSTREAM_DEFAULTS
+        if name not in ("GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount")
     ]
 
 

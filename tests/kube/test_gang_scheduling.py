@@ -4,15 +4,19 @@ and kube-apiserver, with the same gates, on the objects of ``examples/gang-sched
 The real outcome is recorded in ``tests/fixtures/scheduler/gang-scheduling.json`` (written
 by this test with ``KUBESCHED_RECORD=1``); ``tests/plugins/test_gangscheduling.py``
 holds kubesched to that recording without the binaries, and this test holds the recording
-to the real scheduler.
+to the real scheduler. The pod group cycles of ``tests/pod_group_scenarios.py`` (a gang
+that fits only in part, a gang kept in one rack) are recorded the same way, in
+``tests/fixtures/scheduler/pod-group-cycle.json``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +35,9 @@ from kubesched.testing.envtest import (
     assets_dir,
     create_object,
 )
+from tests.pod_group_scenarios import RECORDING as CYCLE_RECORDING
+from tests.pod_group_scenarios import SCENARIOS, in_two_steps, racks_of
+from tests.pod_group_scenarios import outcome as cycle_outcome
 
 from .conftest import FAST, wait_for, write_config
 
@@ -41,6 +48,8 @@ EXAMPLE = ROOT / "examples" / "gang-scheduling"
 RECORDING = ROOT / "tests" / "fixtures" / "scheduler" / "gang-scheduling.json"
 SCHEDULER_GATES = "--feature-gates=GenericWorkload=true,GangScheduling=true"
 """The gates both schedulers run with (the API server serves every workload field)."""
+STABLE_FOR = 8.0
+"""Seconds a pod group case's outcome must stay the same to count as settled."""
 LATE_POD = "eval-2"
 """The third worker of the ``eval`` gang, created once the rest settled."""
 
@@ -126,25 +135,36 @@ def test_the_real_scheduler_and_the_recording_agree(real: KubeClient) -> None:
 def kubesched_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeClient]:
     """A control plane of its own serving the Workload API, with kubesched (the same
     gates) scheduling it in this process."""
+    with kubesched_scheduling(
+        SCHEDULER_GATES.partition("=")[2], tmp_path_factory.mktemp("kubesched")
+    ) as admin:
+        yield admin
+
+
+@contextlib.contextmanager
+def kubesched_scheduling(gates_text: str, tmp_path: Path) -> Iterator[KubeClient]:
+    """A control plane serving the Workload API with kubesched (``gates_text``) scheduling
+    it in this process; an admin client."""
     if assets_dir() is None:
         pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
     registry = default_registry()
-    gates = parse_feature_gates([SCHEDULER_GATES.partition("=")[2]])
+    gates = parse_feature_gates([gates_text])
     with ControlPlane(apiserver_args=WORKLOAD_APISERVER_ARGS) as cp:
-        config = load_config(write_config(tmp_path_factory.mktemp("kubesched")), registry, gates)
-        client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
-        cluster = KubeCluster(client)
+        config = load_config(write_config(tmp_path), registry, gates)
+        cluster = KubeCluster(KubeClient(load_configuration(str(cp.kubeconfig)), FAST))
         runner = SchedulerRunner(
             effective_configuration(config, registry, gates=gates), registry, cluster
         )
         thread = threading.Thread(target=runner.run, daemon=True)
         thread.start()
-        wait_for(cluster.synced, 60, "kubesched's informers to sync")
         admin = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
-        yield admin
-        runner.stop()
-        thread.join(60)
-        admin.close()
+        try:
+            wait_for(cluster.synced, 60, "kubesched's informers to sync")
+            yield admin
+        finally:
+            runner.stop()
+            thread.join(60)
+            admin.close()
 
 
 def test_kubesched_on_a_real_cluster_as_the_real_scheduler(kubesched_cluster: KubeClient) -> None:
@@ -188,21 +208,71 @@ def _kubesched_default_plugins(gates: str) -> list[tuple[str, int]]:
 
 
 @pytest.mark.parametrize(
-    ("gates", "missing"),
+    "gates",
     [
-        ("GenericWorkload=false", []),
-        ("GenericWorkload=true,GangScheduling=true", []),
-        (
-            "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true",
-            [("TopologyPlacementGenerator", 0), ("PodGroupPodsCount", 1)],
-        ),
+        "GenericWorkload=false",
+        "GenericWorkload=true,GangScheduling=true",
+        "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true",
+        "AllAlpha=true,AllBeta=true",
     ],
-    ids=["gates-off", "gang-scheduling", "topology-aware-not-modelled"],
+    ids=["gates-off", "gang-scheduling", "topology-aware", "all-alpha-and-beta"],
 )
-def test_default_profile_under_the_gates_is_kube_schedulers(
-    tmp_path: Path, gates: str, missing: list[tuple[str, int]]
-) -> None:
-    real = _real_default_plugins(tmp_path, gates)
-    # The placement plugins of TopologyAwareWorkloadScheduling do not exist in kubesched.
-    assert [p for p in real if p not in missing] == _kubesched_default_plugins(gates)
-    assert all(p in real for p in missing)
+def test_default_profile_under_the_gates_is_kube_schedulers(tmp_path: Path, gates: str) -> None:
+    assert _real_default_plugins(tmp_path, gates) == _kubesched_default_plugins(gates)
+
+
+# ---------------------------------------------------------------------------------------
+# pod group cycles: the real scheduler recorded, kubesched on a real API server held to it
+# ---------------------------------------------------------------------------------------
+
+
+def _run_scenario(client: KubeClient, name: str) -> dict[str, Any]:
+    """Create the case's objects in two steps and return its outcome once it has not
+    changed for a few seconds (a preempting group is refused first, then bound)."""
+    manifests = SCENARIOS[name][1]
+    before, after = in_two_steps(manifests)
+    for manifest in before:
+        create_object(client, manifest)
+    wait_for(lambda: all(p["spec"].get("nodeName") for p in _pods(client)), 60, "the first pods")
+    for manifest in after:
+        create_object(client, manifest)
+    group_path = "/apis/scheduling.k8s.io/v1alpha2/namespaces/default/podgroups/g"
+
+    def current() -> dict[str, Any] | None:
+        return cycle_outcome(_pods(client), racks_of(manifests), client.request("GET", group_path))
+
+    last, since = None, time.monotonic()
+    while time.monotonic() - since < STABLE_FOR:
+        now = wait_for(current, 90, f"the {name} case to settle")
+        if now != last:
+            last, since = now, time.monotonic()
+        time.sleep(0.5)
+    return last
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_the_real_scheduler_and_the_pod_group_cycle_recording_agree(name: str) -> None:
+    if assets_dir() is None:
+        pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
+    gates = SCENARIOS[name][0]
+    with ControlPlane(apiserver_args=WORKLOAD_APISERVER_ARGS) as cp:
+        cp.start_scheduler(args=(f"--feature-gates={gates}",))
+        client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
+        try:
+            got = _run_scenario(client, name)
+        finally:
+            client.close()
+    recorded = json.loads(CYCLE_RECORDING.read_text()) if CYCLE_RECORDING.exists() else {}
+    if os.environ.get("KUBESCHED_RECORD"):
+        recorded[name] = got
+        CYCLE_RECORDING.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+    assert got == recorded[name]
+
+
+@pytest.mark.parametrize("name", ["gang-fits-in-part", "one-rack-fits", "preempts-two-low-pods"])
+def test_kubesched_run_gives_the_pod_group_cycle_recording(name: str, tmp_path: Path) -> None:
+    """``kubesched run``'s scheduler on a real API server: the same placements, messages
+    and PodGroupScheduled condition (written through the PodGroup's ``/status``)."""
+    with kubesched_scheduling(SCENARIOS[name][0], tmp_path) as admin:
+        got = _run_scenario(admin, name)
+    assert got == json.loads(CYCLE_RECORDING.read_text())[name]

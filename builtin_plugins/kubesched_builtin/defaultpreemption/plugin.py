@@ -50,6 +50,14 @@ WORKLOAD_AWARE_PREEMPTION = "WorkloadAwarePreemption"
 never for one of its pods alone."""
 ERR_REASON_WORKLOAD_AWARE = MESSAGE_PREFIX + "not eligible due to workload aware preemption enabled"
 """PostFilter's answer for a pod of a pod group while that gate is on."""
+TOPOLOGY_AWARE_SCHEDULING = "TopologyAwareWorkloadScheduling"
+"""The alpha gate under which a pod group is tried on placements: pod-by-pod preemption
+would run once per placement, so v1.36 does not preempt for the pods of a group at all."""
+ERR_REASON_PLACEMENT_BASED = (
+    MESSAGE_PREFIX + "not eligible due to placement-based pod group scheduling limitation"
+)
+"""PostFilter's answer for a pod of a pod group while TopologyAwareWorkloadScheduling is
+on (and WorkloadAwarePreemption off), as kube-scheduler v1.36.2 words it."""
 """Upstream's DefaultPreemption prefixes every non-empty message of the evaluator."""
 
 PREEMPT_NEVER = "Never"
@@ -152,6 +160,7 @@ class DefaultPreemption:
         self.importance_key: Callable[[PodInfo], Any] = importance_key
         enabled = getattr(handle, "feature_enabled", None)
         self.workload_aware = enabled is not None and enabled(WORKLOAD_AWARE_PREEMPTION)
+        self.placement_based = enabled is not None and enabled(TOPOLOGY_AWARE_SCHEDULING)
 
     # -- extension points ------------------------------------------------------------------
     @hookimpl
@@ -168,6 +177,10 @@ class DefaultPreemption:
             if metrics is not None:
                 metrics.preemption_attempts.inc()
             return Status(Code.UNSCHEDULABLE, ERR_REASON_WORKLOAD_AWARE)
+        if self.placement_based and pod_info.pod.spec.scheduling_group is not None:
+            if metrics is not None:
+                metrics.preemption_attempts.inc()
+            return Status(Code.UNSCHEDULABLE, ERR_REASON_PLACEMENT_BASED)
         try:
             result, status = self.evaluator.preempt(state, pod_info, filtered_node_status_map)
         finally:

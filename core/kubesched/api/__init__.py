@@ -86,7 +86,13 @@ from .nodeaffinity import (
     PreferredSchedulingTermsScorer,
     RequiredNodeAffinity,
 )
-from .podgroups import WORKLOAD_API_VERSION, Workload, WorkloadPodGroup
+from .podgroups import (
+    WORKLOAD_API_GROUP,
+    WORKLOAD_API_VERSION,
+    Workload,
+    WorkloadPodGroup,
+    set_status_condition,
+)
 from .quantity import Quantity, parse_quantity
 from .quota import LimitRange, LimitRangeItem, ResourceQuota
 from .resource import (
@@ -227,6 +233,7 @@ __all__ = [
     "NOT_SUPPORTED_PROVISIONER",
     "PODS",
     "RESOURCE_CLAIM_FINALIZER",
+    "WORKLOAD_API_GROUP",
     "WORKLOAD_API_VERSION",
     "AWSElasticBlockStoreVolumeSource",
     "Affinity",
@@ -385,6 +392,7 @@ __all__ = [
     "resolve_kind",
     "resource_value",
     "selector_from_set",
+    "set_status_condition",
     "split_kind",
     "stored_key",
     "toleration_tolerates_taint",

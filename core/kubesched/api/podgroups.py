@@ -32,6 +32,7 @@ __all__ = [
     "Workload",
     "WorkloadPodGroup",
     "WorkloadSpec",
+    "set_status_condition",
 ]
 
 WORKLOAD_API_GROUP = "scheduling.k8s.io"
@@ -124,3 +125,26 @@ class Workload(KubeObject):
     api_version: str | None = WORKLOAD_API_VERSION
     kind: str | None = "Workload"
     spec: WorkloadSpec = Field(default_factory=WorkloadSpec)
+
+
+def set_status_condition(
+    conditions: list[dict], ctype: str, status: str, reason: str, message: str, now: str
+) -> list[dict]:
+    """``conditions`` (``metav1.Condition`` s) with the condition of type ``ctype`` set, as
+    apimachinery's ``SetStatusCondition``: ``lastTransitionTime`` becomes ``now`` only when
+    the status changes (or the condition is new). A new list; ``conditions`` is unchanged."""
+    condition = {
+        "type": ctype,
+        "status": status,
+        "lastTransitionTime": now,
+        "reason": reason,
+        "message": message,
+    }
+    out = list(conditions)
+    for i, c in enumerate(out):
+        if c.get("type") == ctype:
+            if c.get("status") == status and c.get("lastTransitionTime"):
+                condition["lastTransitionTime"] = c["lastTransitionTime"]
+            out[i] = condition
+            return out
+    return [*out, condition]

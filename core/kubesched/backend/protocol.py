@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from kubesched.api import KubeObject, Lease, Pod
+from kubesched.api import KubeObject, Lease, Pod, WorkloadPodGroup
 from kubesched.errors import KubeschedError
 
 
@@ -148,6 +148,10 @@ class ClusterBackend(Protocol):
         clear_nominated_node_name: bool = False,
     ) -> None:
         """Set a condition and/or the nominated node on ``pod``'s status."""
+        ...
+
+    def update_pod_group_status(self, group: WorkloadPodGroup, condition: PodCondition) -> None:
+        """Set a condition on a Workload API PodGroup's status (its ``/status``)."""
         ...
 
     def delete_pod(self, pod: Pod, grace_period_seconds: float | None = None) -> None:

@@ -15,9 +15,14 @@ from kubesched.errors import KubeschedError
 from kubesched.framework.plugin import EXTENSION_POINTS
 from kubesched.framework.sdk import SDK_VERSION
 
-TEMPLATE_EXTENSION_POINTS = tuple(ep.name for ep in EXTENSION_POINTS if ep.name != "QueueSort")
+TEMPLATE_EXTENSION_POINTS = tuple(
+    ep.name
+    for ep in EXTENSION_POINTS
+    if ep.name not in ("QueueSort", "PlacementGenerate", "PlacementScore")
+)
 """What the template can implement: every extension point but QueueSort (a profile has
-exactly one queue sort, and the built-in PrioritySort is nearly always what one wants)."""
+exactly one queue sort, and the built-in PrioritySort is nearly always what one wants) and
+the two of a pod group's cycle (alpha, behind TopologyAwareWorkloadScheduling)."""
 
 
 MAX_LABEL_NAME_LENGTH = 63

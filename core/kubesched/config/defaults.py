@@ -43,6 +43,8 @@ DEFAULT_MULTI_POINT_PLUGINS: tuple[Plugin, ...] = (
     Plugin(name="DefaultBinder"),
     Plugin(name="NodeDeclaredFeatures"),
     Plugin(name="GangScheduling"),
+    Plugin(name="TopologyPlacementGenerator"),
+    Plugin(name="PodGroupPodsCount", weight=1),
 )
 """The default profile's plugins, all enabled through ``multiPoint``: upstream v1.36's
 default set, in its order and with its score weights
@@ -53,6 +55,8 @@ v1 validation and are not among them."""
 GATED_DEFAULT_PLUGINS: dict[str, str] = {
     "NodeDeclaredFeatures": "NodeDeclaredFeatures",
     "GangScheduling": "GangScheduling",
+    "TopologyPlacementGenerator": "TopologyAwareWorkloadScheduling",
+    "PodGroupPodsCount": "TopologyAwareWorkloadScheduling",
 }
 """Default plugins that upstream leaves out of the default profile while a feature gate is
 off: plugin name → gate (``applyFeatureGates`` of upstream's ``default_plugins.go``)."""

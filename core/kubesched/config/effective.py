@@ -31,6 +31,8 @@ NODE_RESOURCES_FIT = "NodeResourcesFit"
 """The highest score a Score plugin gives a node after normalisation."""
 MAX_TOTAL_SCORE = 2**63 - 1
 """Upstream's bound of the sum of weighted scores (``math.MaxInt64``)."""
+WEIGHTED_EXTENSION_POINTS = ("Score", "PlacementScore")
+"""The extension points whose plugins have a weight."""
 
 
 def _go_int64(x: int) -> int:
@@ -42,8 +44,8 @@ def _go_int64(x: int) -> int:
 class EnabledPlugin:
     """A plugin at an extension point of a profile.
 
-    ``weight`` is the plugin's score weight at ``Score`` (1 when not configured) and 0
-    at every other extension point.
+    ``weight`` is the plugin's score weight at ``Score`` and ``PlacementScore`` (1 when
+    not configured) and 0 at every other extension point.
     """
 
     name: str
@@ -188,13 +190,19 @@ class _ProfileBuilder:
         rest = [name for name in enabled if name not in overrides]
         return first + from_multi_point + rest
 
-    def score_weights(self, score_plugins: list[str]) -> dict[str, int]:
-        """Upstream's ``getScoreWeights``: the Score entry's weight, else multiPoint's, else 1."""
+    def score_weights(
+        self, score_plugins: list[str], extension_point: str = "Score", config_key: str = "score"
+    ) -> dict[str, int]:
+        """Upstream's ``getScoreWeights``: the Score entry's weight, else multiPoint's, else 1
+        (the same for PlacementScore, with its own entries)."""
         weights: dict[str, int] = {}
         total = 0
-        entries: list[Plugin] = [*self.plugins.score.enabled, *self.plugins.multi_point.enabled]
+        entries: list[Plugin] = [
+            *self.plugins.plugin_set(config_key).enabled,
+            *self.plugins.multi_point.enabled,
+        ]
         for plugin in entries:
-            if plugin.name in weights or not self._implements(plugin.name, "Score"):
+            if plugin.name in weights or not self._implements(plugin.name, extension_point):
                 continue
             # A weight of 0 is not permitted: a plugin is disabled explicitly instead.
             weight = plugin.weight or 1
@@ -205,7 +213,8 @@ class _ProfileBuilder:
             if weight * MAX_NODE_SCORE > _go_int64(MAX_TOTAL_SCORE - total):
                 self.problems.append(
                     FieldProblem(
-                        self._set_path("score"), "total score of Score plugins could overflow"
+                        self._set_path(config_key),
+                        f"total score of {extension_point} plugins could overflow",
                     )
                 )
                 break
@@ -274,10 +283,16 @@ class _ProfileBuilder:
                     f'"{self.name}"',
                 )
             )
-        weights = self.score_weights(names_by_ep["Score"])
+        weights = {
+            "Score": self.score_weights(names_by_ep["Score"]),
+            "PlacementScore": self.score_weights(
+                names_by_ep["PlacementScore"], "PlacementScore", "placementScore"
+            ),
+        }
         for ep_name, names in names_by_ep.items():
             plugins[ep_name] = tuple(
-                EnabledPlugin(name, weights[name] if ep_name == "Score" else 0) for name in names
+                EnabledPlugin(name, weights[ep_name][name] if ep_name in weights else 0)
+                for name in names
             )
         args = self.plugin_args(needed)
         if self.problems:
@@ -371,13 +386,15 @@ def effective_to_dict(effective: EffectiveConfiguration) -> dict[str, Any]:
 
     ``{"profiles": [{"schedulerName", "percentageOfNodesToScore", "plugins":
     {extension point: [{"name", "weight"?}]}, "pluginArgs": {plugin: args | None}}]}``;
-    a weight is shown at Score only.
+    a weight is shown at Score and PlacementScore only.
     """
     profiles = []
     for profile in effective.profiles:
         plugins = {
             ep: [
-                {"name": p.name, "weight": p.weight} if ep == "Score" else {"name": p.name}
+                {"name": p.name, "weight": p.weight}
+                if ep in WEIGHTED_EXTENSION_POINTS
+                else {"name": p.name}
                 for p in entries
             ]
             for ep, entries in profile.plugins.items()

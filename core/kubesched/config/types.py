@@ -95,6 +95,8 @@ class Plugins(ConfigModel):
     pre_bind: PluginSet = PluginSet()
     bind: PluginSet = PluginSet()
     post_bind: PluginSet = PluginSet()
+    placement_generate: PluginSet = PluginSet()
+    placement_score: PluginSet = PluginSet()
 
     @field_validator("*", mode="before")
     @classmethod

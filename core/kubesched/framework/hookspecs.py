@@ -29,10 +29,16 @@ from typing import TYPE_CHECKING
 from kubesched.framework.plugin import hookspec
 
 if TYPE_CHECKING:
-    from kubesched.api import Pod
+    from kubesched.api import Pod, WorkloadPodGroup
     from kubesched.framework.cycle_state import CycleState
     from kubesched.framework.events import ClusterEventWithHint
-    from kubesched.framework.results import NodeScores, PostFilterResult, PreFilterResult
+    from kubesched.framework.results import (
+        NodeScores,
+        Placement,
+        PodGroupAssignments,
+        PostFilterResult,
+        PreFilterResult,
+    )
     from kubesched.framework.status import Status
     from kubesched.framework.types import NodeBatch, NodeInfo, NodeToStatus, PodInfo, QueuedPodInfo
 
@@ -291,3 +297,41 @@ def bind(state: CycleState, pod: Pod, pod_info: PodInfo, node_name: str) -> Stat
 @hookspec
 def post_bind(state: CycleState, pod: Pod, pod_info: PodInfo, node_name: str) -> None:
     """PostBind: informational, after a successful bind (clean-up, notification)."""
+
+
+# ---------------------------------------------------------------------------------------
+# Pod group cycle (TopologyAwareWorkloadScheduling)
+# ---------------------------------------------------------------------------------------
+
+
+@hookspec
+def generate_placements(
+    state: CycleState, pod_group: WorkloadPodGroup, parent: Placement
+) -> Sequence[Placement] | Status:
+    """PlacementGenerate: split ``parent`` (at first every node) into the placements a pod
+    group may be scheduled on, each tried in turn with every pod of the group.
+
+    Runs once per pod group cycle under the TopologyAwareWorkloadScheduling gate; the
+    plugins run in configured order, each on every placement of the one before. Return
+    ``[parent]`` when the group is none of this plugin's business; an empty list leaves
+    the group nowhere to go; ``ERROR`` ends the cycle (every pod of the group is requeued).
+    """
+
+
+@hookspec
+def score_placement(
+    state: CycleState, pod_group: WorkloadPodGroup, assignments: PodGroupAssignments
+) -> int | Status:
+    """PlacementScore: score one placement on which the group's trial succeeded.
+
+    Asked only when the group could go on two placements or more; the placement with
+    the highest weighted total wins (ties broken at random). ``ERROR`` ends the cycle.
+    """
+
+
+@hookspec
+def normalize_placement_score(
+    state: CycleState, pod_group: WorkloadPodGroup, scores: list[int]
+) -> Status | None:
+    """Rescale this plugin's placement scores (one per successful placement, in the order
+    they were scored) in place, to 0..100, before the weights apply."""

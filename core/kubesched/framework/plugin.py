@@ -45,8 +45,13 @@ EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
     ExtensionPoint("PreBind", "preBind", "pre_bind"),
     ExtensionPoint("Bind", "bind", "bind"),
     ExtensionPoint("PostBind", "postBind", "post_bind"),
+    ExtensionPoint("PlacementGenerate", "placementGenerate", "generate_placements"),
+    ExtensionPoint(
+        "PlacementScore", "placementScore", "score_placement", ("normalize_placement_score",)
+    ),
 )
-"""The extension points in the order a pod meets them (upstream's order)."""
+"""The extension points in the order a pod meets them (upstream's order), then the two of a
+pod group's cycle under TopologyAwareWorkloadScheduling (they wrap the pod-by-pod ones)."""
 
 EXTENSION_POINTS_BY_NAME = {ep.name: ep for ep in EXTENSION_POINTS}
 EXTENSION_POINTS_BY_CONFIG_KEY = {ep.config_key: ep for ep in EXTENSION_POINTS}

@@ -1,14 +1,19 @@
-"""Values plugins return besides a Status: PreFilter and PostFilter results, node scores."""
+"""Values plugins return besides a Status: PreFilter and PostFilter results, node scores,
+and a pod group's placements."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kubesched.framework.status import Status
+
+if TYPE_CHECKING:
+    from kubesched.api import Pod
+    from kubesched.framework.types import NodeInfo
 
 MAX_NODE_SCORE = 100
 """The highest score a node can have after NormalizeScore (upstream ``MaxNodeScore``)."""
@@ -123,3 +128,21 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: NodeScores
     np.floor_divide(values * max_priority, highest, out=values)
     if reverse:
         np.subtract(max_priority, values, out=values)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Nodes a pod group's cycle may place the whole group on (PlacementGenerate's answer):
+    ``name`` (a topology domain's value, for instance) and ``nodes``, the NodeInfos."""
+
+    name: str
+    nodes: tuple[NodeInfo, ...]
+
+
+@dataclass(frozen=True)
+class PodGroupAssignments:
+    """A placement on which the group's trial succeeded, with ``assignments``: each placed
+    pod and the node it found there (what PlacementScore plugins score)."""
+
+    placement: Placement
+    assignments: tuple[tuple[Pod, str], ...]

@@ -455,6 +455,29 @@ class PriorityQueue:
             self._release_reasons(qpi.pod_info.uid)
             return qpi
 
+    def pop_specific(self, uid: str) -> QueuedPodInfo | None:
+        """Take the queued pod ``uid`` out of the activeQ, the backoffQ or the unschedulable
+        pods for the scheduling cycle already under way (a pod group's cycle takes every
+        unscheduled member at once); None if it is not there (gated, in flight, gone).
+        Like :meth:`pop`, the pod counts one more attempt and is in flight until ``done``.
+        """
+        with self._lock:
+            qpi = (
+                self._active.get(uid)
+                or self._backoff.get(uid)
+                or self._error_backoff.get(uid)
+                or self._unschedulable.get(uid)
+            )
+            if qpi is None:
+                return None
+            self._remove_locked(uid)
+            qpi.attempts += 1
+            qpi.backoff_expiration = None
+            self._in_flight[uid] = qpi.pod
+            self._in_flight_since[uid] = self._events_seen
+            self._release_reasons(uid)
+            return qpi
+
     def _can_pop(self) -> bool:
         return (
             len(self._active) > 0

@@ -27,6 +27,12 @@ from kubesched.framework.types import NO_PLUGINS, PodInfo, QueuedPodInfo, pod_ui
 from kubesched.metrics import Metrics
 from kubesched.queue import PriorityQueue, ProfileQueueing
 from kubesched.scheduler.algorithm import ScheduleResult, SchedulingAlgorithm, SchedulingError
+from kubesched.scheduler.pod_group_cycle import (
+    GENERIC_WORKLOAD_GATE,
+    TOPOLOGY_AWARE_GATE,
+    PodGroupCycle,
+)
+from kubesched.scheduler.pod_group_preemption import WORKLOAD_AWARE_PREEMPTION_GATE
 from kubesched.scheduler.recorder import EventRecorder
 from kubesched.scheduler.records import (
     RESULT_ERROR,
@@ -237,6 +243,16 @@ class Scheduler:
         # Pods rejected at Permit by another pod's PostFilter (a gang giving up because a
         # member found no node): waiting pod's uid -> the uid of the pod that failed.
         self._given_up_for: dict[str, str] = {}
+        self._pod_group_cycle = (
+            PodGroupCycle(
+                self,
+                config.feature_gates.enabled(TOPOLOGY_AWARE_GATE),
+                config.feature_gates.enabled(WORKLOAD_AWARE_PREEMPTION_GATE),
+            )
+            if config.feature_gates.enabled(GENERIC_WORKLOAD_GATE)
+            else None
+        )
+        """Pods of a PodGroup are scheduled in their group's cycle under GenericWorkload."""
 
     # -- the loop -----------------------------------------------------------------------
     def framework_for(self, pod: Any) -> Framework | None:
@@ -256,15 +272,13 @@ class Scheduler:
         if fwk is None or self._skip_pod_schedule(fwk, pod_info):
             self.queue.done(pod_info.uid)
             return True
+        if self._pod_group_cycle is not None and pod.spec.scheduling_group is not None:
+            self._pod_group_cycle.run(fwk, qpi)
+            self.drain_ready_bindings()
+            return True
         started = time.perf_counter()
         state = fwk.new_cycle_state()
-        record = AttemptRecord(
-            pod_key=pod_info.key,
-            pod_uid=pod_info.uid,
-            profile=fwk.profile_name,
-            attempt=qpi.attempts,
-            started_at=self.clock.now(),
-        )
+        record = self._new_record(fwk, qpi)
         try:
             binding = self._scheduling_cycle(fwk, state, qpi, record, started)
         except Exception as err:
@@ -278,6 +292,24 @@ class Scheduler:
             self._start_binding(binding)
         self.drain_ready_bindings()
         return True
+
+    def _new_record(self, fwk: Framework, qpi: QueuedPodInfo) -> AttemptRecord:
+        """The record of a scheduling attempt of ``qpi`` starting now."""
+        pod_info = qpi.pod_info
+        return AttemptRecord(
+            pod_key=pod_info.key,
+            pod_uid=pod_info.uid,
+            profile=fwk.profile_name,
+            attempt=qpi.attempts,
+            started_at=self.clock.now(),
+        )
+
+    def _forget(self, assumed: PodInfo) -> None:
+        """Forget an assumed pod whose cycle is undone (a failure is logged, as upstream)."""
+        try:
+            self.cache.forget_pod(assumed)
+        except CacheError as err:
+            log.error("scheduler cache forget pod failed: %s", err)
 
     def _forget_if_assumed(self, uid: str) -> None:
         assumed = self.cache.assumed_pod_info(uid)
@@ -334,9 +366,23 @@ class Scheduler:
             record.diagnosis = result.diagnosis
             record.feasible = [ni.name for ni in result.feasible]
             record.scores = result.scores
-        host = result.suggested_host
-        record.node_name = host
+        record.node_name = result.suggested_host
+        return self._assume_reserve_permit(fwk, state, qpi, result, record, started)
 
+    def _assume_reserve_permit(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        result: ScheduleResult,
+        record: AttemptRecord,
+        started: float,
+    ) -> _Binding | None:
+        """The end of a scheduling cycle that found ``result.suggested_host``: assume the
+        pod there, Reserve, Permit; the binding to start, or None once the failure is
+        handled (undone and the pod requeued)."""
+        pod_info = qpi.pod_info
+        host = result.suggested_host
         assumed = pod_info.assumed_on(host)
         try:
             self.cache.assume_pod(assumed)
@@ -355,10 +401,7 @@ class Scheduler:
                 return _Binding(fwk, state, qpi, assumed, result, record, started)
         # Reserve or Permit failed: undo, and report the node's status as the reason.
         fwk.run_reserve_plugins_unreserve(state, assumed, host)
-        try:
-            self.cache.forget_pod(assumed)
-        except CacheError as err:
-            log.error("scheduler cache forget pod failed: %s", err)
+        self._forget(assumed)
         status, fit = self._on_node_rejection(pod_info, host, status, record)
         self._fail(fwk, qpi, status, fit, record, started, CLEAR_NOMINATION)
         return None
@@ -370,13 +413,14 @@ class Scheduler:
         pod_info: PodInfo,
         fit: FitError,
         record: AttemptRecord,
+        snapshot: Snapshot | None = None,
     ) -> None:
         if not fwk.has_post_filter_plugins():
             return
         diagnosis = fit.diagnosis
-        statuses = diagnosis.post_filter_statuses(
-            self.snapshot.list(), self.snapshot.table.name_array
-        )
+        if snapshot is None:
+            snapshot = self.snapshot
+        statuses = diagnosis.post_filter_statuses(snapshot.list(), snapshot.table.name_array)
         undecided = [w for w in fwk.waiting_pods if w.status is None]
         result, status = fwk.run_post_filter_plugins(state, pod_info, statuses)
         with self._lock:

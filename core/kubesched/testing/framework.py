@@ -59,7 +59,8 @@ def make_framework(
     in the order given.
 
     ``args`` maps a plugin name to its args (a dict validated by the plugin's ``Args``,
-    or an ``Args`` instance); ``weights`` maps Score plugins to weights (default 1).
+    or an ``Args`` instance); ``weights`` maps Score (and PlacementScore) plugins to
+    weights (default 1).
     Invalid args raise ``kubesched.PluginArgsError`` (field paths relative to the args,
     Kubernetes messages and error types). When no class implements QueueSort or Bind,
     ``FifoSort`` / ``RecordingBinder`` are added so the profile is valid. ``handle``
@@ -81,7 +82,10 @@ def make_framework(
     plugins: dict[str, tuple[EnabledPlugin, ...]] = {}
     for ep in EXTENSION_POINTS:
         plugins[ep.name] = tuple(
-            EnabledPlugin(cls.name, weights.get(cls.name, 1) if ep.name == "Score" else 0)
+            EnabledPlugin(
+                cls.name,
+                weights.get(cls.name, 1) if ep.name in ("Score", "PlacementScore") else 0,
+            )
             for cls in classes
             if ep.name in extension_points_of(cls)
         )

@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubesched.api import (
+    WORKLOAD_API_GROUP,
+    WORKLOAD_API_VERSION,
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
@@ -32,7 +34,9 @@ from kubesched.api import (
     Service,
     StatefulSet,
     StorageClass,
+    WorkloadPodGroup,
     resolve_kind,
+    set_status_condition,
 )
 from kubesched.api.manifests import VERSIONED_KINDS
 from kubesched.backend.kube.client import (
@@ -341,6 +345,12 @@ class KubeCluster:
             for verb in ("list", "watch")
         ]
         out += [(v, g, r, sub, "") for v, g, r, sub in REQUIRED_ACCESS]
+        if any(
+            r.group == WORKLOAD_API_GROUP and r.plural == "podgroups"
+            for r in (informer.resource for informer in self.informers.values())
+        ):
+            # A pod group's cycle writes its PodGroup's PodGroupScheduled condition.
+            out.append(("patch", WORKLOAD_API_GROUP, "podgroups", "status", ""))
         for what in sorted(self.writes):
             kind, _, sub = what.partition("/")
             resource = resource_for(kind)
@@ -637,6 +647,26 @@ class KubeCluster:
             _resource_path("Pod", pod.namespace or "default", pod.name, "status"),
             {"metadata": {"uid": pod.metadata.uid}, "status": status},
             STRATEGIC_MERGE_PATCH,
+        )
+
+    def update_pod_group_status(self, group: WorkloadPodGroup, condition: PodCondition) -> None:
+        """Set a condition on a Workload API PodGroup: a JSON merge patch of its ``/status``
+        with the whole condition list (upstream's ``PatchPodGroupStatus``)."""
+        resource = versioned_resource(WORKLOAD_API_VERSION, "PodGroup")
+        assert resource is not None
+        conditions = set_status_condition(
+            group.status.conditions,
+            condition.type,
+            condition.status,
+            condition.reason,
+            condition.message,
+            _now(),
+        )
+        self._write(
+            "PATCH",
+            resource.object_path(group.namespace or "default", group.name, "status"),
+            {"metadata": {"uid": group.metadata.uid}, "status": {"conditions": conditions}},
+            MERGE_PATCH,
         )
 
     def delete_pod(self, pod: Pod, grace_period_seconds: float | None = None) -> None:

@@ -17,6 +17,7 @@ from kubesched.api import (
     Quantity,
     RuntimeClass,
     Toleration,
+    WorkloadPodGroup,
 )
 from kubesched.api.validation import InvalidObjectError, validate_object
 from kubesched.backend.protocol import BackendError
@@ -186,6 +187,33 @@ class PodAdmission:
             self._memory_pressure_toleration(pod)
         self._share_with_previous(pod)
         return pod
+
+    def admit_pod_group(self, group: WorkloadPodGroup) -> None:
+        """The Workload API's PodGroup admission, in place: ``spec.priority`` from
+        ``spec.priorityClassName`` (or the global default class, else 0) as the Priority
+        admission plugin does for PodGroups, and ``spec.disruptionMode`` defaulted to
+        ``Pod``, as kube-apiserver v1.36 stores them."""
+        spec = group.spec
+        name = spec.priority_class_name or ""
+        if name:
+            pc = self.priority_class(name)
+            if pc is not None:
+                priority = pc.value
+            elif name in SYSTEM_PRIORITY_CLASSES:
+                priority = SYSTEM_PRIORITY_CLASSES[name]
+            else:
+                raise forbidden(
+                    "podgroups.scheduling.k8s.io",
+                    group.name,
+                    f"no PriorityClass with name {name} was found",
+                )
+        else:
+            dpc = _default_priority_class(self.priority_classes())
+            priority = dpc.value if dpc is not None else 0
+        if spec.priority is None:
+            spec.priority = priority
+        if spec.disruption_mode is None:
+            spec.disruption_mode = "Pod"
 
     def validate(self, pod: Pod) -> None:
         """``LimitRanger``'s validation: refuse ``pod`` (admitted, named) if it breaks a

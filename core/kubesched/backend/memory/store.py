@@ -26,7 +26,9 @@ from kubesched.api import (
     ResourceQuota,
     Service,
     StatefulSet,
+    WorkloadPodGroup,
     resolve_kind,
+    set_status_condition,
     split_kind,
     stored_key,
 )
@@ -663,6 +665,8 @@ class MemoryCluster:
             obj = self.admission.admit(obj, copy=not owned)
         elif not owned:
             obj = obj.model_copy(deep=True)
+        if isinstance(obj, WorkloadPodGroup):
+            self.admission.admit_pod_group(obj)
         self.defaults.apply(obj)
         meta = obj.metadata
         if not meta.name:
@@ -906,6 +910,23 @@ class MemoryCluster:
             new.status.nominated_node_name = nominated_node_name or None
         if new.status != cur.status:
             self._write(new, cur)
+
+    def update_pod_group_status(self, group: WorkloadPodGroup, condition: PodCondition) -> None:
+        """Set a condition on a Workload API PodGroup's status (the scheduler's
+        ``PodGroupScheduled``); ``NotFoundError`` if the group is gone."""
+        cur = self._objects["PodGroup"].get(group.key)
+        if not isinstance(cur, WorkloadPodGroup):
+            raise NotFoundError(f'podgroups.scheduling.k8s.io "{group.name}" not found')
+        new = cur.model_copy(deep=True)
+        new.status.conditions = set_status_condition(
+            cur.status.conditions,
+            condition.type,
+            condition.status,
+            condition.reason,
+            condition.message,
+            timestamp(self.clock.now()).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
+        self._write(new, cur)
 
     def delete_pod(self, pod: Pod, grace_period_seconds: float | None = None) -> None:
         """Delete ``pod`` gracefully: set ``deletionTimestamp`` now, remove it later.

@@ -7,10 +7,16 @@ from kubesched.framework.runtime.framework import (
     PluginScore,
     ScoreResult,
 )
-from kubesched.framework.runtime.waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods
+from kubesched.framework.runtime.waiting_pods import (
+    MAX_PERMIT_TIMEOUT,
+    PERMIT_WAIT_REASON,
+    WaitingPod,
+    WaitingPods,
+)
 
 __all__ = [
     "MAX_PERMIT_TIMEOUT",
+    "PERMIT_WAIT_REASON",
     "Framework",
     "FrameworkError",
     "PluginRunner",

@@ -26,12 +26,15 @@ from kubesched.framework.results import (
     MIN_NODE_SCORE,
     LazyNames,
     NodeScores,
+    Placement,
+    PodGroupAssignments,
     PostFilterResult,
     PreFilterResult,
 )
 from kubesched.framework.runtime.calls import positional_caller
 from kubesched.framework.runtime.waiting_pods import (
     MAX_PERMIT_TIMEOUT,
+    PERMIT_WAIT_REASON,
     WaitingPod,
     WaitingPods,
 )
@@ -65,12 +68,14 @@ class FrameworkError(KubeschedError):
 class PluginRunner:
     """One plugin instance of a profile, with a fast caller for each hook it implements."""
 
-    __slots__ = ("calls", "name", "plugin", "weight")
+    __slots__ = ("calls", "name", "placement_weight", "plugin", "weight")
 
     def __init__(self, name: str, plugin: Any, weight: int) -> None:
         self.name = name
         self.plugin = plugin
         self.weight = weight
+        self.placement_weight = 0
+        """Its weight at PlacementScore (a plugin may score nodes and placements)."""
         self.calls: dict[str, Callable[..., Any]] = {}
 
     def call(self, hook: str) -> Callable[..., Any] | None:
@@ -321,6 +326,8 @@ class Framework:
             runners = []
             for enabled in profile.plugins.get(ep.name, ()):
                 runner = self._runner(enabled.name, registry, profile, weights)
+                if ep.name == "PlacementScore":
+                    runner.placement_weight = enabled.weight
                 if runner.call(ep.hook) is None:
                     raise FrameworkError(
                         f"profile {self.profile_name!r}: plugin {enabled.name!r} "
@@ -1137,6 +1144,7 @@ class Framework:
         """Permit: success, a rejection, an error, or ``WAIT`` with the pod now waiting."""
         start = time.perf_counter()
         waits: dict[str, float] = {}
+        wait_reasons: list[str] = []
         status: Status | None = None
         for runner in self.points["Permit"]:
             s = self._safe(
@@ -1151,6 +1159,7 @@ class Framework:
             if s.is_wait():
                 timeout = s.timeout if s.timeout is not None else 0.0
                 waits[runner.name] = min(timeout, MAX_PERMIT_TIMEOUT)
+                wait_reasons.extend(s.reasons)
                 continue
             status = _wrap_error(s, f"running Permit plugin {_q(runner.name)}")
             break
@@ -1158,11 +1167,8 @@ class Framework:
             if waits:
                 now = self.clock.now() if self.clock is not None else time.monotonic()
                 self.waiting_pods.add(WaitingPod(pod_info, {p: now + t for p, t in waits.items()}))
-                status = Status(
-                    Code.WAIT,
-                    "one or more plugins asked to wait and no plugin rejected pod "
-                    f"{_q(pod_info.name)}",
-                )
+                # v1.36's wording: the waiting plugins' reasons, then the framework's.
+                status = Status(Code.WAIT, *wait_reasons, PERMIT_WAIT_REASON)
             else:
                 status = Status()
         self._observe("Permit", status, start)
@@ -1250,6 +1256,72 @@ class Framework:
             )
         self._observe("PostBind", Status(), start)
 
+    # -- pod group cycle ----------------------------------------------------------------
+    def run_placement_generate_plugins(
+        self, state: CycleState, pod_group: Any, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[Placement], Status]:
+        """PlacementGenerate in order, each plugin on every placement of the one before,
+        from one placement of all ``nodes``; the placements, or an error status."""
+        start = time.perf_counter()
+        placements = [Placement("", tuple(nodes))]
+        status = Status()
+        for runner in self.points["PlacementGenerate"]:
+            generated: list[Placement] = []
+            for parent in placements:
+                result = self._safe(
+                    runner, "generate_placements", "PlacementGenerate", state, pod_group, parent
+                )
+                if isinstance(result, Status) or not isinstance(result, list | tuple):
+                    status = _wrap_error(
+                        result
+                        if isinstance(result, Status) and not result.is_success()
+                        else _wrong_result(runner.name, "generate_placements", result),
+                        f"running PlacementGenerate plugin {_q(runner.name)}",
+                    )
+                    break
+                generated.extend(result)
+            if not status.is_success():
+                placements = []
+                break
+            placements = generated
+        self._observe("PlacementGenerate", status, start)
+        return placements, status
+
+    def run_placement_score_plugins(
+        self, state: CycleState, pod_group: Any, candidates: Sequence[PodGroupAssignments]
+    ) -> tuple[list[int], Status]:
+        """PlacementScore: each plugin scores every candidate, normalises its scores, and
+        the weighted scores add up; the totals (aligned with ``candidates``) or an error."""
+        start = time.perf_counter()
+        totals = [0] * len(candidates)
+        status = Status()
+        for runner in self.points["PlacementScore"]:
+            scores: list[int] = []
+            for candidate in candidates:
+                score = self._safe(
+                    runner, "score_placement", "PlacementScore", state, pod_group, candidate
+                )
+                if not _is_score(score):
+                    status = (
+                        score
+                        if isinstance(score, Status) and not score.is_success()
+                        else _wrong_result(runner.name, "score_placement", score)
+                    )
+                    break
+                scores.append(int(score))
+            if status.is_success():
+                normalized = self._safe(
+                    runner, "normalize_placement_score", "PlacementScore", state, pod_group, scores
+                )
+                if isinstance(normalized, Status) and not normalized.is_success():
+                    status = normalized
+            if not status.is_success():
+                status = _wrap_error(status, f"running PlacementScore plugin {_q(runner.name)}")
+                break
+            totals = [t + s * runner.placement_weight for t, s in zip(totals, scores, strict=True)]
+        self._observe("PlacementScore", status, start)
+        return totals, status
+
     # -- helpers ------------------------------------------------------------------------
     def _declared_skip(
         self, runner: PluginRunner, extension_point: str, state: CycleState, skip: set[str]
@@ -1333,6 +1405,7 @@ _RESULT_TYPES: dict[str, tuple[type, ...]] = {
     "permit": _STATUS_ONLY,
     "pre_bind": _STATUS_ONLY,
     "bind": _STATUS_ONLY,
+    "normalize_placement_score": _STATUS_ONLY,
 }
 """What each hook may return besides None; anything else is the plugin's error (a
 misbehaving plugin gets an ERROR status, it does not crash the scheduler)."""

@@ -11,6 +11,10 @@ from kubesched.framework.types import PodInfo
 MAX_PERMIT_TIMEOUT = 15 * 60.0
 """Upstream caps a Permit plugin's wait at 15 minutes (``maxTimeout``)."""
 
+PERMIT_WAIT_REASON = "one or more plugins asked to wait and no plugin rejected pod"
+"""The last reason of the status Permit returns when a plugin asked the pod to wait (after
+the waiting plugins' own): what a pod of a pod group that could not be placed shows."""
+
 
 class WaitingPod:
     """A pod that one or more Permit plugins asked to wait.

@@ -1,0 +1,189 @@
+"""Workload-aware preemption (the WorkloadAwarePreemption gate): a pod group that does not
+fit preempts lower-priority pods as a unit, over the whole cluster, as kube-scheduler v1.36.
+
+When a group's cycle ends unschedulable, every pod of the cluster whose priority (its
+PodGroup's, for a pod of a group) is below the group's is a potential victim; a PodGroup
+with ``disruptionMode: PodGroup`` is one victim with all its pods. The group is tried
+again with every potential victim gone: if it still does not fit, nothing is preempted.
+Otherwise the victims are given back one by one, the most important first (those whose
+eviction would break a PodDisruptionBudget before the others), each kept when the group
+still fits without it; the rest are preempted (``DisruptionTarget`` condition, deleted,
+a ``Preempted`` event) and the group is tried again once they are gone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kubesched.api import WorkloadPodGroup
+from kubesched.backend.protocol import NotFoundError, PodCondition
+from kubesched.framework.preemption import (
+    DISRUPTION_TARGET,
+    REASON_PREEMPTION_BY_SCHEDULER,
+    PDBView,
+    filter_pods_with_pdb_violation,
+    pod_start_time,
+)
+from kubesched.framework.runtime import Framework
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import PodInfo, QueuedPodInfo
+
+if TYPE_CHECKING:
+    from kubesched.scheduler.pod_group_cycle import PodGroupCycle
+
+WORKLOAD_AWARE_PREEMPTION_GATE = "WorkloadAwarePreemption"
+"""The gate under which an unschedulable pod group preempts as a unit."""
+
+ERR_WITH_CONSTRAINTS = (
+    "workload aware preemption is not supported for pod groups with scheduling constraints"
+)
+"""Why a PodGroup with a topology constraint preempts nothing (v1.36's words)."""
+ERR_NO_VICTIMS = "No preemption victims found for incoming preemptor"
+"""No pod of the cluster has a lower priority than the group (v1.36's words)."""
+
+
+@dataclass(frozen=True)
+class Victim:
+    """What is preempted as one: a pod, or every pod of a PodGroup whose disruption mode is
+    ``PodGroup``; ``priority`` is the pod's, or its PodGroup's."""
+
+    pods: tuple[PodInfo, ...]
+    priority: int
+    is_group: bool
+
+    @property
+    def uids(self) -> frozenset[str]:
+        """The UIDs of its pods."""
+        return frozenset(p.uid for p in self.pods)
+
+    def importance(self) -> tuple[int, int, float, int]:
+        """Sort key, most important first (upstream ``moreImportantVictim``): higher
+        priority; a group before a pod; the pod started first; the larger group."""
+        started = min((pod_start_time(p) for p in self.pods), default=math.inf)
+        return (-self.priority, 0 if self.is_group else 1, started, -len(self.pods))
+
+
+class PodGroupPreemption:
+    """Preemption for one pod group's cycle (see the module's documentation)."""
+
+    def __init__(self, cycle: PodGroupCycle) -> None:
+        self.cycle = cycle
+
+    def run(
+        self, fwk: Framework, members: list[QueuedPodInfo], pod_group: WorkloadPodGroup | None
+    ) -> Status:
+        """Success when victims were preempted for the group (it waits for them to go);
+        otherwise why nothing was."""
+        if pod_group is None:
+            return Status(Code.UNSCHEDULABLE)
+        constraints = pod_group.spec.scheduling_constraints
+        if constraints is not None and constraints.topology:
+            return Status(Code.UNSCHEDULABLE, ERR_WITH_CONSTRAINTS)
+        sched = self.cycle.sched
+        sched.cache.update_snapshot(sched.snapshot)
+        priority = pod_group.spec.priority or 0
+        victims = [v for v in self._victims(fwk, pod_group, members) if v.priority < priority]
+        if not victims:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_VICTIMS)
+        removed = frozenset().union(*(v.uids for v in victims))
+        fits = self.cycle.try_without(fwk, members, removed)
+        if not fits.is_success():
+            return fits
+        victims.sort(key=Victim.importance)
+        violating, others = self._split_by_pdb(fwk, victims)
+        to_preempt = []
+        for victim in [*violating, *others]:
+            kept = removed - victim.uids
+            if self.cycle.try_without(fwk, members, kept).is_success():
+                removed = kept
+            else:
+                to_preempt.append(victim)
+        for victim in sorted(to_preempt, key=Victim.importance):
+            for pod_info in victim.pods:
+                self._preempt(fwk, pod_group, pod_info)
+        return Status()
+
+    def _victims(
+        self, fwk: Framework, pod_group: WorkloadPodGroup, members: Sequence[QueuedPodInfo]
+    ) -> list[Victim]:
+        """Every pod with a node, one victim each, but the pods of a PodGroup in
+        ``PodGroup`` disruption mode, one victim together; the group's own pods left out."""
+        lister = fwk.lister
+        own = (pod_group.metadata.namespace or "default", pod_group.name)
+        singles: list[Victim] = []
+        groups: dict[tuple[str, str], list[PodInfo]] = {}
+        group_objects: dict[tuple[str, str], WorkloadPodGroup | None] = {}
+        for node_info in self.cycle.sched.snapshot.list():
+            for pod_info in node_info.pods:
+                spec_group = pod_info.pod.spec.scheduling_group
+                key = (
+                    (pod_info.namespace, spec_group.pod_group_name)
+                    if spec_group is not None and spec_group.pod_group_name
+                    else None
+                )
+                if key == own:
+                    continue
+                group = None
+                if key is not None and lister is not None:
+                    if key not in group_objects:
+                        found = lister.get_object("PodGroup", *key)
+                        group_objects[key] = found if isinstance(found, WorkloadPodGroup) else None
+                    group = group_objects[key]
+                if group is None:
+                    singles.append(Victim((pod_info,), pod_info.priority, False))
+                elif group.spec.disruption_mode == "PodGroup":
+                    groups.setdefault(key, []).append(pod_info)  # type: ignore[arg-type]
+                else:
+                    singles.append(Victim((pod_info,), group.spec.priority or 0, False))
+        for key, pods in groups.items():
+            group = group_objects[key]
+            assert group is not None
+            singles.append(Victim(tuple(pods), group.spec.priority or 0, True))
+        return singles
+
+    @staticmethod
+    def _split_by_pdb(fwk: Framework, victims: list[Victim]) -> tuple[list[Victim], list[Victim]]:
+        """The victims whose eviction would break a PodDisruptionBudget, and the others
+        (each in the given order)."""
+        lister = fwk.lister
+        if lister is None or not hasattr(lister, "list_pod_disruption_budgets"):
+            return [], victims
+        namespaces = sorted({p.namespace for v in victims for p in v.pods})
+        pdbs = [
+            PDBView.of(pdb) for ns in namespaces for pdb in lister.list_pod_disruption_budgets(ns)
+        ]
+        violating_pods, _ = filter_pods_with_pdb_violation(
+            [p for v in victims for p in v.pods], pdbs
+        )
+        breaking = {p.uid for p in violating_pods}
+        violating = [v for v in victims if v.uids & breaking]
+        return violating, [v for v in victims if not v.uids & breaking]
+
+    def _preempt(self, fwk: Framework, pod_group: WorkloadPodGroup, victim: PodInfo) -> None:
+        """Mark the victim with ``DisruptionTarget``, delete it, and record the event
+        v1.36 records (``Preempted by podgroup <uid> on node cluster``: the whole
+        cluster is the domain)."""
+        client: Any = fwk.client
+        condition = PodCondition(
+            DISRUPTION_TARGET,
+            "True",
+            REASON_PREEMPTION_BY_SCHEDULER,
+            f"{fwk.profile_name}: preempting to accommodate a higher priority pod",
+        )
+        try:
+            client.update_pod_status(victim.pod, condition=condition)
+            client.delete_pod(victim.pod)
+        except NotFoundError:
+            return
+        if fwk.event_recorder is not None:
+            fwk.event_recorder.eventf(
+                victim.pod,
+                None,
+                "Normal",
+                "Preempted",
+                "Preempting",
+                f"Preempted by podgroup {pod_group.metadata.uid} on node cluster",
+            )
