@@ -91,7 +91,8 @@ def test_new_pending_pods_share_their_status_without_leaks(cluster: MemoryCluste
     a, b, c = cluster.create(given), cluster.create(pod("b")), cluster.create(pod("c"))
     assert a.status is b.status is c.status
     assert a.status.model_dump(exclude_none=True) == {
-        "phase": "Pending", "conditions": [], "resource_claim_statuses": []
+        "phase": "Pending", "conditions": [], "resource_claim_statuses": [],
+        "container_statuses": [], "init_container_statuses": [],
     }  # fmt: skip
     cluster.update_pod_status(a, condition=PodCondition("PodScheduled", "False", "Unschedulable"))
     cluster.bind(b, "n1")
