@@ -142,12 +142,20 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str | None]] = [
     ),
     ("min-replicas", {}, {"minReplicas": 3}, de.ERR_MIN_REPLICAS % (2, 3)),
     ("min-replicas-met", {}, {"minReplicas": 2}, None),
-    ("min-pod-age", {}, {"minPodAge": "1h"}, de.ERR_MIN_AGE),
+    ("min-pod-age", {}, {"minPodAge": "1h"}, de.ERR_MIN_AGE % "1h0m0s"),
+    ("min-pod-age-message", {}, {"minPodAge": "90m"}, de.ERR_MIN_AGE % "1h30m0s"),
     (
         "old-enough",
-        {"creationTimestamp": "2025-12-31T00:00:00Z"},
+        {"status": {"phase": "Running", "startTime": "2025-12-31T00:00:00Z"}},
         {"minPodAge": "1h"},
         None,
+    ),
+    (
+        # minPodAge counts from status.startTime, not from creation.
+        "created-long-ago-started-now",
+        {"creationTimestamp": "2025-12-31T00:00:00Z"},
+        {"minPodAge": "1h"},
+        de.ERR_MIN_AGE % "1h0m0s",
     ),
 ]
 

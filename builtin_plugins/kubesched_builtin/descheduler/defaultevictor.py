@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from kubesched.api import LabelSelector, Pod, compile_label_selector
+from kubesched.config.duration import format_duration, parse_duration
 from kubesched.deschedule import DeschedulerHandle
 
 from .common import StrategyArgs
@@ -35,7 +35,7 @@ ERR_LOCAL_STORAGE = (
 ERR_PVC = "pod has a PVC and descheduler is configured to ignore PVC pods"
 ERR_LABELS = "pod labels do not match the labelSelector filter in the policy parameter"
 ERR_MIN_REPLICAS = "owner has %d replicas which is less than minReplicas of %d"
-ERR_MIN_AGE = "pod age is not older than MinPodAge"
+ERR_MIN_AGE = "pod age is not older than MinPodAge: %s seconds"
 ERR_NO_FIT = "pod does not fit on any other node"
 ERR_NO_PDB = "no PodDisruptionBudget found for pod"
 ERR_RESOURCE_CLAIMS = "pod has ResourceClaims and PodsWithResourceClaims protection is enabled"
@@ -150,17 +150,6 @@ class Args(StrategyArgs):
         return v
 
 
-_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds of a Go duration (``1h30m``, ``90s``, ``1.5h``)."""
-    parts = re.findall(r"(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)", text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValueError(f'invalid duration "{text}"')
-    return sum(float(n) * _UNITS[u] for n, u in parts)
-
-
 class DefaultEvictor:
     """The descheduler's default evictor: refuses bare, DaemonSet, mirror/static,
     terminating, system-critical, local-storage (and optionally PVC) pods, pods outside
@@ -230,8 +219,12 @@ class DefaultEvictor:
             )
             if replicas < a.min_replicas:
                 return ERR_MIN_REPLICAS % (replicas, a.min_replicas)
-        if self.min_age is not None and self.handle.pod_age(pod) < self.min_age:
-            return ERR_MIN_AGE
+        if self.min_age is not None:
+            # The descheduler times this from status.startTime (not creation): a pod the
+            # kubelet has not started yet is too young whatever its age.
+            started = self.handle.age_of(pod.status.start_time)
+            if started is None or started < self.min_age:
+                return ERR_MIN_AGE % format_duration(self.min_age)
         if a.ignore_pods_without_pdb and not self._covered_by_pdb(pod):
             return ERR_NO_PDB
         return None

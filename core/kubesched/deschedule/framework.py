@@ -173,18 +173,22 @@ class DeschedulerHandle:
         return self.cluster.now()
 
     def pod_age(self, pod: Pod) -> float:
-        """Seconds since the pod's ``creationTimestamp``.
+        """Seconds since the pod's ``creationTimestamp`` (0 without one)."""
+        return self.age_of(pod.metadata.creation_timestamp) or 0.0
 
-        A pod the run created (a replacement) is timed on the embedded clock. A pod read
-        from a live cluster carries real timestamps: with a ``reference`` (the real time
-        the cluster was read) it is timed against that, plus the run's virtual time."""
-        created = pod.metadata.creation_timestamp
-        if created is None:
-            return 0.0
+    def age_of(self, moment: datetime | None) -> float | None:
+        """Seconds since ``moment`` (a timestamp of an object), None without one.
+
+        A timestamp the run wrote (a replacement's) is timed on the embedded clock. An
+        object read from a live cluster carries real timestamps: with a ``reference``
+        (the real time the cluster was read) it is timed against that, plus the run's
+        virtual time."""
+        if moment is None:
+            return None
         elapsed = self.now_seconds()
-        if EPOCH <= created <= EPOCH + timedelta(seconds=elapsed) or self.reference is None:
-            return elapsed - (created - EPOCH).total_seconds()
-        return (self.reference - created).total_seconds() + elapsed
+        if EPOCH <= moment <= EPOCH + timedelta(seconds=elapsed) or self.reference is None:
+            return elapsed - (moment - EPOCH).total_seconds()
+        return (self.reference - moment).total_seconds() + elapsed
 
     # --- evictors ------------------------------------------------------------------------
 
