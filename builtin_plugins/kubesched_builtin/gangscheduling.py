@@ -26,7 +26,8 @@ from kubesched import (
     Status,
     hookimpl,
 )
-from kubesched.api import WORKLOAD_API_VERSION, Pod, WorkloadPodGroup
+from kubesched.api import Pod, WorkloadPodGroup
+from kubesched.api.podgroups import WORKLOAD_POD_GROUP
 from kubesched_builtin.names import GANG_SCHEDULING
 
 NAME = GANG_SCHEDULING
@@ -78,7 +79,7 @@ class GangScheduling:
     of them have a node; pods of basic groups and pods without a group pass through."""
 
     name = NAME
-    reads = (f"{WORKLOAD_API_VERSION}/PodGroup",)
+    reads = (WORKLOAD_POD_GROUP,)
     """On a cluster, the Workload API's PodGroups are watched (not Coscheduling's CRD)."""
 
     def __init__(self, args: Any, handle: Any) -> None:
@@ -92,9 +93,7 @@ class GangScheduling:
             return None
         # Named with its apiVersion: Coscheduling's PodGroup (scheduling.x-k8s.io) has the
         # same kind name, and one of each may have the same namespace and name.
-        found = lister.get_object(
-            f"{WORKLOAD_API_VERSION}/PodGroup", pod.metadata.namespace or "default", name
-        )
+        found = lister.get_object(WORKLOAD_POD_GROUP, pod.metadata.namespace or "default", name)
         return found if isinstance(found, WorkloadPodGroup) else None
 
     def _group_pods(self, pod: Pod) -> list[Pod]:

@@ -37,6 +37,9 @@ __all__ = [
 
 WORKLOAD_API_GROUP = "scheduling.k8s.io"
 WORKLOAD_API_VERSION = f"{WORKLOAD_API_GROUP}/v1alpha2"
+WORKLOAD_POD_GROUP = f"{WORKLOAD_API_VERSION}/PodGroup"
+"""The Workload API's PodGroup named with its apiVersion, as listers take it: Coscheduling's
+PodGroup (``scheduling.x-k8s.io``) has the same kind name."""
 
 
 class GangSchedulingPolicy(KubeModel):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kubesched.api import WorkloadPodGroup
+from kubesched.api.podgroups import WORKLOAD_POD_GROUP
 from kubesched.backend.protocol import PodCondition
 from kubesched.cache import CacheError, Snapshot
 from kubesched.framework.cycle_state import CycleState
@@ -228,7 +229,7 @@ class PodGroupCycle:
         key = pod_group_key(pod)
         if key is None or fwk.lister is None:
             return None
-        group = fwk.lister.get_object("PodGroup", key[0], key[1])
+        group = fwk.lister.get_object(WORKLOAD_POD_GROUP, key[0], key[1])
         return group if isinstance(group, WorkloadPodGroup) else None
 
     def _schedule_on(
@@ -344,6 +345,15 @@ class PodGroupCycle:
         group = result.status
         bindings = []
         tried = {t.qpi.pod_info.uid: t for t in result.trials}
+        # What kept the group out: the plugins that rejected its unplaced pods. A placed pod
+        # that waits for the rest of its group waits on the same plugins, so the same
+        # cluster events requeue it (and no other: it parks until one comes).
+        rejecting = frozenset(
+            name
+            for t in result.trials
+            if t.fit is not None
+            for name in t.fit.diagnosis.unschedulable_plugins
+        )
         for member in members:
             # A pod the group's cycle never tried (it ended first) shares the group's fate.
             trial = tried.get(member.pod_info.uid) or PodTrial(
@@ -374,7 +384,7 @@ class PodGroupCycle:
                 status = Status(
                     Code.UNSCHEDULABLE, ERR_POD_GROUP_UNSCHEDULABLE, *trial.permit.reasons
                 )
-                sched._fail(fwk, qpi, status, None, record, started, "")
+                sched._fail(fwk, qpi, status, None, record, started, "", rejecting)
         self._set_condition(fwk, members[0].pod, group)
         for binding in bindings:
             sched._start_binding(binding)
@@ -385,7 +395,7 @@ class PodGroupCycle:
         lister = fwk.lister
         if key is None or lister is None:
             return
-        group = lister.get_object("PodGroup", key[0], key[1])
+        group = lister.get_object(WORKLOAD_POD_GROUP, key[0], key[1])
         if not isinstance(group, WorkloadPodGroup):
             return
         if status.is_success():

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kubesched.api import WorkloadPodGroup
+from kubesched.api.podgroups import WORKLOAD_POD_GROUP
 from kubesched.backend.protocol import NotFoundError, PodCondition
 from kubesched.framework.preemption import (
     DISRUPTION_TARGET,
@@ -129,7 +130,7 @@ class PodGroupPreemption:
                 group = None
                 if key is not None and lister is not None:
                     if key not in group_objects:
-                        found = lister.get_object("PodGroup", *key)
+                        found = lister.get_object(WORKLOAD_POD_GROUP, *key)
                         group_objects[key] = found if isinstance(found, WorkloadPodGroup) else None
                     group = group_objects[key]
                 if group is None:

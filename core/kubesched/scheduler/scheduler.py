@@ -457,8 +457,12 @@ class Scheduler:
         record: AttemptRecord,
         started: float,
         nominating: str | None,
+        waits_on: frozenset[str] = NO_PLUGINS,
     ) -> None:
-        """Upstream's FailureHandler: requeue, nominate, event, pod condition, metrics."""
+        """Upstream's FailureHandler: requeue, nominate, event, pod condition, metrics.
+
+        ``waits_on``: without a FitError, the plugins whose events may still help the pod
+        (a pod group's placed pod waits on what rejected the rest of its group)."""
         pod_info = qpi.pod_info
         pod = pod_info.pod
         rejected = status.is_rejected()
@@ -470,7 +474,8 @@ class Scheduler:
         else:
             # As upstream: without a FitError (an error, or a PreBind/Bind rejection) no
             # plugin is recorded, so the pod backs off instead of waiting for an event.
-            qpi.unschedulable_plugins = qpi.pending_plugins = NO_PLUGINS
+            qpi.unschedulable_plugins = waits_on
+            qpi.pending_plugins = NO_PLUGINS
         # As upstream's handleSchedulingFailure, the attempt's duration ends here: the
         # event and the status update below are not part of it.
         self._count_attempt(result, fwk.profile_name, started, status)

@@ -914,7 +914,7 @@ class MemoryCluster:
     def update_pod_group_status(self, group: WorkloadPodGroup, condition: PodCondition) -> None:
         """Set a condition on a Workload API PodGroup's status (the scheduler's
         ``PodGroupScheduled``); ``NotFoundError`` if the group is gone."""
-        cur = self._objects["PodGroup"].get(group.key)
+        cur = self._objects["PodGroup"].get(self._object_key(group))
         if not isinstance(cur, WorkloadPodGroup):
             raise NotFoundError(f'podgroups.scheduling.k8s.io "{group.name}" not found')
         new = cur.model_copy(deep=True)
