@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kubesched.backend.protocol import ConflictError, NotFoundError
+from kubesched.bench.kube import crd, install_crds
 
 from .conftest import Api, pod_manifest, wait_for
 
@@ -17,30 +18,7 @@ pytestmark = pytest.mark.envtest
 
 NAMESPACE = "quota-a"
 QUOTAS = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{NAMESPACE}/elasticquotas"
-CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "elasticquotas.scheduling.x-k8s.io"},
-    "spec": {
-        "group": "scheduling.x-k8s.io",
-        "scope": "Namespaced",
-        "names": {"plural": "elasticquotas", "singular": "elasticquota", "kind": "ElasticQuota"},
-        "versions": [
-            {
-                "name": "v1alpha1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+CRD = crd("scheduling.x-k8s.io", "elasticquotas", "ElasticQuota")
 CONFIG = {
     "profiles": [
         {
@@ -55,17 +33,7 @@ CONFIG = {
 
 
 def install_crd(api: Api) -> None:
-    with contextlib.suppress(ConflictError):
-        api.client.request(
-            "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=CRD
-        )
-    path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD['metadata']['name']}"
-
-    def established() -> bool:
-        conditions = (api.client.request("GET", path).get("status") or {}).get("conditions") or []
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
-    wait_for(established, 60, "the ElasticQuota CRD to be established")
+    install_crds(api.client, [CRD])
     # The collection is served a moment after the CRD is established.
     wait_for(lambda: _served(api), 30, "the ElasticQuota collection to be served")
 
