@@ -131,7 +131,7 @@ def _dask_sweeps(
     first: float | None = None
     for count in (int(c) for c in counts.split(",")):
         with LocalCluster(
-            n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=count, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as dask:
             wall = time.perf_counter()
             outcomes = engine.run_sweep(

@@ -87,6 +87,6 @@ def bound_pod(name: str, node_name: str) -> Any:
 def dask_cluster():
     """A real local Dask cluster: a scheduler and two single-threaded worker processes."""
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as cluster:
         yield cluster
