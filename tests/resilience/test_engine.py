@@ -6,6 +6,7 @@ import json
 import os
 import uuid
 
+import distributed
 import pytest
 
 from kubesched.resilience import engine
@@ -159,3 +160,12 @@ def test_progress_on_dask(dask_cluster) -> None:
         progress=lambda done, total: seen.append((done, total)),
     )
     assert seen == [(n, len(ITEMS)) for n in range(1, len(ITEMS) + 1)]
+
+
+def test_dask_scheduler_without_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "CONNECT_TIMEOUT_SECONDS", 1)
+    with (
+        distributed.LocalCluster(n_workers=0, dashboard_address=":0") as empty,
+        pytest.raises(SweepError, match="has no worker: none joined within 1 s"),
+    ):
+        run_sweep(PAYLOAD, ITEMS, setup=toy_setup, play=toy_play, address=empty.scheduler_address)

@@ -214,7 +214,13 @@ def _dask_sweep(
         raise SweepError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
     with client:
         if not client.scheduler_info().get("workers"):
-            client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_SECONDS)
+            try:
+                client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_SECONDS)
+            except TimeoutError as exc:
+                raise SweepError(
+                    f"the Dask scheduler at {address} has no worker: none joined within "
+                    f"{CONNECT_TIMEOUT_SECONDS} s (start some with `dask worker {address}`)"
+                ) from exc
         digest = hashlib.sha256(payload).hexdigest()
         shipped = client.scatter(payload, broadcast=True, hash=False)
         futures = client.map(
