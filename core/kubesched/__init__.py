@@ -101,6 +101,7 @@ from kubesched.framework.types import (
     Resource,
     WeightedAffinityTerm,
 )
+from kubesched.notices import notice
 
 __version__ = "0.1.0"
 
@@ -199,6 +200,7 @@ __all__ = [
     "mul_div_array",
     "nodes_where_preemption_might_help",
     "not_supported",
+    "notice",
     "parse_feature_gates",
     "pick_one_node_for_preemption",
     "raise_args_errors",

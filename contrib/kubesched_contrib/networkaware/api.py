@@ -19,7 +19,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from kubesched.api import KubeModel, KubeObject, NullableList, Pod, Quantity
+from kubesched.api import KubeModel, KubeObject, Node, NullableList, Pod, Quantity
 
 __all__ = [
     "APP_GROUP_KIND",
@@ -27,6 +27,9 @@ __all__ = [
     "APP_GROUP_SELECTOR_LABEL",
     "NETPERF_COSTS",
     "NETWORK_TOPOLOGY_KIND",
+    "REGION_LABEL",
+    "USER_DEFINED",
+    "ZONE_LABEL",
     "AppGroup",
     "AppGroupSpec",
     "AppGroupStatus",
@@ -41,6 +44,7 @@ __all__ = [
     "OriginInfo",
     "TopologyInfo",
     "WeightInfo",
+    "node_region_zone",
     "pod_app_group",
     "pod_workload_selector",
 ]
@@ -54,7 +58,14 @@ APP_GROUP_SELECTOR_LABEL = APP_GROUP_LABEL + ".workload"
 """The pod label naming the pod's workload in its AppGroup (the workload's ``selector``)."""
 
 NETPERF_COSTS = "NetperfCosts"
-"""The weights a network measurement controller fills in (already sorted by it)."""
+"""The weights the NetworkTopology controller computes from netperf measurements."""
+USER_DEFINED = "UserDefined"
+"""The weights written by hand (NetworkOverhead's default ``weightsName``)."""
+
+REGION_LABEL = "topology.kubernetes.io/region"
+"""The node label naming its region: the topology key of the costs between regions."""
+ZONE_LABEL = "topology.kubernetes.io/zone"
+"""The node label naming its zone: the topology key of the costs between zones."""
 
 
 class AppGroupWorkloadInfo(KubeModel):
@@ -183,3 +194,9 @@ def pod_app_group(pod: Pod) -> str:
 def pod_workload_selector(pod: Pod) -> str:
     """The pod's workload selector ("" if none): upstream ``GetPodAppGroupSelector``."""
     return (pod.metadata.labels or {}).get(APP_GROUP_SELECTOR_LABEL, "")
+
+
+def node_region_zone(node: Node | None) -> tuple[str, str]:
+    """The node's region and zone labels ("" when unset, or when there is no node)."""
+    labels = (node.metadata.labels or {}) if node is not None else {}
+    return labels.get(REGION_LABEL, ""), labels.get(ZONE_LABEL, "")

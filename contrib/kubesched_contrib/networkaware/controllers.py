@@ -9,9 +9,11 @@ through the ``kubesched.controllers`` entry points:
   labelled ``appgroup.diktyo.x-k8s.io: <name>``, in phase Running) and computes its
   ``status.topologyOrder`` with ``spec.topologySortingAlgorithm`` when
   ``status.topologyCalculationTime`` is unset, then again once it is 24 hours old;
-* :class:`NetworkTopologyController` keeps a NetworkTopology's ``status.nodeCount``.
-  (diktyo's controller also rewrites the ``NetperfCosts`` weights from measured latencies
-  in a ConfigMap; kubesched does not: give those costs in the manifest.)
+* :class:`NetworkTopologyController` computes, for a NetworkTopology that names a
+  ConfigMap of netperf latencies (``spec.configmapName``), its ``NetperfCosts`` weights
+  (:mod:`.netperf`), with the bandwidth allocated between regions and zones to the pods
+  of AppGroups, and its ``status.nodeCount``; again when the NetworkTopology changes
+  and its ``status.weightCalculationTime`` is more than 5 minutes old.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from kubesched import ControllerCluster
-from kubesched.api import KubeObject, Pod
+from kubesched import ControllerCluster, notice
+from kubesched.api import KubeObject, Node, Pod, Quantity
 
 from .api import (
     APP_GROUP_KIND,
@@ -30,12 +32,16 @@ from .api import (
     AppGroupTopologyInfo,
     AppGroupWorkloadInfo,
     NetworkTopology,
+    node_region_zone,
     pod_app_group,
+    pod_workload_selector,
 )
+from .netperf import netperf_key, netperf_weights
 from .toposort import KAHN_SORT, SORTING_ALGORITHMS, CycleError
 
 __all__ = [
     "TOPOLOGY_RECALCULATION",
+    "WEIGHTS_RECALCULATION",
     "AppGroupController",
     "NetworkTopologyController",
     "topology_order",
@@ -45,6 +51,10 @@ log = logging.getLogger(__name__)
 
 TOPOLOGY_RECALCULATION = timedelta(hours=24)
 """How old a topology order gets before the AppGroup controller computes it again."""
+WEIGHTS_RECALCULATION = timedelta(minutes=5)
+"""How old a NetworkTopology's weights get before its controller computes them again."""
+
+_ZERO = Quantity("0")
 
 
 def topology_order(app_group: AppGroup) -> list[AppGroupTopologyInfo]:
@@ -149,40 +159,199 @@ class AppGroupController:
 
 
 class NetworkTopologyController:
-    """Keeps each NetworkTopology's node count."""
+    """Keeps each NetworkTopology's node count and its ``NetperfCosts`` weights (diktyo's
+    networktopology-controller)."""
 
     name = "NetworkTopologyController"
-    kinds = (NETWORK_TOPOLOGY_KIND, "Node")
+    kinds = (NETWORK_TOPOLOGY_KIND, "Node", "Pod")
 
     def __init__(self, cluster: ControllerCluster) -> None:
         self.cluster = cluster
         # Kept from the node events, as upstream's controller keeps its nodeCount.
-        self.node_count = len(cluster.list_objects("Node"))
+        self.node_count = 0
+        self._located: dict[str, tuple[str, str]] = {}  # node name -> (region, zone)
+        # Zone pairs found in one region; like upstream's ZoneMap, never forgotten.
+        self.zone_pairs: set[tuple[str, str]] = set()
+        # The bandwidth accounting: (origin, destination) region or zone -> allocated,
+        # the placed pods of each (namespace, AppGroup, selector) by node, and what each
+        # placed pod reserved (so that its deletion gives exactly that back).
+        self.allocated: dict[tuple[str, str], Quantity] = {}
+        self._placed: dict[str, tuple[str, str, str, str]] = {}
+        self._on_node: dict[tuple[str, str, str], dict[str, int]] = {}
+        self._reserved: dict[str, list[tuple[tuple[str, str], Quantity]]] = {}
+        self._noticed: set[tuple[str, str, str]] = set()
+        self._count_nodes()
 
     def on_change(self, kind: str, obj: KubeObject, old: KubeObject | None, deleted: bool) -> None:
-        """A NetworkTopology changed, or a node came or went: sync them."""
+        """A NetworkTopology changed: sync it. A node came or went, or a pod of an
+        AppGroup was placed or deleted: count it (upstream syncs a NetworkTopology only
+        when it changes)."""
         if kind == NETWORK_TOPOLOGY_KIND:
             if not deleted:
                 self.sync(obj.metadata.namespace or "", obj.metadata.name or "")
-        elif deleted or old is None:
-            self.node_count += -1 if deleted else 1
-            self._sync_all()
+        elif isinstance(obj, Pod):
+            self._pod_changed(obj, deleted)
+        elif isinstance(obj, Node):
+            name = obj.metadata.name or ""
+            if deleted:
+                self.node_count -= 1
+                self._located.pop(name, None)
+            else:
+                if old is None:
+                    self.node_count += 1
+                self._located[name] = node_region_zone(obj)
 
     def resync_all(self) -> None:
-        """Count the nodes again and sync every NetworkTopology."""
-        self.node_count = len(self.cluster.list_objects("Node"))
-        self._sync_all()
-
-    def _sync_all(self) -> None:
+        """Count the nodes and the placed pods again, and sync every NetworkTopology (as
+        upstream's informers deliver every object when the controller starts)."""
+        self._count_nodes()
+        self.allocated.clear()
+        self._placed.clear()
+        self._on_node.clear()
+        self._reserved.clear()
+        placed = [
+            p
+            for p in self.cluster.list_objects("Pod")
+            if isinstance(p, Pod) and p.spec.node_name and pod_app_group(p)
+        ]
+        for pod in placed:
+            self._place(pod)
+        for pod in placed:
+            self._reserve(pod)
         for nt in self.cluster.list_objects(NETWORK_TOPOLOGY_KIND):
             self.sync(nt.metadata.namespace or "", nt.metadata.name or "")
 
+    def _count_nodes(self) -> None:
+        nodes = self.cluster.list_objects("Node")
+        self.node_count = len(nodes)
+        self._located = {n.metadata.name or "": node_region_zone(n) for n in nodes}
+
+    def _pod_changed(self, pod: Pod, deleted: bool) -> None:
+        was = self._placed.get(pod.key)
+        group = pod_app_group(pod)
+        now = (
+            None
+            if deleted or not pod.spec.node_name or not group
+            else (
+                pod.metadata.namespace or "",
+                group,
+                pod_workload_selector(pod),
+                pod.spec.node_name,
+            )
+        )
+        if now == was:
+            return
+        if was is not None:
+            self._unplace(pod.key, was)
+        if now is not None:
+            self._place(pod)
+            self._reserve(pod)
+
+    def _place(self, pod: Pod) -> None:
+        namespace, node = pod.metadata.namespace or "", pod.spec.node_name or ""
+        placed = (namespace, pod_app_group(pod), pod_workload_selector(pod), node)
+        self._placed[pod.key] = placed
+        on_node = self._on_node.setdefault(placed[:3], {})
+        on_node[node] = on_node.get(node, 0) + 1
+
+    def _unplace(self, key: str, placed: tuple[str, str, str, str]) -> None:
+        del self._placed[key]
+        on_node = self._on_node[placed[:3]]
+        on_node[placed[3]] -= 1
+        if not on_node[placed[3]]:
+            del on_node[placed[3]]
+        for cost_key, amount in self._reserved.pop(key, ()):
+            self.allocated[cost_key] = self.allocated[cost_key] - amount
+
+    def _reserve(self, pod: Pod) -> None:
+        """Upstream's ``podAdded``: for each dependency of the pod's workload, add its
+        ``minBandwidth`` between the pod's region (or zone, in one region) and that of
+        every placed pod of the dependency on another node."""
+        namespace, group, selector, node = self._placed[pod.key]
+        app_group = self.cluster.get_object(APP_GROUP_KIND, namespace, group)
+        if not isinstance(app_group, AppGroup) or node not in self._located:
+            return
+        region, zone = self._located[node]
+        reserved = []
+        for w in app_group.spec.workloads:
+            if w.workload.selector != selector:
+                continue
+            for d in w.dependencies:
+                # Adding nothing would leave every cost as it is: skip the search.
+                if d.min_bandwidth is None or d.min_bandwidth.is_zero():
+                    continue
+                placed = self._on_node.get((namespace, group, d.workload.selector), {})
+                for other, count in placed.items():
+                    if other == node or other not in self._located:
+                        continue
+                    other_region, other_zone = self._located[other]
+                    if not other_region and not other_zone:
+                        continue
+                    if region != other_region:
+                        cost_key = (region, other_region)
+                    elif zone != other_zone:
+                        cost_key = (zone, other_zone)
+                    else:
+                        continue
+                    for _ in range(count):
+                        self.allocated[cost_key] = (
+                            self.allocated.get(cost_key, _ZERO) + d.min_bandwidth
+                        )
+                        reserved.append((cost_key, d.min_bandwidth))
+        if reserved:
+            self._reserved[pod.key] = reserved
+
     def sync(self, namespace: str, name: str) -> None:
-        """Write the NetworkTopology's status when it changes."""
+        """Upstream's ``syncHandler``: write the node count and, when they were never
+        computed or are more than 5 minutes old, the weights from the NetworkTopology's
+        ConfigMap. Without that ConfigMap nothing is written."""
         nt = self.cluster.get_object(NETWORK_TOPOLOGY_KIND, namespace, name)
         if not isinstance(nt, NetworkTopology):
             return
-        _write_status(self.cluster, nt, {"node_count": self.node_count})
+        configmap_name = nt.spec.configmap_name or ""
+        if not configmap_name:
+            return  # costs written by hand only: nothing to compute
+        configmap = self.cluster.get_object("ConfigMap", namespace, configmap_name)
+        if configmap is None:
+            self._notice_once(
+                nt,
+                configmap_name,
+                f"ConfigMap {namespace}/{configmap_name} (spec.configmapName) not found: "
+                "the NetworkTopology controller leaves its weights and status as written",
+            )
+            return
+        now = self.cluster.now_timestamp()
+        calculated = nt.status.weight_calculation_time
+        if calculated is not None and now - calculated <= WEIGHTS_RECALCULATION:
+            _write_status(self.cluster, nt, {"node_count": self.node_count})
+            return
+        nodes = [n for n in self.cluster.list_objects("Node") if isinstance(n, Node)]
+        data = getattr(configmap, "data", None) or {}
+        weights, missing = netperf_weights(
+            nodes, data, nt.spec.weights, self.allocated, self.zone_pairs
+        )
+        if missing:
+            n1, n2 = missing[0]
+            self._notice_once(
+                nt,
+                f"missing {len(missing)} {n1} {n2}",
+                f"ConfigMap {namespace}/{configmap_name} has no integer latency for "
+                f"{len(missing)} of the {len(nodes) * (len(nodes) - 1)} node pairs (first: "
+                f"{netperf_key(n1, n2)}); each counts as cost 0, as the NetworkTopology "
+                "controller counts it",
+            )
+        status = nt.status.model_copy(
+            update={"node_count": self.node_count, "weight_calculation_time": now}
+        )
+        spec = nt.spec.model_copy(update={"weights": weights})
+        self.cluster.update(nt.model_copy(update={"spec": spec, "status": status}))
+
+    def _notice_once(self, nt: NetworkTopology, what: str, message: str) -> None:
+        """Say ``message`` about ``nt`` once per NetworkTopology and ``what``."""
+        key = (nt.metadata.namespace or "", nt.metadata.name or "", what)
+        if key not in self._noticed:
+            self._noticed.add(key)
+            notice(message, obj=f"NetworkTopology {key[0]}/{key[1]}")
 
 
 def _write_status(

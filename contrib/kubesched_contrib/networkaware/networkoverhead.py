@@ -36,15 +36,19 @@ from kubesched import (
     Status,
     hookimpl,
 )
-from kubesched.api import Node, Pod
+from kubesched.api import Pod
 
 from ..normalize import reverse_min_max
 from .api import (
     APP_GROUP_KIND,
     APP_GROUP_SELECTOR_LABEL,
     NETWORK_TOPOLOGY_KIND,
+    REGION_LABEL,
+    USER_DEFINED,
+    ZONE_LABEL,
     DependenciesInfo,
     NetworkTopology,
+    node_region_zone,
     pod_app_group,
     pod_workload_selector,
 )
@@ -66,11 +70,8 @@ MAX_COST = 100
 SAME_HOSTNAME = 0
 SAME_ZONE = 1
 
-DEFAULT_WEIGHTS_NAME = "UserDefined"
+DEFAULT_WEIGHTS_NAME = USER_DEFINED
 DEFAULT_NETWORK_TOPOLOGY_NAME = "nt-default"
-
-REGION_LABEL = "topology.kubernetes.io/region"
-ZONE_LABEL = "topology.kubernetes.io/zone"
 
 ERR_REASON_NETWORK_REQUIREMENTS = (
     "Node {node} does not meet several network requirements from Workload dependencies: "
@@ -104,11 +105,6 @@ class NetworkOverheadArgs(PluginArgs):
         if not self.namespaces:
             object.__setattr__(self, "namespaces", list(DEFAULT_NAMESPACES))
         return self
-
-
-def _region_zone(node: Node | None) -> tuple[str, str]:
-    labels = (node.metadata.labels or {}) if node is not None else {}
-    return labels.get(REGION_LABEL, ""), labels.get(ZONE_LABEL, "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +251,7 @@ class NetworkOverhead:
                     host_info = snapshot.get(host) if snapshot is not None else None
                     if host_info is None:
                         return Status(Code.ERROR, f"pod hostname not found: node {host!r}")
-                    region, zone = _region_zone(host_info.node)
+                    region, zone = node_region_zone(host_info.node)
                     placed.extend(_Placed(host, region, zone, m) for m in tolerances)
         topology = self._network_topology(lister)
         pf = _PreFilterState(
@@ -298,14 +294,16 @@ class NetworkOverhead:
         pf = self._state(state)
         if pf.score_equally:
             return None
-        sat, viol, _ = pf.totals(node_info.name, *_region_zone(node_info.node))
+        sat, viol, _ = pf.totals(node_info.name, *node_region_zone(node_info.node))
         return self._verdict(node_info.name, sat, viol)
 
     def _batch_totals(self, pf: _PreFilterState, nodes: NodeBatch) -> np.ndarray:
         """``(satisfied, violated, cost)`` per node of the batch, one row each."""
-        ids, firsts = nodes.table.grouped((NAME, "region-zone"), lambda ni: _region_zone(ni.node))
+        ids, firsts = nodes.table.grouped(
+            (NAME, "region-zone"), lambda ni: node_region_zone(ni.node)
+        )
         per_group = np.array(
-            [pf.location(*_region_zone(ni.node)) for ni in firsts], dtype=np.int64
+            [pf.location(*node_region_zone(ni.node)) for ni in firsts], dtype=np.int64
         ).reshape(len(firsts), 3)
         totals = per_group[ids[nodes.rows]]
         if pf.by_host:
@@ -337,7 +335,7 @@ class NetworkOverhead:
         pf = self._state(state)
         if pf.score_equally:
             return 0
-        return pf.totals(node_info.name, *_region_zone(node_info.node))[2]
+        return pf.totals(node_info.name, *node_region_zone(node_info.node))[2]
 
     @hookimpl
     def score_nodes(self, state: CycleState, nodes: NodeBatch) -> np.ndarray:

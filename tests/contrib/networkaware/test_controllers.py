@@ -10,7 +10,6 @@ from datetime import timedelta
 import pytest
 
 from kubesched import ConflictError
-from kubesched.api import parse_manifests
 from kubesched.backend.memory import MemoryCluster, extensions
 from kubesched.clock import FakeClock
 from kubesched.testing import make_node, make_pod
@@ -291,20 +290,6 @@ def test_the_order_is_computed_again_after_a_day(hours, recomputed):
     cluster.update(ag)
     order = {t.workload.selector: t.index for t in _status(cluster).topology_order}
     assert order == ({"P1": 3, "P2": 2, "P3": 1} if recomputed else {"P1": 1, "P2": 2, "P3": 3})
-
-
-def test_network_topology_node_count():
-    cluster = _cluster()
-    (nt,) = parse_manifests(
-        "apiVersion: networktopology.diktyo.x-k8s.io/v1alpha1\nkind: NetworkTopology\n"
-        "metadata: {name: nt, namespace: default}\nspec: {weights: []}\n"
-    )
-    cluster.apply([nt])
-    assert cluster.get("NetworkTopology", "default", "nt").status.node_count == 2
-    cluster.create(make_node("n3").capacity(cpu="8", memory="16Gi", pods=110).obj())
-    assert cluster.get("NetworkTopology", "default", "nt").status.node_count == 3
-    cluster.delete("Node", "", "n1")
-    assert cluster.get("NetworkTopology", "default", "nt").status.node_count == 2
 
 
 def test_a_failing_controller_is_logged_and_the_cluster_goes_on(monkeypatch, caplog):

@@ -1,4 +1,5 @@
-"""examples/network-aware: the carts join the database, the east is filtered for them."""
+"""examples/network-aware: the costs come from the netperf ConfigMap; the carts join the
+database, the east is filtered for them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from kubesched.api import load_manifests
 from kubesched.config import load_config
 from kubesched.simulate.driver import simulate
+from kubesched_contrib.networkaware.api import NETPERF_COSTS
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "network-aware"
 
@@ -17,6 +19,22 @@ def test_outcome():
         config=load_config(EXAMPLE / "scheduler-config.yaml"),
         seed=0,
     )
+    # The NetworkTopology controller turned the measured latencies into NetperfCosts.
+    nt = run.cluster.get("NetworkTopology", "default", "nt-default")
+    (netperf,) = [w for w in nt.spec.weights if w.name == NETPERF_COSTS]
+    costs = {
+        (o.origin, c.destination): c.network_cost
+        for t in netperf.topology_list
+        for o in t.origin_list
+        for c in o.cost_list
+    }
+    assert costs == {
+        ("us-east-1", "us-west-1"): 19,
+        ("us-west-1", "us-east-1"): 19,
+        ("Z1", "Z2"): 4,
+        ("Z2", "Z1"): 4,
+    }
+    assert nt.status.node_count == 5
     pods = {p.metadata.name: p for p in run.cluster.pods()}
     carts = [p for name, p in pods.items() if name.startswith("cart-")]
     webs = [p for name, p in pods.items() if name.startswith("web-")]
