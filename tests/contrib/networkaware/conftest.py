@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from kubesched.api import parse_manifests
 from kubesched.testing import make_node, make_pod
-from kubesched_contrib.networkaware.api import APP_GROUP_LABEL, APP_GROUP_SELECTOR_LABEL
+from kubesched_contrib.networkaware.api import (
+    APP_GROUP_LABEL,
+    APP_GROUP_SELECTOR_LABEL,
+    NETPERF_COSTS,
+    WeightInfo,
+)
 
 BASIC = """
 apiVersion: appgroup.diktyo.x-k8s.io/v1alpha1
@@ -79,3 +84,15 @@ def app_pod(
     if node is not None:
         b = b.node(node)
     return b.obj()
+
+
+def netperf_field(weights: list[WeightInfo], field: str = "network_cost") -> dict:
+    """``field`` of every cost of the NetperfCosts weights, by (origin, destination),
+    regions' and zones' together."""
+    (netperf,) = [w for w in weights if w.name == NETPERF_COSTS]
+    return {
+        (o.origin, c.destination): getattr(c, field)
+        for t in netperf.topology_list
+        for o in t.origin_list
+        for c in o.cost_list
+    }

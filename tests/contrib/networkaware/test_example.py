@@ -8,7 +8,8 @@ from pathlib import Path
 from kubesched.api import load_manifests
 from kubesched.config import load_config
 from kubesched.simulate.driver import simulate
-from kubesched_contrib.networkaware.api import NETPERF_COSTS
+
+from .conftest import netperf_field
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "network-aware"
 
@@ -21,14 +22,7 @@ def test_outcome():
     )
     # The NetworkTopology controller turned the measured latencies into NetperfCosts.
     nt = run.cluster.get("NetworkTopology", "default", "nt-default")
-    (netperf,) = [w for w in nt.spec.weights if w.name == NETPERF_COSTS]
-    costs = {
-        (o.origin, c.destination): c.network_cost
-        for t in netperf.topology_list
-        for o in t.origin_list
-        for c in o.cost_list
-    }
-    assert costs == {
+    assert netperf_field(nt.spec.weights) == {
         ("us-east-1", "us-west-1"): 19,
         ("us-west-1", "us-east-1"): 19,
         ("Z1", "Z2"): 4,

@@ -30,6 +30,8 @@ from kubesched_contrib.networkaware.api import (
 from kubesched_contrib.networkaware.controllers import NetworkTopologyController
 from kubesched_contrib.networkaware.netperf import netperf_key, netperf_weights
 
+from .conftest import netperf_field
+
 
 def _node(name: str, region: str, zone: str):
     labels = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
@@ -358,13 +360,8 @@ def test_upstream_network_topology_controller_run(desired_node_count):
         "Z4": {"Z3": 3, "Z5": 7},
         "Z5": {"Z3": 4, "Z4": 7},
     }
-    capacities = {
-        (o.origin, c.destination): str(c.bandwidth_capacity)
-        for t in weights[1].topology_list
-        for o in t.origin_list
-        for c in o.cost_list
-    }
-    assert capacities == {
+    capacities = netperf_field(weights, "bandwidth_capacity")
+    assert {k: str(v) for k, v in capacities.items()} == {
         ("us-west-1", "us-west-2"): "1G",
         ("us-west-2", "us-west-1"): "1G",
         ("Z1", "Z2"): "500M",
@@ -387,6 +384,20 @@ def test_created_one_by_one_as_loaded_at_once():
         one_by_one.create(obj)
     assert _topology(one_by_one).spec == _topology(at_once).spec
     assert _topology(one_by_one).status.node_count == 13
+
+
+def test_node_count_follows_the_nodes_at_the_next_sync():
+    cluster = MemoryCluster(FakeClock(0.0))
+    nodes, configmap, topology = _upstream_objects()
+    cluster.apply([*nodes, configmap, topology])
+    cluster.delete("Node", "", "n13")
+    cluster.delete("Node", "", "n12")
+    cluster.create(_node("n14", "us-west-2", "Z5"))
+    assert _topology(cluster).status.node_count == 13
+    nt = _topology(cluster).model_copy(deep=True)
+    nt.metadata.labels = {"touched": "yes"}
+    cluster.update(nt)
+    assert _topology(cluster).status.node_count == 12
 
 
 @pytest.mark.parametrize(
@@ -561,13 +572,7 @@ def test_bandwidth_allocated_in_the_weights():
             ),
         ]
     )
-    (netperf,) = [w for w in _topology(cluster, "nt").spec.weights if w.name == NETPERF_COSTS]
-    allocated = {
-        (o.origin, c.destination): c.bandwidth_allocated
-        for t in netperf.topology_list
-        for o in t.origin_list
-        for c in o.cost_list
-    }
+    allocated = netperf_field(_topology(cluster, "nt").spec.weights, "bandwidth_allocated")
     assert allocated == {
         ("east", "west"): Quantity("0"),
         ("west", "east"): Quantity("100M"),
