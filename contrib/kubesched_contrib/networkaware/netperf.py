@@ -55,7 +55,11 @@ def netperf_key(origin: str, destination: str) -> str:
 def _go_atoi(text: str | None) -> int | None:
     """``text`` as Go's ``strconv.Atoi`` reads it (optional sign, decimal digits, 64-bit),
     or None where Atoi fails."""
-    if text is None or not _GO_INT.fullmatch(text):
+    if text is None:
+        return None
+    if len(text) < 19 and text.isascii() and text.isdigit():
+        return int(text)  # the usual case, without the regular expression
+    if not _GO_INT.fullmatch(text):
         return None
     value = int(text)
     return value if -_INT64 <= value < _INT64 else None
@@ -68,15 +72,25 @@ class _Graph:
 
     def __init__(self) -> None:
         self.links: dict[str, dict[str, int]] = {}
+        # Costs asked since the links last changed: once the costs settle, most new
+        # measurements change no link, and every node pair asks.
+        self._paths: dict[tuple[str, str], int | None] = {}
 
     def add(self, a: str, b: str, weight: int) -> None:
         for x, y in ((a, b), (b, a)):
             out = self.links.setdefault(x, {})
             if y not in out or weight < out[y]:
                 out[y] = weight
+                self._paths.clear()
 
     def path(self, origin: str, destination: str) -> int | None:
         """The cost of the cheapest path, None when the two are not connected."""
+        key = (origin, destination)
+        if key not in self._paths:
+            self._paths[key] = self._dijkstra(origin, destination)
+        return self._paths[key]
+
+    def _dijkstra(self, origin: str, destination: str) -> int | None:
         heap = [(0, origin)]
         visited: set[str] = set()
         while heap:
@@ -204,10 +218,11 @@ def netperf_weights(
     missing: list[tuple[str, str]] = []
     located = [(n.metadata.name or "", *node_region_zone(n)) for n in ordered]
     for n1, r1, z1 in located:
+        prefix = netperf_key(n1, "")
         for n2, r2, z2 in located:
             if n1 == n2:
                 continue
-            cost = _go_atoi(measurements.get(netperf_key(n1, n2)))
+            cost = _go_atoi(measurements.get(prefix + n2))
             if cost is None:
                 missing.append((n1, n2))
                 cost = 0
