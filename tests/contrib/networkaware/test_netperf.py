@@ -147,6 +147,39 @@ def test_netperf_costs(nodes, latencies, regions, zones, missing):
         assert list(_costs(weights, key)) == sorted(_costs(weights, key))
 
 
+@pytest.mark.parametrize(
+    ("latency", "cost", "measured"),
+    [
+        ("12", 12, True),
+        ("+12", 12, True),
+        ("012", 12, True),
+        ("-3", -3, True),
+        ("12.0", 0, False),
+        (" 12", 0, False),
+        ("12ms", 0, False),
+        ("", 0, False),
+        ("9223372036854775808", 0, False),
+    ],
+    ids=[
+        "digits",
+        "plus sign",
+        "leading zeros",
+        "negative",
+        "decimal point",
+        "space",
+        "unit",
+        "empty",
+        "beyond int64",
+    ],
+)
+def test_latencies_read_as_go_reads_integers(latency, cost, measured):
+    nodes = [_node("a", "r1", "z1"), _node("b", "r2", "z2")]
+    latencies = {("a", "b"): latency, ("b", "a"): latency}
+    weights, unmeasured = netperf_weights(nodes, _data(latencies), [], {}, set())
+    assert _costs(weights, REGION_LABEL)["r1"] == {"r2": cost}
+    assert unmeasured == ([] if measured else [("a", "b"), ("b", "a")])
+
+
 USER_DEFINED_WEIGHTS = """
 apiVersion: networktopology.diktyo.x-k8s.io/v1alpha1
 kind: NetworkTopology
