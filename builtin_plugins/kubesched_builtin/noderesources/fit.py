@@ -498,7 +498,8 @@ _MAX_BATCH_CHECKS = 62
 
 
 class NodeResourcesFit:
-    """Filters nodes without room for the pod's requests; scores by resource allocation."""
+    """Filters nodes without room for the pod's requests; scores nodes, and a pod group's
+    placements, by resource allocation."""
 
     name = NAME
     Args = NodeResourcesFitArgs

@@ -316,12 +316,10 @@ class ResourceAllocationScorer:
         requested = list(group_requests)
         allocatable = [0] * len(requested)
         for ni in nodes:
-            for i, group_request in enumerate(requested):
-                # As upstream, a resource counts once the group or an earlier node of the
-                # placement requests some of it (requests only grow along the nodes).
+            for i, group_request in enumerate(group_requests):
                 alloc, allocated = self._allocatable_allocated(ni, i, group_request)
                 allocatable[i] = saturate(allocatable[i] + alloc)
-                requested[i] = saturate(group_request + allocated)
+                requested[i] = saturate(requested[i] + allocated)
         return self.scorer.score(requested, allocatable)
 
     # -- many nodes -----------------------------------------------------------------------
