@@ -341,7 +341,12 @@ def test_a_gang_that_fits_only_in_part_binds_none_of_its_pods():
 
 def _scenario_outcome(name: str, seed: int = 0) -> dict[str, Any] | None:
     """The case's outcome in the embedded cluster (default profile, the case's gates)."""
-    gates, manifests = SCENARIOS[name]
+    return _embedded_outcome(*SCENARIOS[name], seed)
+
+
+def _embedded_outcome(
+    gates: str, manifests: list[dict[str, Any]], seed: int
+) -> dict[str, Any] | None:
     registry = default_registry()
     gates_ = parse_feature_gates([gates])
     config = effective_configuration(
@@ -377,6 +382,18 @@ def test_the_placement_score_decides_whatever_the_seed(name):
     recorded = json.loads(CYCLE_RECORDING.read_text())[name]
     for seed in range(1, 6):
         assert _scenario_outcome(name, seed) == recorded, f"seed {seed}"
+
+
+def test_placements_that_tie_are_picked_between_at_random():
+    # Two racks of two empty nodes: both take the gang and score the same, so the seeded
+    # generator picks the rack.
+    gates, manifests = SCENARIOS["smaller-rack-wins"]
+    manifests = [m for m in manifests if m["metadata"]["name"] != "b2"]
+    picked = {
+        tuple((_embedded_outcome(gates, manifests, seed) or {})["bound_in_racks"])
+        for seed in range(8)
+    }
+    assert picked == {("a", "a"), ("b", "b")}
 
 
 RECORDING = Path(__file__).resolve().parents[1] / "fixtures" / "scheduler" / "gang-scheduling.json"
