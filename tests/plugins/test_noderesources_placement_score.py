@@ -10,7 +10,10 @@ import pytest
 from kubesched import CycleState, Placement, PodGroupAssignments
 from kubesched.api import Pod, parse_object
 from kubesched.cache import new_snapshot
+from kubesched.config import config_from_dict, effective_configuration
+from kubesched.features import parse_feature_gates
 from kubesched.framework.listers import StaticLister
+from kubesched.framework.registry import default_registry
 from kubesched.testing import make_framework, make_node, make_pod
 from kubesched_builtin.noderesources.fit import NodeResourcesFit
 from kubesched_builtin.podgrouppodscount import PodGroupPodsCount
@@ -273,3 +276,50 @@ def _group_pod(name: str) -> Pod:
     manifest = make_pod(name).uid(name).container({"cpu": "3", "memory": "3000"}).manifest()
     manifest["spec"]["schedulingGroup"] = {"podGroupName": "g"}
     return parse_object(manifest)
+
+
+TOPOLOGY_GATES = "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"
+
+PROFILE_CASES = [
+    # (id, the profile's plugins, PlacementScore as (plugin, weight))
+    ("default-profile", {}, [("NodeResourcesFit", 1), ("PodGroupPodsCount", 1)]),
+    (
+        # The weights of upstream's topology-aware scheduling docs example.
+        "placement-score-weights",
+        {
+            "placementScore": {
+                "enabled": [
+                    {"name": "NodeResourcesFit", "weight": 2},
+                    {"name": "PodGroupPodsCount", "weight": 5},
+                ]
+            }
+        },
+        [("NodeResourcesFit", 2), ("PodGroupPodsCount", 5)],
+    ),
+    (
+        "multi-point-weight",
+        {"multiPoint": {"enabled": [{"name": "NodeResourcesFit", "weight": 3}]}},
+        [("NodeResourcesFit", 3), ("PodGroupPodsCount", 1)],
+    ),
+    (
+        "disabled-at-placement-score",
+        {"placementScore": {"disabled": [{"name": "NodeResourcesFit"}]}},
+        [("PodGroupPodsCount", 1)],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("plugins", "expected"), [c[1:] for c in PROFILE_CASES], ids=[c[0] for c in PROFILE_CASES]
+)
+def test_placement_score_in_the_profile(plugins, expected):
+    registry = default_registry()
+    gates = parse_feature_gates([TOPOLOGY_GATES])
+    raw = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "default-scheduler", "plugins": plugins}],
+    }
+    config = config_from_dict(raw, registry, gates=gates)
+    (profile,) = effective_configuration(config, registry, gates=gates).profiles
+    assert [(p.name, p.weight) for p in profile.plugins["PlacementScore"]] == expected
