@@ -46,12 +46,22 @@ def _group(
     }
 
 
-def _pod(name: str, group: str | None = "g", priority_class: str | None = None) -> dict[str, Any]:
-    """A 3-CPU pod (one per 4-CPU node), of PodGroup ``group`` if given."""
+def _pod(
+    name: str,
+    group: str | None = "g",
+    priority_class: str | None = None,
+    requests: dict[str, str] | None = None,
+    node: str | None = None,
+) -> dict[str, Any]:
+    """A pod requesting ``requests`` (by default 3 CPUs: one per 4-CPU node), of PodGroup
+    ``group`` if given, already bound to ``node`` if given."""
+    requests = {"cpu": "3"} if requests is None else requests
     spec: dict[str, Any] = {
         "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "w", "image": "pause", "resources": {"requests": {"cpu": "3"}}}],
+        "containers": [{"name": "w", "image": "pause", "resources": {"requests": requests}}],
     }
+    if node:
+        spec["nodeName"] = node
     if group:
         spec["schedulingGroup"] = {"podGroupName": group}
     if priority_class:
@@ -119,6 +129,42 @@ SCENARIOS: dict[str, tuple[str, list[dict[str, Any]]]] = {
             *(_node(f"b{i}", "b") for i in range(2)),
             _group(3, "rack"),
             *WORKERS,
+        ],
+    ),
+    # Both racks take the gang of two; NodeResourcesFit's placement score (MostAllocated
+    # over a rack's nodes) prefers rack a, whose node a0 already runs a 1-CPU pod.
+    "fuller-rack-wins": (
+        TOPOLOGY_GATES,
+        [
+            *(_node(f"{rack}{i}", rack) for rack in "ab" for i in range(2)),
+            _pod("f-0", None, requests={"cpu": "1"}, node="a0"),
+            _group(2, "rack"),
+            *WORKERS[:2],
+        ],
+    ),
+    # Both racks take the gang of two; the rack of two nodes is fuller with it than the
+    # rack of three, so NodeResourcesFit's placement score picks rack a.
+    "smaller-rack-wins": (
+        TOPOLOGY_GATES,
+        [
+            *(_node(f"b{i}", "b") for i in range(3)),
+            *(_node(f"a{i}", "a") for i in range(2)),
+            _group(2, "rack"),
+            *WORKERS[:2],
+        ],
+    ),
+    # Rack a runs a pod requesting 100m CPU and no memory, rack b two pods that request
+    # nothing: counted as 100m CPU and 200Mi memory each, as in Score, they make rack b
+    # the fuller one (counted as nothing, rack a would be).
+    "missing-requests-count-as-defaults": (
+        TOPOLOGY_GATES,
+        [
+            *(_node(f"{rack}{i}", rack) for rack in "ab" for i in range(2)),
+            _pod("f-0", None, requests={"cpu": "100m", "memory": "0"}, node="a0"),
+            _pod("f-1", None, requests={}, node="b0"),
+            _pod("f-2", None, requests={}, node="b1"),
+            _group(2, "rack"),
+            *WORKERS[:2],
         ],
     ),
     # Both nodes run a low-priority pod: the gang preempts both, then runs.

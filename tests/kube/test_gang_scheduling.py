@@ -5,8 +5,9 @@ The real outcome is recorded in ``tests/fixtures/scheduler/gang-scheduling.json`
 by this test with ``KUBESCHED_RECORD=1``); ``tests/plugins/test_gangscheduling.py``
 holds kubesched to that recording without the binaries, and this test holds the recording
 to the real scheduler. The pod group cycles of ``tests/pod_group_scenarios.py`` (a gang
-that fits only in part, a gang kept in one rack) are recorded the same way, in
-``tests/fixtures/scheduler/pod-group-cycle.json``.
+that fits only in part, a gang kept in one rack, two racks that both take a gang and
+NodeResourcesFit's placement score picks between, workload-aware preemption) are recorded
+the same way, in ``tests/fixtures/scheduler/pod-group-cycle.json``.
 """
 
 from __future__ import annotations
@@ -307,7 +308,9 @@ def test_the_real_scheduler_and_the_pod_group_cycle_recording_agree(name: str) -
     assert got == recorded[name]
 
 
-@pytest.mark.parametrize("name", ["gang-fits-in-part", "one-rack-fits", "preempts-two-low-pods"])
+@pytest.mark.parametrize(
+    "name", ["gang-fits-in-part", "one-rack-fits", "fuller-rack-wins", "preempts-two-low-pods"]
+)
 def test_kubesched_run_gives_the_pod_group_cycle_recording(name: str, tmp_path: Path) -> None:
     """``kubesched run``'s scheduler on a real API server: the same placements, messages
     and PodGroupScheduled condition (written through the PodGroup's ``/status``)."""

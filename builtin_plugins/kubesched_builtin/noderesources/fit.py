@@ -7,7 +7,10 @@ allocatable minus what its pods already request ("Insufficient cpu", ...), repor
 every such resource. The status is ``UNSCHEDULABLE`` (preemption may help), or
 ``UNSCHEDULABLE_AND_UNRESOLVABLE`` when the pod requests more of some resource than the
 node has at all. Score ranks feasible nodes with one of three strategies: LeastAllocated
-(default), MostAllocated or RequestedToCapacityRatio.
+(default), MostAllocated or RequestedToCapacityRatio. In a pod group's cycle (the
+TopologyAwareWorkloadScheduling gate) PlacementScore ranks the placements that take the
+group by MostAllocated over all their nodes, whatever the strategy (its resource weights
+apply), as kube-scheduler v1.36 does.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from kubesched import (
     NodeBatch,
     NodeInfo,
     PluginArgs,
+    PodGroupAssignments,
     PodInfo,
     QueueingHint,
     StateKey,
@@ -494,7 +498,8 @@ _MAX_BATCH_CHECKS = 62
 
 
 class NodeResourcesFit:
-    """Filters nodes without room for the pod's requests; scores by resource allocation."""
+    """Filters nodes without room for the pod's requests; scores nodes, and a pod group's
+    placements, by resource allocation."""
 
     name = NAME
     Args = NodeResourcesFitArgs
@@ -517,6 +522,16 @@ class NodeResourcesFit:
             use_requested=False,
             pod_level=self.pod_level,
             dra=dra_capacity(handle),
+        )
+        # Placements are always scored for bin packing; only the resources and their
+        # weights come from the configured strategy (upstream's docs say so explicitly).
+        self.placement_scorer = ResourceAllocationScorer(
+            MOST_ALLOCATED,
+            strategy.resources,
+            MostAllocatedScorer([r.weight for r in strategy.resources]),
+            use_requested=False,
+            pod_level=self.pod_level,
+            dra=self.scorer.dra,
         )
 
     # -- registration -------------------------------------------------------------------
@@ -665,6 +680,23 @@ class NodeResourcesFit:
     @hookimpl
     def score_nodes(self, state: CycleState, pod_info: PodInfo, nodes: NodeBatch) -> np.ndarray:
         return self.scorer.score_nodes(nodes, self._score_requests(state, pod_info))
+
+    # -- placement score (pod group cycle) ----------------------------------------------
+    @hookimpl
+    def score_placement(self, assignments: PodGroupAssignments) -> int:
+        """MostAllocated over the placement's nodes with the group's placed pods on them;
+        no normalisation, the score is on 0..100 already."""
+        snapshot = self._handle.snapshot
+        group_requests = [0] * len(self.placement_scorer.resources)
+        for pod, node_name in assignments.assignments:
+            try:
+                snapshot.get(node_name)
+            except KeyError:
+                # Upstream logs and skips a pod whose node left the snapshot meanwhile.
+                continue
+            requests = self.placement_scorer.pod_requests(PodInfo(pod))
+            group_requests = [a + b for a, b in zip(group_requests, requests, strict=True)]
+        return self.placement_scorer.score_placement(assignments.placement.nodes, group_requests)
 
 
 __all__ = [

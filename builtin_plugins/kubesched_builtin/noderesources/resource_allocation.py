@@ -18,7 +18,7 @@ score stays on 0..100 and an amount too large to count never wraps into a small 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -253,7 +253,9 @@ class ResourceAllocationScorer:
         return tuple(out)
 
     # -- one node -------------------------------------------------------------------------
-    def _allocatable_requested(self, ni: NodeInfo, i: int, pod_request: int) -> tuple[int, int]:
+    def _allocatable_allocated(self, ni: NodeInfo, i: int, pod_request: int) -> tuple[int, int]:
+        """The node's allocatable amount of the i-th resource and what its pods already
+        request of it (exact); ``(0, 0)`` where the resource is not scored on the node."""
         kind = self._kinds[i]
         if kind == _SCALAR:
             # A scalar resource the pod does not request is not scored at all.
@@ -266,24 +268,24 @@ class ResourceAllocationScorer:
                 # the resource count (DRAExtendedResource).
                 devices, allocated = self.dra(ni.node, name)
                 if devices > 0:
-                    return devices, saturate(allocated + pod_request)
+                    return devices, allocated
             if alloc is None:
                 return 0, 0
-            used = ni.requested.scalar_resources.get(self.resources[i].name, 0)
-            return saturate(alloc), saturate(used + pod_request)
+            return saturate(alloc), ni.requested.scalar_resources.get(name, 0)
         requested = ni.requested if self.use_requested else ni.non_zero_requested
-        # Saturated as the node table's columns are (the NodeInfo's totals are exact).
         if kind == _CPU:
-            return saturate(ni.allocatable.milli_cpu), saturate(requested.milli_cpu + pod_request)
+            return saturate(ni.allocatable.milli_cpu), requested.milli_cpu
         if kind == _MEMORY:
-            return saturate(ni.allocatable.memory), saturate(requested.memory + pod_request)
+            return saturate(ni.allocatable.memory), requested.memory
         if kind == _EPHEMERAL:
             # Upstream reads Requested here even when scoring with NonZeroRequested.
-            return (
-                saturate(ni.allocatable.ephemeral_storage),
-                saturate(ni.requested.ephemeral_storage + pod_request),
-            )
+            return saturate(ni.allocatable.ephemeral_storage), ni.requested.ephemeral_storage
         return 0, 0
+
+    def _allocatable_requested(self, ni: NodeInfo, i: int, pod_request: int) -> tuple[int, int]:
+        alloc, allocated = self._allocatable_allocated(ni, i, pod_request)
+        # Saturated as the node table's columns are (the NodeInfo's totals are exact).
+        return alloc, saturate(allocated + pod_request)
 
     def node_lists(
         self, node_info: NodeInfo, pod_requests: Sequence[int]
@@ -303,6 +305,21 @@ class ResourceAllocationScorer:
     def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> int:
         """The strategy's score of one node."""
         requested, allocatable = self.node_lists(node_info, pod_requests)
+        return self.scorer.score(requested, allocatable)
+
+    # -- a placement ----------------------------------------------------------------------
+    def score_placement(self, nodes: Iterable[NodeInfo], group_requests: Sequence[int]) -> int:
+        """The strategy's score of a placement: its ``nodes`` taken as one node, whose
+        allocatable is theirs summed and whose requests are their pods' plus
+        ``group_requests`` (the pod group's pods placed there, summed by
+        :meth:`pod_requests`). A scalar resource the group does not request is not scored."""
+        requested = list(group_requests)
+        allocatable = [0] * len(requested)
+        for ni in nodes:
+            for i, group_request in enumerate(group_requests):
+                alloc, allocated = self._allocatable_allocated(ni, i, group_request)
+                allocatable[i] = saturate(allocatable[i] + alloc)
+                requested[i] = saturate(requested[i] + allocated)
         return self.scorer.score(requested, allocatable)
 
     # -- many nodes -----------------------------------------------------------------------

@@ -370,6 +370,10 @@ class PodGroupCycle:
                 sched._fail(fwk, qpi, trial.status, trial.fit, record, started, "")
             elif group.is_success():
                 assert trial.result is not None
+                # Its Permit sees the group's pods assumed before it, as in a cycle of its
+                # own (GangScheduling counts them in the snapshot); the snapshot the trial
+                # left holds the last placement tried, not necessarily the one kept.
+                sched.cache.update_snapshot(sched.snapshot)
                 binding = sched._assume_reserve_permit(
                     fwk, trial.state, qpi, trial.result, record, started
                 )
