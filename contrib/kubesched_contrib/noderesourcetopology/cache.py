@@ -316,8 +316,12 @@ class NRTCache:
         Decoding needs the set of containers the agent encoded, so it is done only when
         the object's pod-set fingerprint is that of the pods on the node (upstream decodes
         when a resync takes an object, on the same condition). The result is kept for the
-        object, as upstream keeps it until the next resync, even as pods come and go."""
+        object, as upstream keeps it until the next resync, even as pods come and go.
+        The pods are the snapshot's: preemption's dry run hands Filter a copy of the node
+        without its victims."""
         name = node_info.name
+        snapshot = self.handle.snapshot.get(name) if self.handle.snapshot is not None else None
+        node_info = snapshot or node_info
         nrt = self.source(name)
         if nrt is None:
             return None
