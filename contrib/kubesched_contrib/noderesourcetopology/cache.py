@@ -15,6 +15,9 @@ args; this module models what each does that a scheduling decision can observe:
   if its pod-set fingerprint is that of the pods on the node (``cache.resyncMethod``).
 * **discard-reserved** (``discardReservedNodes: true``): a node with a pod reserved but
   not yet bound has no usable NRT data (Filter rejects it) until the bind completes.
+
+For NUMA-aware preemption the cache also decodes where each pinned container runs (the
+agent's NUMA placement, :meth:`NRTCache.placement`).
 """
 
 from __future__ import annotations

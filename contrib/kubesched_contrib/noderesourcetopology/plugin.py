@@ -254,7 +254,9 @@ class _PodShape:
 
 class NodeResourceTopologyMatch:
     """Keeps pods off nodes whose kubelet would refuse them for NUMA alignment, and
-    prefers nodes where they fit their NUMA zones best (Filter, Score, Reserve)."""
+    prefers nodes where they fit their NUMA zones best (Filter, Score, Reserve); with
+    ``preemptionMode: Enabled``, lets preemption free the NUMA zone a pod needs (PreFilter
+    extensions)."""
 
     name = NAME
     sdk_version = "1.6"
