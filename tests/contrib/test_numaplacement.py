@@ -257,68 +257,41 @@ def test_payload_validate(payload, error):
 
 
 # -- TestEncoderResult, TestEncoderEncode, TestNewEncoder -----------------------------------------
-def _aff(ns: str, pod: str, nid: int) -> tuple[tuple[str, str, str], int]:
-    return ((ns, pod, "cnt1"), nid)
+def _placed(*specs: str) -> list[tuple[tuple[str, str, str], int]]:
+    """``"ns1/pod1=0"``: container ``cnt1`` of pod ns1/pod1 on NUMA node 0."""
+    out = []
+    for spec in specs:
+        ident, nid = spec.split("=")
+        namespace, pod = ident.split("/")
+        out.append(((namespace, pod, "cnt1"), int(nid)))
+    return out
 
 
 @pytest.mark.parametrize(
     ("numa_nodes", "placement", "expected"),
     [
         (2, [], Payload(0, 2, 0)),
-        (
-            1,
-            [_aff("ns1", "pod1", 0), _aff("ns1", "pod2", 0), _aff("ns1", "pod3", 0)],
-            Payload(3, 1, 0),
-        ),
+        (1, _placed("ns1/pod1=0", "ns1/pod2=0", "ns1/pod3=0"), Payload(3, 1, 0)),
+        (2, _placed("ns1/pod1=0", "ns1/pod2=0", "ns1/pod3=0"), Payload(3, 2, 0)),
+        (2, _placed("ns1/pod1=0", "ns1/pod2=0", "ns1/pod2=0"), Payload(2, 2, 0)),
         (
             2,
-            [_aff("ns1", "pod1", 0), _aff("ns1", "pod2", 0), _aff("ns1", "pod3", 0)],
-            Payload(3, 2, 0),
-        ),
-        (
-            2,
-            [_aff("ns1", "pod1", 0), _aff("ns1", "pod2", 0), _aff("ns1", "pod2", 0)],
-            Payload(2, 2, 0),
-        ),
-        (
-            2,
-            [
-                _aff("ns1", "pod1", 0),
-                _aff("ns1", "pod2", 0),
-                _aff("ns1", "pod3", 0),
-                _aff("ns2", "pod1", 1),
-            ],
+            _placed("ns1/pod1=0", "ns1/pod2=0", "ns1/pod3=0", "ns2/pod1=1"),
             Payload(4, 2, 0, vectors={1: "#"}),
         ),
         (
             2,
-            [
-                _aff("ns1", "pod1", 0),
-                _aff("ns1", "pod2", 0),
-                _aff("ns2", "pod1", 1),
-                _aff("ns2", "pod2", 1),
-            ],
+            _placed("ns1/pod1=0", "ns1/pod2=0", "ns2/pod1=1", "ns2/pod2=1"),
             Payload(4, 2, 0, vectors={1: "!%"}),
         ),
         (
             2,
-            [
-                _aff("ns1", "pod1", 0),
-                _aff("ns2", "pod1", 1),
-                _aff("ns2", "pod2", 1),
-                _aff("ns2", "pod3", 1),
-            ],
+            _placed("ns1/pod1=0", "ns2/pod1=1", "ns2/pod2=1", "ns2/pod3=1"),
             Payload(4, 2, 1, vectors={0: "$"}),
         ),
         (
             4,
-            [
-                _aff("ns1", "pod1", 0),
-                _aff("ns1", "pod2", 0),
-                _aff("ns1", "pod3", 0),
-                _aff("ns2", "pod4", 1),
-                _aff("ns3", "pod5", 2),
-            ],
+            _placed("ns1/pod1=0", "ns1/pod2=0", "ns1/pod3=0", "ns2/pod4=1", "ns3/pod5=2"),
             Payload(5, 4, 0, vectors={1: "!", 2: "'"}),
         ),
     ],
@@ -361,7 +334,7 @@ def test_encoder_result(numa_nodes, placement, expected):
 )
 def test_encoder_errors(numa_nodes, nid, error):
     with pytest.raises(NUMAPlacementError, match=error):
-        encode(numa_nodes, [_aff("ns1", "pod1", nid)])
+        encode(numa_nodes, [(("ns1", "pod1", "cnt1"), nid)])
 
 
 # -- TestDecoderResult, TestInfoAffinity ----------------------------------------------------------
