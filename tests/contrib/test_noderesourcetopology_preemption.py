@@ -11,6 +11,7 @@ import pytest
 
 from kubesched import CycleState, NodeInfo, PluginArgsError, PodInfo
 from kubesched.api import Pod, parse_quantity, resource_value
+from kubesched.cache import new_snapshot
 from kubesched.clock import FakeClock
 from kubesched.framework.listers import StaticLister
 from kubesched.testing import make_framework, make_node
@@ -539,3 +540,33 @@ def test_preemption_mode_invalid():
         'preemptionMode: Unsupported value: "Sometimes": supported values: "Disabled", "Enabled"'
         in str(err.value)
     )
+
+
+def test_dry_run_leaves_the_overreserve_view_alone():
+    # A foreign victim removed in the dry run is no foreign pod leaving the node: the
+    # cache looks at the snapshot's pods, so the node stays usable afterwards.
+    foreign = guaranteed("default", "foreign", "4", "1Gi", node=NODE)
+    foreign.spec.scheduler_name = "other-scheduler"
+    ours = guaranteed("default", "victim", "4", "1Gi", node=NODE)
+    clock = FakeClock()
+    fw = make_framework(
+        NodeResourceTopologyMatch,
+        args={NAME: {"preemptionMode": "Enabled", "cacheResyncPeriodSeconds": 5}},
+        lister=StaticLister([preemption_nrt([foreign, ours], {"foreign": 1, "victim": 0})]),
+        clock=clock,
+    )
+    node = make_node(NODE).capacity({"cpu": "8", "memory": "16Gi", "pods": "110"}).obj()
+    fw.set_snapshot(new_snapshot([foreign, ours], [node]))
+    cache = fw.plugin(NAME).cache
+    ni = fw.snapshot.get(NODE)
+    assert cache.get(ni) == (None, False)  # a foreign pod on the node
+    clock.step(5)
+    assert cache.get(ni)[1]  # resynced: the object accounts for it
+    dry = ni.clone()
+    dry.remove_pod(PodInfo(foreign))
+    state = CycleState()
+    pi = PodInfo(PREEMPTOR)
+    fw.run_pre_filter_extension_remove_pod(state, pi, PodInfo(foreign), dry)
+    # (the release would leave NUMA 1 above its allocatable: the zones stay as they are)
+    assert fw.run_filter_plugins(state, pi, dry).reasons == [ALIGN]
+    assert cache.get(ni)[1]

@@ -304,6 +304,13 @@ class NRTCache:
             groups.generation = generation
         return groups
 
+    def _snapshot_info(self, node_info: NodeInfo) -> NodeInfo:
+        """The cycle snapshot's NodeInfo of the node (``node_info`` itself outside a
+        cycle, or when it is the snapshot's)."""
+        snapshot = self.handle.snapshot
+        found = snapshot.get(node_info.name) if snapshot is not None else None
+        return found if found is not None else node_info
+
     # -- NUMA placement (preemption) ------------------------------------------------------------
     def source(self, node_name: str) -> NodeResourceTopology | None:
         """The object the node's data comes from: the one the overreserve view started
@@ -323,8 +330,7 @@ class NRTCache:
         The pods are the snapshot's: preemption's dry run hands Filter a copy of the node
         without its victims."""
         name = node_info.name
-        snapshot = self.handle.snapshot.get(name) if self.handle.snapshot is not None else None
-        node_info = snapshot or node_info
+        node_info = self._snapshot_info(node_info)
         nrt = self.source(name)
         if nrt is None:
             return None
@@ -367,6 +373,9 @@ class NRTCache:
         if state is None:
             assert nrt is not None  # get() answered a node without either
             state = self._new_view(name, nrt)
+        # The node's real pods: a what-if copy (preemption's victims removed, nominated
+        # pods added) must neither mark nor resync the node.
+        node_info = self._snapshot_info(node_info)
         self._look_for_foreign_pods(state, node_info)
         if state.foreign or state.maybe_overreserved:
             self._resync(state, node_info, nrt)
