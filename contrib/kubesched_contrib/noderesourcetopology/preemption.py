@@ -26,6 +26,7 @@ __all__ = [
     "MissingNUMAMappingError",
     "numa_after_eviction",
     "released_per_numa",
+    "zone_allocatable",
 ]
 
 ERR_NO_VICTIMS = "no victims found, cannot process eviction simulation"
