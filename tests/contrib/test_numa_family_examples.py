@@ -11,6 +11,7 @@ from kubesched.api import load_manifests
 from kubesched.config import load_config
 from kubesched.simulate import Simulation, TimelineRunner, load_timeline
 from kubesched.simulate.driver import simulate
+from kubesched_contrib.noderesourcetopology import NodeResourceTopologyMatch
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -71,6 +72,19 @@ def test_numa_aware_preemption(seed, config, with_agent, victims, inference):
     preempted, placed = run_preemption(config, seed, with_agent)
     assert preempted == victims
     assert placed["inference"] == inference
+
+
+@pytest.mark.parametrize("with_agent", [True, False], ids=["with-agent", "without-agent"])
+def test_numa_aware_preemption_node_by_node(monkeypatch, with_agent):
+    # Without the plugin's description of the node copies, the dry run clones the
+    # CycleState node by node: the same victims as the batched dry run.
+    batched = run_preemption("preemption/scheduler-config.yaml", 0, with_agent)
+
+    def refuse(*args, **kwargs):
+        raise NotImplementedError
+
+    monkeypatch.setattr(NodeResourceTopologyMatch, "pre_filter_copies", refuse)
+    assert run_preemption("preemption/scheduler-config.yaml", 0, with_agent) == batched
 
 
 @pytest.mark.parametrize("seed", [0, 1, 7])

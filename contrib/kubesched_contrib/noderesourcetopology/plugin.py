@@ -231,6 +231,43 @@ class Victims(StateData):
 VICTIMS_KEY: StateKey[Victims] = StateKey(f"{NAME}/victims")
 
 
+class VictimCopies:
+    """The victims of copies of some nodes (preemption's batched dry run): ``pods[j]``
+    are the pods the dry run may remove from the copy of table row ``rows[j]``."""
+
+    __slots__ = ("pods", "rows")
+
+    def __init__(self, rows: Sequence[int], pods: Sequence[Sequence[PodInfo]]) -> None:
+        self.rows = list(rows)
+        self.pods = pods
+
+    def view(self, positions: np.ndarray, weights: np.ndarray) -> VictimView:
+        """The copies at ``positions``, whose pod ``i`` is removed where ``weights[x, i]``
+        is -1."""
+        victims: dict[int, Victims] = {}
+        for x, j in enumerate(positions.tolist()):
+            pods = self.pods[j] if j < len(self.pods) else ()
+            # The weights are as wide as the node with the most pods.
+            removed = np.flatnonzero(weights[x, : len(pods)] < 0).tolist()
+            if removed:
+                victims[self.rows[j]] = Victims({pods[i].uid: pods[i].pod for i in removed})
+        return VictimView(victims)
+
+
+class VictimView:
+    """Per table row of a node copy, its victims; ``filter_nodes`` reads it from a
+    batch's ``copies``."""
+
+    __slots__ = ("victims",)
+
+    def __init__(self, victims: dict[int, Victims]) -> None:
+        self.victims = victims
+
+    def with_added(self, rows: Any, pods: Any) -> VictimView:
+        """The same victims: the pods added (those nominated to the nodes) are none."""
+        return self
+
+
 @dataclass(frozen=True)
 class _PodShape:
     """What Filter and Score read of a pod, worked out once per pod; ``key`` identifies
@@ -281,8 +318,7 @@ class NodeResourceTopologyMatch:
         """The Filter status of each reason code (0: None, the node passes)."""
         if args.preemption_mode != PREEMPTION_ENABLED:
             # No victims to track: without active PreFilter extensions, preemption's dry
-            # run and the Filter of nodes with nominated pods stay batched (an active
-            # extension makes them clone the CycleState node by node).
+            # run and the Filter of nodes with nominated pods build no per-copy state.
             self.pre_filter_add_pod = self.pre_filter_remove_pod = None
 
     @hookimpl
@@ -354,6 +390,39 @@ class NodeResourceTopologyMatch:
         victims = state.get(VICTIMS_KEY)
         if victims is not None and victims.pods:
             return [self._filter_after_eviction(pod, ni, victims) for ni in nodes.infos]
+        view = nodes.copies.get(NAME) if nodes.copies else None
+        if view is not None and view.victims:
+            return self._filter_copies(pod, nodes, view)
+        return self._filter_batch(pod, nodes)
+
+    def pre_filter_copies(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        table: Any,
+        rows: Sequence[int],
+        pods: Sequence[Sequence[PodInfo]],
+    ) -> VictimCopies:
+        """The victims of copies of the nodes at ``rows``, so that preemption's dry run
+        stays batched (see ``NodeBatch.copies``)."""
+        return VictimCopies(rows, pods)
+
+    def _filter_copies(
+        self, pod: Pod, nodes: NodeBatch, view: VictimView
+    ) -> Sequence[Status | None]:
+        # The copies without victims as the nodes are; those with victims one by one,
+        # on the snapshot's NodeInfo (Filter reads only the node and the NRT data).
+        verdicts = self._filter_batch(pod, nodes)
+        out = list(verdicts) if verdicts is not None else [None] * len(nodes)
+        infos = nodes.table.info_array
+        for i, row in enumerate(nodes.rows.tolist()):
+            victims = view.victims.get(row)
+            if victims is not None:
+                out[i] = self._filter_after_eviction(pod, infos[row], victims)
+        return out
+
+    def _filter_batch(self, pod: Pod, nodes: NodeBatch) -> Sequence[Status | None] | None:
+        shape = self._shape(pod)
         groups = self.cache.passthrough_groups(nodes.table)
         if groups is None:
             return self._filter_many(pod, nodes.infos)
