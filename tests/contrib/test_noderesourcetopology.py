@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-from kubesched import ActionType, Code, EventResource, NodeInfo, PluginArgsError, PodInfo
+from kubesched import (
+    ActionType,
+    Code,
+    CycleState,
+    EventResource,
+    NodeInfo,
+    PluginArgsError,
+    PodInfo,
+)
 from kubesched.api import parse_quantity, resolve_kind
 from kubesched.backend.kube.cluster import resource_for
 from kubesched.clock import FakeClock
@@ -396,7 +404,7 @@ FILTER_CASES = [
 )
 def test_filter_upstream_cases(pod, node, reason):
     _, pl = plugin(FILTER_NRTS)
-    status = pl.filter(pod=pod, node_info=FILTER_NODES[node])
+    status = pl.filter(state=CycleState(), pod=pod, node_info=FILTER_NODES[node])
     if reason is None:
         assert status is None
     else:
@@ -478,7 +486,7 @@ MULTI_CASES = [
 def test_filter_multi_container_pod_scope(pod, fits):
     topology = MULTI_NRT.model_copy(update={"topology_policies": ["SingleNUMANodePodLevel"]})
     _, pl = plugin([topology])
-    status = pl.filter(pod=pod, node_info=node_info(topology))
+    status = pl.filter(state=CycleState(), pod=pod, node_info=node_info(topology))
     assert (status is None) == fits
     if not fits:
         assert status.reasons == [POD]
@@ -497,8 +505,10 @@ def test_container_scope_takes_what_each_container_gets():
     )
     _, pl = plugin([topology])
     c = {"cpu": "3", "memory": "1Gi"}
-    assert pl.filter(pod=multi(c, c), node_info=node_info(topology)) is None
-    assert pl.filter(pod=multi(c, c, c), node_info=node_info(topology)).reasons == [CONTAINER]
+    assert pl.filter(state=CycleState(), pod=multi(c, c), node_info=node_info(topology)) is None
+    assert pl.filter(
+        state=CycleState(), pod=multi(c, c, c), node_info=node_info(topology)
+    ).reasons == [CONTAINER]
 
 
 def test_init_container_alignment():
@@ -524,7 +534,7 @@ def test_init_container_alignment():
             }
         )
     ]
-    assert pl.filter(pod=pod, node_info=node_info(topology)).reasons == [
+    assert pl.filter(state=CycleState(), pod=pod, node_info=node_info(topology)).reasons == [
         "cannot align init container"
     ]
 
@@ -540,14 +550,19 @@ def test_filter_admits_everything_but_single_numa_node(policy):
         attributes={"topologyManagerPolicy": policy},
     )
     _, pl = plugin([topology])
-    assert pl.filter(pod=gu({"cpu": 2, "memory": "1Gi"}), node_info=node_info(topology)) is None
+    assert (
+        pl.filter(
+            state=CycleState(), pod=gu({"cpu": 2, "memory": "1Gi"}), node_info=node_info(topology)
+        )
+        is None
+    )
 
 
 def test_filter_and_score_without_nrt_object():
     _, pl = plugin([])
     info = NodeInfo(make_node("bare").capacity(cpu="4", memory="4Gi").obj())
     pod = gu({"cpu": 2, "memory": "1Gi"})
-    assert pl.filter(pod=pod, node_info=info) is None
+    assert pl.filter(state=CycleState(), pod=pod, node_info=info) is None
     assert pl.score(pod=pod, node_info=info) == 0
 
 
@@ -896,7 +911,7 @@ def test_passthrough_ignores_placed_pods():
     fw.run_reserve_plugins_reserve(fw.new_cycle_state(), PodInfo(placed), "n")
     info = node_info(topology)
     info.add_pod(PodInfo(placed))
-    assert pl.filter(pod=pod, node_info=info) is None
+    assert pl.filter(state=CycleState(), pod=pod, node_info=info) is None
 
 
 def test_overreserve_books_reserved_pods_on_every_zone():
@@ -908,11 +923,17 @@ def test_overreserve_books_reserved_pods_on_every_zone():
     fw.run_reserve_plugins_reserve(state, PodInfo(placed), "n")
     info.add_pod(PodInfo(placed))
     # 3 cpus left on *each* zone (pessimistic): 4 no longer fits, 3 does.
-    assert pl.filter(pod=gu({"cpu": 4, "memory": "1Gi"}), node_info=info).reasons == [POD]
-    assert pl.filter(pod=gu({"cpu": 3, "memory": "1Gi"}), node_info=info) is None
+    assert pl.filter(
+        state=CycleState(), pod=gu({"cpu": 4, "memory": "1Gi"}), node_info=info
+    ).reasons == [POD]
+    assert (
+        pl.filter(state=CycleState(), pod=gu({"cpu": 3, "memory": "1Gi"}), node_info=info) is None
+    )
     # Unreserve gives it back.
     fw.run_reserve_plugins_unreserve(state, PodInfo(placed), "n")
-    assert pl.filter(pod=gu({"cpu": 4, "memory": "1Gi"}), node_info=info) is None
+    assert (
+        pl.filter(state=CycleState(), pod=gu({"cpu": 4, "memory": "1Gi"}), node_info=info) is None
+    )
 
 
 def fingerprinted(topology, pods, *, method: str | None = None, cpu: str = "4"):
@@ -964,10 +985,12 @@ def test_overreserve_resync(agent, flushed):
     on_node = node_info(topology)
     on_node.add_pod(PodInfo(placed))
     on_node.add_pod(PodInfo(shared))
-    assert pl.filter(pod=big, node_info=on_node).reasons == [POD]
+    assert pl.filter(state=CycleState(), pod=big, node_info=on_node).reasons == [POD]
     if agent is None:
         # Deleted or preempted: the node's pods change, the booking stays.
-        assert pl.filter(pod=big, node_info=node_info(topology)).reasons == [POD]
+        assert pl.filter(state=CycleState(), pod=big, node_info=node_info(topology)).reasons == [
+            POD
+        ]
         return
     both = [("default", "p"), ("default", "shared")]
     update = {
@@ -983,9 +1006,9 @@ def test_overreserve_resync(agent, flushed):
     }[agent]
     lister.add(update)
     # Within the period of the rejection: no resync yet.
-    assert pl.filter(pod=big, node_info=on_node).reasons == [POD]
+    assert pl.filter(state=CycleState(), pod=big, node_info=on_node).reasons == [POD]
     clock.step(5)  # the next resync
-    verdict = pl.filter(pod=big, node_info=on_node)
+    verdict = pl.filter(state=CycleState(), pod=big, node_info=on_node)
     assert (verdict is None) is flushed
 
 
@@ -1017,7 +1040,7 @@ def test_foreign_pods(detect, foreign, usable):
     _, pl = overreserve(lister, clock, {"foreignPodsDetect": detect})
     pod = gu({"cpu": 1, "memory": "1Gi"})
     info = node_info(topology)
-    assert pl.filter(pod=pod, node_info=info) is None
+    assert pl.filter(state=CycleState(), pod=pod, node_info=info) is None
     builder = make_pod("other").scheduler_name(
         "default-scheduler" if foreign == "own-profile" else "other-scheduler"
     )
@@ -1028,7 +1051,7 @@ def test_foreign_pods(detect, foreign, usable):
     else:
         builder = builder.container()
     info.add_pod(PodInfo(builder.obj()))
-    status = pl.filter(pod=pod, node_info=info)
+    status = pl.filter(state=CycleState(), pod=pod, node_info=info)
     if usable:
         assert status is None
         return
@@ -1037,7 +1060,7 @@ def test_foreign_pods(detect, foreign, usable):
     # The agent's next object counts the foreign pod: the next resync takes it.
     lister.add(fingerprinted(topology, [("default", "other")]))
     clock.step(5)
-    assert pl.filter(pod=pod, node_info=info) is None
+    assert pl.filter(state=CycleState(), pod=pod, node_info=info) is None
 
 
 @pytest.mark.parametrize(
@@ -1082,12 +1105,12 @@ def test_discard_reserved_nodes():
     placed = gu({"cpu": 1, "memory": "1Gi"})
     state = fw.new_cycle_state()
     fw.run_reserve_plugins_reserve(state, PodInfo(placed), "n")
-    status = pl.filter(pod=pod, node_info=node_info(topology))
+    status = pl.filter(state=CycleState(), pod=pod, node_info=node_info(topology))
     assert status.code == Code.UNSCHEDULABLE
     assert status.reasons == ["invalid node topology data"]
     assert pl.score(pod=pod, node_info=node_info(topology)) == 0
     fw.run_post_bind_plugins(state, PodInfo(placed), "n")
-    assert pl.filter(pod=pod, node_info=node_info(topology)) is None
+    assert pl.filter(state=CycleState(), pod=pod, node_info=node_info(topology)) is None
 
 
 # -- args ------------------------------------------------------------------------------------------
@@ -1161,15 +1184,18 @@ def test_batches_equal_single_calls():
     infos = [node_info(t) for t in nrts]
     batch = node_batch(infos)
     pod = gu({"cpu": 3, "memory": "20Mi"})
-    singles = [pl.filter(pod=pod, node_info=i) for i in infos]
-    batched = pl.filter_nodes(pod=pod, nodes=batch)
+    singles = [pl.filter(state=CycleState(), pod=pod, node_info=i) for i in infos]
+    batched = pl.filter_nodes(state=CycleState(), pod=pod, nodes=batch)
     assert [s and s.reasons for s in batched] == [s and s.reasons for s in singles]
     assert [s and s.reasons for s in singles] == [None, ["cannot align pod"], None]
     scores = [pl.score(pod=pod, node_info=i) for i in infos]
     assert list(pl.score_nodes(pod=pod, nodes=batch)) == scores == [39, 20, 0]
     # Again, from the verdicts remembered per node; a pod that fits everywhere: None.
     assert list(pl.score_nodes(pod=pod, nodes=batch)) == scores
-    assert pl.filter_nodes(pod=gu({"cpu": 1, "memory": "1Mi"}), nodes=batch) is None
+    assert (
+        pl.filter_nodes(state=CycleState(), pod=gu({"cpu": 1, "memory": "1Mi"}), nodes=batch)
+        is None
+    )
 
 
 @pytest.mark.parametrize(
@@ -1184,7 +1210,7 @@ def test_batches_follow_nrt_changes(change):
     pl = fw.plugin(NAME)
     batch = node_batch([node_info(full), node_info(two_zone("b"))])
     pod = gu({"cpu": 2, "memory": "1Gi"})
-    before = pl.filter_nodes(pod=pod, nodes=batch)
+    before = pl.filter_nodes(state=CycleState(), pod=pod, nodes=batch)
     if change == "create":
         assert before is None
         lister.add(tight)
@@ -1196,9 +1222,9 @@ def test_batches_follow_nrt_changes(change):
         else:
             lister.remove(tight)
         expected = None
-    after = pl.filter_nodes(pod=pod, nodes=batch)
+    after = pl.filter_nodes(state=CycleState(), pod=pod, nodes=batch)
     assert (after if after is None else [s and s.reasons for s in after]) == expected
-    singles = [pl.filter(pod=pod, node_info=i) for i in batch.infos]
+    singles = [pl.filter(state=CycleState(), pod=pod, node_info=i) for i in batch.infos]
     assert [s and s.reasons for s in singles] == (expected or [None, None])
 
 

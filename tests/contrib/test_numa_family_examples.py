@@ -1,5 +1,5 @@
-"""The examples of NodeResourceTopologyMatch, SySched, NodeMetadata and PodState give the
-outcome their READMEs state, for several seeds."""
+"""The examples of NodeResourceTopologyMatch (placement and NUMA-aware preemption), SySched,
+NodeMetadata and PodState give the outcome their READMEs state, for several seeds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 
 from kubesched.api import load_manifests
 from kubesched.config import load_config
+from kubesched.simulate import Simulation, TimelineRunner, load_timeline
 from kubesched.simulate.driver import simulate
+from kubesched_contrib.noderesourcetopology import NodeResourceTopologyMatch
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -34,6 +36,55 @@ def test_numa_topology(seed):
     assert diagnosis(result, pods["trainer"]).startswith(
         "0/3 nodes are available: 1 cannot align container, 2 Insufficient example.com/gpu."
     )
+
+
+def run_preemption(config: str, seed: int, with_agent: bool):
+    """The NUMA-aware preemption example: its cluster and workload, the given profile, and
+    (``with_agent``) the timeline in which worker-b's agent reports again."""
+    folder = EXAMPLES / "numa-topology" / "preemption"
+    timeline = TimelineRunner(*load_timeline(folder / "timeline.yaml")) if with_agent else None
+    sim = Simulation(
+        load_manifests([folder / "cluster.yaml", folder / "workload.yaml"]),
+        config=load_config(EXAMPLES / "numa-topology" / config),
+        seed=seed,
+        timeline=timeline,
+    )
+    try:
+        result = sim.run()
+    finally:
+        sim.close()
+    preempted = sorted(e.involved_name for e in result.cluster.events if e.reason == "Preempted")
+    placed = {p.metadata.name: p.spec.node_name for p in result.cluster.pods()}
+    return preempted, placed
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+@pytest.mark.parametrize(
+    ("config", "with_agent", "victims", "inference"),
+    [
+        ("preemption/scheduler-config.yaml", True, ["etl"], "worker-b"),
+        ("scheduler-config.yaml", False, ["batch"], "worker-a"),
+        ("preemption/scheduler-config.yaml", False, ["analytics", "batch", "etl"], "worker-a"),
+    ],
+    ids=["numa-aware", "plain", "numa-aware-without-agent-report"],
+)
+def test_numa_aware_preemption(seed, config, with_agent, victims, inference):
+    preempted, placed = run_preemption(config, seed, with_agent)
+    assert preempted == victims
+    assert placed["inference"] == inference
+
+
+@pytest.mark.parametrize("with_agent", [True, False], ids=["with-agent", "without-agent"])
+def test_numa_aware_preemption_node_by_node(monkeypatch, with_agent):
+    # Without the plugin's description of the node copies, the dry run clones the
+    # CycleState node by node: the same victims as the batched dry run.
+    batched = run_preemption("preemption/scheduler-config.yaml", 0, with_agent)
+
+    def refuse(*args, **kwargs):
+        raise NotImplementedError
+
+    monkeypatch.setattr(NodeResourceTopologyMatch, "pre_filter_copies", refuse)
+    assert run_preemption("preemption/scheduler-config.yaml", 0, with_agent) == batched
 
 
 @pytest.mark.parametrize("seed", [0, 1, 7])

@@ -1,12 +1,15 @@
 """NodeResourceTopologyMatch and SySched under ``kubesched run``: their CRD kinds
 (NodeResourceTopology, cluster-scoped; SeccompProfile, namespaced) are watched from the
-CRDs' collections on a real kube-apiserver, and NUMA alignment decides the node."""
+CRDs' collections on a real kube-apiserver, NUMA alignment decides the node, and NUMA-aware
+preemption the victim."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kubesched.testing import make_node, make_pod
 from tests.contrib.helpers import nrt_manifest as nrt
@@ -149,3 +152,53 @@ def test_numa_alignment_and_crd_kinds_on_a_cluster(api: Api, crds, in_process) -
         content_type="application/merge-patch+json",
     )
     assert wait_for(lambda: api.node_of("numa3"), 30, "the pod to be bound") == "split"
+
+
+NUMA_PREEMPTION = Path(__file__).resolve().parents[2] / "examples" / "numa-topology" / "preemption"
+
+
+def test_numa_aware_preemption_on_a_cluster(api: Api, crds, in_process) -> None:
+    """The NUMA-aware preemption example through a real kube-apiserver: the placement
+    attributes come back from the CRD's collection, and the pod evicted is the one pinned
+    to the NUMA zone the preemptor needs (plain preemption would evict ``batch``)."""
+    nrts = f"/apis/{NRT_API}/noderesourcetopologies"
+    for doc in yaml.safe_load_all((NUMA_PREEMPTION / "cluster.yaml").read_text()):
+        if doc["kind"] == "NodeResourceTopology":
+            api.client.request("POST", nrts, body=doc)
+        else:
+            api.create(doc)
+    runner = in_process(
+        {
+            "profiles": [
+                {
+                    "schedulerName": "default-scheduler",
+                    "plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}},
+                    "pluginConfig": [
+                        {"name": "NodeResourceTopologyMatch", "args": {"preemptionMode": "Enabled"}}
+                    ],
+                }
+            ]
+        }
+    )
+    lister = runner.cluster.lister
+    wait_for(
+        lambda: lister.get_object("NodeResourceTopology", None, "worker-b") is not None,
+        30,
+        "the NRT objects in the lister",
+    )
+    (inference,) = yaml.safe_load_all((NUMA_PREEMPTION / "workload.yaml").read_text())
+    api.create(inference)
+    nominated = wait_for(
+        lambda: ((api.pod("inference") or {}).get("status") or {}).get("nominatedNodeName"),
+        30,
+        "the preemptor to be nominated",
+    )
+    assert nominated == "worker-b"
+    # No kubelet confirms the deletion: the victim stays terminating.
+    wait_for(
+        lambda: (api.pod("etl") or {}).get("metadata", {}).get("deletionTimestamp"),
+        30,
+        "etl to be preempted",
+    )
+    assert "deletionTimestamp" not in api.pod("batch")["metadata"]
+    assert "deletionTimestamp" not in api.pod("analytics")["metadata"]

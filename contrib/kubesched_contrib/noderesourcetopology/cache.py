@@ -15,6 +15,9 @@ args; this module models what each does that a scheduling decision can observe:
   if its pod-set fingerprint is that of the pods on the node (``cache.resyncMethod``).
 * **discard-reserved** (``discardReservedNodes: true``): a node with a pod reserved but
   not yet bound has no usable NRT data (Filter rejects it) until the bind completes.
+
+For NUMA-aware preemption the cache also decodes where each pinned container runs (the
+agent's NUMA placement, :meth:`NRTCache.placement`).
 """
 
 from __future__ import annotations
@@ -38,12 +41,13 @@ from .numa import (
     pod_effective_requests,
     topology_manager_config,
 )
+from .numaplacement import NUMAPlacementError, PlacementInfo, decode, payload_from_nrt
 from .resync import (
     RESYNC_AUTODETECT,
-    expected_fingerprint,
+    exclusive_containers,
+    fingerprint_matches,
     has_exclusive_resources,
     nrt_resource_names,
-    pod_fingerprint,
 )
 
 PASSTHROUGH = "passthrough"
@@ -228,6 +232,8 @@ class NRTCache:
         self._parsed: dict[str, tuple[NodeResourceTopology, NodeTopology]] = {}
         self._views: dict[str, _NodeView] = {}
         self._reserved: dict[str, set[str]] = {}
+        # Decoded NUMA placements, by node: (object, NodeInfo generation, placement).
+        self._placements: dict[str, tuple[NodeResourceTopology, int, PlacementInfo | None]] = {}
         self._ours: set[str] = {handle.profile_name}
         if mode == OVERRESERVE and foreign_pods_detect != FOREIGN_NONE:
             if handle.lister is not None:
@@ -298,6 +304,66 @@ class NRTCache:
             groups.generation = generation
         return groups
 
+    def _snapshot_info(self, node_info: NodeInfo) -> NodeInfo:
+        """The cycle snapshot's NodeInfo of the node (``node_info`` itself outside a
+        cycle, or when it is the snapshot's)."""
+        snapshot = self.handle.snapshot
+        found = snapshot.get(node_info.name) if snapshot is not None else None
+        return found if found is not None else node_info
+
+    # -- NUMA placement (preemption) ------------------------------------------------------------
+    def source(self, node_name: str) -> NodeResourceTopology | None:
+        """The object the node's data comes from: the one the overreserve view started
+        from, else the node's object."""
+        state = self._views.get(node_name) if self.mode == OVERRESERVE else None
+        return state.seen if state is not None else self.nrt(node_name)
+
+    def placement(self, node_info: NodeInfo) -> PlacementInfo | None:
+        """Which NUMA node each exclusive container on the node runs on, decoded from the
+        :meth:`source` object's NUMA placement; None when it has none or it cannot be
+        decoded.
+
+        Decoding needs the set of containers the agent encoded, so it is done only when
+        the object's pod-set fingerprint is that of the pods on the node (upstream decodes
+        when a resync takes an object, on the same condition). The result is kept for the
+        object, as upstream keeps it until the next resync, even as pods come and go.
+        The pods are the snapshot's: preemption's dry run hands Filter a copy of the node
+        without its victims."""
+        name = node_info.name
+        node_info = self._snapshot_info(node_info)
+        nrt = self.source(name)
+        if nrt is None:
+            return None
+        known = self._placements.get(name)
+        # A failed decoding is tried again once the node's pods change.
+        if (
+            known is not None
+            and known[0] is nrt
+            and (known[2] is not None or known[1] == node_info.generation)
+        ):
+            return known[2]
+        info = self._decode_placement(nrt, node_info)
+        self._placements[name] = (nrt, node_info.generation, info)
+        return info
+
+    def _decode_placement(
+        self, nrt: NodeResourceTopology, node_info: NodeInfo
+    ) -> PlacementInfo | None:
+        pods = [pi.pod for pi in node_info.pods]
+        try:
+            payload = payload_from_nrt(nrt)
+            if payload is None or not fingerprint_matches(nrt, pods, self.resync_method):
+                return None
+            resources = nrt_resource_names(nrt)
+            containers = [
+                (pod.metadata.namespace or "default", pod.metadata.name, c.name)
+                for pod in pods
+                for c in exclusive_containers(pod, resources)
+            ]
+            return decode(payload, containers)
+        except NUMAPlacementError:
+            return None
+
     # -- overreserve ---------------------------------------------------------------------------
     def _overreserved(
         self, node_info: NodeInfo, nrt: NodeResourceTopology | None
@@ -307,6 +373,9 @@ class NRTCache:
         if state is None:
             assert nrt is not None  # get() answered a node without either
             state = self._new_view(name, nrt)
+        # The node's real pods: a what-if copy (preemption's victims removed, nominated
+        # pods added) must neither mark nor resync the node.
+        node_info = self._snapshot_info(node_info)
         self._look_for_foreign_pods(state, node_info)
         if state.foreign or state.maybe_overreserved:
             self._resync(state, node_info, nrt)
@@ -367,16 +436,7 @@ class NRTCache:
         if tick == state.resync_tick or nrt is None:
             return
         state.resync_tick = tick
-        expected, only_exclusive = expected_fingerprint(nrt, self.resync_method)
-        if not expected:
-            return  # an object without a fingerprint never replaces the view
-        resources = nrt_resource_names(nrt)
-        pods = [
-            (pi.pod.metadata.namespace or "default", pi.pod.metadata.name)
-            for pi in node_info.pods
-            if not only_exclusive or has_exclusive_resources(pi.pod, resources)
-        ]
-        if pod_fingerprint(pods) == expected:
+        if fingerprint_matches(nrt, (pi.pod for pi in node_info.pods), self.resync_method):
             state.flush(nrt)
 
     def rejected(self, node_name: str) -> None:

@@ -8,6 +8,10 @@ or as a whole (scope ``pod``); the other policies admit whatever fits the node. 
 ranks nodes for Guaranteed pods by how the request fits each NUMA zone (MostAllocated,
 LeastAllocated, BalancedAllocation: single-numa-node nodes only; a node without NRT data
 scores 0) or by how few NUMA zones it needs (LeastNUMANodes: any policy).
+
+With ``preemptionMode: Enabled`` it takes part in preemption's dry run: the PreFilter
+extensions track the victims, and Filter gives their exclusive resources back to the NUMA
+zones the node's agent says they run on (:mod:`.preemption`).
 """
 
 from __future__ import annotations
@@ -27,14 +31,18 @@ from kubesched import (
     ClusterEvent,
     ClusterEventWithHint,
     Code,
+    CycleState,
     EventResource,
     NodeBatch,
     NodeInfo,
     PluginArgs,
     PodInfo,
+    StateData,
+    StateKey,
     Status,
     hookimpl,
     invalid,
+    not_supported,
     raise_args_errors,
 )
 from kubesched.api import CPU, MEMORY, Pod
@@ -66,6 +74,14 @@ from .numa import (
     pod_qos,
     pod_scope_score,
 )
+from .preemption import (
+    REASON_MISSING_NUMA_MAPPING,
+    EvictionSimulationError,
+    MissingNUMAMappingError,
+    numa_after_eviction,
+    zone_allocatable,
+)
+from .resync import nrt_resource_names
 
 NAME = "NodeResourceTopologyMatch"
 
@@ -76,6 +92,9 @@ MOST_ALLOCATED = "MostAllocated"
 LEAST_ALLOCATED = "LeastAllocated"
 BALANCED_ALLOCATION = "BalancedAllocation"
 LEAST_NUMA_NODES = "LeastNUMANodes"
+
+PREEMPTION_DISABLED = "Disabled"
+PREEMPTION_ENABLED = "Enabled"
 
 _STRATEGIES: dict[str, ScoreStrategy | None] = {
     MOST_ALLOCATED: most_allocated,
@@ -139,6 +158,13 @@ class NodeResourceTopologyMatchArgs(PluginArgs):
         ),
     )
     cache: NodeResourceTopologyCache = Field(default_factory=NodeResourceTopologyCache)
+    preemption_mode: str = Field(
+        default=PREEMPTION_DISABLED,
+        description=(
+            "Enabled: preemption's dry run gives the victims' exclusive resources back to "
+            "the NUMA zones the node's agent says they run on. Disabled or Enabled."
+        ),
+    )
 
     @model_validator(mode="after")
     def _validate(self) -> NodeResourceTopologyMatchArgs:
@@ -153,6 +179,14 @@ class NodeResourceTopologyMatchArgs(PluginArgs):
         if strategy.type not in _STRATEGIES:
             errors.append(
                 invalid(("scoringStrategy", "type"), strategy.type, "invalid ScoringStrategyType")
+            )
+        if self.preemption_mode not in (PREEMPTION_DISABLED, PREEMPTION_ENABLED):
+            errors.append(
+                not_supported(
+                    ("preemptionMode",),
+                    self.preemption_mode,
+                    (PREEMPTION_DISABLED, PREEMPTION_ENABLED),
+                )
             )
         raise_args_errors("NodeResourceTopologyMatchArgs", errors)
         return self
@@ -181,6 +215,59 @@ def _requests_key(requests: dict[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(requests.items()))
 
 
+class Victims(StateData):
+    """The pods preemption's dry run has removed from the node, by uid (the plugin's
+    PreFilter extensions keep it in the CycleState)."""
+
+    __slots__ = ("pods",)
+
+    def __init__(self, pods: dict[str, Pod] | None = None) -> None:
+        self.pods = pods or {}
+
+    def clone(self) -> Victims:
+        return Victims(dict(self.pods))
+
+
+VICTIMS_KEY: StateKey[Victims] = StateKey(f"{NAME}/victims")
+
+
+class VictimCopies:
+    """The victims of copies of some nodes (preemption's batched dry run): ``pods[j]``
+    are the pods the dry run may remove from the copy of table row ``rows[j]``."""
+
+    __slots__ = ("pods", "rows")
+
+    def __init__(self, rows: Sequence[int], pods: Sequence[Sequence[PodInfo]]) -> None:
+        self.rows = list(rows)
+        self.pods = pods
+
+    def view(self, positions: np.ndarray, weights: np.ndarray) -> VictimView:
+        """The copies at ``positions``, whose pod ``i`` is removed where ``weights[x, i]``
+        is -1."""
+        victims: dict[int, Victims] = {}
+        for x, j in enumerate(positions.tolist()):
+            pods = self.pods[j] if j < len(self.pods) else ()
+            # The weights are as wide as the node with the most pods.
+            removed = np.flatnonzero(weights[x, : len(pods)] < 0).tolist()
+            if removed:
+                victims[self.rows[j]] = Victims({pods[i].uid: pods[i].pod for i in removed})
+        return VictimView(victims)
+
+
+class VictimView:
+    """Per table row of a node copy, its victims; ``filter_nodes`` reads it from a
+    batch's ``copies``."""
+
+    __slots__ = ("victims",)
+
+    def __init__(self, victims: dict[int, Victims]) -> None:
+        self.victims = victims
+
+    def with_added(self, rows: Any, pods: Any) -> VictimView:
+        """The same victims: the pods added (those nominated to the nodes) are none."""
+        return self
+
+
 @dataclass(frozen=True)
 class _PodShape:
     """What Filter and Score read of a pod, worked out once per pod; ``key`` identifies
@@ -204,7 +291,9 @@ class _PodShape:
 
 class NodeResourceTopologyMatch:
     """Keeps pods off nodes whose kubelet would refuse them for NUMA alignment, and
-    prefers nodes where they fit their NUMA zones best (Filter, Score, Reserve)."""
+    prefers nodes where they fit their NUMA zones best (Filter, Score, Reserve); with
+    ``preemptionMode: Enabled``, lets preemption free the NUMA zone a pod needs (PreFilter
+    extensions)."""
 
     name = NAME
     sdk_version = "1.6"
@@ -227,6 +316,10 @@ class NodeResourceTopologyMatch:
         self._reason_codes: dict[str, int] = {}
         self._statuses = np.full(1, None, dtype=object)
         """The Filter status of each reason code (0: None, the node passes)."""
+        if args.preemption_mode != PREEMPTION_ENABLED:
+            # No victims to track: without active PreFilter extensions, preemption's dry
+            # run and the Filter of nodes with nominated pods build no per-copy state.
+            self.pre_filter_add_pod = self.pre_filter_remove_pod = None
 
     @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -256,14 +349,80 @@ class NodeResourceTopologyMatch:
         return shape
 
     @hookimpl
-    def filter(self, pod: Pod, node_info: NodeInfo) -> Status | None:
+    def pre_filter(self) -> None:
+        """Nothing to check: the plugin is at PreFilter for its extensions, which track
+        preemption's victims (``preemptionMode: Enabled``)."""
+        return None
+
+    @hookimpl
+    def pre_filter_remove_pod(
+        self, state: CycleState, pod_info_to_remove: PodInfo
+    ) -> Status | None:
+        victims = state.get(VICTIMS_KEY)
+        if victims is None:
+            victims = Victims()
+            state.write(VICTIMS_KEY, victims)
+        victims.pods[pod_info_to_remove.uid] = pod_info_to_remove.pod
+        return None
+
+    @hookimpl
+    def pre_filter_add_pod(self, state: CycleState, pod_info_to_add: PodInfo) -> Status | None:
+        # A reprieved victim runs again (a nominated pod added was no victim).
+        victims = state.get(VICTIMS_KEY)
+        if victims is not None:
+            victims.pods.pop(pod_info_to_add.uid, None)
+        return None
+
+    @hookimpl
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        victims = state.get(VICTIMS_KEY)
+        if victims is not None and victims.pods:
+            return self._filter_after_eviction(pod, node_info, victims)
         return self._filter_many(pod, [node_info])[0]
 
     @hookimpl
-    def filter_nodes(self, pod: Pod, nodes: NodeBatch) -> Sequence[Status | None] | None:
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, nodes: NodeBatch
+    ) -> Sequence[Status | None] | None:
         shape = self._shape(pod)
         if shape.skips_filter:
             return None
+        victims = state.get(VICTIMS_KEY)
+        if victims is not None and victims.pods:
+            return [self._filter_after_eviction(pod, ni, victims) for ni in nodes.infos]
+        view = nodes.copies.get(NAME) if nodes.copies else None
+        if view is not None and view.victims:
+            return self._filter_copies(pod, nodes, view)
+        return self._filter_batch(pod, nodes)
+
+    def pre_filter_copies(
+        self,
+        state: CycleState,
+        pod_info: PodInfo,
+        table: Any,
+        rows: Sequence[int],
+        pods: Sequence[Sequence[PodInfo]],
+    ) -> VictimCopies:
+        """The victims of copies of the nodes at ``rows``, so that preemption's dry run
+        stays batched (see ``NodeBatch.copies``)."""
+        return VictimCopies(rows, pods)
+
+    def _filter_copies(
+        self, pod: Pod, nodes: NodeBatch, view: VictimView
+    ) -> Sequence[Status | None]:
+        # The copies without victims as the nodes are; those with victims one by one,
+        # on the snapshot's NodeInfo (Filter reads only the node and the NRT data).
+        verdicts = self._filter_batch(pod, nodes)
+        out = list(verdicts) if verdicts is not None else [None] * len(nodes)
+        infos = nodes.table.info_array
+        for i, row in enumerate(nodes.rows.tolist()):
+            victims = view.victims.get(row)
+            if victims is not None:
+                out[i] = self._filter_after_eviction(pod, infos[row], victims)
+        return out
+
+    def _filter_batch(self, pod: Pod, nodes: NodeBatch) -> Sequence[Status | None] | None:
+        shape = self._shape(pod)
         groups = self.cache.passthrough_groups(nodes.table)
         if groups is None:
             return self._filter_many(pod, nodes.infos)
@@ -324,6 +483,42 @@ class NodeResourceTopologyMatch:
                     self.cache.rejected(ni.name)
                     append(Status(Code.UNSCHEDULABLE, reason))
         return out
+
+    def _filter_after_eviction(
+        self, pod: Pod, node_info: NodeInfo, victims: Victims
+    ) -> Status | None:
+        # Preemption's dry run: the node's zones with the victims' exclusive resources
+        # given back where the agent's placement puts them. Verdicts are not remembered
+        # (they depend on the victims) and a rejection does not mark the node for a
+        # resync (the state is hypothetical) unless the placement is behind the pods.
+        if self._shape(pod).skips_filter:
+            return None if node_info.node is not None else Status(Code.ERROR, "node not found")
+        topology, fresh = self.cache.get(node_info)
+        if node_info.node is None:
+            return Status(Code.ERROR, "node not found")
+        if not fresh:
+            return Status(Code.UNSCHEDULABLE, ERR_REASON_INVALID_TOPOLOGY)
+        if topology is None:
+            return None
+        numa = topology.numa
+        source = self.cache.source(node_info.name)
+        placement = self.cache.placement(node_info)
+        if source is not None and placement is not None and placement.containers:
+            try:
+                numa = numa_after_eviction(
+                    topology.numa,
+                    zone_allocatable(source),
+                    victims.pods.values(),
+                    placement,
+                    nrt_resource_names(source),
+                )
+            except MissingNUMAMappingError:
+                self.cache.rejected(node_info.name)
+                return Status(Code.UNSCHEDULABLE, REASON_MISSING_NUMA_MAPPING)
+            except EvictionSimulationError:
+                pass  # nothing exclusive to give back, or inconsistent data: zones as they are
+        reason = filter_reason(pod, topology.config, numa, node_resources(node_info))
+        return None if reason is None else Status(Code.UNSCHEDULABLE, reason)
 
     def _score_topology(self, pod: Pod, topology: NodeTopology) -> int:
         conf = topology.config

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import xxhash
 
-from kubesched.api import CPU, MEMORY, Pod
+from kubesched.api import CPU, MEMORY, Container, Pod, Quantity
 
 from .api import NodeResourceTopology
 from .numa import QOS_GUARANTEED, is_native_resource, pod_qos
@@ -62,33 +62,68 @@ def nrt_resource_names(nrt: NodeResourceTopology | None) -> frozenset[str]:
     return frozenset(r.name for zone in nrt.zones for r in zone.resources)
 
 
+def is_exclusive(qos: str, name: str, quantity: Quantity, nrt_resources: frozenset[str]) -> bool:
+    """Whether the kubelet pins this request to a NUMA zone: a device the NRT object
+    reports, or, for a Guaranteed pod, whole cpus, memory or hugepages (upstream
+    ``resourcerequests.IsExclusive``)."""
+    if not is_native_resource(name):
+        return name in nrt_resources
+    if qos != QOS_GUARANTEED:
+        return False
+    if name == CPU:
+        return quantity.nanos % 1_000_000_000 == 0 and quantity.nanos > 0
+    return (name == MEMORY or name.startswith("hugepages-")) and quantity.nanos > 0
+
+
+def steady_containers(pod: Pod) -> list[Container]:
+    """The containers that run while the pod runs: its sidecars (init containers that
+    restart always), then its app containers."""
+    sidecars = [c for c in pod.spec.init_containers if c.restart_policy == "Always"]
+    return [*sidecars, *pod.spec.containers]
+
+
+def exclusive_containers(pod: Pod, nrt_resources: frozenset[str]) -> list[Container]:
+    """The steady containers holding a request the kubelet pins to a NUMA zone: those the
+    agent's NUMA placement encodes."""
+    qos = pod_qos(pod)
+    return [
+        c
+        for c in steady_containers(pod)
+        if any(is_exclusive(qos, n, q, nrt_resources) for n, q in c.resources.requests.items())
+    ]
+
+
 def has_exclusive_resources(pod: Pod, nrt_resources: frozenset[str]) -> bool:
     """Whether a container (or sidecar) of the pod holds resources the kubelet pins to a
-    NUMA zone: a device the NRT object reports, or, for a Guaranteed pod, whole cpus,
-    memory or hugepages (upstream ``AreExclusiveForPod``)."""
-    qos = pod_qos(pod)
-    sidecars = [c for c in pod.spec.init_containers if c.restart_policy == "Always"]
-    for container in (*sidecars, *pod.spec.containers):
-        for name, quantity in container.resources.requests.items():
-            if not is_native_resource(name):
-                if name in nrt_resources:
-                    return True
-                continue
-            if qos != QOS_GUARANTEED:
-                continue
-            if name == CPU and quantity.nanos % 1_000_000_000 == 0 and quantity.nanos > 0:
-                return True
-            if (name == MEMORY or name.startswith("hugepages-")) and quantity.nanos > 0:
-                return True
-    return False
+    NUMA zone (upstream ``AreExclusiveForPod``)."""
+    return bool(exclusive_containers(pod, nrt_resources))
+
+
+def fingerprint_matches(nrt: NodeResourceTopology, pods: Iterable[Pod], resync_method: str) -> bool:
+    """Whether the object carries the fingerprint of ``pods`` (all of them, or those with
+    exclusive resources, as ``cache.resyncMethod`` and the object say): the agent wrote
+    it knowing exactly these pods. False for an object without a fingerprint."""
+    expected, only_exclusive = expected_fingerprint(nrt, resync_method)
+    if not expected:
+        return False
+    resources = nrt_resource_names(nrt)
+    return expected == pod_fingerprint(
+        (p.metadata.namespace or "default", p.metadata.name)
+        for p in pods
+        if not only_exclusive or has_exclusive_resources(p, resources)
+    )
 
 
 __all__ = [
     "ANNOTATION_FINGERPRINT",
     "ATTRIBUTE_FINGERPRINT",
     "ATTRIBUTE_FINGERPRINT_METHOD",
+    "exclusive_containers",
     "expected_fingerprint",
+    "fingerprint_matches",
     "has_exclusive_resources",
+    "is_exclusive",
     "nrt_resource_names",
     "pod_fingerprint",
+    "steady_containers",
 ]
