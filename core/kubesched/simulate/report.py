@@ -221,9 +221,19 @@ class EvictionReport(_Model):
     pod: str = Field(description="namespace/name of the evicted pod.")
     uid: str | None = None
     node: str = Field(description="The node it was evicted from.")
-    by: Literal["taint-manager", "kubelet", "drain", "pod-gc", "preemption", "descheduler"] = Field(
+    by: Literal[
+        "taint-manager",
+        "device-taint-manager",
+        "kubelet",
+        "drain",
+        "pod-gc",
+        "preemption",
+        "descheduler",
+    ] = Field(
         description="taint-manager: a NoExecute taint (tolerationSeconds elapsed or not "
-        "tolerated); kubelet: node-pressure eviction; drain: the Eviction API during a "
+        "tolerated); device-taint-manager: a NoExecute taint of a device held by one of "
+        "the pod's ResourceClaims (DRA), not tolerated (long enough); kubelet: "
+        "node-pressure eviction; drain: the Eviction API during a "
         "timeline's drain (PDBs honoured); pod-gc: the node was deleted; preemption: a "
         "higher-priority pod needed the room; descheduler: a strategy of "
         "kubesched deschedule, through the Eviction API."
