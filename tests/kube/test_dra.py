@@ -3,6 +3,7 @@ claims, and DynamicResources writes the allocation and reservation through the A
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -181,17 +182,6 @@ def binding_pending(api: Api) -> list[str]:
     return [e["note"] for e in api.events() if e["reason"] == "BindingConditionsPending"]
 
 
-SHORT_BINDING_TIMEOUT = {
-    # A waiting PreBind holds its binding thread: short, so the scheduler stops in time.
-    "profiles": [
-        {
-            "schedulerName": "default-scheduler",
-            "pluginConfig": [{"name": "DynamicResources", "args": {"bindingTimeout": "20s"}}],
-        }
-    ]
-}
-
-
 def test_prebind_waits_for_the_drivers_binding_conditions(
     dra_api: Api, in_process: Callable[..., InProcess]
 ) -> None:
@@ -200,7 +190,7 @@ def test_prebind_waits_for_the_drivers_binding_conditions(
     api.create(device_class())
     api.create(fabric_slice("n1"))
     api.create(resource_claim("claim-a"))
-    in_process(SHORT_BINDING_TIMEOUT)
+    in_process()
     api.create(pod_with_claim("a", "claim-a"))
     assert wait_for(lambda: binding_pending(api), 30, "BindingConditionsPending") == [
         "waiting for binding conditions for device on node n1"
@@ -214,6 +204,27 @@ def test_prebind_waits_for_the_drivers_binding_conditions(
     assert wait_for(lambda: api.node_of("a"), 30, "a bound") == "n1"
 
 
+def test_shutdown_cuts_short_a_prebind_waiting_for_binding_conditions(
+    dra_api: Api, in_process: Callable[..., InProcess]
+) -> None:
+    api = dra_api
+    nodes(api, 2)
+    api.create(device_class())
+    api.create(fabric_slice("n1"))
+    api.create(resource_claim("claim-a"))
+    scheduler = in_process()  # bindingTimeout: the default, 10 minutes
+    api.create(pod_with_claim("a", "claim-a"))  # no driver ever answers
+    wait_for(lambda: binding_pending(api), 30, "BindingConditionsPending")
+    started = time.monotonic()
+    assert scheduler.stop() == 0
+    # The wait ends with the scheduler, not at bindingTimeout.
+    assert time.monotonic() - started < 20
+    # The binding cycle rolled back: the claim is no longer reserved for the pod.
+    claim = api.client.request("GET", f"{CLAIMS}/claim-a")
+    assert claim["status"].get("reservedFor", []) == []
+    assert api.node_of("a") is None
+
+
 def test_a_failed_binding_deallocates_the_claim(
     dra_api: Api, in_process: Callable[..., InProcess]
 ) -> None:
@@ -222,7 +233,7 @@ def test_a_failed_binding_deallocates_the_claim(
     api.create(device_class())
     api.create(fabric_slice("n1"))
     api.create(resource_claim("claim-a"))
-    in_process(SHORT_BINDING_TIMEOUT)
+    in_process()
     api.create(pod_with_claim("a", "claim-a"))
     wait_for(lambda: binding_pending(api), 30, "BindingConditionsPending")
     first = api.client.request("GET", f"{CLAIMS}/claim-a")["status"]["allocation"]
