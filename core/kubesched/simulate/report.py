@@ -317,7 +317,8 @@ class PodReport(_Model):
         "nodeMissing: given bound (spec.nodeName) to a node that does not exist, so no "
         "kubelet runs it and it stays Pending (the scheduler leaves bound pods alone); "
         "rejected: refused by admission (see message); preempted: deleted as a preemption victim; "
-        "evicted: evicted by the taint manager, the kubelet, a drain or pod GC (see "
+        "evicted: evicted by the taint manager, the device taint manager, the kubelet, a "
+        "drain or pod GC (see "
         "eviction); deleted: deleted for another reason (e.g. a controller scaled down)."
     )
     node: str | None = Field(
