@@ -750,3 +750,29 @@ def test_dra_fabric_text_lists_the_device_taint_eviction() -> None:
     ) in text
     assert f"why: {SCRATCH_EVICTION}" in text
     assert "message: Device Taint manager: deleting due to NoExecute taint" in text
+
+
+def test_dra_fabric_eviction_counts_in_its_timeline_step(tmp_path: Path) -> None:
+    timeline = tmp_path / "timeline.yaml"
+    timeline.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubesched.io/v1alpha1",
+                "kind": "Timeline",
+                "metadata": {"name": "bad-gpu"},
+                "spec": {
+                    "steps": [
+                        {"at": "20s", "action": "cordon", "nodes": ["local-0"]},
+                        {"at": "45s", "action": "uncordon", "nodes": ["local-0"]},
+                    ]
+                },
+            }
+        )
+    )
+    code, out, err = _simulate_cli(str(DRA_FABRIC), "--timeline", str(timeline), "--output", "json")
+    assert code == 0, err
+    steps = json.loads(out)["timeline"]["steps"]
+    assert [(s["at"], s["scheduled"], s["evicted"], s["evictedBy"]) for s in steps] == [
+        (20.0, 2, [], {}),
+        (45.0, 0, ["default/scratch"], {"device-taint-manager": 1}),
+    ]
