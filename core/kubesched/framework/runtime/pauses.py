@@ -80,23 +80,37 @@ class WallClockPauses:
 class VirtualPauses:
     """Pauses of binding cycles on the scheduling loop's thread, in virtual time.
 
-    Each cycle runs in a greenlet started from the caller's context (notices collected
+    Each cycle runs in a greenlet, in a copy of the caller's context (notices collected
     around the run reach it). A pause parks the greenlet and hands control back to
     whoever started or last resumed it; :meth:`wake_due` resumes the parked ones in the
     order their pauses end (then in the order they paused), so a run is deterministic.
+    A greenlet whose cycle ended serves the next one: making a greenlet costs a hundred
+    times more than switching to one, and nearly every cycle ends without a pause.
     """
 
     def __init__(self, now: Callable[[], float]) -> None:
         self._now = now
         self._parked: list[tuple[float, int, Any]] = []
+        self._idle: list[Any] = []
         self._seq = itertools.count()
         self._stopped = False
 
     def run(self, cycle: Callable[[_Item], None], item: _Item) -> None:
         """Run ``cycle(item)`` until it ends or pauses."""
-        g = greenlet(cycle)
-        g.gr_context = contextvars.copy_context()
-        g.switch(item)
+        runner = self._idle.pop() if self._idle else greenlet(self._serve)
+        runner.gr_context = contextvars.copy_context()
+        runner.parent = getcurrent()
+        runner.switch(cycle, item)
+
+    def _serve(self, cycle: Callable[[Any], None], item: Any) -> None:
+        """A runner's life: one cycle after the other, idle in between."""
+        me = getcurrent()
+        while True:
+            # An exception ends the greenlet (and reaches whoever switched to it): only
+            # a cycle that ended normally leaves its runner idle for the next.
+            cycle(item)
+            self._idle.append(me)
+            cycle, item = me.parent.switch()
 
     def pause(self, seconds: float) -> bool:
         """Park the calling cycle until the clock is ``seconds`` later."""
@@ -125,7 +139,7 @@ class VirtualPauses:
             self._resume(heapq.heappop(self._parked)[2])
 
     @staticmethod
-    def _resume(g: Any) -> None:
+    def _resume(runner: Any) -> None:
         # Control comes back here when the cycle ends or pauses again.
-        g.parent = getcurrent()
-        g.switch()
+        runner.parent = getcurrent()
+        runner.switch()
