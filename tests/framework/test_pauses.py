@@ -103,6 +103,24 @@ def test_an_exception_in_a_cycle_reaches_the_caller_and_the_next_cycle_runs() ->
     assert done == [1]
 
 
+def test_another_thread_runs_cycles_in_greenlets_of_its_own() -> None:
+    pauses = VirtualPauses(FakeClock().now)
+    done: list[str] = []
+    pauses.run(done.append, "here")  # leaves an idle greenlet of this thread
+    errors: list[BaseException] = []
+
+    def elsewhere() -> None:
+        try:
+            pauses.run(done.append, "there")
+        except BaseException as err:  # a greenlet of another thread cannot be switched to
+            errors.append(err)
+
+    thread = threading.Thread(target=elsewhere)
+    thread.start()
+    thread.join(10)
+    assert (done, errors) == (["here", "there"], [])
+
+
 def test_wall_clock_pause_sleeps_and_stop_cuts_it_short() -> None:
     pauses = WallClockPauses()
     started = time.monotonic()

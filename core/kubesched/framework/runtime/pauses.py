@@ -92,11 +92,18 @@ class VirtualPauses:
         self._now = now
         self._parked: list[tuple[float, int, Any]] = []
         self._idle: list[Any] = []
+        self._idle_thread = threading.get_ident()
         self._seq = itertools.count()
         self._stopped = False
 
     def run(self, cycle: Callable[[_Item], None], item: _Item) -> None:
         """Run ``cycle(item)`` until it ends or pauses."""
+        thread = threading.get_ident()
+        if thread != self._idle_thread:
+            # A greenlet runs only in the thread that made it: a simulation taken over by
+            # another thread (a resilience sweep's world, reused by each Dask task) or
+            # forked from one makes its own.
+            self._idle, self._idle_thread = [], thread
         runner = self._idle.pop() if self._idle else greenlet(self._serve)
         runner.gr_context = contextvars.copy_context()
         runner.parent = getcurrent()
