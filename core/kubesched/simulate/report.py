@@ -23,6 +23,7 @@ from kubesched.api.manifests import kept_kinds
 from kubesched.api.resources import node_allocatable
 from kubesched.api.volumeutil import pod_claim_names
 from kubesched.backend.memory.autoscaling import HPA_KIND
+from kubesched.backend.memory.evictions import EvictedBy
 from kubesched.backend.memory.nodelifecycle import POD_GC_QUARANTINE
 from kubesched.backend.protocol import BackendError, EventType, RecordedEvent, WatchEvent
 from kubesched.errors import UserInputError
@@ -221,15 +222,7 @@ class EvictionReport(_Model):
     pod: str = Field(description="namespace/name of the evicted pod.")
     uid: str | None = None
     node: str = Field(description="The node it was evicted from.")
-    by: Literal[
-        "taint-manager",
-        "device-taint-manager",
-        "kubelet",
-        "drain",
-        "pod-gc",
-        "preemption",
-        "descheduler",
-    ] = Field(
+    by: EvictedBy = Field(
         description="taint-manager: a NoExecute taint (tolerationSeconds elapsed or not "
         "tolerated); device-taint-manager: a NoExecute taint of a device held by one of "
         "the pod's ResourceClaims (DRA), not tolerated (long enough); kubelet: "
