@@ -681,3 +681,98 @@ def test_gang_scheduling_without_its_gates_binds_pods_one_by_one() -> None:
     assert all(pods[f"eval-{i}"]["node"] for i in range(2))
     # As many as fit beside the others (no node has room for a fifth 4-CPU pod).
     assert 0 < sum(pods[f"too-big-{i}"]["node"] is not None for i in range(5)) < 5
+
+
+# -- dra-fabric --------------------------------------------------------------------------
+
+DRA_FABRIC = EXAMPLES / "dra-fabric"
+SCRATCH_EVICTION = (
+    "DeletionByDeviceTaintManager: NoExecute taint example.com/ecc-errors=true:NoExecute of "
+    "device gpu.example.com/local-0/gpu-0 (claim scratch-gpu) tolerated for 60s"
+)
+
+
+def _simulate_cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main_cli(["simulate", *argv, "--seed", "0", "--no-progress"])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_dra_fabric_as_its_readme_says() -> None:
+    code, out, err = _simulate_cli(str(DRA_FABRIC), "--output", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    pods = {p["name"]: p for p in doc["pods"]}
+    bound = {
+        name: (p["node"], p["history"][-1]["finishedAt"], p["result"]) for name, p in pods.items()
+    }
+    assert bound == {
+        "web": ("local-0", 0.0, "scheduled"),
+        "scratch": ("local-0", 0.0, "evicted"),
+        "infer-0": ("fabric-0", 30.0, "scheduled"),
+        "infer-1": ("fabric-0", 30.0, "scheduled"),
+    }
+    assert doc["virtualTimeSeconds"] == 70.0
+    (eviction,) = doc["evictions"]
+    assert {k: eviction[k] for k in ("time", "pod", "node", "by", "reason", "message")} == {
+        "time": 60.0,
+        "pod": "default/scratch",
+        "node": "local-0",
+        "by": "device-taint-manager",
+        "reason": SCRATCH_EVICTION,
+        "message": "Device Taint manager: deleting due to NoExecute taint",
+    }
+    assert eviction["details"] == {
+        "conditionReason": "DeletionByDeviceTaintManager",
+        "claim": "scratch-gpu",
+        "device": "gpu.example.com/local-0/gpu-0",
+        "taint": "example.com/ecc-errors=true:NoExecute",
+        "tolerationSeconds": 60,
+    }
+    assert pods["scratch"]["eviction"]["by"] == "device-taint-manager"
+    assert [s["evicted"] for s in doc["summary"]] == [1]
+
+
+def test_dra_fabric_text_lists_the_device_taint_eviction() -> None:
+    code, out, err = _simulate_cli(str(DRA_FABRIC))
+    assert code == 0, err
+    assert "Evictions (1)" in out
+    assert f"60s default/scratch from local-0 by device-taint-manager: {SCRATCH_EVICTION}" in (
+        " ".join(out.split())
+    )
+    code, out, err = _simulate_cli(str(DRA_FABRIC), "--explain", "default/scratch")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert (
+        "Evicted at 60s from node local-0 by the device taint manager "
+        "(a NoExecute taint of a DRA device)"
+    ) in text
+    assert f"why: {SCRATCH_EVICTION}" in text
+    assert "message: Device Taint manager: deleting due to NoExecute taint" in text
+
+
+def test_dra_fabric_eviction_counts_in_its_timeline_step(tmp_path: Path) -> None:
+    timeline = tmp_path / "timeline.yaml"
+    timeline.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubesched.io/v1alpha1",
+                "kind": "Timeline",
+                "metadata": {"name": "bad-gpu"},
+                "spec": {
+                    "steps": [
+                        {"at": "20s", "action": "cordon", "nodes": ["local-0"]},
+                        {"at": "45s", "action": "uncordon", "nodes": ["local-0"]},
+                    ]
+                },
+            }
+        )
+    )
+    code, out, err = _simulate_cli(str(DRA_FABRIC), "--timeline", str(timeline), "--output", "json")
+    assert code == 0, err
+    steps = json.loads(out)["timeline"]["steps"]
+    assert [(s["at"], s["scheduled"], s["evicted"], s["evictedBy"]) for s in steps] == [
+        (20.0, 2, [], {}),
+        (45.0, 0, ["default/scratch"], {"device-taint-manager": 1}),
+    ]

@@ -3,6 +3,7 @@ claims, and DynamicResources writes the allocation and reservation through the A
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -181,30 +182,26 @@ def binding_pending(api: Api) -> list[str]:
     return [e["note"] for e in api.events() if e["reason"] == "BindingConditionsPending"]
 
 
-SHORT_BINDING_TIMEOUT = {
-    # A waiting PreBind holds its binding thread: short, so the scheduler stops in time.
-    "profiles": [
-        {
-            "schedulerName": "default-scheduler",
-            "pluginConfig": [{"name": "DynamicResources", "args": {"bindingTimeout": "20s"}}],
-        }
-    ]
-}
+def pod_waiting_in_prebind(
+    api: Api, in_process: Callable[..., InProcess], config: dict[str, Any] | None = None
+) -> tuple[InProcess, list[str]]:
+    """Pod ``a`` with ``claim-a`` for a device with binding conditions on ``n1``, waiting
+    in PreBind: the scheduler, and the ``BindingConditionsPending`` events."""
+    nodes(api, 2)
+    api.create(device_class())
+    api.create(fabric_slice("n1"))
+    api.create(resource_claim("claim-a"))
+    scheduler = in_process(config)
+    api.create(pod_with_claim("a", "claim-a"))
+    return scheduler, wait_for(lambda: binding_pending(api), 30, "BindingConditionsPending")
 
 
 def test_prebind_waits_for_the_drivers_binding_conditions(
     dra_api: Api, in_process: Callable[..., InProcess]
 ) -> None:
     api = dra_api
-    nodes(api, 2)
-    api.create(device_class())
-    api.create(fabric_slice("n1"))
-    api.create(resource_claim("claim-a"))
-    in_process(SHORT_BINDING_TIMEOUT)
-    api.create(pod_with_claim("a", "claim-a"))
-    assert wait_for(lambda: binding_pending(api), 30, "BindingConditionsPending") == [
-        "waiting for binding conditions for device on node n1"
-    ]
+    _, pending = pod_waiting_in_prebind(api, in_process)
+    assert pending == ["waiting for binding conditions for device on node n1"]
     claim = api.client.request("GET", f"{CLAIMS}/claim-a")
     assert claim["status"]["allocation"]["allocationTimestamp"]
     assert [r["name"] for r in claim["status"]["reservedFor"]] == ["a"]
@@ -214,17 +211,27 @@ def test_prebind_waits_for_the_drivers_binding_conditions(
     assert wait_for(lambda: api.node_of("a"), 30, "a bound") == "n1"
 
 
+def test_shutdown_cuts_short_a_prebind_waiting_for_binding_conditions(
+    dra_api: Api, in_process: Callable[..., InProcess]
+) -> None:
+    api = dra_api
+    # bindingTimeout: the default, 10 minutes; no driver ever answers.
+    scheduler, _ = pod_waiting_in_prebind(api, in_process)
+    started = time.monotonic()
+    assert scheduler.stop() == 0
+    # The wait ends with the scheduler, not at bindingTimeout.
+    assert time.monotonic() - started < 20
+    # The binding cycle rolled back: the claim is no longer reserved for the pod.
+    claim = api.client.request("GET", f"{CLAIMS}/claim-a")
+    assert claim["status"].get("reservedFor", []) == []
+    assert api.node_of("a") is None
+
+
 def test_a_failed_binding_deallocates_the_claim(
     dra_api: Api, in_process: Callable[..., InProcess]
 ) -> None:
     api = dra_api
-    nodes(api, 2)
-    api.create(device_class())
-    api.create(fabric_slice("n1"))
-    api.create(resource_claim("claim-a"))
-    in_process(SHORT_BINDING_TIMEOUT)
-    api.create(pod_with_claim("a", "claim-a"))
-    wait_for(lambda: binding_pending(api), 30, "BindingConditionsPending")
+    pod_waiting_in_prebind(api, in_process)
     first = api.client.request("GET", f"{CLAIMS}/claim-a")["status"]["allocation"]
     set_device_condition(api, "claim-a", "example.com/failed")
     failed = wait_for(
@@ -255,10 +262,6 @@ def test_a_binding_that_times_out_gets_the_claim_deallocated(
     dra_api: Api, in_process: Callable[..., InProcess]
 ) -> None:
     api = dra_api
-    nodes(api, 2)
-    api.create(device_class())
-    api.create(fabric_slice("n1"))
-    api.create(resource_claim("claim-a"))
     config = {
         "profiles": [
             {
@@ -267,9 +270,7 @@ def test_a_binding_that_times_out_gets_the_claim_deallocated(
             }
         ]
     }
-    in_process(config)
-    api.create(pod_with_claim("a", "claim-a"))  # no driver ever answers
-    wait_for(lambda: binding_pending(api), 30, "BindingConditionsPending")
+    pod_waiting_in_prebind(api, in_process, config)  # no driver ever answers
     first = api.client.request("GET", f"{CLAIMS}/claim-a")["status"]["allocation"]
     failed = wait_for(
         lambda: [e["note"] for e in api.events() if e["reason"] == "FailedScheduling"],

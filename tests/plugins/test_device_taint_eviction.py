@@ -103,19 +103,25 @@ TOLERATE_30 = {
 
 
 @pytest.mark.parametrize(
-    ("tolerations", "taint", "evicted_at"),
+    ("tolerations", "taint", "evicted_at", "tolerated_for"),
     [
-        ([], TAINT, 100.0),
-        ([TOLERATE_30], TAINT, 130.0),
-        ([{**TOLERATE_30, "tolerationSeconds": -5}], TAINT, 100.0),
-        ([{"key": TAINT["key"], "operator": "Exists", "effect": "NoExecute"}], TAINT, None),
-        ([{**TOLERATE_30, "key": "example.com/other"}], TAINT, 100.0),
-        ([], {**TAINT, "effect": "NoSchedule"}, None),
-        ([], {**TAINT, "timeAdded": timestamp(40.0).strftime("%Y-%m-%dT%H:%M:%SZ")}, 100.0),
+        ([], TAINT, 100.0, None),
+        ([TOLERATE_30], TAINT, 130.0, 30),
+        ([{**TOLERATE_30, "tolerationSeconds": -5}], TAINT, 100.0, 0),
+        ([{"key": TAINT["key"], "operator": "Exists", "effect": "NoExecute"}], TAINT, None, None),
+        ([{**TOLERATE_30, "key": "example.com/other"}], TAINT, 100.0, None),
+        ([], {**TAINT, "effect": "NoSchedule"}, None, None),
+        (
+            [],
+            {**TAINT, "timeAdded": timestamp(40.0).strftime("%Y-%m-%dT%H:%M:%SZ")},
+            100.0,
+            None,
+        ),
         (
             [TOLERATE_30],
             {**TAINT, "timeAdded": timestamp(90.0).strftime("%Y-%m-%dT%H:%M:%SZ")},
             120.0,
+            30,
         ),
     ],
     ids=[
@@ -130,8 +136,13 @@ TOLERATE_30 = {
     ],
 )
 def test_pods_go_when_their_devices_get_a_noexecute_taint(
-    tolerations: list[dict[str, Any]], taint: dict[str, Any], evicted_at: float | None
+    tolerations: list[dict[str, Any]],
+    taint: dict[str, Any],
+    evicted_at: float | None,
+    tolerated_for: int | None,
 ) -> None:
+    """The pod goes when the taint says, and the eviction is recorded (for the report)
+    with the condition's reason, the claim, the device and the taint."""
     sim = Simulation([parse_object(d) for d in _objects(tolerations)])
     try:
         sim.run()
@@ -144,9 +155,28 @@ def test_pods_go_when_their_devices_get_a_noexecute_taint(
         if evicted_at is None:
             assert pod is not None and pod.metadata.deletion_timestamp is None
             assert _events(sim) == []
+            assert sim.cluster.evictions == []
             return
         assert pod is None
         assert _events(sim) == [(evicted_at, "Marking for deletion")]
+        (record,) = sim.cluster.evictions
+        how = "not tolerated" if tolerated_for is None else f"tolerated for {tolerated_for}s"
+        assert (record.time, record.pod, record.node, record.by, record.reason, record.message) == (
+            evicted_at,
+            "default/p0",
+            "n1",
+            "device-taint-manager",
+            f"DeletionByDeviceTaintManager: NoExecute taint example.com/unhealthy=true:NoExecute "
+            f"of device {DRIVER}/n1/d0 (claim c0) {how}",
+            "Device Taint manager: deleting due to NoExecute taint",
+        )
+        assert record.details == {
+            "conditionReason": REASON_DELETION_BY_DEVICE_TAINT_MANAGER,
+            "claim": "c0",
+            "device": f"{DRIVER}/n1/d0",
+            "taint": "example.com/unhealthy=true:NoExecute",
+            "tolerationSeconds": tolerated_for,
+        }
     finally:
         sim.close()
 
@@ -160,6 +190,7 @@ def test_a_removed_taint_cancels_the_deletion() -> None:
         sim.run()
         assert sim.cluster.get("Pod", "default", "p0").metadata.deletion_timestamp is None
         assert [m for _, m in _events(sim)] == ["Cancelling deletion"]
+        assert sim.cluster.evictions == []
     finally:
         sim.close()
 

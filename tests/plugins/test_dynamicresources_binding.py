@@ -11,12 +11,18 @@ from typing import Any
 import pytest
 
 from kubesched.api import ResourceClaim, parse_object
-from kubesched.backend.memory.devicebinding import BINDING_CONDITIONS_ANNOTATION
+from kubesched.backend.memory.devicebinding import (
+    BINDING_CONDITIONS_ANNOTATION,
+    DriverAnswer,
+    parse_answer,
+)
 from kubesched.backend.memory.naming import EPOCH
+from kubesched.config import config_from_dict
 from kubesched.config.defaults import default_configuration
 from kubesched.config.effective import effective_configuration
 from kubesched.features import FeatureGates
 from kubesched.framework.registry import default_registry
+from kubesched.notices import collecting_notices
 from kubesched.simulate.driver import Simulation
 from kubesched_builtin.dynamicresources.plugin import (
     BindingError,
@@ -196,17 +202,39 @@ def _pod(claim: bool = True) -> dict[str, Any]:
 
 
 def _simulation(
-    answers: dict[str, str | None], *, claim: bool = True, gates: dict[str, bool] | None = None
+    answers: dict[str, str | None],
+    *,
+    claim: bool = True,
+    gates: dict[str, bool] | None = None,
+    binding_timeout: str | None = None,
+    extra: list[dict[str, Any]] = (),  # type: ignore[assignment]
 ) -> Simulation:
-    docs = [GPU_CLASS, _pod(claim)]
+    docs = [GPU_CLASS, _pod(claim), *extra]
     if claim:
         docs.append(CLAIM)
     for node, answer in answers.items():
         docs += [_node(node), _fabric_slice(node, answer)]
     registry = default_registry()
-    config = effective_configuration(
-        default_configuration(registry), registry, gates=FeatureGates(gates or {})
-    )
+    base = default_configuration(registry)
+    if binding_timeout is not None:
+        base = config_from_dict(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [
+                    {
+                        "schedulerName": "default-scheduler",
+                        "pluginConfig": [
+                            {
+                                "name": "DynamicResources",
+                                "args": {"bindingTimeout": binding_timeout},
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    config = effective_configuration(base, registry, gates=FeatureGates(gates or {}))
     return Simulation([parse_object(d) for d in docs], config=config, registry=registry)
 
 
@@ -284,6 +312,152 @@ def test_no_driver_answer_times_out_and_the_claim_is_freed_after_binding_timeout
         assert 600 < freed_at < 615
     finally:
         sim.close()
+
+
+TIMEOUT = 'running PreBind plugin "DynamicResources": device binding timeout'
+
+
+def _first(sim: Simulation, reason: str) -> tuple[float, str] | None:
+    """(virtual time, message) of the first event of ``reason`` about pod p."""
+    return next(
+        ((e.timestamp, e.message) for e in sim.cluster.events if e.reason == reason),
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "binding_timeout", "bound_at", "failed"),
+    [
+        ("True", None, 0.0, None),
+        ("True@30s", None, 30.0, None),
+        ("True@7s", None, 10.0, None),
+        ("True@1m30s", None, 90.0, None),
+        ("True@0s", None, 0.0, None),
+        ("Failed", None, None, (0.0, FAILED)),
+        ("Failed@12s", None, None, (15.0, FAILED)),
+        (None, None, None, (600.0, TIMEOUT)),
+        ("bogus", None, None, (600.0, TIMEOUT)),
+        ("True@10m", None, None, (600.0, TIMEOUT)),
+        ("True@9m55s", None, 595.0, None),
+        ("True@9m59s", None, None, (600.0, TIMEOUT)),
+        (None, "12s", None, (12.0, TIMEOUT)),
+        ("True@30s", "20s", None, (20.0, TIMEOUT)),
+        ("True@30s", "1h", 30.0, None),
+    ],
+    ids=[
+        "immediate-true",
+        "true-after-30s",
+        "true-between-checks-found-at-the-next",
+        "true-after-90s",
+        "true-after-zero",
+        "immediate-failed",
+        "failed-after-12s-found-at-15s",
+        "no-answer-times-out-at-10m",
+        "unparsable-answer-times-out",
+        "answer-at-the-deadline-comes-too-late",
+        "answer-at-the-last-check",
+        "answer-after-the-last-check",
+        "custom-timeout-12s",
+        "custom-timeout-shorter-than-the-answer",
+        "custom-timeout-longer",
+    ],
+)
+def test_prebind_spends_virtual_time_waiting(
+    answer: str | None,
+    binding_timeout: str | None,
+    bound_at: float | None,
+    failed: tuple[float, str] | None,
+) -> None:
+    """The pod binds at the first check (every 5 s from the allocation) that finds the
+    driver's answer, or the first attempt fails: at that check for a failure condition,
+    at ``bindingTimeout`` without an answer."""
+    sim = _simulation({"n1": answer}, binding_timeout=binding_timeout)
+    try:
+        sim.run()
+        assert _first(sim, "BindingConditionsPending") == (
+            0.0,
+            "waiting for binding conditions for device on node n1",
+        )
+        scheduled = _first(sim, "Scheduled")
+        assert _first(sim, "FailedScheduling") == failed
+        if failed is not None:
+            # A later attempt may bind the pod (a device that answered late is ready).
+            assert scheduled is None or scheduled[0] > failed[0]
+        else:
+            assert scheduled is not None and scheduled[0] == bound_at
+            (record,) = sim.attempts[sim.cluster.get("Pod", "default", "p").metadata.uid]
+            assert (record.result, record.finished_at) == ("scheduled", bound_at)
+    finally:
+        sim.close()
+
+
+def test_other_pods_are_scheduled_while_one_waits_in_prebind() -> None:
+    other = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "q", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "pause"}]},
+    }
+    sim = _simulation({"n1": "True@30s"}, extra=[other])
+    try:
+        sim.run()
+        bound = {
+            e.involved_name: e.timestamp for e in sim.cluster.events if e.reason == "Scheduled"
+        }
+        assert bound == {"p": 30.0, "q": 0.0}
+    finally:
+        sim.close()
+
+
+def test_an_unparsable_answer_is_a_notice() -> None:
+    with collecting_notices() as notices:
+        sim = _simulation({"n1": "True@soon"})
+        try:
+            sim.run()
+        finally:
+            sim.close()
+    assert [str(n) for n in notices if BINDING_CONDITIONS_ANNOTATION in n.message] == [
+        f"ResourceSlice n1: annotation {BINDING_CONDITIONS_ANNOTATION}: invalid duration "
+        '"soon": use a number with a unit (ns, us, ms, s, m, h), such as "15s", "1m30s" or '
+        '"500ms": its driver never answers (use "True" or "Failed", optionally with a '
+        'delay: "True@30s")'
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("True", DriverAnswer("True")),
+        ("Failed", DriverAnswer("Failed")),
+        ("True@30s", DriverAnswer("True", 30.0)),
+        ("Failed@1m30s", DriverAnswer("Failed", 90.0)),
+        ("True@0", DriverAnswer("True", 0.0)),
+        ("true", '"true" is neither "True" nor "Failed"'),
+        ("", '"" is neither "True" nor "Failed"'),
+        ("True@", 'invalid duration ""'),
+        ("True@30", 'invalid duration "30"'),
+        ("True@-5s", 'the delay "-5s" is negative'),
+    ],
+    ids=[
+        "true",
+        "failed",
+        "true-delayed",
+        "failed-delayed",
+        "zero-delay",
+        "lower-case",
+        "empty",
+        "no-delay-after-at",
+        "delay-without-unit",
+        "negative-delay",
+    ],
+)
+def test_parse_answer(text: str, expected: DriverAnswer | str) -> None:
+    if isinstance(expected, DriverAnswer):
+        assert parse_answer(text) == expected
+    else:
+        with pytest.raises(ValueError) as err:
+            parse_answer(text)
+        assert str(err.value).startswith(expected)
 
 
 def test_with_the_gate_off_devices_with_binding_conditions_are_passed_over() -> None:

@@ -206,6 +206,24 @@ def test_preemption_story_and_timeline(new_page, tmp_path: Path, capsys) -> None
     p.shot("preemption-timeline", "#timeline")
 
 
+def test_device_taint_eviction_and_late_bindings_on_the_timeline(
+    new_page, tmp_path: Path, capsys
+) -> None:
+    out = tmp_path / "dra-fabric.html"
+    assert main(["simulate", str(EXAMPLES / "dra-fabric"), "--report", str(out)]) == 0
+    capsys.readouterr()
+    p = new_page()
+    page = p.open(out)
+    rows = page.locator("#timeline-table tbody tr")
+    assert [rows.nth(i).inner_text().split("\t") for i in range(rows.count())] == [
+        ["60 s", "DeviceTaintManagerEviction", "Pod default/scratch", "Marking for deletion"]
+    ]
+    assert page.locator("#timeline-chart path[fill='#d55e00']").count() == 1
+    desc = text(page, "#timeline p")
+    assert desc.startswith("Timeline over 70 s of virtual time: 4 pods bound"), desc
+    p.shot("dra-fabric-timeline", "#timeline")
+
+
 def test_report_makes_no_network_request(new_page, tmp_path: Path, capsys) -> None:
     out = tmp_path / "quickstart.html"
     assert main(["simulate", str(QUICKSTART), "--report", str(out)]) == 0

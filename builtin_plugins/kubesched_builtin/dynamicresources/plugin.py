@@ -102,6 +102,9 @@ ERR_STATE_NOT_FOUND = "not found"
 """PostFilter's error when PreFilter left no state (upstream's ``ErrNotFound``)."""
 MSG_DELETED = "deletion of ResourceClaim completed"
 ERR_BINDING_TIMEOUT = "device binding timeout"
+ERR_CANCELED = "context canceled"
+"""The wait for binding conditions cut short by the scheduler's shutdown (Go's words for
+the cancelled context of upstream's poll)."""
 REASON_BINDING_PENDING = "BindingConditionsPending"
 BINDING_CHECK_PERIOD = 5.0
 """Seconds between PreBind's checks of the binding conditions (upstream polls every 5s)."""
@@ -735,9 +738,9 @@ class DynamicResources:
 
     def _wait_for_binding(self, s: _State, pod: Pod, node_name: str) -> Status | None:
         """Wait until every allocated device with binding conditions has them all True
-        (checked at once, then every 5 seconds, for at most ``bindingTimeout``). The
-        embedded cluster's drivers answer within the allocation's write, so there one
-        check decides."""
+        (checked at once, then every 5 seconds, for at most ``bindingTimeout`` of the
+        scheduler's clock: virtual time in ``simulate``, where other pods are scheduled
+        meanwhile). A scheduler shutting down ends the wait at once."""
         recorder = self.handle.event_recorder
         if recorder is not None:
             recorder.eventf(
@@ -748,20 +751,19 @@ class DynamicResources:
                 "Scheduling",
                 f"waiting for binding conditions for device on node {node_name}",
             )
-        once = getattr(self.handle.client, "reconciles_synchronously", False)
-        deadline = time.monotonic() + self.binding_timeout
+        clock = getattr(self.handle, "clock", None)
+        now = clock.now if clock is not None else time.monotonic
+        deadline = now() + self.binding_timeout
         while True:
             try:
                 if self._pod_ready_for_binding(s):
                     return None
             except BindingError as err:
                 return Status(Code.ERROR, str(err))
-            if once:
-                return Status(Code.ERROR, ERR_BINDING_TIMEOUT)
-            left = deadline - time.monotonic()
-            time.sleep(max(0.0, min(BINDING_CHECK_PERIOD, left)))
+            if not self.handle.pause(max(0.0, min(BINDING_CHECK_PERIOD, deadline - now()))):
+                return Status(Code.ERROR, ERR_CANCELED)
             # Upstream's poll ends at its deadline without another look.
-            if time.monotonic() >= deadline:
+            if now() >= deadline:
                 return Status(Code.ERROR, ERR_BINDING_TIMEOUT)
 
     def _pod_ready_for_binding(self, s: _State) -> bool:

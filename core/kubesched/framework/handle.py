@@ -151,6 +151,13 @@ class Handle(Protocol):
         """The pod waiting at Permit with this uid, or None."""
         ...
 
+    def pause(self, seconds: float) -> bool:
+        """Pause the calling binding cycle (PreBind, Bind, PostBind) for ``seconds`` of
+        the scheduler's clock, as a plugin polling the cluster does between looks; other
+        pods are scheduled meanwhile (in ``simulate`` the pause spends virtual time).
+        False when the scheduler is shutting down: the plugin should give up at once."""
+        ...
+
     def iterate_over_waiting_pods(self) -> Iterable[WaitingPod]:
         """Every pod waiting at Permit."""
         ...

@@ -280,7 +280,10 @@ def pre_bind(state: CycleState, pod: Pod, pod_info: PodInfo, node_name: str) -> 
 
     Runs in configured order after Permit approved. A non-success status fails the
     binding: Unreserve in reverse order, the assumed pod is forgotten, requeued.
-    ``SKIP`` counts as success.
+    ``SKIP`` counts as success. A plugin that waits for the cluster (a driver, a
+    controller) pauses between its looks with ``handle.pause(seconds)``, never
+    ``time.sleep``: other pods are scheduled meanwhile, ``simulate`` spends virtual time,
+    and a scheduler shutting down ends the pause (``pause`` returns False).
     """
 
 

@@ -22,6 +22,7 @@ from kubesched.framework.diagnosis import Diagnosis, ExtenderVerdict, FitError
 from kubesched.framework.events import ActionType, ClusterEvent, EventResource
 from kubesched.framework.registry import PluginRegistry
 from kubesched.framework.runtime import Framework
+from kubesched.framework.runtime.pauses import VirtualPauses, WallClockPauses
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import NO_PLUGINS, PodInfo, QueuedPodInfo, pod_uid
 from kubesched.metrics import Metrics
@@ -221,7 +222,11 @@ class Scheduler:
         self._api_calls = (
             BindingWorkers(cfg.parallelism, _run_api_calls) if concurrent_binding else None
         )
+        self.pauses = WallClockPauses() if concurrent_binding else VirtualPauses(self.clock.now)
+        """How binding cycles pause: their threads sleep (cut short by ``close``), or,
+        on the loop's thread, they park until the clock reaches the pause's end."""
         for fwk in self.frameworks.values():
+            fwk.pauses = self.pauses
             fwk.nominator = self.queue.nominator
             fwk.pod_activator = self.queue.activate
             if self._api_calls is not None:
@@ -562,9 +567,11 @@ class Scheduler:
             waiting.on_done(lambda _status: run(binding))
 
     def drain_ready_bindings(self) -> None:
-        """Run the binding cycles whose Permit is decided (non-concurrent mode)."""
+        """Resume the binding cycles whose pause is over, then run those whose Permit
+        is decided (non-concurrent mode)."""
+        self.pauses.wake_due(self.clock.now())
         while self._ready:
-            self._binding_cycle(self._ready.popleft())
+            self.pauses.run(self._binding_cycle, self._ready.popleft())
 
     def pending_bindings(self) -> int:
         """Binding cycles started and not finished (waiting at Permit or running)."""
@@ -721,18 +728,23 @@ class Scheduler:
             fwk.waiting_pods.expire(now)
 
     def next_waiting_deadline(self) -> float | None:
-        """The earliest Permit deadline of any waiting pod."""
+        """The earliest Permit deadline of any waiting pod, or end of a binding cycle's
+        pause (non-concurrent mode)."""
         deadlines = [
             d
             for fwk in self.frameworks.values()
             if (d := fwk.waiting_pods.next_deadline()) is not None
         ]
+        if (wake := self.pauses.next_wake_time()) is not None:
+            deadlines.append(wake)
         return min(deadlines, default=None)
 
     def close(self) -> None:
-        """Stop: close the queue, reject the pods waiting at Permit (their binding cycles
-        roll back: Unreserve, Forget) and wait for the binding cycles in flight."""
+        """Stop: close the queue, reject the pods waiting at Permit and cut short the
+        binding cycles' pauses (their binding cycles roll back: Unreserve, Forget), and
+        wait for the binding cycles in flight."""
         self.queue.close()
+        self.pauses.stop()
         for fwk in self.frameworks.values():
             for waiting in list(fwk.waiting_pods):
                 waiting.reject("", "scheduler is shutting down")

@@ -45,7 +45,9 @@ MAX_CANDIDATES = 20
 """Preemption candidate nodes kept per preemptor."""
 MAX_TIMELINE_EVENTS = 5000
 """Preemption and eviction events kept for the timeline (the first, by time)."""
-TIMELINE_REASONS = frozenset({"Preempted", "Evicted", "TaintManagerEviction", "Killing"})
+TIMELINE_REASONS = frozenset(
+    {"Preempted", "Evicted", "TaintManagerEviction", "DeviceTaintManagerEviction", "Killing"}
+)
 """Event reasons the timeline shows."""
 
 _ASSETS = "report_assets"

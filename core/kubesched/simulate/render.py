@@ -62,6 +62,7 @@ _RESULT_STYLES = {
 
 _EVICTORS = {
     "taint-manager": "the taint manager",
+    "device-taint-manager": "the device taint manager (a NoExecute taint of a DRA device)",
     "kubelet": "the kubelet (node-pressure eviction)",
     "drain": "a drain (Eviction API)",
     "pod-gc": "the pod garbage collector",

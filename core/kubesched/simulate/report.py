@@ -23,6 +23,7 @@ from kubesched.api.manifests import kept_kinds
 from kubesched.api.resources import node_allocatable
 from kubesched.api.volumeutil import pod_claim_names
 from kubesched.backend.memory.autoscaling import HPA_KIND
+from kubesched.backend.memory.evictions import EvictedBy
 from kubesched.backend.memory.nodelifecycle import POD_GC_QUARANTINE
 from kubesched.backend.protocol import BackendError, EventType, RecordedEvent, WatchEvent
 from kubesched.errors import UserInputError
@@ -221,9 +222,11 @@ class EvictionReport(_Model):
     pod: str = Field(description="namespace/name of the evicted pod.")
     uid: str | None = None
     node: str = Field(description="The node it was evicted from.")
-    by: Literal["taint-manager", "kubelet", "drain", "pod-gc", "preemption", "descheduler"] = Field(
+    by: EvictedBy = Field(
         description="taint-manager: a NoExecute taint (tolerationSeconds elapsed or not "
-        "tolerated); kubelet: node-pressure eviction; drain: the Eviction API during a "
+        "tolerated); device-taint-manager: a NoExecute taint of a device held by one of "
+        "the pod's ResourceClaims (DRA), not tolerated (long enough); kubelet: "
+        "node-pressure eviction; drain: the Eviction API during a "
         "timeline's drain (PDBs honoured); pod-gc: the node was deleted; preemption: a "
         "higher-priority pod needed the room; descheduler: a strategy of "
         "kubesched deschedule, through the Eviction API."
@@ -307,7 +310,8 @@ class PodReport(_Model):
         "nodeMissing: given bound (spec.nodeName) to a node that does not exist, so no "
         "kubelet runs it and it stays Pending (the scheduler leaves bound pods alone); "
         "rejected: refused by admission (see message); preempted: deleted as a preemption victim; "
-        "evicted: evicted by the taint manager, the kubelet, a drain or pod GC (see "
+        "evicted: evicted by the taint manager, the device taint manager, the kubelet, a "
+        "drain or pod GC (see "
         "eviction); deleted: deleted for another reason (e.g. a controller scaled down)."
     )
     node: str | None = Field(

@@ -10,9 +10,10 @@ devices' NoExecute taints, of the taint's ``timeAdded`` plus the smallest
 matching toleration: at once). A bound pod for which one of its claims, reserved for
 it, has an eviction time is deleted then: a ``DeviceTaintManagerEviction`` event
 ("Marking for deletion"), the ``DisruptionTarget`` condition (reason
-``DeletionByDeviceTaintManager``), and a deletion with the pod's own grace period. When
-the taint goes (or the pod stops using the claim) before that, the deletion is
-cancelled ("Cancelling deletion").
+``DeletionByDeviceTaintManager``), and a deletion with the pod's own grace period; the
+cluster's eviction records (the report's ``evictions``) name the claim, the device and
+the taint. When the taint goes (or the pod stops using the claim) before that, the
+deletion is cancelled ("Cancelling deletion").
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ from kubesched.api import (
     pod_claim_name,
     toleration_tolerates_taint,
 )
-from kubesched.backend.memory.evictions import due_pod, pod_event, with_disruption_target
+from kubesched.backend.memory.evictions import (
+    BY_DEVICE_TAINT_MANAGER,
+    EvictionRecord,
+    due_pod,
+    pod_event,
+    with_disruption_target,
+)
 from kubesched.backend.memory.naming import EPOCH
 from kubesched.backend.protocol import EventType, WatchEvent
 
@@ -52,10 +59,35 @@ _Pool = tuple[str, str]
 
 @dataclass
 class _Work:
-    """A scheduled deletion: the pod's uid and when it fires (virtual seconds)."""
+    """A scheduled deletion: the pod's uid, when it fires (virtual seconds), and the
+    claim, device and taint that decided that time (for the eviction record)."""
 
     uid: str
     fire_at: float
+    cause: _Cause
+
+
+@dataclass(frozen=True)
+class _Cause:
+    """The claim's device whose taint gives the earliest eviction time, and how long the
+    allocation tolerates it (None: not at all)."""
+
+    claim: str
+    device: str
+    taint: str
+    toleration_seconds: int | None
+
+    def reason(self) -> str:
+        """The eviction's one-line reason."""
+        how = (
+            "not tolerated"
+            if self.toleration_seconds is None
+            else f"tolerated for {self.toleration_seconds}s"
+        )
+        return (
+            f"{REASON_DELETION_BY_DEVICE_TAINT_MANAGER}: NoExecute taint {self.taint} of "
+            f"device {self.device} (claim {self.claim}) {how}"
+        )
 
 
 class DeviceTaintEvictionController:
@@ -138,12 +170,13 @@ class DeviceTaintEvictionController:
 
     # -- decisions -------------------------------------------------------------------------
 
-    def _eviction_time(self, claim: ResourceClaim) -> float | None:
-        """``evictionTime``: when pods using ``claim`` must go (virtual seconds), or None."""
+    def _eviction_time(self, claim: ResourceClaim) -> tuple[float, _Cause] | None:
+        """``evictionTime``: when pods using ``claim`` must go (virtual seconds), and the
+        device taint that says so; None if they may stay."""
         alloc = claim.status.allocation
         if alloc is None or not self._taints:
             return None
-        earliest: float | None = None
+        earliest: tuple[float, _Cause] | None = None
         for result in alloc.devices.results:
             pool = (result.driver, result.pool)
             for taint in self._taints.get(pool, {}).get(result.device, ()):
@@ -161,7 +194,15 @@ class DeviceTaintEvictionController:
                 if forever:
                     continue
                 when = added + (seconds or 0)
-                earliest = when if earliest is None else min(earliest, when)
+                if earliest is None or when < earliest[0]:
+                    value = f"={taint.value}" if taint.value else ""
+                    cause = _Cause(
+                        claim.name,
+                        f"{result.driver}/{result.pool}/{result.device}",
+                        f"{taint.key}{value}:{taint.effect}",
+                        seconds,
+                    )
+                    earliest = (when, cause)
         return earliest
 
     def _time_added(self, pool: _Pool, device: str, taint: Any) -> float:
@@ -176,6 +217,7 @@ class DeviceTaintEvictionController:
         if not pod.spec.node_name:
             return
         when: float | None = None
+        cause: _Cause | None = None
         for pc in pod.spec.resource_claims:
             try:
                 name, check_owner = pod_claim_name(pod, pc)
@@ -193,9 +235,9 @@ class DeviceTaintEvictionController:
                     continue
             if not is_reserved_for_pod(pod, claim):
                 continue
-            at = self._eviction_time(claim)
-            if at is not None and (when is None or at < when):
-                when = at
+            due = self._eviction_time(claim)
+            if due is not None and (when is None or due[0] < when):
+                when, cause = due
         key = pod.key
         if when is None:
             if self._work.pop(key, None) is not None:
@@ -204,7 +246,8 @@ class DeviceTaintEvictionController:
         work = self._work.get(key)
         if work is not None and work.fire_at == when:
             return
-        work = self._work[key] = _Work(pod.metadata.uid or "", when)
+        assert cause is not None  # set with when
+        work = self._work[key] = _Work(pod.metadata.uid or "", when, cause)
         if when <= self.cluster.now():
             self._fire(key, work)
         else:
@@ -231,4 +274,24 @@ class DeviceTaintEvictionController:
             )
             pod = cluster.update(new)  # type: ignore[assignment]
         if pod.metadata.deletion_timestamp is None:
+            grace = pod.spec.termination_grace_period_seconds
+            cause = work.cause
+            cluster.record_eviction(
+                EvictionRecord.of(
+                    pod,
+                    time=cluster.now(),
+                    node=pod.spec.node_name or "",
+                    by=BY_DEVICE_TAINT_MANAGER,
+                    reason=cause.reason(),
+                    message=MSG_DELETION,
+                    grace_period_seconds=float(grace if grace is not None else 30),
+                    details={
+                        "conditionReason": REASON_DELETION_BY_DEVICE_TAINT_MANAGER,
+                        "claim": cause.claim,
+                        "device": cause.device,
+                        "taint": cause.taint,
+                        "tolerationSeconds": cause.toleration_seconds,
+                    },
+                )
+            )
             cluster.delete_pod(pod)

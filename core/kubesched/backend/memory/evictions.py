@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BY_DESCHEDULER",
+    "BY_DEVICE_TAINT_MANAGER",
     "BY_DRAIN",
     "BY_KUBELET",
     "BY_POD_GC",
@@ -26,10 +27,21 @@ __all__ = [
     "with_disruption_target",
 ]
 
-EvictedBy = Literal["taint-manager", "kubelet", "drain", "pod-gc", "preemption", "descheduler"]
+EvictedBy = Literal[
+    "taint-manager",
+    "device-taint-manager",
+    "kubelet",
+    "drain",
+    "pod-gc",
+    "preemption",
+    "descheduler",
+]
 
 BY_TAINT_MANAGER: EvictedBy = "taint-manager"
 """The taint eviction controller: a NoExecute taint the pod does not tolerate (long enough)."""
+BY_DEVICE_TAINT_MANAGER: EvictedBy = "device-taint-manager"
+"""The device taint eviction controller: a NoExecute taint of a device the pod's claim
+holds (DRA), not tolerated (long enough)."""
 BY_KUBELET: EvictedBy = "kubelet"
 """The kubelet's eviction manager: node-pressure eviction."""
 BY_DRAIN: EvictedBy = "drain"

@@ -32,6 +32,7 @@ from kubesched.framework.results import (
     PreFilterResult,
 )
 from kubesched.framework.runtime.calls import positional_caller
+from kubesched.framework.runtime.pauses import BindingPauses, WallClockPauses
 from kubesched.framework.runtime.waiting_pods import (
     MAX_PERMIT_TIMEOUT,
     PERMIT_WAIT_REASON,
@@ -295,6 +296,8 @@ class Framework:
         self.parallelism = parallelism
         self.rng = rng or random.Random()
         self.waiting_pods = WaitingPods()
+        self.pauses: BindingPauses = WallClockPauses()
+        """How binding cycles pause (:meth:`pause`); the scheduler sets its own."""
         self.run_api_calls: Callable[[Callable[[], None]], None] | None = None
         """Runs a plugin's API calls after its cycle (the preemption's, with
         ``SchedulerAsyncPreemption``): ``kubesched run`` sets a pool of worker threads;
@@ -382,6 +385,10 @@ class Framework:
     def feature_enabled(self, name: str) -> bool:
         """Whether feature gate ``name`` is on for this scheduler (``--feature-gates``)."""
         return self.feature_gates.enabled(name)
+
+    def pause(self, seconds: float) -> bool:
+        """Pause the calling binding cycle (see ``Handle.pause``); False at shutdown."""
+        return self.pauses.pause(seconds)
 
     def plugin(self, name: str) -> Any:
         """The instance of plugin ``name`` in this profile (KeyError if not enabled)."""
