@@ -269,7 +269,16 @@ def test_the_real_scheduler_and_the_pod_group_cycle_recording_agree(name: str) -
     assert got == recorded[name]
 
 
-@pytest.mark.parametrize("name", ["gang-fits-in-part", "one-rack-fits", "preempts-two-low-pods"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gang-fits-in-part",
+        "one-rack-fits",
+        "preempts-two-low-pods",
+        "a-member-with-preemption-policy-never",
+        "victims-still-terminating",
+    ],
+)
 def test_kubesched_run_gives_the_pod_group_cycle_recording(name: str, tmp_path: Path) -> None:
     """``kubesched run``'s scheduler on a real API server: the same placements, messages
     and PodGroupScheduled condition (written through the PodGroup's ``/status``)."""
