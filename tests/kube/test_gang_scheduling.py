@@ -277,6 +277,7 @@ def test_the_real_scheduler_and_the_pod_group_cycle_recording_agree(name: str) -
         "preempts-two-low-pods",
         "a-member-with-preemption-policy-never",
         "victims-still-terminating",
+        "a-placed-pod-is-nominated",
     ],
 )
 def test_kubesched_run_gives_the_pod_group_cycle_recording(name: str, tmp_path: Path) -> None:
