@@ -168,11 +168,24 @@ SCENARIOS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     # finds the free node, the second none; one low pod is preempted, and the first pod
     # is nominated to the free node while it terminates.
     "a-placed-pod-is-nominated": _preemption_case([None, "low", "low"], HIGH_GANG, grace=300),
+    # As "victims-still-terminating"; once settled, another component nominates both pods
+    # of the gang to the node of v-0 (still terminating) and v-1 is deleted at once: the
+    # gang is tried again, does not fit, and may not preempt while v-0 terminates on the
+    # node it is nominated to.
+    "a-victim-terminates-on-the-nominated-node": _preemption_case(
+        ["low", "low"], HIGH_GANG, grace=300
+    ),
 }
 """Each case: the gates, then its objects, created in this order (the pods without a group
 are scheduled before the PodGroup's pods are created)."""
 
-REAL_API_SERVER_ONLY = frozenset({"victims-still-terminating", "a-placed-pod-is-nominated"})
+REAL_API_SERVER_ONLY = frozenset(
+    {
+        "victims-still-terminating",
+        "a-placed-pod-is-nominated",
+        "a-victim-terminates-on-the-nominated-node",
+    }
+)
 """The cases only a real API server can hold: the embedded cluster ends a terminating pod
 after its grace period in virtual time, at once, where a real cluster without a kubelet
 keeps it terminating."""

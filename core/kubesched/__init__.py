@@ -71,8 +71,6 @@ from kubesched.framework.node_table import NodeTable
 from kubesched.framework.preemption import (
     DISRUPTION_TARGET,
     ERR_REASON_NO_VICTIMS,
-    ERR_REASON_PREEMPTION_POLICY_NEVER,
-    ERR_REASON_TERMINATING_ON_NOMINATED_NODE,
     PREEMPTION_EXPLANATION_KEY,
     REASON_PREEMPTION_BY_SCHEDULER,
     Candidate,
@@ -86,7 +84,6 @@ from kubesched.framework.preemption import (
     more_important_pod,
     nodes_where_preemption_might_help,
     pick_one_node_for_preemption,
-    pod_terminating_by_preemption,
     select_victims_on_node,
 )
 from kubesched.framework.preemption_batch import select_victims_on_nodes
@@ -119,8 +116,6 @@ the SDK it was built for with a class attribute ``sdk_version = "1.0"``;
 __all__ = [
     "DISRUPTION_TARGET",
     "ERR_REASON_NO_VICTIMS",
-    "ERR_REASON_PREEMPTION_POLICY_NEVER",
-    "ERR_REASON_TERMINATING_ON_NOMINATED_NODE",
     "INT64_MAX",
     "INT64_MIN",
     "MAX_NODE_SCORE",
@@ -206,7 +201,6 @@ __all__ = [
     "not_supported",
     "parse_feature_gates",
     "pick_one_node_for_preemption",
-    "pod_terminating_by_preemption",
     "raise_args_errors",
     "required",
     "sat_add_array",

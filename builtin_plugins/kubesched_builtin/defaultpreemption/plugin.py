@@ -8,10 +8,10 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from kubesched import (
+    DISRUPTION_TARGET,
     ERR_REASON_NO_VICTIMS,
-    ERR_REASON_PREEMPTION_POLICY_NEVER,
-    ERR_REASON_TERMINATING_ON_NOMINATED_NODE,
     PREEMPTION_EXPLANATION_KEY,
+    REASON_PREEMPTION_BY_SCHEDULER,
     ActionType,
     Candidate,
     ClusterEvent,
@@ -30,7 +30,6 @@ from kubesched import (
     Status,
     hookimpl,
     importance_key,
-    pod_terminating_by_preemption,
     select_victims_on_node,
     select_victims_on_nodes,
 )
@@ -39,6 +38,10 @@ from kubesched_builtin.names import DEFAULT_PREEMPTION
 
 NAME = DEFAULT_PREEMPTION
 
+ERR_REASON_PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+ERR_REASON_TERMINATING_ON_NOMINATED_NODE = (
+    "not eligible due to a terminating pod on the nominated node."
+)
 ERR_REASON_WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 """PreEnqueue's reason while the pod's asynchronous preemption makes its API calls."""
 MESSAGE_PREFIX = "preemption: "
@@ -108,6 +111,19 @@ class DefaultPreemptionArgs(PluginArgs):
             # utilerrors.Aggregate: one message alone, several as "[a, b]".
             raise ValueError(errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]")
         return self
+
+
+def pod_terminating_by_preemption(pod_info: PodInfo) -> bool:
+    """Whether the pod is terminating because the scheduler preempted it: it has a
+    ``deletionTimestamp`` and a ``DisruptionTarget=True`` condition with reason
+    ``PreemptionByScheduler`` (upstream ``podTerminatingByPreemption``)."""
+    pod = pod_info.pod
+    if pod.metadata.deletion_timestamp is None:
+        return False
+    for cond in pod.status.conditions or ():
+        if cond.type == DISRUPTION_TARGET:
+            return cond.status == "True" and cond.reason == REASON_PREEMPTION_BY_SCHEDULER
+    return False
 
 
 def _skip_after_pod_deletion(pod: Pod, old_obj: Any, new_obj: Any) -> QueueingHint:

@@ -53,13 +53,6 @@ DISRUPTION_TARGET = "DisruptionTarget"
 """The pod condition type set on a victim before it is deleted (``v1.DisruptionTarget``)."""
 REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 """The reason of that condition (``v1.PodReasonPreemptionByScheduler``)."""
-ERR_REASON_PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
-"""Why a preemptor whose ``preemptionPolicy`` is ``Never`` preempts nothing."""
-ERR_REASON_TERMINATING_ON_NOMINATED_NODE = (
-    "not eligible due to a terminating pod on the nominated node."
-)
-"""Why a preemptor preempts nothing while a lower-priority pod it preempted earlier is still
-terminating on its nominated node (it waits for that pod to go instead)."""
 
 MAX_INT32 = 2**31 - 1
 
@@ -255,19 +248,6 @@ class PreemptionInterface(Protocol):
 # ---------------------------------------------------------------------------------------
 # Shared helpers (upstream util and preemption package functions)
 # ---------------------------------------------------------------------------------------
-
-
-def pod_terminating_by_preemption(pod_info: PodInfo) -> bool:
-    """Whether the pod is terminating because the scheduler preempted it: it has a
-    ``deletionTimestamp`` and a ``DisruptionTarget=True`` condition with reason
-    ``PreemptionByScheduler`` (upstream ``podTerminatingByPreemption``)."""
-    pod = pod_info.pod
-    if pod.metadata.deletion_timestamp is None:
-        return False
-    for cond in pod.status.conditions or ():
-        if cond.type == DISRUPTION_TARGET:
-            return cond.status == "True" and cond.reason == REASON_PREEMPTION_BY_SCHEDULER
-    return False
 
 
 def pod_start_time(pod_info: PodInfo) -> float:
@@ -1070,8 +1050,6 @@ __all__ = [
     "DISRUPTION_TARGET",
     "ERR_REASON_NOT_HELPFUL",
     "ERR_REASON_NO_VICTIMS",
-    "ERR_REASON_PREEMPTION_POLICY_NEVER",
-    "ERR_REASON_TERMINATING_ON_NOMINATED_NODE",
     "FIRST_IN_ORDER",
     "ONLY_CANDIDATE",
     "PREEMPTION_EXPLANATION_KEY",
@@ -1091,6 +1069,5 @@ __all__ = [
     "pick_one_node_for_preemption",
     "pick_one_node_for_preemption_explained",
     "pod_start_time",
-    "pod_terminating_by_preemption",
     "select_victims_on_node",
 ]

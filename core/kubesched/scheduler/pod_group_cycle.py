@@ -320,6 +320,10 @@ class PodGroupCycle:
         except CacheError as err:
             trial.status = Status(Code.ERROR, str(err))
             return trial
+        # As upstream's assume: an assumed pod is no longer a nominated one, or the next
+        # pods of its group would see it twice, on its node and on its nomination. The
+        # failure handler nominates it again if the group is not bound.
+        sched.queue.nominator.delete_nominated_pod_if_exists(assumed.pod)
         status = fwk.run_reserve_plugins_reserve(trial.state, assumed, host)
         if status.is_success():
             status = fwk.run_permit_plugins(trial.state, assumed, host)

@@ -2,18 +2,17 @@
 fit preempts lower-priority pods as a unit, over the whole cluster, as kube-scheduler v1.36.
 
 The group preempts with its PodGroup's priority, not its pods'. It preempts nothing when
-one of the pods in its cycle has ``preemptionPolicy: Never``, nor while a pod of lower
-priority that the scheduler preempted is still terminating on the node one of them is
-nominated to. Otherwise every pod of the cluster whose priority (its PodGroup's, for a pod
-of a group) is below the group's is a potential victim; a PodGroup with ``disruptionMode:
-PodGroup`` is one victim with all its pods. The group's whole trial is run again with
+one of the pods in its cycle has ``preemptionPolicy: Never``. Otherwise every pod of the
+cluster whose priority (its PodGroup's, for a pod of a group) is below the group's is a
+potential victim; a PodGroup with ``disruptionMode: PodGroup`` is one victim with all its
+pods. The group's whole trial is run again with
 every potential victim gone: if it still does not fit, nothing is preempted. Otherwise
 the victims are given back one by one, the most important first (those whose eviction
 would break a PodDisruptionBudget before the others), each kept when the group's trial
 still succeeds without it and places no fewer of its pods than the most any trial placed;
 the rest are preempted (``DisruptionTarget`` condition, deleted, a ``Preempted`` event;
 a victim already terminating is left to terminate) and the group is tried again once
-they are gone. Its pods are not nominated to nodes.
+they are gone.
 """
 
 from __future__ import annotations
@@ -28,13 +27,10 @@ from kubesched.api.podgroups import WORKLOAD_POD_GROUP
 from kubesched.backend.protocol import NotFoundError, PodCondition
 from kubesched.framework.preemption import (
     DISRUPTION_TARGET,
-    ERR_REASON_PREEMPTION_POLICY_NEVER,
-    ERR_REASON_TERMINATING_ON_NOMINATED_NODE,
     REASON_PREEMPTION_BY_SCHEDULER,
     PDBView,
     filter_pods_with_pdb_violation,
     pod_start_time,
-    pod_terminating_by_preemption,
 )
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
@@ -54,6 +50,8 @@ ERR_NO_VICTIMS = "No preemption victims found for incoming preemptor"
 """No pod of the cluster has a lower priority than the group (v1.36's words)."""
 PREEMPT_NEVER = "Never"
 """The ``preemptionPolicy`` of a pod that may not preempt."""
+ERR_PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+"""Why a group with such a pod preempts nothing (v1.36's words)."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +120,7 @@ class PodGroupPreemption:
         sched = self.cycle.sched
         sched.cache.update_snapshot(sched.snapshot)
         priority = pod_group.spec.priority or 0
-        not_eligible = self._not_eligible(fwk, members, priority)
+        not_eligible = self._not_eligible(members)
         if not_eligible:
             return Status(Code.UNSCHEDULABLE, not_eligible)
         victims = [v for v in self._victims(fwk, pod_group, members) if v.priority < priority]
@@ -150,24 +148,14 @@ class PodGroupPreemption:
                 self._preempt(fwk, pod_group, pod_info)
         return Status()
 
-    def _not_eligible(self, fwk: Framework, members: Sequence[QueuedPodInfo], priority: int) -> str:
-        """Why the group may not preempt (upstream ``preemptorEligibleToPreemptOthers``), or
-        "": one of its pods says ``preemptionPolicy: Never``, or a pod of lower priority
-        (its PodGroup's, for a pod of a group) preempted earlier is still terminating on the
-        node one of its pods is nominated to."""
+    @staticmethod
+    def _not_eligible(members: Sequence[QueuedPodInfo]) -> str:
+        """Why the group may not preempt, or "": one of its pods says ``preemptionPolicy:
+        Never``. Unlike a single pod's preemption, kube-scheduler v1.36.2 goes on while a
+        victim it preempted earlier still terminates on the node a pod of the group is
+        nominated to (recorded: it preempts again, the victim being already on its way)."""
         if any(m.pod.spec.preemption_policy == PREEMPT_NEVER for m in members):
-            return ERR_REASON_PREEMPTION_POLICY_NEVER
-        nominated = {m.pod.status.nominated_node_name for m in members} - {None, ""}
-        groups = _GroupPriorities(fwk)
-        for name in sorted(nominated):
-            node_info = self.cycle.sched.snapshot.node_info_map.get(name)
-            if node_info is None:
-                continue
-            for pod_info in node_info.pods:
-                if groups.priority_of(pod_info) < priority and pod_terminating_by_preemption(
-                    pod_info
-                ):
-                    return ERR_REASON_TERMINATING_ON_NOMINATED_NODE
+            return ERR_PREEMPTION_POLICY_NEVER
         return ""
 
     def _victims(
