@@ -5,14 +5,13 @@ The group preempts with its PodGroup's priority, not its pods'. It preempts noth
 one of the pods in its cycle has ``preemptionPolicy: Never``. Otherwise every pod of the
 cluster whose priority (its PodGroup's, for a pod of a group) is below the group's is a
 potential victim; a PodGroup with ``disruptionMode: PodGroup`` is one victim with all its
-pods. The group's whole trial is run again with
-every potential victim gone: if it still does not fit, nothing is preempted. Otherwise
-the victims are given back one by one, the most important first (those whose eviction
-would break a PodDisruptionBudget before the others), each kept when the group's trial
-still succeeds without it and places no fewer of its pods than the most any trial placed;
-the rest are preempted (``DisruptionTarget`` condition, deleted, a ``Preempted`` event;
-a victim already terminating is left to terminate) and the group is tried again once
-they are gone.
+pods. The group's whole trial is run again with every potential victim gone: if it still
+does not fit, nothing is preempted. Otherwise the victims are given back one by one, the
+most important first (those whose eviction would break a PodDisruptionBudget before the
+others), each kept when the group's trial still succeeds without it and places no fewer
+of its pods than the most any trial placed; the rest are preempted (``DisruptionTarget``
+condition, deleted, a ``Preempted`` event; a victim already terminating is left to
+terminate) and the group is tried again once they are gone.
 """
 
 from __future__ import annotations
