@@ -52,12 +52,14 @@ def _pod(
     priority_class: str | None = None,
     requests: dict[str, str] | None = None,
     node: str | None = None,
+    grace: int = 0,
 ) -> dict[str, Any]:
     """A pod requesting ``requests`` (by default 3 CPUs: one per 4-CPU node), of PodGroup
-    ``group`` if given, already bound to ``node`` if given."""
+    ``group`` if given, already bound to ``node`` if given, terminating for ``grace``
+    seconds once deleted (no kubelet ends it sooner)."""
     requests = {"cpu": "3"} if requests is None else requests
     spec: dict[str, Any] = {
-        "terminationGracePeriodSeconds": 0,
+        "terminationGracePeriodSeconds": grace,
         "containers": [{"name": "w", "image": "pause", "resources": {"requests": requests}}],
     }
     if node:
@@ -74,12 +76,13 @@ def _pod(
     }
 
 
-def _priority_class(name: str, value: int) -> dict[str, Any]:
+def _priority_class(name: str, value: int, policy: str | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
         "metadata": {"name": name},
         "value": value,
+        **({"preemptionPolicy": policy} if policy else {}),
     }
 
 
@@ -94,16 +97,19 @@ HIGH_GANG = [
 
 
 def _preemption_case(
-    first: str, second: str, gang: list[dict[str, Any]]
+    running: list[str | None],
+    gang: list[dict[str, Any]],
+    *extra: dict[str, Any],
+    grace: int = 0,
 ) -> tuple[str, list[dict[str, Any]]]:
-    """Two nodes, each running a pod of priority class ``first`` / ``second``, then
-    ``gang``, under WorkloadAwarePreemption."""
+    """One node per entry of ``running``, running a pod of that priority class (none for
+    None; each pod terminates for ``grace`` seconds once preempted), then ``gang``, under
+    WorkloadAwarePreemption (``extra`` objects created first)."""
     return PREEMPTION_GATES, [
         *PRIORITY_CLASSES,
-        _node("n0"),
-        _node("n1"),
-        _pod("v-0", None, first),
-        _pod("v-1", None, second),
+        *extra,
+        *(_node(f"n{i}") for i in range(len(running))),
+        *(_pod(f"v-{i}", None, cls, grace=grace) for i, cls in enumerate(running) if cls),
         *gang,
     ]
 
@@ -168,16 +174,66 @@ SCENARIOS: dict[str, tuple[str, list[dict[str, Any]]]] = {
         ],
     ),
     # Both nodes run a low-priority pod: the gang preempts both, then runs.
-    "preempts-two-low-pods": _preemption_case("low", "low", HIGH_GANG),
+    "preempts-two-low-pods": _preemption_case(["low", "low"], HIGH_GANG),
     # One low and one high pod: preempting the low one is not enough, nothing is.
-    "one-victim-is-not-enough": _preemption_case("low", "high", HIGH_GANG),
+    "one-victim-is-not-enough": _preemption_case(["low", "high"], HIGH_GANG),
     # The PodGroup has no priority class: nothing has a lower priority than it.
     "no-lower-priority-victims": _preemption_case(
-        "low", "low", [_group(2), *(_pod(f"g-{i}", priority_class="high") for i in range(2))]
+        ["low", "low"], [_group(2), *(_pod(f"g-{i}", priority_class="high") for i in range(2))]
+    ),
+    # The PodGroup's priority counts, not its pods' (they have none): both low pods go.
+    "group-priority-not-the-pods": _preemption_case(
+        ["low", "low"], [_group(2, priority_class="high"), _pod("g-0"), _pod("g-1")]
+    ),
+    # One pod of the group may not preempt (its class says Never): the group preempts
+    # nothing.
+    "a-member-with-preemption-policy-never": _preemption_case(
+        ["low", "low"],
+        [
+            _group(2, priority_class="high"),
+            _pod("g-0", priority_class="high-never"),
+            _pod("g-1", priority_class="high"),
+        ],
+        _priority_class("high-never", 1000, "Never"),
+    ),
+    # Two of the three pods are enough for the gang, but giving one low pod back would
+    # leave the third without a node: all three go, and all three pods run.
+    "a-reprieve-may-not-cost-a-placed-pod": _preemption_case(
+        ["low", "low", "low"],
+        [
+            _group(2, priority_class="high"),
+            *(_pod(f"g-{i}", priority_class="high") for i in range(3)),
+        ],
+    ),
+    # The two low pods take 5 minutes to terminate: the gang, placed nowhere before they
+    # were preempted, waits for them without being nominated, and they are not preempted
+    # again while they terminate.
+    "victims-still-terminating": _preemption_case(["low", "low"], HIGH_GANG, grace=300),
+    # A free node and two running low pods (5 minutes to terminate): the gang's first pod
+    # finds the free node, the second none; one low pod is preempted, and the first pod
+    # is nominated to the free node while it terminates.
+    "a-placed-pod-is-nominated": _preemption_case([None, "low", "low"], HIGH_GANG, grace=300),
+    # As "victims-still-terminating"; once settled, another component nominates both pods
+    # of the gang to the node of v-0 (still terminating) and v-1 is deleted at once: the
+    # gang is tried again, does not fit, and may not preempt while v-0 terminates on the
+    # node it is nominated to.
+    "a-victim-terminates-on-the-nominated-node": _preemption_case(
+        ["low", "low"], HIGH_GANG, grace=300
     ),
 }
 """Each case: the gates, then its objects, created in this order (the pods without a group
 are scheduled before the PodGroup's pods are created)."""
+
+REAL_API_SERVER_ONLY = frozenset(
+    {
+        "victims-still-terminating",
+        "a-placed-pod-is-nominated",
+        "a-victim-terminates-on-the-nominated-node",
+    }
+)
+"""The cases only a real API server can hold: the embedded cluster ends a terminating pod
+after its grace period in virtual time, at once, where a real cluster without a kubelet
+keeps it terminating."""
 
 
 def in_two_steps(
@@ -194,8 +250,10 @@ def outcome(
     """The case's outcome once settled (None before: a pod neither bound nor refused, or no
     condition on the group): the racks the pods are bound in and the refusals' messages,
     both sorted (which member of a gang is refused first depends on the order the pods
-    reach the queue, which a real cluster decides by microseconds), and the PodGroup's
-    PodGroupScheduled condition (status, reason, message)."""
+    reach the queue, which a real cluster decides by microseconds), the PodGroup's
+    PodGroupScheduled condition (status, reason, message), and, when there are any, the
+    number of pods nominated to a node and the DisruptionTarget conditions of victims
+    still terminating."""
     bound, refused = [], []
     for pod in pods:
         node = pod["spec"].get("nodeName")
@@ -223,11 +281,23 @@ def outcome(
     )
     if condition is None:
         return None
+    # Counted, not named: which pod is placed first, and which of two equal victims is
+    # given back, is as much a matter of microseconds as the refusals' order.
+    nominated = sum(bool((p.get("status") or {}).get("nominatedNodeName")) for p in pods)
+    disruption_targets = sorted(
+        f"{c.get('reason')}: {c.get('message')}"
+        for p in pods
+        for c in (p.get("status") or {}).get("conditions") or ()
+        if c["type"] == "DisruptionTarget"
+    )
     return {
         "pods": sorted(p["metadata"]["name"] for p in pods),
         "bound_in_racks": sorted(bound),
         "refusals": sorted(refused),
         "pod_group_scheduled": {k: condition.get(k) or "" for k in ("status", "reason", "message")},
+        # Only when some pod has one: the cases whose victims are gone have none.
+        **({"nominated": nominated} if nominated else {}),
+        **({"disruption_targets": disruption_targets} if disruption_targets else {}),
     }
 
 

@@ -33,33 +33,80 @@ def pod_group(name: str, min_count: int, priority_class: str, mode: str = "Pod")
     )
 
 
-def pod(name: str, group: str | None, priority_class: str, node: str | None = None) -> Any:
-    b = make_pod(name).req(cpu="3").priority_class(priority_class)
+def pod(
+    name: str,
+    group: str | None,
+    priority_class: str | None,
+    node: str | None = None,
+    **manifest_fields: Any,
+) -> Any:
+    """A 3-CPU pod (one per 4-CPU node); ``manifest_fields`` are merged into its
+    ``metadata`` / ``spec`` / ``status``."""
+    b = make_pod(name).req(cpu="3")
+    if priority_class:
+        b = b.priority_class(priority_class)
     if node:
         b = b.node(node)
     manifest = b.manifest()
     manifest["spec"]["terminationGracePeriodSeconds"] = 0
     if group:
         manifest["spec"]["schedulingGroup"] = {"podGroupName": group}
+    for section, fields in manifest_fields.items():
+        manifest.setdefault(section, {}).update(fields)
     return parse_object(manifest)
 
 
-def run(first: list[Any], then: list[Any]) -> set[str]:
-    """Create ``first``, let it settle, then ``then``; the pods left, by name."""
+PREEMPTED_EARLIER = {
+    "metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"},
+    "status": {
+        "conditions": [
+            {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+        ]
+    },
+}
+"""A pod the scheduler preempted that is still terminating."""
+
+
+def simulate(
+    first: list[Any], then: list[Any], *extra: Any, nominate: dict[str, str] | None = None
+) -> Simulation:
+    """Create ``first`` (after the priority classes, three 4-CPU nodes and ``extra``), let
+    it settle, then ``then`` (with the pods of ``nominate`` nominated to its nodes, as
+    another component may do); the simulation, settled (closed by the caller)."""
     registry = default_registry()
     gates = parse_feature_gates([PREEMPTION_GATES])
     config = effective_configuration(default_configuration(registry, gates), registry, gates=gates)
     objects = [parse_object(pc) for pc in PRIORITY_CLASSES]
     nodes = [make_node(f"n{i}").capacity(cpu="4", pods=110).obj() for i in range(3)]
-    sim = Simulation([*objects, *nodes, *first], config=config, registry=registry)
+    sim = Simulation([*objects, *extra, *nodes, *first], config=config, registry=registry)
+    sim.run()
+    for obj in then:
+        created = sim.cluster.create(obj)
+        if nominate and created.name in nominate:
+            sim.cluster.update_pod_status(created, nominated_node_name=nominate[created.name])
+    sim.attempts.clear()
+    sim.run()
+    return sim
+
+
+def run(first: list[Any], then: list[Any], *extra: Any) -> set[str]:
+    """:func:`simulate`; the pods left with a node, by name."""
+    sim = simulate(first, then, *extra)
     try:
-        sim.run()
-        for obj in then:
-            sim.cluster.create(obj)
-        sim.run()
         return {p.name for p in sim.cluster.objects("Pod") if p.spec.node_name}
     finally:
         sim.close()
+
+
+def by_kind(names: set[str]) -> tuple[list[str], int]:
+    """The group's pods by name and how many victims (``v-<i>``, ``v-?``: any one)."""
+    return sorted(n for n in names if n.startswith("g-")), sum(n.startswith("v-") for n in names)
+
+
+def pod_group_message(sim: Simulation) -> str:
+    (group,) = [g for g in sim.cluster.objects("PodGroup") if g.name == "g"]
+    (condition,) = [c for c in group.status.conditions if c["type"] == "PodGroupScheduled"]
+    return condition.get("message") or ""
 
 
 GANG = [pod_group("g", 2, "high"), pod("g-0", "g", "high"), pod("g-1", "g", "high")]
@@ -83,6 +130,137 @@ def test_a_victim_group_goes_as_a_unit_in_podgroup_disruption_mode(mode, left):
 def test_higher_priority_pods_are_never_victims():
     first = [pod("v-0", None, "high"), pod("v-1", None, "high"), pod("v-2", None, "high")]
     assert run(first, GANG) == {"v-0", "v-1", "v-2"}
+
+
+@pytest.mark.parametrize(
+    ("gang", "left"),
+    [
+        # The PodGroup's priority (high) is what preempts, not its pods' (none).
+        (
+            [pod_group("g", 2, "high"), pod("g-0", "g", None), pod("g-1", "g", None)],
+            {"g-0", "g-1", "v-?"},
+        ),
+        # A PodGroup without a priority class has priority 0: nothing is below it.
+        (
+            [pod_group("g", 2, ""), pod("g-0", "g", "high"), pod("g-1", "g", "high")],
+            {"v-0", "v-1", "v-2"},
+        ),
+    ],
+    ids=["group-priority-preempts", "pods-priority-does-not"],
+)
+def test_the_group_preempts_with_its_pod_groups_priority(gang, left):
+    victims = [pod(f"v-{i}", None, "low") for i in range(3)]
+    assert by_kind(run(victims, gang)) == by_kind(left)
+
+
+@pytest.mark.parametrize(
+    ("policies", "left"),
+    [
+        (("high", "high"), {"g-0", "g-1", "v-?"}),
+        (("high-never", "high"), {"v-0", "v-1", "v-2"}),
+        (("high", "high-never"), {"v-0", "v-1", "v-2"}),
+    ],
+    ids=["both-may-preempt", "first-never", "second-never"],
+)
+def test_one_pod_with_preemption_policy_never_keeps_the_group_from_preempting(policies, left):
+    never = parse_object(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high-never"},
+            "value": 1000,
+            "preemptionPolicy": "Never",
+        }
+    )
+    gang = [pod_group("g", 2, "high"), *(pod(f"g-{i}", "g", c) for i, c in enumerate(policies))]
+    victims = [pod(f"v-{i}", None, "low") for i in range(3)]
+    sim = simulate(victims, gang, never)
+    try:
+        bound = {p.name for p in sim.cluster.objects("Pod") if p.spec.node_name}
+        assert by_kind(bound) == by_kind(left)
+        if "v-0" in left:
+            assert pod_group_message(sim) == (
+                "pod group is unschedulable, not eligible due to preemptionPolicy=Never."
+            )
+    finally:
+        sim.close()
+
+
+@pytest.mark.parametrize(
+    ("terminating", "nominated", "preempted", "message"),
+    [
+        # A low pod preempted earlier still terminates on the node a member is nominated
+        # to: kube-scheduler v1.36.2 preempts for the group all the same (recorded in
+        # tests/pod_group_scenarios.py), and the terminating pod gets no second call.
+        (pod("t", None, "low", "n0", **PREEMPTED_EARLIER), "n0", {"v-1", "v-2"}, None),
+        (pod("t", None, "low", "n0", **PREEMPTED_EARLIER), "n1", {"v-1", "v-2"}, None),
+        # Terminating but not preempted (no DisruptionTarget): a victim like the others.
+        (
+            pod("t", None, "low", "n0", metadata={"deletionTimestamp": "2026-01-01T00:00:00Z"}),
+            "n0",
+            {"v-1", "v-2"},
+            None,
+        ),
+        # Not of a lower priority than the group: not a victim, and without it the group
+        # fits on no node, so nothing is preempted.
+        (
+            pod("t", None, "super", "n0", **PREEMPTED_EARLIER),
+            "n0",
+            set(),
+            "pod group is unschedulable, pod group is unschedulable",
+        ),
+    ],
+    ids=["on-the-nominated-node", "on-another-node", "not-preempted", "same-priority"],
+)
+def test_a_victim_still_terminating_is_not_preempted_again(
+    terminating, nominated, preempted, message
+):
+    """Two 4-CPU nodes run a low pod each, the third the terminating pod ``t``; a gang of
+    three (minCount 3) with one member nominated to ``nominated``. ``t`` never gets a
+    ``Preempted`` event: a victim already terminating is left to terminate."""
+    victims = [pod("v-1", None, "low", "n1"), pod("v-2", None, "low", "n2"), terminating]
+    gang = [pod_group("g", 3, "super"), *(pod(f"g-{i}", "g", "high") for i in range(3))]
+    sim = simulate(victims, gang, parse_object(PRIORITY_CLASS_SUPER), nominate={"g-0": nominated})
+    try:
+        events = {e.involved_name for e in sim.cluster.events if e.reason == "Preempted"}
+        assert events == preempted
+        if message is not None:
+            assert pod_group_message(sim) == message
+    finally:
+        sim.close()
+
+
+PRIORITY_CLASS_SUPER = {
+    "apiVersion": "scheduling.k8s.io/v1",
+    "kind": "PriorityClass",
+    "metadata": {"name": "super"},
+    "value": 2000,
+}
+"""Above ``high``: a group that may preempt a ``high`` pod."""
+
+
+@pytest.mark.parametrize(
+    ("min_count", "attempts"),
+    [
+        # Two pods are enough for the gang, but a low pod given back would leave the
+        # third without a node: all three low pods go at once, and each pod of the group
+        # is bound at its second attempt.
+        (2, [2, 2, 2]),
+        (3, [2, 2, 2]),
+    ],
+    ids=["min-count-below-the-group", "min-count-the-whole-group"],
+)
+def test_a_victim_is_given_back_only_if_no_placed_pod_is_lost(min_count, attempts):
+    victims = [pod(f"v-{i}", None, "low") for i in range(3)]
+    gang = [pod_group("g", min_count, "high"), *(pod(f"g-{i}", "g", "high") for i in range(3))]
+    sim = simulate(victims, gang)
+    try:
+        pods = {p.name: p for p in sim.cluster.objects("Pod")}
+        assert sorted(n for n, p in pods.items() if p.spec.node_name) == ["g-0", "g-1", "g-2"]
+        got = [len(sim.attempts[pods[f"g-{i}"].metadata.uid]) for i in range(3)]
+        assert got == attempts
+    finally:
+        sim.close()
 
 
 def _victim(priority: int, pods: int, is_group: bool) -> Victim:

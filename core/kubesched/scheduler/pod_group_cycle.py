@@ -30,7 +30,7 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, QueuedPodInfo
 from kubesched.scheduler.algorithm import ScheduleResult, SchedulingError
 from kubesched.scheduler.pod_group_preemption import PodGroupPreemption
-from kubesched.scheduler.records import AttemptRecord
+from kubesched.scheduler.records import CLEAR_NOMINATION, AttemptRecord
 
 if TYPE_CHECKING:
     from kubesched.scheduler.scheduler import Scheduler
@@ -136,10 +136,12 @@ class PodGroupCycle:
 
     def try_without(
         self, fwk: Framework, members: list[QueuedPodInfo], removed: frozenset[str]
-    ) -> Status:
-        """Whether the group would fit were the pods with UIDs ``removed`` gone (no
-        PostFilter runs): workload-aware preemption's what-if."""
-        return self._schedule_on(fwk, members, None, removed, post_filters=False).status
+    ) -> tuple[Status, int]:
+        """Whether the group would fit were the pods with UIDs ``removed`` gone, and how
+        many of its pods would then be placed (no PostFilter runs): workload-aware
+        preemption's what-if."""
+        result = self._schedule_on(fwk, members, None, removed, post_filters=False)
+        return result.status, sum(t.placed for t in result.trials)
 
     def _members(self, fwk: Framework, first: QueuedPodInfo) -> list[QueuedPodInfo]:
         """``first`` and the group's other queued pods, taken out of the queue, without
@@ -318,6 +320,10 @@ class PodGroupCycle:
         except CacheError as err:
             trial.status = Status(Code.ERROR, str(err))
             return trial
+        # As upstream's assume: an assumed pod is no longer a nominated one, or the next
+        # pods of its group would see it twice, on its node and on its nomination. The
+        # failure handler nominates it again if the group is not bound.
+        sched.queue.nominator.delete_nominated_pod_if_exists(assumed.pod)
         status = fwk.run_reserve_plugins_reserve(trial.state, assumed, host)
         if status.is_success():
             status = fwk.run_permit_plugins(trial.state, assumed, host)
@@ -365,9 +371,14 @@ class PodGroupCycle:
             )
             qpi, record, started = trial.qpi, trial.record, trial.started
             if group.code == Code.ERROR and trial.status.code != Code.ERROR:
-                sched._fail(fwk, qpi, group, None, record, started, "")
+                sched._fail(fwk, qpi, group, None, record, started, CLEAR_NOMINATION)
             elif not trial.placed:
-                sched._fail(fwk, qpi, trial.status, trial.fit, record, started, "")
+                # As upstream: an error clears the pod's nominated node; a rejection keeps
+                # whatever its own PostFilter nominated (None: the nomination is unchanged).
+                nominating = (
+                    CLEAR_NOMINATION if trial.status.code == Code.ERROR else record.nominated_node
+                )
+                sched._fail(fwk, qpi, trial.status, trial.fit, record, started, nominating)
             elif group.is_success():
                 assert trial.result is not None
                 # Its Permit sees the group's pods assumed before it, as in a cycle of its
@@ -380,15 +391,18 @@ class PodGroupCycle:
                 if binding is not None:
                     bindings.append(binding)
             elif result.waiting_on_preemption:
-                # Placed while victims make room: retried once they are gone.
-                sched._fail(fwk, qpi, group, None, record, started, "")
+                # Placed while victims make room: nominated to the node it was placed on
+                # (before preemption, as v1.36.2 does), and retried once they are gone.
+                assert trial.result is not None
+                host = trial.result.suggested_host
+                sched._fail(fwk, qpi, group, None, record, started, host, rejecting)
             else:
                 # Placed, but the group is not: the pod waits for the rest of its group.
                 assert trial.permit is not None
                 status = Status(
                     Code.UNSCHEDULABLE, ERR_POD_GROUP_UNSCHEDULABLE, *trial.permit.reasons
                 )
-                sched._fail(fwk, qpi, status, None, record, started, "", rejecting)
+                sched._fail(fwk, qpi, status, None, record, started, CLEAR_NOMINATION, rejecting)
         self._set_condition(fwk, members[0].pod, group)
         for binding in bindings:
             sched._start_binding(binding)

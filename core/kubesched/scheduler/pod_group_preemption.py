@@ -1,14 +1,17 @@
 """Workload-aware preemption (the WorkloadAwarePreemption gate): a pod group that does not
 fit preempts lower-priority pods as a unit, over the whole cluster, as kube-scheduler v1.36.
 
-When a group's cycle ends unschedulable, every pod of the cluster whose priority (its
-PodGroup's, for a pod of a group) is below the group's is a potential victim; a PodGroup
-with ``disruptionMode: PodGroup`` is one victim with all its pods. The group is tried
-again with every potential victim gone: if it still does not fit, nothing is preempted.
-Otherwise the victims are given back one by one, the most important first (those whose
-eviction would break a PodDisruptionBudget before the others), each kept when the group
-still fits without it; the rest are preempted (``DisruptionTarget`` condition, deleted,
-a ``Preempted`` event) and the group is tried again once they are gone.
+The group preempts with its PodGroup's priority, not its pods'. It preempts nothing when
+one of the pods in its cycle has ``preemptionPolicy: Never``. Otherwise every pod of the
+cluster whose priority (its PodGroup's, for a pod of a group) is below the group's is a
+potential victim; a PodGroup with ``disruptionMode: PodGroup`` is one victim with all its
+pods. The group's whole trial is run again with every potential victim gone: if it still
+does not fit, nothing is preempted. Otherwise the victims are given back one by one, the
+most important first (those whose eviction would break a PodDisruptionBudget before the
+others), each kept when the group's trial still succeeds without it and places no fewer
+of its pods than the most any trial placed; the rest are preempted (``DisruptionTarget``
+condition, deleted, a ``Preempted`` event; a victim already terminating is left to
+terminate) and the group is tried again once they are gone.
 """
 
 from __future__ import annotations
@@ -44,6 +47,10 @@ ERR_WITH_CONSTRAINTS = (
 """Why a PodGroup with a topology constraint preempts nothing (v1.36's words)."""
 ERR_NO_VICTIMS = "No preemption victims found for incoming preemptor"
 """No pod of the cluster has a lower priority than the group (v1.36's words)."""
+PREEMPT_NEVER = "Never"
+"""The ``preemptionPolicy`` of a pod that may not preempt."""
+ERR_PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+"""Why a group with such a pod preempts nothing (v1.36's words)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,32 @@ class Victim:
         return (-self.priority, 0 if self.is_group else 1, started, -len(self.pods))
 
 
+class _GroupPriorities:
+    """The PodGroups of the cluster's pods, each looked up once, and the priority a pod
+    has as a victim: its PodGroup's when it names one that exists, else its own."""
+
+    def __init__(self, fwk: Framework) -> None:
+        self._lister = fwk.lister
+        self._found: dict[tuple[str, str], WorkloadPodGroup | None] = {}
+
+    def group_of(self, pod_info: PodInfo) -> tuple[tuple[str, str] | None, WorkloadPodGroup | None]:
+        """The ``(namespace, name)`` of the PodGroup the pod names (None without one) and
+        that PodGroup (None when it does not exist)."""
+        spec_group = pod_info.pod.spec.scheduling_group
+        if spec_group is None or not spec_group.pod_group_name:
+            return None, None
+        key = (pod_info.namespace, spec_group.pod_group_name)
+        if key not in self._found:
+            found = self._lister.get_object(WORKLOAD_POD_GROUP, *key) if self._lister else None
+            self._found[key] = found if isinstance(found, WorkloadPodGroup) else None
+        return key, self._found[key]
+
+    def priority_of(self, pod_info: PodInfo) -> int:
+        """Upstream ``getPodPriority``: the PodGroup's priority, or the pod's."""
+        group = self.group_of(pod_info)[1]
+        return (group.spec.priority or 0) if group is not None else pod_info.priority
+
+
 class PodGroupPreemption:
     """Preemption for one pod group's cycle (see the module's documentation)."""
 
@@ -86,19 +119,26 @@ class PodGroupPreemption:
         sched = self.cycle.sched
         sched.cache.update_snapshot(sched.snapshot)
         priority = pod_group.spec.priority or 0
+        not_eligible = self._not_eligible(members)
+        if not_eligible:
+            return Status(Code.UNSCHEDULABLE, not_eligible)
         victims = [v for v in self._victims(fwk, pod_group, members) if v.priority < priority]
         if not victims:
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_VICTIMS)
         removed = frozenset().union(*(v.uids for v in victims))
-        fits = self.cycle.try_without(fwk, members, removed)
-        if not fits.is_success():
-            return fits
+        status, most_placed = self.cycle.try_without(fwk, members, removed)
+        if not status.is_success():
+            return status
         victims.sort(key=Victim.importance)
         violating, others = self._split_by_pdb(fwk, victims)
         to_preempt = []
         for victim in [*violating, *others]:
             kept = removed - victim.uids
-            if self.cycle.try_without(fwk, members, kept).is_success():
+            status, placed = self.cycle.try_without(fwk, members, kept)
+            # As v1.36.2: a victim given back must not cost the group a pod it placed
+            # (a gang fits with minCount pods, but more of them may have had a node).
+            most_placed = max(most_placed, placed)
+            if status.is_success() and placed >= most_placed:
                 removed = kept
             else:
                 to_preempt.append(victim)
@@ -107,42 +147,36 @@ class PodGroupPreemption:
                 self._preempt(fwk, pod_group, pod_info)
         return Status()
 
+    @staticmethod
+    def _not_eligible(members: Sequence[QueuedPodInfo]) -> str:
+        """Why the group may not preempt, or "": one of its pods says ``preemptionPolicy:
+        Never``. Unlike a single pod's preemption, kube-scheduler v1.36.2 goes on while a
+        victim it preempted earlier still terminates on the node a pod of the group is
+        nominated to (recorded: it preempts again, the victim being already on its way)."""
+        if any(m.pod.spec.preemption_policy == PREEMPT_NEVER for m in members):
+            return ERR_PREEMPTION_POLICY_NEVER
+        return ""
+
     def _victims(
         self, fwk: Framework, pod_group: WorkloadPodGroup, members: Sequence[QueuedPodInfo]
     ) -> list[Victim]:
         """Every pod with a node, one victim each, but the pods of a PodGroup in
         ``PodGroup`` disruption mode, one victim together; the group's own pods left out."""
-        lister = fwk.lister
         own = (pod_group.metadata.namespace or "default", pod_group.name)
+        groups = _GroupPriorities(fwk)
         singles: list[Victim] = []
-        groups: dict[tuple[str, str], list[PodInfo]] = {}
-        group_objects: dict[tuple[str, str], WorkloadPodGroup | None] = {}
+        grouped: dict[tuple[str, str], list[PodInfo]] = {}
         for node_info in self.cycle.sched.snapshot.list():
             for pod_info in node_info.pods:
-                spec_group = pod_info.pod.spec.scheduling_group
-                key = (
-                    (pod_info.namespace, spec_group.pod_group_name)
-                    if spec_group is not None and spec_group.pod_group_name
-                    else None
-                )
+                key, group = groups.group_of(pod_info)
                 if key == own:
                     continue
-                group = None
-                if key is not None and lister is not None:
-                    if key not in group_objects:
-                        found = lister.get_object(WORKLOAD_POD_GROUP, *key)
-                        group_objects[key] = found if isinstance(found, WorkloadPodGroup) else None
-                    group = group_objects[key]
-                if group is None:
-                    singles.append(Victim((pod_info,), pod_info.priority, False))
-                elif group.spec.disruption_mode == "PodGroup":
-                    groups.setdefault(key, []).append(pod_info)  # type: ignore[arg-type]
+                if group is not None and group.spec.disruption_mode == "PodGroup":
+                    grouped.setdefault(key, []).append(pod_info)  # type: ignore[arg-type]
                 else:
-                    singles.append(Victim((pod_info,), group.spec.priority or 0, False))
-        for key, pods in groups.items():
-            group = group_objects[key]
-            assert group is not None
-            singles.append(Victim(tuple(pods), group.spec.priority or 0, True))
+                    singles.append(Victim((pod_info,), groups.priority_of(pod_info), False))
+        for pods in grouped.values():
+            singles.append(Victim(tuple(pods), groups.priority_of(pods[0]), True))
         return singles
 
     @staticmethod
@@ -166,13 +200,16 @@ class PodGroupPreemption:
     def _preempt(self, fwk: Framework, pod_group: WorkloadPodGroup, victim: PodInfo) -> None:
         """Mark the victim with ``DisruptionTarget``, delete it, and record the event
         v1.36 records (``Preempted by podgroup <uid> on node cluster``: the whole
-        cluster is the domain)."""
+        cluster is the domain); a victim already terminating is left alone, as upstream
+        does (no second call, no second event)."""
+        if victim.pod.metadata.deletion_timestamp is not None:
+            return
         client: Any = fwk.client
         condition = PodCondition(
             DISRUPTION_TARGET,
             "True",
             REASON_PREEMPTION_BY_SCHEDULER,
-            f"{fwk.profile_name}: preempting to accommodate a higher priority pod",
+            f"{fwk.profile_name}: preempting to accommodate a higher priority podgroup",
         )
         try:
             client.update_pod_status(victim.pod, condition=condition)

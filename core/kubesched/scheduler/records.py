@@ -14,6 +14,9 @@ RESULT_UNSCHEDULABLE = "unschedulable"
 RESULT_ERROR = "error"
 """The ``result`` label values of upstream's ``scheduler_schedule_attempts_total``."""
 
+CLEAR_NOMINATION = ""
+"""Nominating info that clears a pod's nominated node (upstream ``ModeOverride`` with "")."""
+
 
 @dataclass
 class AttemptRecord:

@@ -36,6 +36,7 @@ from kubesched.scheduler.pod_group_cycle import (
 from kubesched.scheduler.pod_group_preemption import WORKLOAD_AWARE_PREEMPTION_GATE
 from kubesched.scheduler.recorder import EventRecorder
 from kubesched.scheduler.records import (
+    CLEAR_NOMINATION,
     RESULT_ERROR,
     RESULT_SCHEDULED,
     RESULT_UNSCHEDULABLE,
@@ -50,9 +51,6 @@ ASSIGNED_POD_DELETE = ClusterEvent(
     EventResource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete"
 )
 """The event a forgotten assumed pod counts as: its resources are free again."""
-
-CLEAR_NOMINATION = ""
-"""Nominating info that clears a pod's nominated node (upstream ``ModeOverride`` with "")."""
 
 POP_FROM_BACKOFF_Q_GATE = "SchedulerPopFromBackoffQ"
 """The gate of the queue's pop from the backoffQ (see ``PriorityQueue``)."""
