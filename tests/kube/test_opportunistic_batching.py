@@ -18,7 +18,7 @@ from kubesched.backend.kube import KubeClient, load_configuration
 from kubesched.testing.envtest import ControlPlane, assets_dir, create_object
 from tests.opportunistic_batching import RECORDING, SETUPS, batch_series, workload
 
-from .conftest import FAST, start_kube_scheduler, wait_for
+from .conftest import FAST, Api, start_kube_scheduler, wait_for
 
 pytestmark = pytest.mark.envtest
 
@@ -72,3 +72,27 @@ def test_the_real_scheduler_and_the_batching_recording_agree(setup: str, tmp_pat
         recorded[setup] = got
         RECORDING.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
     assert got == recorded[setup]
+
+
+@pytest.mark.parametrize("setup", ["default-profile", "no-default-spread"])
+def test_kubesched_run_gives_the_recording(setup: str, api: Api, in_process) -> None:
+    """kubesched's scheduler on a real API server (as ``kubesched run``, gates at their
+    defaults): the same nodes and batching counters as the real scheduler."""
+    fields, _ = SETUPS[setup]
+    cluster, pods = workload()
+    scheduler = in_process(fields)
+    for manifest in cluster:
+        api.create(manifest)
+    time.sleep(INFORMER_SECONDS)
+    for manifest in pods:
+        api.create(manifest)
+
+    def placements() -> dict[str, str] | None:
+        got = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in api.pods()}
+        return got if len(got) == 3 and all(got.values()) else None
+
+    got = {
+        "nodes": wait_for(placements, 60, "the pods to be bound"),
+        **batch_series(scheduler.runner.metrics.expose().decode()),
+    }
+    assert got == json.loads(RECORDING.read_text())[setup]
