@@ -38,8 +38,21 @@ def _signature(pod: Any, fields: dict[str, Any] | None = NO_DEFAULT_SPREAD) -> s
     return fwk.sign_pod(PodInfo(objects_from(pod)[0]))
 
 
-def _container(image: str, cpu: str) -> list[dict[str, Any]]:
-    return [{"name": "c", "image": image, "resources": {"requests": {"cpu": cpu}}}]
+def _container(image: str, cpu: str, host_port: int = 0) -> list[dict[str, Any]]:
+    container: dict[str, Any] = {"name": "c", "image": image}
+    container["resources"] = {"requests": {"cpu": cpu}}
+    if host_port:
+        container["ports"] = [{"containerPort": 8080, "hostPort": host_port}]
+    return [container]
+
+
+def _preferring(zone: str) -> dict[str, Any]:
+    term = {"matchExpressions": [{"key": "zone", "operator": "In", "values": [zone]}]}
+    return {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 5, "preference": term}]
+        }
+    }
 
 
 def _pod(**spec: Any) -> dict[str, Any]:
@@ -143,6 +156,19 @@ PAIRS: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = [
         False,
     ),
     ("other-scheduler", _pod(), _pod(schedulerName="other"), False),
+    ("other-node-name", _pod(nodeName="n1"), _pod(nodeName="n2"), False),
+    (
+        "other-host-port",
+        _pod(containers=_container("app", "1", host_port=80)),
+        _pod(containers=_container("app", "1", host_port=81)),
+        False,
+    ),
+    (
+        "other-preferred-node-affinity",
+        _pod(affinity=_preferring("a")),
+        _pod(affinity=_preferring("b")),
+        False,
+    ),
 ]
 
 
