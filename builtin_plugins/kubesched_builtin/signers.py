@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesched import PodInfo
-from kubesched.api import Pod
+from kubesched import Code, PodInfo, Status
+from kubesched.api import Pod, extended_resource_classes, is_dra_extended_resource_name
 
 IMAGE_NAMES = "v1.Pod.Spec.CanonicalImageNames()"
 LABELS = "v1.Pod.Labels"
@@ -18,6 +18,11 @@ RESOURCES = "v1.Pod.Spec.ContainerRequestsAndOverheads()"
 TOLERATIONS = "v1.Pod.Spec.Tolerations"
 VOLUMES = "v1.Pod.Spec.Volumes.NonSyntheticSources()"
 FEATURES = "v1.Pod.Spec.RequiredFeatures()"
+
+ERR_DRA_EXTENDED_RESOURCES = (
+    "signature disabled when dra extended resources are used in the cluster"
+)
+"""Why a pod asking for an extended resource that a DeviceClass backs is not signed."""
 
 
 def _json(model: Any) -> Any:
@@ -43,9 +48,23 @@ def volumes(pod: Pod) -> tuple[str, Any]:
     return VOLUMES, sorted(sources, key=repr)
 
 
-def resources(pod_info: PodInfo) -> tuple[str, Any]:
-    """The pod's requests (containers, init containers, overhead), as Fit counts them."""
-    return RESOURCES, dict(sorted(pod_info.requests.items()))
+def resources(pod_info: PodInfo, handle: Any) -> list[tuple[str, Any]] | Status:
+    """The pod's requests (containers, init containers, overhead), as Fit counts them.
+
+    With DRAExtendedResource, a pod asking for an extended resource that a DeviceClass
+    backs is not signed: DynamicResources allocates it device by device, so its fit on a
+    node depends on the other pods' allocations. The real v1.36.2 scheduler still signs
+    plain pods when such a DeviceClass exists; refusing just the pods that ask for a
+    backed resource is the cautious reading of its message (they are scheduled as with
+    the gate off)."""
+    lister = getattr(handle, "lister", None)
+    if handle.feature_enabled("DRAExtendedResource") and lister is not None:
+        extended = [name for name in pod_info.requests if is_dra_extended_resource_name(name)]
+        if extended:
+            backed = extended_resource_classes(lister.list_objects("DeviceClass"))
+            if any(name in backed for name in extended):
+                return Status(Code.UNSCHEDULABLE, ERR_DRA_EXTENDED_RESOURCES)
+    return [(RESOURCES, dict(sorted(pod_info.requests.items())))]
 
 
 def host_ports(pod_info: PodInfo) -> tuple[str, Any]:

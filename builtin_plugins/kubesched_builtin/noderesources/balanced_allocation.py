@@ -173,9 +173,9 @@ class NodeResourcesBalancedAllocation:
         return requests
 
     @hookimpl
-    def sign_pod(self, pod_info: PodInfo) -> list[tuple[str, Any]]:
+    def sign_pod(self, pod_info: PodInfo) -> list[tuple[str, Any]] | Status:
         """The score follows the pod's requests and overhead."""
-        return [signers.resources(pod_info)]
+        return signers.resources(pod_info, self._handle)
 
     @hookimpl
     def pre_score(self, state: CycleState, pod_info: PodInfo) -> Status | None:

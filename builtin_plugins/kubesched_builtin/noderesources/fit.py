@@ -521,9 +521,9 @@ class NodeResourcesFit:
         )
 
     @hookimpl
-    def sign_pod(self, pod_info: PodInfo) -> list[tuple[str, Any]]:
+    def sign_pod(self, pod_info: PodInfo) -> list[tuple[str, Any]] | Status:
         """Feasibility and score follow the pod's requests and overhead."""
-        return [signers.resources(pod_info)]
+        return signers.resources(pod_info, self._handle)
 
     # -- registration -------------------------------------------------------------------
     @hookimpl
