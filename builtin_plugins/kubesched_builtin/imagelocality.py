@@ -13,11 +13,13 @@ from kubesched import (
     NodeBatch,
     NodeInfo,
     NodeTable,
+    PodInfo,
     StateKey,
     Status,
     hookimpl,
 )
 from kubesched.api import Pod
+from kubesched_builtin import signers
 from kubesched_builtin.names import IMAGE_LOCALITY
 
 NAME = IMAGE_LOCALITY
@@ -113,6 +115,11 @@ class ImageLocality:
             images = pod_images(pod)
             state.write(IMAGES_KEY, images)
         return images
+
+    @hookimpl
+    def sign_pod(self, pod: Pod, pod_info: PodInfo) -> list[tuple[str, Any]]:
+        """The score follows the pod's images."""
+        return [(signers.IMAGE_NAMES, sorted(pod_images(pod)[0]))]
 
     @hookimpl
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int | Status:

@@ -22,6 +22,7 @@ from kubesched import (
     NodeScores,
     NodeTable,
     PluginArgs,
+    PodInfo,
     PreFilterResult,
     QueueingHint,
     StateKey,
@@ -43,6 +44,7 @@ from kubesched.api import (
     selector_from_set,
 )
 from kubesched.api import NodeAffinity as NodeAffinitySpec
+from kubesched_builtin import signers
 from kubesched_builtin.names import NODE_AFFINITY
 
 NAME = NODE_AFFINITY
@@ -407,6 +409,12 @@ class NodeAffinity:
             self.skips_pods_without["PreScore"] = ("node_affinity",)
 
     # -- PreFilter / Filter --------------------------------------------------------------
+
+    @hookimpl
+    def sign_pod(self, pod: Pod, pod_info: PodInfo) -> list[tuple[str, Any]]:
+        """Feasibility and score follow the node selector and node affinity."""
+        return signers.node_affinity(pod)
+
     @hookimpl
     def pre_filter(self, state: CycleState, pod: Pod) -> PreFilterResult | Status | None:
         terms = _required_terms(pod)

@@ -17,12 +17,14 @@ from kubesched import (
     EventResource,
     NodeBatch,
     NodeInfo,
+    PodInfo,
     QueueingHint,
     StateKey,
     Status,
     hookimpl,
 )
 from kubesched.api import Node, Pod, PodSpec
+from kubesched_builtin import signers
 from kubesched_builtin.names import NODE_DECLARED_FEATURES
 
 NAME = NODE_DECLARED_FEATURES
@@ -113,6 +115,11 @@ class NodeDeclaredFeatures:
     def __init__(self, args: Any, handle: Any) -> None:
         self._handle = handle
         self._enabled = handle.feature_enabled(GATE)
+
+    @hookimpl
+    def sign_pod(self, pod: Pod, pod_info: PodInfo) -> list[tuple[str, Any]]:
+        """Only the features the pod's spec needs decide."""
+        return [(signers.FEATURES, sorted(required_features(pod)) if self._enabled else [])]
 
     @hookimpl
     def pre_filter(self, state: CycleState, pod: Pod) -> Status | None:

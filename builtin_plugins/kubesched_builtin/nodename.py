@@ -16,10 +16,12 @@ from kubesched import (
     NodeBatch,
     NodeInfo,
     NodeTable,
+    PodInfo,
     Status,
     hookimpl,
 )
 from kubesched.api import Pod
+from kubesched_builtin import signers
 from kubesched_builtin.names import NODE_NAME
 
 NAME = NODE_NAME
@@ -49,6 +51,11 @@ class NodeName:
 
     def __init__(self, args: Any, handle: Any) -> None:
         self._handle = handle
+
+    @hookimpl
+    def sign_pod(self, pod: Pod, pod_info: PodInfo) -> list[tuple[str, Any]]:
+        """Only ``spec.nodeName`` decides."""
+        return [(signers.NODE_NAME, pod.spec.node_name or "")]
 
     @hookimpl
     def filter(self, pod: Pod, node_info: NodeInfo) -> Status | None:

@@ -21,6 +21,7 @@ from kubesched import (
     hookimpl,
 )
 from kubesched.api import Pod
+from kubesched_builtin import signers
 from kubesched_builtin.names import NODE_PORTS
 
 NAME = NODE_PORTS
@@ -111,6 +112,11 @@ class NodePorts:
 
     def __init__(self, args: Any, handle: Any) -> None:
         self._handle = handle
+
+    @hookimpl
+    def sign_pod(self, pod: Pod, pod_info: PodInfo) -> list[tuple[str, Any]]:
+        """Only the host ports the pod asks for decide."""
+        return [signers.host_ports(pod_info)]
 
     @hookimpl
     def pre_filter(self, state: CycleState, pod_info: PodInfo) -> Status | None:

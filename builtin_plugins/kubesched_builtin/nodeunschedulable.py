@@ -16,11 +16,13 @@ from kubesched import (
     NodeBatch,
     NodeInfo,
     NodeTable,
+    PodInfo,
     QueueingHint,
     Status,
     hookimpl,
 )
 from kubesched.api import Node, Pod, Taint, tolerations_tolerate_taint
+from kubesched_builtin import signers
 from kubesched_builtin.names import NODE_UNSCHEDULABLE
 
 NAME = NODE_UNSCHEDULABLE
@@ -93,6 +95,11 @@ class NodeUnschedulable:
 
     def __init__(self, args: Any, handle: Any) -> None:
         self._handle = handle
+
+    @hookimpl
+    def sign_pod(self, pod: Pod, pod_info: PodInfo) -> list[tuple[str, Any]]:
+        """The node's ``unschedulable`` taint is tolerated or not."""
+        return [signers.tolerations(pod)]
 
     @hookimpl
     def filter(self, pod: Pod, node_info: NodeInfo) -> Status | None:

@@ -16,6 +16,7 @@ from kubesched import (
     EventResource,
     NodeBatch,
     NodeInfo,
+    PodInfo,
     QueueingHint,
     StateKey,
     Status,
@@ -31,6 +32,7 @@ from kubesched.api import (
     Volume,
 )
 from kubesched.api.volumeutil import ephemeral_claim_name, ephemeral_volume_is_for_pod
+from kubesched_builtin import signers
 from kubesched_builtin.names import NODE_VOLUME_LIMITS
 
 NAME = NODE_VOLUME_LIMITS
@@ -120,6 +122,11 @@ class NodeVolumeLimits:
     def _get(self, kind: str, namespace: str | None, name: str) -> Any:
         lister = getattr(self._handle, "lister", None)
         return lister.get_object(kind, namespace, name) if lister is not None else None
+
+    @hookimpl
+    def sign_pod(self, pod: Pod, pod_info: PodInfo) -> list[tuple[str, Any]]:
+        """Only the pod's volumes decide."""
+        return [signers.volumes(pod)]
 
     @hookimpl
     def pre_filter(self, state: CycleState, pod: Pod) -> Status | None:

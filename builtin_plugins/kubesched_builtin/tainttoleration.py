@@ -28,6 +28,7 @@ from kubesched import (
 )
 from kubesched.api import Node, Pod, Taint, Toleration, find_untolerated_taint
 from kubesched.api import tolerations_tolerate_taint as _tolerates
+from kubesched_builtin import signers
 from kubesched_builtin.names import TAINT_TOLERATION
 
 NAME = TAINT_TOLERATION
@@ -141,6 +142,12 @@ class TaintToleration:
         self._compare = handle.feature_enabled(COMPARISON_GATE)
 
     # -- Filter ------------------------------------------------------------------------
+
+    @hookimpl
+    def sign_pod(self, pod: Pod, pod_info: PodInfo) -> list[tuple[str, Any]]:
+        """Feasibility and score follow the pod's tolerations."""
+        return [signers.tolerations(pod)]
+
     @hookimpl
     def filter(self, pod_info: PodInfo, node_info: NodeInfo) -> Status | None:
         if not _untolerated(_taints(node_info), pod_info.tolerations, self._compare):

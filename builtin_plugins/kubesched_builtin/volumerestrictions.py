@@ -27,6 +27,7 @@ from kubesched import (
 )
 from kubesched.api import PersistentVolumeClaim, Pod, Volume
 from kubesched.api.volumeutil import pod_uses_claim
+from kubesched_builtin import signers
 from kubesched_builtin.names import VOLUME_RESTRICTIONS
 
 NAME = VOLUME_RESTRICTIONS
@@ -218,6 +219,11 @@ class VolumeRestrictions:
             if "ReadWriteOncePod" in pvc.spec.access_modes:
                 out.add(f"{pod.namespace}/{name}")
         return out
+
+    @hookimpl
+    def sign_pod(self, pod: Pod, pod_info: PodInfo) -> list[tuple[str, Any]]:
+        """Only the pod's volumes decide."""
+        return [signers.volumes(pod)]
 
     @hookimpl
     def pre_filter(self, state: CycleState, pod: Pod) -> Status | None:

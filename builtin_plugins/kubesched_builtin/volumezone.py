@@ -15,6 +15,7 @@ from kubesched import (
     CycleState,
     EventResource,
     NodeInfo,
+    PodInfo,
     QueueingHint,
     StateKey,
     Status,
@@ -22,6 +23,7 @@ from kubesched import (
 )
 from kubesched.api import PersistentVolume, PersistentVolumeClaim, Pod, StorageClass
 from kubesched.api.volumeutil import LABEL_TOPOLOGY_KEYS, pod_uses_claim
+from kubesched_builtin import signers
 from kubesched_builtin.names import VOLUME_ZONE
 
 NAME = VOLUME_ZONE
@@ -135,6 +137,11 @@ class VolumeZone:
                 raise self._not_found("persistentvolume", pv_name)
             out.extend(pv_topologies(pv))
         return tuple(out)
+
+    @hookimpl
+    def sign_pod(self, pod: Pod, pod_info: PodInfo) -> list[tuple[str, Any]]:
+        """Only the pod's volumes decide."""
+        return [signers.volumes(pod)]
 
     @hookimpl
     def pre_filter(self, state: CycleState, pod: Pod) -> Status | None:

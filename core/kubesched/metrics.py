@@ -218,6 +218,18 @@ class Metrics:
             buckets=_exponential(0.01, 2, 20),
             registry=r,
         )
+        self.batch_attempts = Counter(
+            "scheduler_batch_attempts",
+            "Counts of results when we attempt to use batching.",
+            ["profile", "result"],
+            registry=r,
+        )
+        self.batch_cache_flushed = Counter(
+            "scheduler_batch_cache_flushed",
+            "Counts of cache flushes by reason.",
+            ["profile", "reason"],
+            registry=r,
+        )
         self.cache_size = Gauge(
             "scheduler_cache_size",
             "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",

@@ -296,14 +296,17 @@ def pod_manifest(name: str, cpu: str = "100m", **kw: Any) -> dict[str, Any]:
 
 
 def start_kube_scheduler(
-    control_plane: ControlPlane, workdir: Path, settings: dict[str, Any] | None = None
+    control_plane: ControlPlane,
+    workdir: Path,
+    settings: dict[str, Any] | None = None,
+    args: tuple[str, ...] = (),
 ) -> subprocess.Popen:
-    """The real kube-scheduler (default profile; ``settings`` as for
+    """The real kube-scheduler (default profile; ``settings`` and ``args`` as for
     ``ControlPlane.kube_scheduler_command``) serving ``control_plane``, logging to
     ``workdir``, returned once its ``/readyz`` passes (its event handlers synced); skipped
     when the assets have no kube-scheduler. The caller stops it."""
     try:
-        command = control_plane.kube_scheduler_command(workdir, settings)
+        command = control_plane.kube_scheduler_command(workdir, settings, args)
     except EnvtestError as err:
         pytest.skip(str(err))
     port = next(a for a in command if a.startswith("--secure-port=")).split("=", 1)[1]

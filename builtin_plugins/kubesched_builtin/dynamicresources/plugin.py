@@ -110,6 +110,10 @@ BINDING_CHECK_PERIOD = 5.0
 """Seconds between PreBind's checks of the binding conditions (upstream polls every 5s)."""
 
 
+ERR_CLAIMS_NOT_SIGNABLE = "pods with dra resource claims are not signable"
+"""Why a pod with claims cannot be signed (opportunistic batching), in upstream's words."""
+
+
 class DynamicResourcesArgs(PluginArgs):
     """``DynamicResourcesArgs`` (kubescheduler.config.k8s.io/v1), with upstream's defaults."""
 
@@ -264,6 +268,15 @@ class DynamicResources:
         return out
 
     # -- events -------------------------------------------------------------------------
+
+    @hookimpl
+    def sign_pod(self, pod: Pod) -> Status | None:
+        """Whether a pod's claims can be met on a node depends on what other pods were
+        allocated, so a pod with claims cannot be signed (as upstream, for now)."""
+        if pod.spec.resource_claims:
+            return Status(Code.UNSCHEDULABLE, ERR_CLAIMS_NOT_SIGNABLE)
+        return None
+
     @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

@@ -25,6 +25,7 @@ from kubesched import (
     Status,
     hookimpl,
 )
+from kubesched_builtin import signers
 from kubesched_builtin.names import INTER_POD_AFFINITY
 
 from . import filtering, scoring
@@ -105,6 +106,11 @@ def _grouped(snapshot: Any, nodes: Sequence[NodeInfo]) -> Any:
     return None
 
 
+ERR_NOT_SIGNABLE = "pods with InterPodAffinity are not signable"
+"""Why a pod with affinity terms cannot be signed (opportunistic batching), in upstream's
+words."""
+
+
 class InterPodAffinity:
     """Places pods relative to other pods: ``podAffinity`` / ``podAntiAffinity``.
 
@@ -121,6 +127,21 @@ class InterPodAffinity:
         self.handle = handle
 
     # -- events ------------------------------------------------------------------------
+
+    @hookimpl
+    def sign_pod(self, pod_info: PodInfo) -> list[tuple[str, Any]] | Status:
+        """The pod's labels decide how the running pods' terms see it; a pod with its own
+        affinity or anti-affinity terms depends on other pods' placement and cannot be
+        signed."""
+        if (
+            pod_info.required_affinity_terms
+            or pod_info.required_anti_affinity_terms
+            or pod_info.preferred_affinity_terms
+            or pod_info.preferred_anti_affinity_terms
+        ):
+            return Status(Code.UNSCHEDULABLE, ERR_NOT_SIGNABLE)
+        return [(signers.LABELS, dict(sorted(pod_info.labels.items())))]
+
     @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Assigned pods added, relabelled or deleted; nodes added or relabelled (and

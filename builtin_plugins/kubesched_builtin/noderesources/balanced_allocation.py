@@ -33,6 +33,7 @@ from kubesched import (
     invalid,
     raise_args_errors,
 )
+from kubesched_builtin import signers
 from kubesched_builtin.names import NODE_RESOURCES_BALANCED_ALLOCATION
 
 from .fit import POD_LEVEL_RESOURCES_GATE
@@ -170,6 +171,11 @@ class NodeResourcesBalancedAllocation:
             if not any(requests):
                 return None
         return requests
+
+    @hookimpl
+    def sign_pod(self, pod_info: PodInfo) -> list[tuple[str, Any]] | Status:
+        """The score follows the pod's requests and overhead."""
+        return signers.resources(pod_info, self._handle)
 
     @hookimpl
     def pre_score(self, state: CycleState, pod_info: PodInfo) -> Status | None:

@@ -60,6 +60,7 @@ from kubesched.api import (
     pod_level_requests,
     pod_requests,
 )
+from kubesched_builtin import signers
 from kubesched_builtin.names import NODE_RESOURCES_FIT
 
 from .least_allocated import LeastAllocatedScorer
@@ -533,6 +534,11 @@ class NodeResourcesFit:
             pod_level=self.pod_level,
             dra=self.scorer.dra,
         )
+
+    @hookimpl
+    def sign_pod(self, pod_info: PodInfo) -> list[tuple[str, Any]] | Status:
+        """Feasibility and score follow the pod's requests and overhead."""
+        return signers.resources(pod_info, self._handle)
 
     # -- registration -------------------------------------------------------------------
     @hookimpl

@@ -22,7 +22,7 @@ from kubesched.framework.events import (
 )
 from kubesched.framework.plugin import hookimpl
 from kubesched.framework.results import NodeScores
-from kubesched.framework.status import Status
+from kubesched.framework.status import Code, Status
 from kubesched.framework.types import NodeBatch, NodeInfo, PodInfo
 from kubesched_builtin.names import POD_TOPOLOGY_SPREAD
 
@@ -92,6 +92,11 @@ class DefaultConstraint(TopologySpreadConstraint):
 
 def _show(value: Any) -> str:
     return json.dumps(value) if isinstance(value, str) else str(value)
+
+
+ERR_NOT_SIGNABLE = "pods with topology constraints are not signable"
+ERR_DEFAULTS_NOT_SIGNABLE = "pods with default topology constraints are not signable"
+"""Why a pod cannot be signed (opportunistic batching), in upstream's words."""
 
 
 class PodTopologySpreadArgs(PluginArgs):
@@ -254,6 +259,17 @@ class PodTopologySpread:
         return self._constraints(pod, SCHEDULE_ANYWAY)
 
     # -- PreFilter / Filter -----------------------------------------------------------
+
+    @hookimpl
+    def sign_pod(self, pod: Pod) -> Status | None:
+        """Spreading depends on where the other pods are, not only on the pod and the node:
+        a pod with constraints, its own or the profile's defaults, cannot be signed."""
+        if pod.spec.topology_spread_constraints:
+            return Status(Code.UNSCHEDULABLE, ERR_NOT_SIGNABLE)
+        if self.default_constraints:
+            return Status(Code.UNSCHEDULABLE, ERR_DEFAULTS_NOT_SIGNABLE)
+        return None
+
     @hookimpl
     def pre_filter(
         self, state: CycleState, pod_info: PodInfo, nodes: Sequence[NodeInfo]

@@ -19,6 +19,7 @@ from kubesched import (
     NodeBatch,
     NodeInfo,
     PluginArgs,
+    PodInfo,
     QueueingHint,
     StateKey,
     Status,
@@ -37,6 +38,7 @@ from kubesched.api import (
     StorageClass,
 )
 from kubesched.api.volumeutil import pod_uses_claim
+from kubesched_builtin import signers
 from kubesched_builtin.names import VOLUME_BINDING
 from kubesched_builtin.noderesources.fit import UtilizationShapePoint, shape_errors
 from kubesched_builtin.noderesources.requested_to_capacity_ratio import (
@@ -149,6 +151,11 @@ class VolumeBinding:
         self.skips_pods_without = {"PreScore": ("volumes",) if self._score is not None else ()}
 
     # -- PreFilter / Filter --------------------------------------------------------------
+
+    @hookimpl
+    def sign_pod(self, pod: Pod, pod_info: PodInfo) -> list[tuple[str, Any]]:
+        """Only the pod's volumes decide."""
+        return [signers.volumes(pod)]
 
     @hookimpl
     def pre_filter(self, state: CycleState, pod: Pod) -> Status | None:

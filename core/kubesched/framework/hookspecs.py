@@ -63,6 +63,23 @@ def events_to_register() -> Sequence[ClusterEventWithHint]:
     """
 
 
+@hookspec
+def sign_pod(pod: Pod, pod_info: PodInfo) -> Sequence[tuple[str, object]] | Status | None:
+    """Sign: the parts of the pod this plugin's PreFilter, Filter, PreScore and Score read.
+
+    Opportunistic batching (the ``OpportunisticBatching`` gate, upstream's ``SignPlugin``)
+    gives a pod the node ranked next by the previous pod's cycle when both have the same
+    signature, instead of filtering and scoring every node again. The signature is the
+    pod's ``schedulerName`` and every plugin's fragments: ``(key, value)`` pairs of
+    JSON-serialisable values, keyed by upstream's signer names (two plugins reading the
+    same field give the same key). Return ``None`` or ``[]`` when the plugin reads nothing
+    of the pod, and an ``UNSCHEDULABLE`` status (with the reason) when the pod cannot be
+    signed: its verdicts depend on more than the pod and the node (other pods' placement,
+    as topology spreading does). A profile with a PreFilter, Filter, PreScore or Score
+    plugin that does not implement this hook, or with extenders, never batches.
+    """
+
+
 # ---------------------------------------------------------------------------------------
 # Queueing
 # ---------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,6 +69,15 @@ class ScheduleResult:
     scores: ScoreResult | None = None
 
 
+@dataclass
+class _BatchHint:
+    """What opportunistic batching said of this cycle's pod: its signature and the node
+    it was hinted ("" for none)."""
+
+    signature: str | None = None
+    node: str = ""
+
+
 class SchedulingAlgorithm:
     """Upstream's ``schedulePod`` and helpers for one scheduler (all profiles share it).
 
@@ -80,6 +90,9 @@ class SchedulingAlgorithm:
         self.rng = rng
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.next_start_node_index = 0
+        self.current_cycle: Callable[[], int] = lambda: 0
+        """The scheduling queue's current cycle (upstream ``CurrentCycle``), which
+        opportunistic batching compares with the cycle that kept its ranking."""
 
     def schedule_pod(
         self, fwk: Framework, state: CycleState, pod_info: PodInfo, snapshot
@@ -93,23 +106,45 @@ class SchedulingAlgorithm:
             raise SchedulingError(
                 Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_NODES_AVAILABLE_ERROR)
             )
-        feasible, rows, diagnosis = self.find_nodes_that_fit_pod(fwk, state, pod_info, snapshot)
+        hint = _BatchHint()
+        feasible, rows, diagnosis = self.find_nodes_that_fit_pod(
+            fwk, state, pod_info, snapshot, hint
+        )
         if not feasible:
             raise FitError(pod_info.key, snapshot.num_nodes(), diagnosis)
         evaluated = len(feasible) + len(diagnosis.node_to_status)
         if len(feasible) == 1:
-            return ScheduleResult(feasible[0].name, evaluated, 1, diagnosis, feasible)
+            host = feasible[0].name
+            if fwk.batch is not None:
+                fwk.batch.store_results(hint.signature, hint.node, host, None, self.current_cycle())
+            return ScheduleResult(host, evaluated, 1, diagnosis, feasible)
         scores = self.prioritize_nodes(
             fwk, state, pod_info, NodeBatch(snapshot.table, rows, feasible), diagnosis
         )
         host = self.select_host(scores)
+        if fwk.batch is not None:
+            cycle = self.current_cycle()
+            fwk.batch.store_results(
+                hint.signature,
+                hint.node,
+                host,
+                lambda: self.ranked_rest(scores, host, cycle),
+                cycle,
+            )
         return ScheduleResult(host, evaluated, len(feasible), diagnosis, feasible, scores)
 
     # -- filtering ----------------------------------------------------------------------
     def find_nodes_that_fit_pod(
-        self, fwk: Framework, state: CycleState, pod_info: PodInfo, snapshot
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod_info: PodInfo,
+        snapshot,
+        hint: _BatchHint | None = None,
     ) -> tuple[list[NodeInfo], np.ndarray, Diagnosis]:
-        """PreFilter, the nominated node first, then Filter: ``(feasible, rows, diagnosis)``."""
+        """PreFilter, the nominated node (or else the batch's hinted node) first, then
+        Filter: ``(feasible, rows, diagnosis)``. ``hint`` receives the pod's signature and
+        hinted node when the profile batches."""
         diagnosis = Diagnosis()
         all_nodes: list[NodeInfo] = snapshot.list()
         pre_result, status, rejectors = fwk.run_pre_filter_plugins(state, pod_info, all_nodes)
@@ -125,9 +160,21 @@ class SchedulingAlgorithm:
             return [], np.empty(0, dtype=np.intp), diagnosis
 
         table = snapshot.table
-        nominated = pod_info.pod.status.nominated_node_name
+        if fwk.batch is not None and hint is not None:
+            # As upstream, the hint is asked for even when the pod has a nominated node.
+            hint.signature = fwk.sign_pod(pod_info)
+            hint.node = fwk.batch.node_hint(
+                hint.signature,
+                self.current_cycle(),
+                state,
+                pod_info,
+                lambda name: table.infos[table.index[name]] if name in table.index else None,
+                fwk.run_filter_plugins,
+            )
+        # The nominated node is likely the only one that fits after preemption, the hinted
+        # node the best of the previous pod's ranking: try it before the others.
+        nominated = pod_info.pod.status.nominated_node_name or (hint.node if hint else "")
         if nominated and nominated in table.index:
-            # Likely the only node that fits after preemption: try it before the others.
             row = np.array([table.index[nominated]], dtype=np.intp)
             feasible, rows = self.find_nodes_that_pass_filters(
                 fwk, state, pod_info, diagnosis, row, table
@@ -385,6 +432,19 @@ class SchedulingAlgorithm:
                 diagnosis.extender_verdicts.append(
                     ExtenderVerdict(ext.name, "prioritize", f"scored {len(by_name)} node(s)")
                 )
+
+    def ranked_rest(self, scores: ScoreResult, host: str, cycle: int) -> list[str]:
+        """The scored nodes other than ``host``, best total first, equal totals in a random
+        order (upstream's heap with a random tie-breaker). The order is drawn from a
+        generator seeded with ``cycle``, not from ``rng``, so that batching leaves every
+        other random choice of a seeded run as it was."""
+        totals = scores.totals
+        tie_breaker = np.random.default_rng(cycle).random(len(totals))
+        order = np.lexsort((-tie_breaker, -totals))
+        names = scores.names
+        ranked = [names[i] for i in order.tolist()]
+        ranked.remove(host)
+        return ranked
 
     def select_host(self, scores: ScoreResult) -> str:
         """The node with the highest total; among equals, one chosen uniformly at random

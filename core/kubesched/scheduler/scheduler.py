@@ -231,6 +231,7 @@ class Scheduler:
                 fwk.run_api_calls = self._api_calls.submit
             fwk.set_snapshot(self.snapshot)
         self.algorithm = SchedulingAlgorithm(self.rng, cfg.percentage_of_nodes_to_score)
+        self.algorithm.current_cycle = self.queue.scheduling_cycle
         self.observers: list[Callable[[AttemptRecord], None]] = []
         self.record_details = True
         """Keep each attempt's per-node statuses, feasible nodes and scores in its record

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kubesched.api import PODS
+from kubesched.clock import RealClock
 from kubesched.errors import KubeschedError, debug_enabled
 from kubesched.features import FeatureGates
 from kubesched.framework.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
@@ -31,6 +32,7 @@ from kubesched.framework.results import (
     PostFilterResult,
     PreFilterResult,
 )
+from kubesched.framework.runtime.batch import OpportunisticBatch
 from kubesched.framework.runtime.calls import positional_caller
 from kubesched.framework.runtime.pauses import BindingPauses, WallClockPauses
 from kubesched.framework.runtime.waiting_pods import (
@@ -52,6 +54,14 @@ log = logging.getLogger(__name__)
 
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 """Share of scheduling cycles whose per-plugin durations are recorded (upstream: 10%)."""
+
+OPPORTUNISTIC_BATCHING_GATE = "OpportunisticBatching"
+"""The gate under which a profile hands the previous pod's node ranking on (see
+:class:`~kubesched.framework.runtime.batch.OpportunisticBatch`)."""
+SIGNED_EXTENSION_POINTS = ("PreFilter", "Filter", "PreScore", "Score")
+"""The extension points whose plugins must all sign pods for a profile to batch (upstream)."""
+SCHEDULER_NAME_SIGNER = "v1.Pod.Spec.SchedulerName"
+"""The signature's part that the framework itself adds (upstream's signer name)."""
 
 REJECTING_EXTENSION_POINTS = ("PreEnqueue", "PreFilter", "Filter", "Reserve", "Permit")
 """Extension points whose plugins can reject a pod, and so must say which events may
@@ -321,6 +331,13 @@ class Framework:
         self._declared_skips = {
             ep: _SkipDeclarations(self.points[ep], ep) for ep in SKIP_DECLARATION_POINTS
         }
+        self._signers = self._signing_plugins()
+        self.batch: OpportunisticBatch | None = (
+            OpportunisticBatch((clock or RealClock()).now, self._count_batch)
+            if self.feature_enabled(OPPORTUNISTIC_BATCHING_GATE)
+            else None
+        )
+        """This profile's opportunistic batch, with the ``OpportunisticBatching`` gate on."""
 
     # -- construction -------------------------------------------------------------------
     def _build(self, profile: EffectiveProfile, registry: PluginRegistry) -> None:
@@ -348,6 +365,62 @@ class Framework:
                 "at least one bind plugin is needed for profile with scheduler name "
                 f"{self.profile_name!r}"
             )
+
+    def _signing_plugins(self) -> tuple[PluginRunner, ...] | None:
+        """The plugins that sign pods (each once, in extension point order), or None when
+        the profile cannot sign any pod: it has extenders, or a PreFilter, Filter,
+        PreScore or Score plugin without ``sign_pod`` (upstream logs which, and so do we)."""
+        runners = list(dict.fromkeys(r for ep in SIGNED_EXTENSION_POINTS for r in self.points[ep]))
+        if self.extenders:
+            log.info(
+                "Disabling signatures for profile %s because it has extenders configured",
+                self.profile_name,
+            )
+            return None
+        unsupported = [r.name for r in runners if r.call("sign_pod") is None]
+        if unsupported:
+            log.info(
+                "Disabling signatures for profile %s because plugins do not support it: %s",
+                self.profile_name,
+                ", ".join(unsupported),
+            )
+            return None
+        return tuple(runners)
+
+    def sign_pod(self, pod_info: PodInfo) -> str | None:
+        """The pod's scheduling signature: two pods with the same one get the same Filter
+        verdicts and scores on the same nodes. None when the pod cannot be signed (a plugin
+        said so or failed, or the profile signs no pod)."""
+        if self._signers is None:
+            return None
+        pod = pod_info.pod
+        fragments: dict[str, Any] = {SCHEDULER_NAME_SIGNER: pod.spec.scheduler_name}
+        for runner in self._signers:
+            try:
+                result = runner.call("sign_pod")(pod, pod_info)
+            except Exception:
+                log.exception("SignPod failed for plugin %s", runner.name)
+                return None
+            if isinstance(result, Status):
+                if not result.is_success():
+                    log.debug("SignPod can't sign pod due to plugin %s: %s", runner.name, result)
+                    return None
+                continue
+            fragments.update(result or ())
+        try:
+            return json.dumps(fragments, sort_keys=True, separators=(",", ":"))
+        except (TypeError, ValueError):
+            log.exception("SignPod failed to marshal signature object")
+            return None
+
+    def _count_batch(self, kind: str, label: str) -> None:
+        """Count a batch attempt's result or a flush's reason (upstream's metrics)."""
+        if self.metrics is None:
+            return
+        counter = (
+            self.metrics.batch_attempts if kind == "attempt" else self.metrics.batch_cache_flushed
+        )
+        counter.labels(self.profile_name, label).inc()
 
     def _runner(
         self,

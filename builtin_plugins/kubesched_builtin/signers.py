@@ -1,0 +1,82 @@
+"""The signature fragments several built-in plugins give at ``sign_pod``, keyed by upstream's
+signer names so that two plugins reading the same part of a pod give it once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesched import Code, PodInfo, Status
+from kubesched.api import Pod, extended_resource_classes, is_dra_extended_resource_name
+
+IMAGE_NAMES = "v1.Pod.Spec.CanonicalImageNames()"
+LABELS = "v1.Pod.Labels"
+NODE_NAME = "v1.Pod.Spec.NodeName"
+NODE_AFFINITY = "v1.Pod.Spec.Affinity.NodeAffinity"
+NODE_SELECTOR = "v1.Pod.Spec.Affinity.NodeSelector"
+HOST_PORTS = "v1.Pod.Spec.HostPorts()"
+RESOURCES = "v1.Pod.Spec.ContainerRequestsAndOverheads()"
+TOLERATIONS = "v1.Pod.Spec.Tolerations"
+VOLUMES = "v1.Pod.Spec.Volumes.NonSyntheticSources()"
+FEATURES = "v1.Pod.Spec.RequiredFeatures()"
+
+ERR_DRA_EXTENDED_RESOURCES = (
+    "signature disabled when dra extended resources are used in the cluster"
+)
+"""Why a pod asking for an extended resource that a DeviceClass backs is not signed."""
+
+
+def _json(model: Any) -> Any:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def tolerations(pod: Pod) -> tuple[str, Any]:
+    """The pod's tolerations, sorted by key and value (their order does not matter)."""
+    ordered = sorted(pod.spec.tolerations or (), key=lambda t: (t.key or "", t.value or ""))
+    return TOLERATIONS, [_json(t) for t in ordered]
+
+
+def volumes(pod: Pod) -> tuple[str, Any]:
+    """The pod's volume sources, sorted, without ConfigMap and Secret volumes: those never
+    change where a pod fits and differ from pod to pod, so no two pods would match."""
+    sources = []
+    for volume in pod.spec.volumes or ():
+        if volume.source("configMap") is not None or volume.source("secret") is not None:
+            continue
+        source = _json(volume)
+        source.pop("name", None)
+        sources.append(source)
+    return VOLUMES, sorted(sources, key=repr)
+
+
+def resources(pod_info: PodInfo, handle: Any) -> list[tuple[str, Any]] | Status:
+    """The pod's requests (containers, init containers, overhead), as Fit counts them.
+
+    With DRAExtendedResource, a pod asking for an extended resource that a DeviceClass
+    backs is not signed: DynamicResources allocates it device by device, so its fit on a
+    node depends on the other pods' allocations. The real v1.36.2 scheduler still signs
+    plain pods when such a DeviceClass exists; refusing just the pods that ask for a
+    backed resource is the cautious reading of its message (they are scheduled as with
+    the gate off)."""
+    lister = getattr(handle, "lister", None)
+    if handle.feature_enabled("DRAExtendedResource") and lister is not None:
+        extended = [name for name in pod_info.requests if is_dra_extended_resource_name(name)]
+        if extended:
+            backed = extended_resource_classes(lister.list_objects("DeviceClass"))
+            if any(name in backed for name in extended):
+                return Status(Code.UNSCHEDULABLE, ERR_DRA_EXTENDED_RESOURCES)
+    return [(RESOURCES, dict(sorted(pod_info.requests.items())))]
+
+
+def host_ports(pod_info: PodInfo) -> tuple[str, Any]:
+    """The host ports the pod asks for, sorted."""
+    return HOST_PORTS, sorted({p.port for p in pod_info.host_ports if p.port})
+
+
+def node_affinity(pod: Pod) -> list[tuple[str, Any]]:
+    """The pod's node selector and node affinity (required and preferred terms)."""
+    affinity = pod.spec.affinity
+    node = affinity.node_affinity if affinity is not None else None
+    return [
+        (NODE_SELECTOR, dict(sorted((pod.spec.node_selector or {}).items()))),
+        (NODE_AFFINITY, _json(node) if node is not None else None),
+    ]

@@ -1,0 +1,98 @@
+"""The real v1.36.2 kube-scheduler on the opportunistic batching workload of
+``tests/opportunistic_batching.py``: its placements and batching counters, recorded in
+``tests/fixtures/scheduler/opportunistic-batching.json`` (written by this test with
+``KUBESCHED_RECORD=1``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from kubesched.backend.kube import KubeClient, load_configuration
+from kubesched.testing.envtest import ControlPlane, assets_dir, create_object
+from tests.opportunistic_batching import RECORDING, SETUPS, batch_series, workload
+
+from .conftest import FAST, Api, start_kube_scheduler, wait_for
+
+pytestmark = pytest.mark.envtest
+
+INFORMER_SECONDS = 1.0
+"""The pause between the cluster's objects and the pods to schedule."""
+
+
+def _metrics(command: list[str]) -> str:
+    port = next(a for a in command if a.startswith("--secure-port=")).split("=", 1)[1]
+    insecure = ssl._create_unverified_context()  # its certificate is self-signed at start
+    with urllib.request.urlopen(
+        f"https://127.0.0.1:{port}/metrics", timeout=10, context=insecure
+    ) as resp:
+        return resp.read().decode()
+
+
+@pytest.mark.parametrize("setup", sorted(SETUPS))
+def test_the_real_scheduler_and_the_batching_recording_agree(setup: str, tmp_path: Path) -> None:
+    if assets_dir() is None:
+        pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
+    settings, gates = SETUPS[setup]
+    args = (f"--feature-gates={gates}",) if gates else ()
+    cluster, pods = workload()
+    with ControlPlane() as cp:
+        client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
+        proc = start_kube_scheduler(cp, tmp_path, settings, args)
+        try:
+            for manifest in cluster:
+                create_object(client, manifest)
+            # The scheduler's informers see the nodes and the running pod (within
+            # milliseconds) before the pods to schedule arrive.
+            time.sleep(INFORMER_SECONDS)
+            for manifest in pods:
+                create_object(client, manifest)
+
+            def placements() -> dict[str, str] | None:
+                items = client.request("GET", "/api/v1/namespaces/default/pods")["items"]
+                got = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in items}
+                return got if all(got.values()) else None
+
+            got = {
+                "nodes": wait_for(placements, 60, "the pods to be bound"),
+                **batch_series(_metrics(proc.args)),
+            }
+        finally:
+            proc.terminate()
+            proc.wait(15)
+            client.close()
+    recorded = json.loads(RECORDING.read_text()) if RECORDING.exists() else {}
+    if os.environ.get("KUBESCHED_RECORD"):
+        recorded[setup] = got
+        RECORDING.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+    assert got == recorded[setup]
+
+
+@pytest.mark.parametrize("setup", ["default-profile", "no-default-spread"])
+def test_kubesched_run_gives_the_recording(setup: str, api: Api, in_process) -> None:
+    """kubesched's scheduler on a real API server (as ``kubesched run``, gates at their
+    defaults): the same nodes and batching counters as the real scheduler."""
+    fields, _ = SETUPS[setup]
+    cluster, pods = workload()
+    scheduler = in_process(fields)
+    for manifest in cluster:
+        api.create(manifest)
+    time.sleep(INFORMER_SECONDS)
+    for manifest in pods:
+        api.create(manifest)
+
+    def placements() -> dict[str, str] | None:
+        got = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in api.pods()}
+        return got if len(got) == 3 and all(got.values()) else None
+
+    got = {
+        "nodes": wait_for(placements, 60, "the pods to be bound"),
+        **batch_series(scheduler.runner.metrics.expose().decode()),
+    }
+    assert got == json.loads(RECORDING.read_text())[setup]
