@@ -69,7 +69,7 @@ class NodeCopies:
         self.extensions = extensions
         self.table = table
         self.nodes = list(nodes)
-        self.pods = list(map(list, pods))
+        self.pods = list(pods)
         self.rows = rows if rows is not None else _rows_of(table, self.nodes)
         k = len(self.nodes)
         self._position = dict(zip(self.rows.tolist(), range(k), strict=True))
@@ -83,14 +83,18 @@ class NodeCopies:
         starts = np.cumsum(counts) - counts
         ids = np.arange(len(flat), dtype=np.intp) - np.repeat(starts, counts)
         requests = list(map(_REQUESTS, flat))
-        names = set(table.requested).union(*requests)
+        requested = set().union(*requests)
+        names = requested.union(table.requested)
         self.contribution = {name: np.zeros((k, m), dtype=np.int64) for name in names}
         for name, col in self.contribution.items():
-            if name != PODS:  # the table's pods column counts pods
+            # The table's pods column counts pods; a column no pod requests stays 0.
+            if name != PODS and name in requested:
                 col[js, ids] = np.fromiter(
                     map(dict.get, requests, repeat(name), repeat(0)), np.int64, len(flat)
                 )
         self.contribution[PODS][js, ids] = 1
+        # The columns the pods change: the others stay the table's in every copy.
+        self._moving = [name for name in self.contribution if name == PODS or name in requested]
         self.non_zero_cpu = np.zeros((k, m), dtype=np.int64)
         self.non_zero_cpu[js, ids] = np.fromiter(map(_NON_ZERO_CPU, flat), np.int64, len(flat))
         self.non_zero_memory = np.zeros((k, m), dtype=np.int64)
@@ -157,14 +161,16 @@ class NodeCopies:
         values = {}
         rows = self.rows[at]
         for name, contribution in self.contribution.items():
-            values[name] = self.table.requested[name][rows] - (contribution[at] * out).sum(axis=1)
+            values[name] = self.table.requested[name][rows]
+            if name in self._moving:
+                values[name] = values[name] - (contribution[at] * out).sum(axis=1)
         nz_cpu = self.table.non_zero_cpu[rows] - (self.non_zero_cpu[at] * out).sum(axis=1)
         nz_memory = self.table.non_zero_memory[rows] - (self.non_zero_memory[at] * out).sum(axis=1)
         self._trying = {}
         if trying is not None:
             t = np.asarray(trying, dtype=np.intp)
-            for name, contribution in self.contribution.items():
-                values[name] = sat_add_array(values[name], contribution[at, t])
+            for name in self._moving:
+                values[name] = sat_add_array(values[name], self.contribution[name][at, t])
             nz_cpu = sat_add_array(nz_cpu, self.non_zero_cpu[at, t])
             nz_memory = sat_add_array(nz_memory, self.non_zero_memory[at, t])
             self._trying = dict(zip(at.tolist(), t.tolist(), strict=True))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-SDK_VERSION = "1.6"
+SDK_VERSION = "1.7"
 """The version of the plugin SDK (the ``kubesched`` namespace's ``__all__``), ``MAJOR.MINOR``;
 published as ``kubesched.__sdk_version__``. See docs/sdk.md for the compatibility policy."""
 
