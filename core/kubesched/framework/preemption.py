@@ -115,7 +115,7 @@ class PDBView:
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     """A node where the preemptor fits once ``victims`` are gone (upstream ``Candidate``).
 
