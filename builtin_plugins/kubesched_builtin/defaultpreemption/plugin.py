@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pydantic import Field, model_validator
-
 from kubesched import (
     DISRUPTION_TARGET,
     ERR_REASON_NO_VICTIMS,
@@ -18,12 +16,12 @@ from kubesched import (
     ClusterEventWithHint,
     Code,
     CycleState,
+    DefaultPreemptionArgs,
     Evaluator,
     EventResource,
     NodeInfo,
     NodeToStatus,
     PDBView,
-    PluginArgs,
     PodInfo,
     PostFilterResult,
     QueueingHint,
@@ -61,56 +59,6 @@ on (and WorkloadAwarePreemption off), as kube-scheduler v1.36.2 words it."""
 """Upstream's DefaultPreemption prefixes every non-empty message of the evaluator."""
 
 PREEMPT_NEVER = "Never"
-
-DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
-DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
-
-
-class DefaultPreemptionArgs(PluginArgs):
-    """``DefaultPreemptionArgs``: how many candidate nodes the dry run looks for.
-
-    The dry run stops after ``max(numNodes × minCandidateNodesPercentage / 100,
-    minCandidateNodesAbsolute)`` candidates (at most the number of nodes where preemption
-    might help): more candidates may give a better choice of victims, at a higher cost.
-    """
-
-    min_candidate_nodes_percentage: int = Field(
-        default=DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE,
-        description="The minimum number of candidates to shortlist, as a percentage of "
-        "the nodes where preemption might help. Range 0..100; default 10.",
-    )
-    min_candidate_nodes_absolute: int = Field(
-        default=DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE,
-        description="The minimum absolute number of candidates to shortlist. At least 0; "
-        "default 100. Must not be 0 when minCandidateNodesPercentage is 0.",
-    )
-
-    @model_validator(mode="after")
-    def _validate(self) -> DefaultPreemptionArgs:
-        # upstream ValidateDefaultPreemptionArgs, messages as field.Error renders them.
-        pct, absolute = self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
-        errs: list[str] = []
-        if pct < 0 or pct > 100:
-            errs.append(
-                f"minCandidateNodesPercentage: Invalid value: {pct}: not in valid range [0, 100]"
-            )
-        if absolute < 0:
-            errs.append(
-                f"minCandidateNodesAbsolute: Invalid value: {absolute}: not in valid range [0, inf)"
-            )
-        if pct == 0 and absolute == 0:
-            errs.append(
-                "minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same "
-                "time as minCandidateNodesAbsolute"
-            )
-            errs.append(
-                "minCandidateNodesAbsolute: Invalid value: 0: cannot be zero at the same "
-                "time as minCandidateNodesPercentage"
-            )
-        if errs:
-            # utilerrors.Aggregate: one message alone, several as "[a, b]".
-            raise ValueError(errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]")
-        return self
 
 
 def pod_terminating_by_preemption(pod_info: PodInfo) -> bool:
@@ -227,9 +175,7 @@ class DefaultPreemption:
         """How many candidates the dry run looks for among ``num_nodes`` nodes (upstream
         ``calculateNumCandidates``): ``num_nodes × percentage // 100``, at least the
         absolute minimum, at most ``num_nodes``."""
-        n = num_nodes * self.args.min_candidate_nodes_percentage // 100
-        n = max(n, self.args.min_candidate_nodes_absolute)
-        return min(n, num_nodes)
+        return self.args.num_candidates(num_nodes)
 
     def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
         """A random offset (the handle's seedable ``rng``) and :meth:`calculate_num_candidates`."""
@@ -331,8 +277,6 @@ class DefaultPreemption:
 
 
 __all__ = [
-    "DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE",
-    "DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE",
     "ERR_REASON_NO_VICTIMS",
     "ERR_REASON_PREEMPTION_POLICY_NEVER",
     "ERR_REASON_TERMINATING_ON_NOMINATED_NODE",

@@ -14,6 +14,8 @@ namespace's usage at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 from kubesched import (
@@ -332,10 +334,18 @@ class CapacityScheduling:
             # No quota: lower-priority pods that have none either, the same question on
             # every node (compared inline: thousands of nodes, no call per pod).
             infos, priority = snap.infos, pod_info.priority
-            potential = [
-                [p for p in ni.pods if p.priority < priority and p.namespace not in infos]
-                for ni in nodes
-            ]
+            if infos:
+                potential = [
+                    [p for p in ni.pods if p.priority < priority and p.namespace not in infos]
+                    for ni in nodes
+                ]
+            else:
+                # No quota anywhere: the lower-priority pods, picked by C-level maps.
+                lower = priority.__gt__
+                potential = [
+                    list(compress(pods, map(lower, map(_PRIORITY, pods))))
+                    for pods in map(_PODS, nodes)
+                ]
         else:
             per_node = [base.copy() for _ in nodes]
             potential = [q.choose(q.order(ni)) for q, ni in zip(per_node, nodes, strict=True)]
@@ -483,6 +493,10 @@ class NodeQuotas:
                 info.add_pod_if_not_present(p)
             else:
                 info.delete_pod_if_present(p)
+
+
+_PRIORITY = attrgetter("priority")
+_PODS = attrgetter("pods")
 
 
 def _quota_of(state: CycleState, pod_info: PodInfo) -> ElasticQuotaInfo | None:

@@ -12,25 +12,20 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic import Field, model_validator
-
 from kubesched import (
-    ArgsError,
     Candidate,
     Code,
     CycleState,
+    DefaultPreemptionArgs,
     Evaluator,
     FakeClock,
     NodeInfo,
     NodeToStatus,
     PDBView,
-    PluginArgs,
     PodInfo,
     PostFilterResult,
     Status,
     hookimpl,
-    invalid,
-    raise_args_errors,
     select_victims_on_node,
     select_victims_on_nodes,
 )
@@ -73,50 +68,9 @@ _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 
 
-class PreemptionTolerationArgs(PluginArgs):
-    """``PreemptionTolerationArgs``: DefaultPreemption's, with its defaults and checks."""
-
-    min_candidate_nodes_percentage: int = Field(
-        default=10,
-        description="The minimum number of candidates to shortlist, as a percentage of "
-        "the nodes where preemption might help. Range 0..100; default 10.",
-    )
-    min_candidate_nodes_absolute: int = Field(
-        default=100,
-        description="The minimum absolute number of candidates to shortlist. At least 0; "
-        "default 100. Must not be 0 when minCandidateNodesPercentage is 0.",
-    )
-
-    @model_validator(mode="after")
-    def _validate(self) -> PreemptionTolerationArgs:
-        # ValidateDefaultPreemptionArgs, as upstream's plugin calls it.
-        pct, absolute = self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
-        errors: list[ArgsError] = []
-        if not 0 <= pct <= 100:
-            errors.append(
-                invalid(("minCandidateNodesPercentage",), pct, "not in valid range [0, 100]")
-            )
-        if absolute < 0:
-            errors.append(
-                invalid(("minCandidateNodesAbsolute",), absolute, "not in valid range [0, inf)")
-            )
-        if pct == 0 and absolute == 0:
-            errors.append(
-                invalid(
-                    ("minCandidateNodesPercentage",),
-                    0,
-                    "cannot be zero at the same time as minCandidateNodesAbsolute",
-                )
-            )
-            errors.append(
-                invalid(
-                    ("minCandidateNodesAbsolute",),
-                    0,
-                    "cannot be zero at the same time as minCandidateNodesPercentage",
-                )
-            )
-        raise_args_errors("PreemptionTolerationArgs", errors)
-        return self
+class PreemptionTolerationArgs(DefaultPreemptionArgs):
+    """``PreemptionTolerationArgs``: DefaultPreemption's, with its defaults and checks
+    (upstream's plugin validates them with ``ValidateDefaultPreemptionArgs``)."""
 
 
 class Policy:
@@ -200,7 +154,7 @@ class PreemptionToleration:
     (the annotations above); the victims and the node are chosen as upstream's."""
 
     name = NAME
-    sdk_version = "1.6"
+    sdk_version = "1.7"
     Args = PreemptionTolerationArgs
     reads = ("PriorityClass",)
     """Read through the lister: a real cluster's backend watches PriorityClasses."""
@@ -249,9 +203,7 @@ class PreemptionToleration:
     def calculate_num_candidates(self, num_nodes: int) -> int:
         """``num_nodes × percentage // 100``, at least the absolute minimum, at most
         ``num_nodes``."""
-        n = num_nodes * self.args.min_candidate_nodes_percentage // 100
-        n = max(n, self.args.min_candidate_nodes_absolute)
-        return min(n, num_nodes)
+        return self.args.num_candidates(num_nodes)
 
     def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
         """A random offset (the handle's seedable ``rng``) and the number of candidates."""

@@ -69,7 +69,7 @@ class NodeCopies:
         self.extensions = extensions
         self.table = table
         self.nodes = list(nodes)
-        self.pods = list(map(list, pods))
+        self.pods = list(pods)
         self.rows = rows if rows is not None else _rows_of(table, self.nodes)
         k = len(self.nodes)
         self._position = dict(zip(self.rows.tolist(), range(k), strict=True))
@@ -83,14 +83,18 @@ class NodeCopies:
         starts = np.cumsum(counts) - counts
         ids = np.arange(len(flat), dtype=np.intp) - np.repeat(starts, counts)
         requests = list(map(_REQUESTS, flat))
-        names = set(table.requested).union(*requests)
+        requested = set().union(*requests)
+        names = requested.union(table.requested)
         self.contribution = {name: np.zeros((k, m), dtype=np.int64) for name in names}
         for name, col in self.contribution.items():
-            if name != PODS:  # the table's pods column counts pods
+            # The table's pods column counts pods; a column no pod requests stays 0.
+            if name != PODS and name in requested:
                 col[js, ids] = np.fromiter(
                     map(dict.get, requests, repeat(name), repeat(0)), np.int64, len(flat)
                 )
         self.contribution[PODS][js, ids] = 1
+        # The columns the pods change: the others stay the table's in every copy.
+        self._moving = [name for name in self.contribution if name == PODS or name in requested]
         self.non_zero_cpu = np.zeros((k, m), dtype=np.int64)
         self.non_zero_cpu[js, ids] = np.fromiter(map(_NON_ZERO_CPU, flat), np.int64, len(flat))
         self.non_zero_memory = np.zeros((k, m), dtype=np.int64)
@@ -98,6 +102,11 @@ class NodeCopies:
             map(_NON_ZERO_MEMORY, flat), np.int64, len(flat)
         )
         self.kept = np.zeros((k, m), dtype=bool)
+        # What each copy lacks against the snapshot's node, per column the pods change:
+        # at first every pod's share; a pod kept gives its share back (:meth:`record`).
+        self._removed = {name: self.contribution[name].sum(axis=1) for name in self._moving}
+        self._removed_nz_cpu = self.non_zero_cpu.sum(axis=1)
+        self._removed_nz_memory = self.non_zero_memory.sum(axis=1)
         # The reprieve steps recorded so far, each ``(positions, pods tried, fits)``
         # (positions ascending): the add_pod / remove_pod calls after the removals, for
         # the NodeInfo copies.
@@ -153,25 +162,24 @@ class NodeCopies:
         the nodes at ``positions``, each with its kept pods and, with ``trying``, pod
         ``trying[x]`` of node ``positions[x]`` added as well."""
         at = np.asarray(positions, dtype=np.intp)
-        out = ~self.kept[at]
-        values = {}
         rows = self.rows[at]
-        for name, contribution in self.contribution.items():
-            values[name] = self.table.requested[name][rows] - (contribution[at] * out).sum(axis=1)
-        nz_cpu = self.table.non_zero_cpu[rows] - (self.non_zero_cpu[at] * out).sum(axis=1)
-        nz_memory = self.table.non_zero_memory[rows] - (self.non_zero_memory[at] * out).sum(axis=1)
+        values = {name: self.table.requested[name][rows] for name in self.contribution}
+        for name, removed in self._removed.items():
+            values[name] = values[name] - removed[at]
+        nz_cpu = self.table.non_zero_cpu[rows] - self._removed_nz_cpu[at]
+        nz_memory = self.table.non_zero_memory[rows] - self._removed_nz_memory[at]
         self._trying = {}
         if trying is not None:
             t = np.asarray(trying, dtype=np.intp)
-            for name, contribution in self.contribution.items():
-                values[name] = sat_add_array(values[name], contribution[at, t])
+            for name in self._moving:
+                values[name] = sat_add_array(values[name], self.contribution[name][at, t])
             nz_cpu = sat_add_array(nz_cpu, self.non_zero_cpu[at, t])
             nz_memory = sat_add_array(nz_memory, self.non_zero_memory[at, t])
             self._trying = dict(zip(at.tolist(), t.tolist(), strict=True))
         views = None
         if self.extensions is not None:
             # Relative to the snapshot: -1 for a pod removed, 0 for one kept or tried.
-            weights = -out.astype(np.int64)
+            weights = -(~self.kept[at]).astype(np.int64)
             if trying is not None:
                 weights[np.arange(len(at)), t] = 0
             views = {name: c.view(at, weights) for name, c in self.extensions.items()}
@@ -183,7 +191,12 @@ class NodeCopies:
         """One reprieve step: pod ``trying[x]`` of the node at ``positions[x]`` (ascending)
         stays on its copy where ``fits[x]`` (it was reprieved), else it is taken off again
         (it is a victim)."""
-        self.kept[positions[fits], trying[fits]] = True
+        at, kept = positions[fits], trying[fits]
+        self.kept[at, kept] = True
+        for name, removed in self._removed.items():
+            removed[at] -= self.contribution[name][at, kept]
+        self._removed_nz_cpu[at] -= self.non_zero_cpu[at, kept]
+        self._removed_nz_memory[at] -= self.non_zero_memory[at, kept]
         self._steps.append((positions, trying, fits))
 
     def _copy(self, row: int) -> NodeInfo:

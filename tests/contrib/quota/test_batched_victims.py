@@ -248,3 +248,12 @@ def test_capacity_scheduling_batched_quota_cases(c, victims, reason):
     assert batched == per_node
     assert batched[0][0] == victims
     assert (reason in batched[0][3]) if reason else batched[0][3] == ()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster.map(lambda c: {**c, "quotas": (None, None, None)}))
+def test_capacity_scheduling_without_quotas_batched_victims_equal_per_node(c):
+    # No ElasticQuota at all: the lower-priority pods of every namespace are the
+    # potential victims, picked without a quota lookup per pod.
+    batched, per_node = batched_and_per_node(c, CAPACITY_CONFIG, "CapacityScheduling")
+    assert batched == per_node

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from kubesched import Code
+from kubesched import Code, DefaultPreemptionArgs
 from kubesched.api import Pod, PriorityClass
 from kubesched.testing import (
     StaticLister,
@@ -227,6 +227,27 @@ def test_parse_policy(annotations, want):
 def test_args_validation(args, message):
     with pytest.raises(ValidationError, match=re.escape(message)):
         PreemptionTolerationArgs.model_validate(args)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param({"minCandidateNodesPercentage": -1}, id="negative-percentage"),
+        pytest.param({"minCandidateNodesAbsolute": -1}, id="negative-absolute"),
+        pytest.param(
+            {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}, id="both-zero"
+        ),
+        pytest.param({"minCandidateNodes": 1}, id="unknown-key"),
+    ],
+)
+def test_args_errors_are_default_preemptions(args):
+    # The SDK's DefaultPreemptionArgs checks both plugins' args: the same errors.
+    errors = []
+    for model in (PreemptionTolerationArgs, DefaultPreemptionArgs):
+        with pytest.raises(ValidationError) as err:
+            model.model_validate(args)
+        errors.append([(e["loc"], e["msg"]) for e in err.value.errors()])
+    assert errors[0] == errors[1]
 
 
 def test_args_defaults():
