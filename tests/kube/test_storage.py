@@ -3,6 +3,7 @@ claims through the API (VolumeBinding PreBind) beside the real PV controller."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -223,6 +224,30 @@ def test_wait_for_first_consumer_provisioning_times_out_without_a_provisioner(
     assert selected in ("n0", "n1")
     condition = api.unschedulable("app")
     assert "binding volumes: context deadline exceeded" in condition["message"]
+    assert api.node_of("app") is None
+
+
+def test_shutdown_cuts_short_a_prebind_waiting_for_a_provisioner(
+    storage_api: Api, in_process: Callable[..., InProcess]
+) -> None:
+    """A claim no provisioner serves keeps VolumeBinding's PreBind waiting (10 minutes by
+    default): stopping the scheduler ends the wait at once, not at ``bindTimeoutSeconds``."""
+    api = storage_api
+    nodes(api, 2)
+    api.create(storage_class("csi", "WaitForFirstConsumer", provisioner="csi.example.com"))
+    api.create(claim("data", "csi"))
+    scheduler = in_process()
+    api.create(pod_with_claim("app", "data"))
+    wait_for(
+        lambda: (
+            get(api, pvc_path("data"))["metadata"].get("annotations", {}).get(ANN_SELECTED_NODE)
+        ),
+        30,
+        "PreBind to write the selected-node annotation",
+    )
+    started = time.monotonic()
+    assert scheduler.stop() == 0
+    assert time.monotonic() - started < 20
     assert api.node_of("app") is None
 
 

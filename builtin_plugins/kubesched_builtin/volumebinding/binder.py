@@ -44,6 +44,8 @@ ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 """No CSIStorageCapacity reaching the node has room for a volume to provision."""
 ERR_BIND_TIMEOUT = "context deadline exceeded"
 """Why PreBind gave up waiting for the claims to be bound (``bindTimeoutSeconds`` passed)."""
+ERR_CANCELED = "context canceled"
+"""Why PreBind stopped waiting for the claims to be bound: the scheduler shut down."""
 BIND_CHECK_PERIOD = 1.0
 """Seconds between two checks of the bindings on a real cluster (upstream: 1 s)."""
 ERR_REASON_PV_NOT_EXIST = (
@@ -494,13 +496,15 @@ class VolumeBinder:
             if not self._check_bindings(pod, node_name, volumes):
                 raise VolumeBindingError(f"binding volumes: {ERR_BIND_TIMEOUT}")
             return
-        # Upstream's wait.PollUntilContextTimeout(1s, bindTimeout, immediate=false).
+        # Upstream's wait.PollUntilContextTimeout(1s, bindTimeout, immediate=false); the
+        # scheduler shutting down cancels the wait, as the binding cycle's context does.
         deadline = time.monotonic() + self.bind_timeout_seconds
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise VolumeBindingError(f"binding volumes: {ERR_BIND_TIMEOUT}")
-            time.sleep(min(BIND_CHECK_PERIOD, left))
+            if not self._handle.pause(min(BIND_CHECK_PERIOD, left)):
+                raise VolumeBindingError(f"binding volumes: {ERR_CANCELED}")
             if time.monotonic() >= deadline:
                 raise VolumeBindingError(f"binding volumes: {ERR_BIND_TIMEOUT}")
             if self._check_bindings(pod, node_name, volumes):
