@@ -11,6 +11,7 @@ runs one until Ctrl-C.
         kubeconfig = cp.kubeconfig            # admin (system:masters), static token
         cp.add_user("limited")                # a token user without RBAC rights
         cp.restart_apiserver()                # drop every watch, keep etcd's data
+        cp.stop_apiserver(); cp.start_apiserver()  # the same, for as long as needed
         cp.start_controller_manager(("persistentvolume-binder-controller",))
         cp.start_scheduler()                  # the real kube-scheduler beside them
 
@@ -177,8 +178,19 @@ class ControlPlane:
     def restart_apiserver(self, down_for: float = 0.0) -> None:
         """Stop kube-apiserver (every watch drops), wait ``down_for`` seconds, start it
         again on the same port over the same etcd."""
-        _terminate(self._apiserver)
+        self.stop_apiserver()
         time.sleep(down_for)
+        self.start_apiserver()
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver (every watch drops; etcd keeps the data) until
+        :meth:`start_apiserver`: an outage that lasts until the caller saw what it waits
+        for."""
+        _terminate(self._apiserver)
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again after :meth:`stop_apiserver`, on the same port over
+        the same etcd; return once ``/readyz`` answers ok."""
         self._start_apiserver()
 
     def __enter__(self) -> ControlPlane:
