@@ -22,6 +22,7 @@ from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
 from kubesched.backend.protocol import BackendError, NotFoundError
 from kubesched.config import effective_configuration, load_config
 from kubesched.config.types import ClientConnectionConfiguration
+from kubesched.features import parse_feature_gates
 from kubesched.framework.registry import default_registry
 from kubesched.runner import SchedulerRunner
 from kubesched.testing import make_node, make_pod
@@ -297,6 +298,29 @@ def in_process(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Callable
     for r in started:
         if r.thread.is_alive():
             r.stop()
+
+
+@contextlib.contextmanager
+def kubesched_running(
+    control_plane: ControlPlane, gates_text: str, tmp_path: Path
+) -> Iterator[SchedulerRunner]:
+    """kubesched with the feature gates ``gates_text`` scheduling ``control_plane`` on a
+    thread of this process for the ``with`` block, once its informers synced; its runner."""
+    registry = default_registry()
+    gates = parse_feature_gates([gates_text])
+    config = load_config(write_config(tmp_path), registry, gates)
+    cluster = KubeCluster(KubeClient(load_configuration(str(control_plane.kubeconfig)), FAST))
+    runner = SchedulerRunner(
+        effective_configuration(config, registry, gates=gates), registry, cluster
+    )
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(cluster.synced, 60, "kubesched's informers to sync")
+        yield runner
+    finally:
+        runner.stop()
+        thread.join(60)
 
 
 def kubesched_process(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import ssl
 import subprocess
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -21,14 +20,9 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
-from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
 from kubesched.bench.kube import external_metrics_url
-from kubesched.config import effective_configuration, load_config
-from kubesched.features import parse_feature_gates
-from kubesched.framework.registry import default_registry
-from kubesched.runner import SchedulerRunner
 
-from .conftest import FAST, Api, wait_for, write_config
+from .conftest import Api, kubesched_running, wait_for
 
 pytestmark = pytest.mark.envtest
 
@@ -134,23 +128,9 @@ def _readable(read: Callable[[], str]) -> bool:
 @pytest.fixture
 def kubesched_attempts(workload_api: Api, tmp_path: Path) -> Iterator[tuple[int, int]]:
     """``kubesched run``'s counts (in this process) on the same objects."""
-    registry = default_registry()
-    gates = parse_feature_gates([GATES])
-    config = load_config(write_config(tmp_path), registry, gates)
-    client = KubeClient(load_configuration(str(workload_api.cp.kubeconfig)), FAST)
-    cluster = KubeCluster(client)
-    runner = SchedulerRunner(
-        effective_configuration(config, registry, gates=gates), registry, cluster
-    )
-    thread = threading.Thread(target=runner.run, daemon=True)
-    thread.start()
-    try:
-        wait_for(cluster.synced, 60, "kubesched's informers to sync")
+    with kubesched_running(workload_api.cp, GATES, tmp_path) as runner:
         workload_api.create_many(gang_that_cannot_fit())
         yield attempts_over_time(lambda: generate_latest(runner.metrics.registry).decode())
-    finally:
-        runner.stop()
-        thread.join(60)
 
 
 def test_kubesched_does_not_retry_a_gang_that_cannot_fit_in_a_tight_loop(

@@ -11,11 +11,9 @@ that fits only in part, a gang kept in one rack) are recorded the same way, in
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,17 +22,15 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
-from kubesched.config import default_configuration, effective_configuration, load_config
+from kubesched.backend.kube import KubeClient
+from kubesched.config import default_configuration
 from kubesched.features import parse_feature_gates
-from kubesched.framework.registry import default_registry
-from kubesched.runner import SchedulerRunner
 from kubesched.testing.envtest import assets_dir, create_object
 from tests.pod_group_scenarios import RECORDING as CYCLE_RECORDING
 from tests.pod_group_scenarios import SCENARIOS, in_two_steps, racks_of
 from tests.pod_group_scenarios import outcome as cycle_outcome
 
-from .conftest import FAST, Api, kube_scheduler_running, wait_for, write_config
+from .conftest import Api, kube_scheduler_running, kubesched_running, wait_for
 
 pytestmark = pytest.mark.envtest
 
@@ -126,29 +122,8 @@ def test_the_real_scheduler_and_the_recording_agree(real: KubeClient) -> None:
 def kubesched_cluster(workload_api: Api, tmp_path: Path) -> Iterator[KubeClient]:
     """The session's control plane serving the Workload API, with kubesched (the same
     gates) scheduling it in this process."""
-    with kubesched_scheduling(workload_api, SCHEDULER_GATES.partition("=")[2], tmp_path):
+    with kubesched_running(workload_api.cp, SCHEDULER_GATES.partition("=")[2], tmp_path):
         yield workload_api.client
-
-
-@contextlib.contextmanager
-def kubesched_scheduling(api: Api, gates_text: str, tmp_path: Path) -> Iterator[None]:
-    """kubesched (``gates_text``) scheduling ``api``'s control plane (serving the Workload
-    API) in this process for the ``with`` block."""
-    registry = default_registry()
-    gates = parse_feature_gates([gates_text])
-    config = load_config(write_config(tmp_path), registry, gates)
-    cluster = KubeCluster(KubeClient(load_configuration(str(api.cp.kubeconfig)), FAST))
-    runner = SchedulerRunner(
-        effective_configuration(config, registry, gates=gates), registry, cluster
-    )
-    thread = threading.Thread(target=runner.run, daemon=True)
-    thread.start()
-    try:
-        wait_for(cluster.synced, 60, "kubesched's informers to sync")
-        yield
-    finally:
-        runner.stop()
-        thread.join(60)
 
 
 def test_kubesched_on_a_real_cluster_as_the_real_scheduler(kubesched_cluster: KubeClient) -> None:
@@ -254,6 +229,6 @@ def test_kubesched_run_gives_the_pod_group_cycle_recording(
 ) -> None:
     """``kubesched run``'s scheduler on a real API server: the same placements, messages
     and PodGroupScheduled condition (written through the PodGroup's ``/status``)."""
-    with kubesched_scheduling(workload_api, SCENARIOS[name][0], tmp_path):
+    with kubesched_running(workload_api.cp, SCENARIOS[name][0], tmp_path):
         got = _run_scenario(workload_api.client, name)
     assert got == json.loads(CYCLE_RECORDING.read_text())[name]
