@@ -22,11 +22,13 @@ from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
 from kubesched.backend.protocol import BackendError, NotFoundError
 from kubesched.config import effective_configuration, load_config
 from kubesched.config.types import ClientConnectionConfiguration
+from kubesched.features import parse_feature_gates
 from kubesched.framework.registry import default_registry
 from kubesched.runner import SchedulerRunner
 from kubesched.testing import make_node, make_pod
 from kubesched.testing.envtest import (
     ASSETS_ENV,
+    WORKLOAD_APISERVER_ARGS,
     ControlPlane,
     EnvtestError,
     assets_dir,
@@ -37,18 +39,37 @@ from kubesched.testing.envtest import (
 
 FAST = ClientConnectionConfiguration(qps=5000, burst=5000)
 """The test clients are not throttled (the server is local and ours)."""
+WORKLOAD_COLLECTIONS = tuple(
+    f"/apis/scheduling.k8s.io/v1alpha2/namespaces/default/{kind}"
+    for kind in ("podgroups", "workloads")
+)
+"""The Workload API's collections the gang tests fill (PodGroups may carry finalizers that
+no controller of the test cluster lifts)."""
 
 
-@pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
-    """etcd + kube-apiserver for the whole session; skipped without the binaries."""
+def _session_control_plane(**kwargs: Any) -> Iterator[ControlPlane]:
+    """A started ``ControlPlane(**kwargs)``; the test is skipped without the binaries."""
     if assets_dir() is None:
         pytest.skip(
             f"{ASSETS_ENV} does not name a folder with etcd and kube-apiserver "
             '(export KUBEBUILDER_ASSETS="$(../shared/k8s/assets.sh)"; see docs/run.md)'
         )
-    with ControlPlane() as cp:
+    with ControlPlane(**kwargs) as cp:
         yield cp
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """etcd + kube-apiserver for the whole session; skipped without the binaries."""
+    yield from _session_control_plane()
+
+
+@pytest.fixture(scope="session")
+def workload_control_plane() -> Iterator[ControlPlane]:
+    """etcd + kube-apiserver serving the Workload API (``WORKLOAD_APISERVER_ARGS``) for the
+    whole session, shared by the gang tests through ``workload_api`` (one start instead of
+    one per test: a start costs seconds, many more on a busy machine)."""
+    yield from _session_control_plane(apiserver_args=WORKLOAD_APISERVER_ARGS)
 
 
 class Api:
@@ -131,21 +152,36 @@ class Api:
 
     def clean(self) -> None:
         """Remove what a test made: ReplicaSets, pods, nodes, PDBs, events, priority
-        classes, leases."""
+        classes, leases, PodGroups and Workloads."""
         self.delete("/apis/apps/v1/namespaces/default/replicasets")
         self.delete("/api/v1/namespaces/default/pods", gracePeriodSeconds=0)
         self.delete("/api/v1/nodes")
         self.delete("/apis/policy/v1/namespaces/default/poddisruptionbudgets")
         self.delete("/apis/events.k8s.io/v1/namespaces/default/events")
         self.delete("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases")
+        for path in WORKLOAD_COLLECTIONS:
+            # Served only with the Workload API's gates (workload_control_plane): else a 404.
+            with contextlib.suppress(NotFoundError):
+                self.delete_all(path)
         for pc in self.client.request("GET", "/apis/scheduling.k8s.io/v1/priorityclasses")["items"]:
             if not pc["metadata"]["name"].startswith("system-"):
                 self.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc['metadata']['name']}")
         wait_for(
-            lambda: not self.pods() and not self.client.request("GET", "/api/v1/nodes")["items"],
+            lambda: (
+                not self.pods()
+                and not self.client.request("GET", "/api/v1/nodes")["items"]
+                and not any(self._items(path) for path in WORKLOAD_COLLECTIONS)
+            ),
             30,
             "clean-up",
         )
+
+    def _items(self, collection: str) -> list[dict[str, Any]]:
+        """The objects of ``collection``; none when the API server does not serve it."""
+        try:
+            return self.client.request("GET", collection)["items"]
+        except NotFoundError:
+            return []
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:
@@ -174,14 +210,25 @@ def all_bound(api: Api, count: int) -> dict[str, str] | None:
     return placed if len(placed) == count else None
 
 
-@pytest.fixture
-def api(control_plane: ControlPlane) -> Iterator[Api]:
-    """An admin client on a clean cluster (cleaned again after the test)."""
+def _clean_api(control_plane: ControlPlane) -> Iterator[Api]:
     a = Api(control_plane)
     a.clean()
     yield a
     a.clean()
     a.client.close()
+
+
+@pytest.fixture
+def api(control_plane: ControlPlane) -> Iterator[Api]:
+    """An admin client on a clean cluster (cleaned again after the test)."""
+    yield from _clean_api(control_plane)
+
+
+@pytest.fixture
+def workload_api(workload_control_plane: ControlPlane) -> Iterator[Api]:
+    """An admin client on the clean ``workload_control_plane`` (cleaned again after the
+    test: the next test sees none of its objects)."""
+    yield from _clean_api(workload_control_plane)
 
 
 def write_config(tmp_path: Path, extra: dict[str, Any] | None = None) -> Path:
@@ -251,6 +298,29 @@ def in_process(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Callable
     for r in started:
         if r.thread.is_alive():
             r.stop()
+
+
+@contextlib.contextmanager
+def kubesched_running(
+    control_plane: ControlPlane, gates_text: str, tmp_path: Path
+) -> Iterator[SchedulerRunner]:
+    """kubesched with the feature gates ``gates_text`` scheduling ``control_plane`` on a
+    thread of this process for the ``with`` block, once its informers synced; its runner."""
+    registry = default_registry()
+    gates = parse_feature_gates([gates_text])
+    config = load_config(write_config(tmp_path), registry, gates)
+    cluster = KubeCluster(KubeClient(load_configuration(str(control_plane.kubeconfig)), FAST))
+    runner = SchedulerRunner(
+        effective_configuration(config, registry, gates=gates), registry, cluster
+    )
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(cluster.synced, 60, "kubesched's informers to sync")
+        yield runner
+    finally:
+        runner.stop()
+        thread.join(60)
 
 
 def kubesched_process(
@@ -330,3 +400,17 @@ def start_kube_scheduler(
         log_path = workdir / "kube-scheduler.log"
         pytest.fail(f"kube-scheduler exited ({proc.returncode}): see {log_path}")
     return proc
+
+
+@contextlib.contextmanager
+def kube_scheduler_running(
+    control_plane: ControlPlane, workdir: Path, args: tuple[str, ...] = ()
+) -> Iterator[subprocess.Popen]:
+    """``start_kube_scheduler`` (with ``args``) for the ``with`` block, stopped at its end
+    (before the clean-up, so that it does not act on what the clean-up deletes)."""
+    proc = start_kube_scheduler(control_plane, workdir, args=args)
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(30)

@@ -3,15 +3,14 @@ else queued: ``kubesched run`` tries each worker a few times and then leaves the
 the unschedulable pods (retried after 5 minutes, or on an event that may help). The real
 kube-scheduler v1.36.2 on the same objects does not: its rejected members come back through
 the backoffQ at once and it retries the gang in a tight loop, thousands of attempts in
-seconds. Both are counted with their own ``scheduler_schedule_attempts_total``, each on a
-control plane of its own serving the Workload API."""
+seconds. Both are counted with their own ``scheduler_schedule_attempts_total``, one after
+the other on the session's control plane serving the Workload API (cleaned in between)."""
 
 from __future__ import annotations
 
 import re
 import ssl
 import subprocess
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -21,20 +20,9 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
-from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
 from kubesched.bench.kube import external_metrics_url
-from kubesched.config import effective_configuration, load_config
-from kubesched.features import parse_feature_gates
-from kubesched.framework.registry import default_registry
-from kubesched.runner import SchedulerRunner
-from kubesched.testing.envtest import (
-    WORKLOAD_APISERVER_ARGS,
-    ControlPlane,
-    assets_dir,
-    create_objects,
-)
 
-from .conftest import FAST, wait_for, write_config
+from .conftest import Api, kubesched_running, wait_for
 
 pytestmark = pytest.mark.envtest
 
@@ -106,31 +94,27 @@ def attempts_over_time(read: Callable[[], str]) -> tuple[int, int]:
 
 
 @pytest.fixture
-def real_attempts(tmp_path: Path) -> Iterator[tuple[int, int]]:
+def real_attempts(workload_api: Api, tmp_path: Path) -> Iterator[tuple[int, int]]:
     """The real kube-scheduler's counts on the gang."""
-    if assets_dir() is None:
-        pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
-    with ControlPlane(apiserver_args=WORKLOAD_APISERVER_ARGS) as cp:
-        command = cp.kube_scheduler_command(tmp_path, args=(f"--feature-gates={GATES}",))
-        url = external_metrics_url(command)
-        assert url is not None
-        with (tmp_path / "kube-scheduler.log").open("w") as log:
-            proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
-            insecure = ssl._create_unverified_context()  # its certificate is self-signed
+    cp = workload_api.cp
+    command = cp.kube_scheduler_command(tmp_path, args=(f"--feature-gates={GATES}",))
+    url = external_metrics_url(command)
+    assert url is not None
+    with (tmp_path / "kube-scheduler.log").open("w") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        insecure = ssl._create_unverified_context()  # its certificate is self-signed
 
-            def read() -> str:
-                with urllib.request.urlopen(url, timeout=10, context=insecure) as resp:
-                    return resp.read().decode()
+        def read() -> str:
+            with urllib.request.urlopen(url, timeout=10, context=insecure) as resp:
+                return resp.read().decode()
 
-            wait_for(lambda: _readable(read), 60, "kube-scheduler's /metrics")
-            create_objects(client, gang_that_cannot_fit())
-            yield attempts_over_time(read)
-            client.close()
-        finally:
-            proc.terminate()
-            proc.wait(30)
+        wait_for(lambda: _readable(read), 60, "kube-scheduler's /metrics")
+        workload_api.create_many(gang_that_cannot_fit())
+        yield attempts_over_time(read)
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 def _readable(read: Callable[[], str]) -> bool:
@@ -142,30 +126,11 @@ def _readable(read: Callable[[], str]) -> bool:
 
 
 @pytest.fixture
-def kubesched_attempts(tmp_path: Path) -> Iterator[tuple[int, int]]:
+def kubesched_attempts(workload_api: Api, tmp_path: Path) -> Iterator[tuple[int, int]]:
     """``kubesched run``'s counts (in this process) on the same objects."""
-    if assets_dir() is None:
-        pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
-    registry = default_registry()
-    gates = parse_feature_gates([GATES])
-    with ControlPlane(apiserver_args=WORKLOAD_APISERVER_ARGS) as cp:
-        config = load_config(write_config(tmp_path), registry, gates)
-        client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
-        cluster = KubeCluster(client)
-        runner = SchedulerRunner(
-            effective_configuration(config, registry, gates=gates), registry, cluster
-        )
-        thread = threading.Thread(target=runner.run, daemon=True)
-        thread.start()
-        try:
-            wait_for(cluster.synced, 60, "kubesched's informers to sync")
-            admin = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
-            create_objects(admin, gang_that_cannot_fit())
-            yield attempts_over_time(lambda: generate_latest(runner.metrics.registry).decode())
-            admin.close()
-        finally:
-            runner.stop()
-            thread.join(60)
+    with kubesched_running(workload_api.cp, GATES, tmp_path) as runner:
+        workload_api.create_many(gang_that_cannot_fit())
+        yield attempts_over_time(lambda: generate_latest(runner.metrics.registry).decode())
 
 
 def test_kubesched_does_not_retry_a_gang_that_cannot_fit_in_a_tight_loop(

@@ -12,11 +12,9 @@ the same way, in ``tests/fixtures/scheduler/pod-group-cycle.json``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,22 +23,15 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.backend.kube import KubeClient, KubeCluster, load_configuration
-from kubesched.config import default_configuration, effective_configuration, load_config
+from kubesched.backend.kube import KubeClient
+from kubesched.config import default_configuration
 from kubesched.features import parse_feature_gates
-from kubesched.framework.registry import default_registry
-from kubesched.runner import SchedulerRunner
-from kubesched.testing.envtest import (
-    WORKLOAD_APISERVER_ARGS,
-    ControlPlane,
-    assets_dir,
-    create_object,
-)
+from kubesched.testing.envtest import assets_dir, create_object
 from tests.pod_group_scenarios import RECORDING as CYCLE_RECORDING
 from tests.pod_group_scenarios import SCENARIOS, in_two_steps, racks_of
 from tests.pod_group_scenarios import outcome as cycle_outcome
 
-from .conftest import FAST, wait_for, write_config
+from .conftest import Api, kube_scheduler_running, kubesched_running, wait_for
 
 pytestmark = pytest.mark.envtest
 
@@ -93,16 +84,12 @@ def outcome(pods: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return dict(sorted(out.items()))
 
 
-@pytest.fixture(scope="module")
-def real() -> Iterator[KubeClient]:
-    """A control plane serving the Workload API, with the real kube-scheduler gated on."""
-    if assets_dir() is None:
-        pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
-    with ControlPlane(apiserver_args=WORKLOAD_APISERVER_ARGS) as cp:
-        cp.start_scheduler(args=(SCHEDULER_GATES,))
-        client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
-        yield client
-        client.close()
+@pytest.fixture
+def real(workload_api: Api, tmp_path: Path) -> Iterator[KubeClient]:
+    """The session's control plane serving the Workload API, with the real kube-scheduler
+    gated on; an admin client."""
+    with kube_scheduler_running(workload_api.cp, tmp_path, args=(SCHEDULER_GATES,)):
+        yield workload_api.client
 
 
 def _pods(client: KubeClient) -> list[dict[str, Any]]:
@@ -170,40 +157,12 @@ def test_the_real_scheduler_and_the_recording_agree(real: KubeClient) -> None:
         RECORDING.write_text(json.dumps({"settled": first, "after_eval_2": then}, indent=1) + "\n")
 
 
-@pytest.fixture(scope="module")
-def kubesched_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeClient]:
-    """A control plane of its own serving the Workload API, with kubesched (the same
+@pytest.fixture
+def kubesched_cluster(workload_api: Api, tmp_path: Path) -> Iterator[KubeClient]:
+    """The session's control plane serving the Workload API, with kubesched (the same
     gates) scheduling it in this process."""
-    with kubesched_scheduling(
-        SCHEDULER_GATES.partition("=")[2], tmp_path_factory.mktemp("kubesched")
-    ) as admin:
-        yield admin
-
-
-@contextlib.contextmanager
-def kubesched_scheduling(gates_text: str, tmp_path: Path) -> Iterator[KubeClient]:
-    """A control plane serving the Workload API with kubesched (``gates_text``) scheduling
-    it in this process; an admin client."""
-    if assets_dir() is None:
-        pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
-    registry = default_registry()
-    gates = parse_feature_gates([gates_text])
-    with ControlPlane(apiserver_args=WORKLOAD_APISERVER_ARGS) as cp:
-        config = load_config(write_config(tmp_path), registry, gates)
-        cluster = KubeCluster(KubeClient(load_configuration(str(cp.kubeconfig)), FAST))
-        runner = SchedulerRunner(
-            effective_configuration(config, registry, gates=gates), registry, cluster
-        )
-        thread = threading.Thread(target=runner.run, daemon=True)
-        thread.start()
-        admin = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
-        try:
-            wait_for(cluster.synced, 60, "kubesched's informers to sync")
-            yield admin
-        finally:
-            runner.stop()
-            thread.join(60)
-            admin.close()
+    with kubesched_running(workload_api.cp, SCHEDULER_GATES.partition("=")[2], tmp_path):
+        yield workload_api.client
 
 
 def test_kubesched_on_a_real_cluster_as_the_real_scheduler(kubesched_cluster: KubeClient) -> None:
@@ -317,17 +276,12 @@ def _run_scenario(client: KubeClient, name: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_the_real_scheduler_and_the_pod_group_cycle_recording_agree(name: str) -> None:
-    if assets_dir() is None:
-        pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
+def test_the_real_scheduler_and_the_pod_group_cycle_recording_agree(
+    name: str, workload_api: Api, tmp_path: Path
+) -> None:
     gates = SCENARIOS[name][0]
-    with ControlPlane(apiserver_args=WORKLOAD_APISERVER_ARGS) as cp:
-        cp.start_scheduler(args=(f"--feature-gates={gates}",))
-        client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
-        try:
-            got = _run_scenario(client, name)
-        finally:
-            client.close()
+    with kube_scheduler_running(workload_api.cp, tmp_path, args=(f"--feature-gates={gates}",)):
+        got = _run_scenario(workload_api.client, name)
     recorded = json.loads(CYCLE_RECORDING.read_text()) if CYCLE_RECORDING.exists() else {}
     if os.environ.get("KUBESCHED_RECORD"):
         recorded[name] = got
@@ -348,9 +302,11 @@ def test_the_real_scheduler_and_the_pod_group_cycle_recording_agree(name: str) -
         "a-victim-terminates-on-the-nominated-node",
     ],
 )
-def test_kubesched_run_gives_the_pod_group_cycle_recording(name: str, tmp_path: Path) -> None:
+def test_kubesched_run_gives_the_pod_group_cycle_recording(
+    name: str, workload_api: Api, tmp_path: Path
+) -> None:
     """``kubesched run``'s scheduler on a real API server: the same placements, messages
     and PodGroupScheduled condition (written through the PodGroup's ``/status``)."""
-    with kubesched_scheduling(SCENARIOS[name][0], tmp_path) as admin:
-        got = _run_scenario(admin, name)
+    with kubesched_running(workload_api.cp, SCENARIOS[name][0], tmp_path):
+        got = _run_scenario(workload_api.client, name)
     assert got == json.loads(CYCLE_RECORDING.read_text())[name]

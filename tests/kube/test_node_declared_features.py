@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from kubesched.api import parse_object
-from kubesched.backend.kube import KubeClient, load_configuration
+from kubesched.backend.kube import KubeClient
 from kubesched.backend.protocol import BackendError
 from kubesched.simulate.driver import Simulation
 from kubesched.testing import make_node, make_pod
-from kubesched.testing.envtest import ControlPlane, assets_dir, create_object
+from kubesched.testing.envtest import ControlPlane, create_object
 
-from .conftest import FAST, wait_for
+from .conftest import Api, kube_scheduler_running, wait_for
 
 pytestmark = pytest.mark.envtest
 
@@ -24,15 +24,17 @@ FEATURE = "RestartAllContainersOnContainerExits"
 
 
 @pytest.fixture(scope="module")
-def real() -> Iterator[KubeClient]:
-    """A control plane of its own with the real kube-scheduler serving it."""
-    if assets_dir() is None:
-        pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
-    with ControlPlane() as cp:
-        cp.start_scheduler()
-        client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
-        yield client
-        client.close()
+def real(
+    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KubeClient]:
+    """The session's control plane, clean, with the real kube-scheduler serving it for
+    this module's tests only (cleaned after them); an admin client."""
+    api = Api(control_plane)
+    api.clean()
+    with kube_scheduler_running(control_plane, tmp_path_factory.mktemp("kube-scheduler")):
+        yield api.client
+    api.clean()
+    api.client.close()
 
 
 def needy_pod(name: str) -> dict[str, Any]:

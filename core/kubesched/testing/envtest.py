@@ -11,6 +11,7 @@ runs one until Ctrl-C.
         kubeconfig = cp.kubeconfig            # admin (system:masters), static token
         cp.add_user("limited")                # a token user without RBAC rights
         cp.restart_apiserver()                # drop every watch, keep etcd's data
+        cp.stop_apiserver(); cp.start_apiserver()  # the same, for as long as needed
         cp.start_controller_manager(("persistentvolume-binder-controller",))
         cp.start_scheduler()                  # the real kube-scheduler beside them
 
@@ -33,6 +34,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +133,7 @@ class ControlPlane:
         self._controller_manager: subprocess.Popen | None = None
         self._scheduler: subprocess.Popen | None = None
         self._users: dict[str, tuple[str, ...]] = {"admin": ("system:masters",)}
+        self._token_webhook: TokenWebhook | None = None
 
     # -- life cycle ---------------------------------------------------------------------
     def start(self) -> ControlPlane:
@@ -139,6 +142,8 @@ class ControlPlane:
         try:
             self._write_keys()
             self._write_tokens()
+            self._token_webhook = TokenWebhook().start()
+            self._token_webhook.write_config(self.dir / "token-webhook.kubeconfig")
             self.etcd_port = free_port()
             self._start_etcd()
             self.port = free_port()
@@ -163,6 +168,9 @@ class ControlPlane:
         for proc in (self._scheduler, self._controller_manager, self._apiserver, self._etcd):
             _terminate(proc)
         self._scheduler = self._controller_manager = self._apiserver = self._etcd = None
+        if self._token_webhook is not None:
+            self._token_webhook.stop()
+            self._token_webhook = None
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
@@ -170,8 +178,19 @@ class ControlPlane:
     def restart_apiserver(self, down_for: float = 0.0) -> None:
         """Stop kube-apiserver (every watch drops), wait ``down_for`` seconds, start it
         again on the same port over the same etcd."""
-        _terminate(self._apiserver)
+        self.stop_apiserver()
         time.sleep(down_for)
+        self.start_apiserver()
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver (every watch drops; etcd keeps the data) until
+        :meth:`start_apiserver`: an outage that lasts until the caller saw what it waits
+        for."""
+        _terminate(self._apiserver)
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again after :meth:`stop_apiserver`, on the same port over
+        the same etcd; return once ``/readyz`` answers ok."""
         self._start_apiserver()
 
     def __enter__(self) -> ControlPlane:
@@ -334,11 +353,12 @@ class ControlPlane:
         )
 
     def add_user(self, user: str, groups: tuple[str, ...] = ()) -> Path:
-        """Add a token user (kube-apiserver reads the token file at start: this restarts
-        it) and return a kubeconfig for that user."""
-        self._users[user] = groups
-        self._write_tokens()
-        self.restart_apiserver()
+        """Add a token user in ``groups`` and return a kubeconfig for that user. The API
+        server asks this process's token webhook about the tokens it does not know, so
+        that no restart is needed (a restart drops every watch and costs seconds)."""
+        if self._token_webhook is None:
+            raise EnvtestError("the control plane is not started")
+        self._token_webhook.users[self.token(user)] = (user, groups)
         path = self._require_dir() / f"{user}.kubeconfig"
         self.write_kubeconfig(path, self.token(user))
         return path
@@ -448,6 +468,8 @@ class ControlPlane:
                 f"--secure-port={self.port}",
                 f"--cert-dir={d / 'certs'}",
                 f"--token-auth-file={d / 'tokens.csv'}",
+                f"--authentication-token-webhook-config-file={d / 'token-webhook.kubeconfig'}",
+                "--authentication-token-webhook-version=v1",
                 "--authorization-mode=RBAC",
                 "--service-account-issuer=https://kubernetes.default.svc",
                 f"--service-account-key-file={d / 'sa.pub'}",
@@ -492,6 +514,66 @@ class ControlPlane:
                 pass
             time.sleep(0.2)
         raise EnvtestError(f"kube-apiserver not ready after {self.startup_timeout:.0f}s")
+
+
+class TokenWebhook:
+    """kube-apiserver's token webhook (``TokenReview``, authentication.k8s.io/v1) on a free
+    127.0.0.1 port in this process: ``users`` maps a bearer token to its user name and
+    groups, and may grow while the API server runs (its static token file may not)."""
+
+    def __init__(self) -> None:
+        self.users: dict[str, tuple[str, tuple[str, ...]]] = {}
+        users = self.users
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                found = users.get(review.get("spec", {}).get("token", ""))
+                status: dict[str, Any] = {"authenticated": found is not None}
+                if found is not None:
+                    name, groups = found
+                    status["user"] = {"username": name, "uid": name, "groups": list(groups)}
+                body = json.dumps({**review, "status": status}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # one line per review on stderr would drown the tests' output
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+
+    def start(self) -> TokenWebhook:
+        """Serve on a thread of this process."""
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the port."""
+        self._server.shutdown()
+        self._server.server_close()
+
+    def write_config(self, path: Path) -> Path:
+        """The kubeconfig that kube-apiserver's ``--authentication-token-webhook-config-file``
+        takes, pointing at this webhook."""
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "tokens",
+                    "cluster": {"server": f"http://127.0.0.1:{self._server.server_address[1]}"},
+                }
+            ],
+            "users": [{"name": "apiserver", "user": {}}],
+            "contexts": [{"name": "tokens", "context": {"cluster": "tokens", "user": "apiserver"}}],
+            "current-context": "tokens",
+        }
+        path.write_text(json.dumps(config))
+        return path
 
 
 def _insecure_context() -> ssl.SSLContext:
