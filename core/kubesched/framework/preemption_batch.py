@@ -20,8 +20,8 @@ such method, and the preemption plugin takes the per-node path.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import chain, repeat
-from operator import attrgetter, is_
+from itertools import chain, compress, count, repeat
+from operator import attrgetter, eq, is_
 from typing import Any
 
 import numpy as np
@@ -449,7 +449,7 @@ class _NodeColumns:
     __slots__ = ("names", "pods", "position", "size", "values")
 
     def __init__(self, node: NodeInfo) -> None:
-        self.pods = tuple(node.pods)
+        self.pods = list(node.pods)
         self.size = len(self.pods)
         self.position = {id(p): i for i, p in enumerate(self.pods)}
         requested, columns, nz_cpu, nz_memory = _pod_columns(self.pods)
@@ -472,13 +472,11 @@ def _node_columns(nodes: Sequence[NodeInfo]) -> list[_NodeColumns]:
     by C-level maps: thousands of nodes per dry run, most of them unchanged)."""
     keys = list(zip(map(_NAME, nodes), map(_GENERATION, nodes), strict=True))
     entries = list(map(_NODE_COLUMNS.get, keys))
-    if None in entries:
-        for x, entry in enumerate(entries):
-            if entry is None:
-                name, generation = keys[x]
-                _NODE_COLUMNS.pop((name, _GENERATION_OF.get(name, -1)), None)
-                entries[x] = _NODE_COLUMNS[keys[x]] = _NodeColumns(nodes[x])
-                _GENERATION_OF[name] = generation
+    for x in compress(count(), map(is_, entries, repeat(None))):
+        name, generation = keys[x]
+        _NODE_COLUMNS.pop((name, _GENERATION_OF.get(name, -1)), None)
+        entries[x] = _NODE_COLUMNS[keys[x]] = _NodeColumns(nodes[x])
+        _GENERATION_OF[name] = generation
     return entries
 
 
@@ -495,27 +493,32 @@ def _cached_columns(
     names = entries[0].names
     if len(set(map(_NAMES, entries))) > 1:
         return None
-    sizes = np.fromiter(map(_SIZE, entries), np.intp, len(entries))
-    offsets = np.cumsum(sizes) - sizes
-    # Each pod's position on its node: per node, its positions' lookup mapped over the
-    # ids of its pods.
-    ids = map(map, repeat(id), map(pods.__getitem__, at))
-    try:
-        local = np.fromiter(
-            chain.from_iterable(map(map, map(_LOOKUP, entries), ids)),
-            np.intp,
-            int(counts.sum()),
-        )
-    except KeyError:
-        return None
-    index = local + np.repeat(offsets, counts[at])
-    values = np.concatenate(list(map(_VALUES, entries)), axis=1)[:, index]
+    values = np.concatenate(list(map(_VALUES, entries)), axis=1)
+    chosen = list(map(pods.__getitem__, at))
+    # The pods are often all of their node's, in its order (compared by identity, in C):
+    # the columns are then the entries' as they are.
+    if not all(map(eq, map(_PODS, entries), chosen)):
+        sizes = np.fromiter(map(_SIZE, entries), np.intp, len(entries))
+        offsets = np.cumsum(sizes) - sizes
+        # Each pod's position on its node: per node, its positions' lookup mapped over
+        # the ids of its pods.
+        ids = map(map, repeat(id), chosen)
+        try:
+            local = np.fromiter(
+                chain.from_iterable(map(map, map(_LOOKUP, entries), ids)),
+                np.intp,
+                int(counts.sum()),
+            )
+        except KeyError:
+            return None
+        values = values[:, local + np.repeat(offsets, counts[at])]
     return set(names), dict(zip(names, values, strict=False)), values[-2], values[-1]
 
 
 _GENERATION = attrgetter("generation")
 _NAMES = attrgetter("names")
 _SIZE = attrgetter("size")
+_PODS = attrgetter("pods")
 _LOOKUP = attrgetter("position.__getitem__")
 _VALUES = attrgetter("values")
 
