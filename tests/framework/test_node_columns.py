@@ -141,3 +141,19 @@ def test_a_pod_not_on_its_node_is_read_from_the_pods() -> None:
     node = _node("a", [_pod("p1", {"cpu": "1"})])
     stranger = _pod("p1", {"cpu": "1"})
     assert _cached_columns([node], [[stranger]], np.array([1], dtype=np.intp)) is None
+
+
+def test_nodes_gone_are_forgotten_once_they_outnumber_a_dry_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Nodes come and go (an autoscaled cluster, or the clusters of many simulations in one
+    # process): the entries of nodes no dry run asks for any more do not pile up.
+    monkeypatch.setattr(preemption_batch, "_KEPT_BEYOND", 0)
+    for batch in range(5):
+        nodes = [_node(f"n{batch}-{i}", [_pod(f"p{batch}-{i}", {"cpu": "1"})]) for i in range(3)]
+        _assert_equal(nodes, [list(n.pods) for n in nodes])
+        assert len(preemption_batch._NODE_COLUMNS) <= 2 * len(nodes)
+        assert {(n.name, n.generation) for n in nodes} <= set(preemption_batch._NODE_COLUMNS)
+        assert set(preemption_batch._GENERATION_OF) == {
+            name for name, _ in preemption_batch._NODE_COLUMNS
+        }

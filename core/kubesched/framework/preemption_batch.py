@@ -477,7 +477,23 @@ def _node_columns(nodes: Sequence[NodeInfo]) -> list[_NodeColumns]:
         _NODE_COLUMNS.pop((name, _GENERATION_OF.get(name, -1)), None)
         entries[x] = _NODE_COLUMNS[keys[x]] = _NodeColumns(nodes[x])
         _GENERATION_OF[name] = generation
+    if len(_NODE_COLUMNS) > 2 * len(keys) + _KEPT_BEYOND:
+        # Nodes deleted since (or another cluster's, in this process) keep their pods
+        # alive here: keep only this dry run's nodes once the others outnumber them.
+        _forget_nodes_but(dict(zip(keys, entries, strict=True)))
     return entries
+
+
+_KEPT_BEYOND = 1024
+"""How many entries of nodes outside a dry run are kept before they are forgotten."""
+
+
+def _forget_nodes_but(kept: dict[tuple[str, int], _NodeColumns]) -> None:
+    """Keep the ``_NodeColumns`` of ``kept`` only."""
+    _NODE_COLUMNS.clear()
+    _NODE_COLUMNS.update(kept)
+    _GENERATION_OF.clear()
+    _GENERATION_OF.update(kept.keys())
 
 
 def _cached_columns(
