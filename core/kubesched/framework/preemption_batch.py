@@ -20,8 +20,8 @@ such method, and the preemption plugin takes the per-node path.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import chain, repeat
-from operator import attrgetter, is_
+from itertools import chain, compress, count, repeat
+from operator import attrgetter, eq, is_
 from typing import Any
 
 import numpy as np
@@ -75,32 +75,29 @@ class NodeCopies:
         self._position = dict(zip(self.rows.tolist(), range(k), strict=True))
         counts = np.fromiter(map(len, self.pods), dtype=np.intp, count=k)
         m = int(counts.max()) if k else 0
-        # contribution[name][j, i]: what pod i of node j adds to column ``name``; the pods
-        # flattened once, each column filled by one numpy assignment (C-level maps over
-        # the pods, no Python code per pod).
-        flat = list(chain.from_iterable(self.pods))
+        # contribution[name][j, i]: what pod i of node j adds to column ``name``; the pods'
+        # requests as flat columns (kept per node between dry runs, see ``_PodColumns``),
+        # each matrix filled by one numpy assignment.
+        flat = _cached_columns(self.nodes, self.pods, counts)
+        if flat is None:
+            flat = _pod_columns(list(chain.from_iterable(self.pods)))
+        requested, columns, nz_cpu, nz_memory = flat
         js = np.repeat(np.arange(k, dtype=np.intp), counts)
         starts = np.cumsum(counts) - counts
-        ids = np.arange(len(flat), dtype=np.intp) - np.repeat(starts, counts)
-        requests = list(map(_REQUESTS, flat))
-        requested = set().union(*requests)
+        ids = np.arange(len(nz_cpu), dtype=np.intp) - np.repeat(starts, counts)
         names = requested.union(table.requested)
         self.contribution = {name: np.zeros((k, m), dtype=np.int64) for name in names}
         for name, col in self.contribution.items():
             # The table's pods column counts pods; a column no pod requests stays 0.
-            if name != PODS and name in requested:
-                col[js, ids] = np.fromiter(
-                    map(dict.get, requests, repeat(name), repeat(0)), np.int64, len(flat)
-                )
+            if name in columns:
+                col[js, ids] = columns[name]
         self.contribution[PODS][js, ids] = 1
         # The columns the pods change: the others stay the table's in every copy.
         self._moving = [name for name in self.contribution if name == PODS or name in requested]
         self.non_zero_cpu = np.zeros((k, m), dtype=np.int64)
-        self.non_zero_cpu[js, ids] = np.fromiter(map(_NON_ZERO_CPU, flat), np.int64, len(flat))
+        self.non_zero_cpu[js, ids] = nz_cpu
         self.non_zero_memory = np.zeros((k, m), dtype=np.int64)
-        self.non_zero_memory[js, ids] = np.fromiter(
-            map(_NON_ZERO_MEMORY, flat), np.int64, len(flat)
-        )
+        self.non_zero_memory[js, ids] = nz_memory
         self.kept = np.zeros((k, m), dtype=bool)
         # What each copy lacks against the snapshot's node, per column the pods change:
         # at first every pod's share; a pod kept gives its share back (:meth:`record`).
@@ -420,6 +417,126 @@ _REQUESTS = attrgetter("requests")
 _NON_ZERO_CPU = attrgetter("non_zero_cpu")
 _NON_ZERO_MEMORY = attrgetter("non_zero_memory")
 _NAME = attrgetter("name")
+
+
+Columns = tuple[set[str], dict[str, np.ndarray], np.ndarray, np.ndarray]
+"""Pods' requests as flat columns: the resource names they request, each name's column
+(the pods column aside), and their non-zero CPU and memory."""
+
+
+def _pod_columns(pods: Sequence[PodInfo]) -> Columns:
+    """The columns of ``pods``, in their order (C-level maps over the pods)."""
+    requests = list(map(_REQUESTS, pods))
+    requested = set().union(*requests)
+    n = len(pods)
+    columns = {
+        name: np.fromiter(map(dict.get, requests, repeat(name), repeat(0)), np.int64, n)
+        for name in requested
+        if name != PODS
+    }
+    nz_cpu = np.fromiter(map(_NON_ZERO_CPU, pods), np.int64, n)
+    nz_memory = np.fromiter(map(_NON_ZERO_MEMORY, pods), np.int64, n)
+    return requested, columns, nz_cpu, nz_memory
+
+
+class _NodeColumns:
+    """One node's pods as columns (``_pod_columns``), kept between dry runs while the
+    node is unchanged: a preemption plugin that dry-runs every node would else
+    read every pod of the cluster again for each preemptor. ``position`` finds a pod
+    (by identity: the PodInfos are held here, so their ids stay theirs) in ``values``,
+    whose rows are ``names``' columns, then the non-zero CPU and memory."""
+
+    __slots__ = ("names", "pods", "position", "size", "values")
+
+    def __init__(self, node: NodeInfo) -> None:
+        self.pods = list(node.pods)
+        self.size = len(self.pods)
+        self.position = {id(p): i for i, p in enumerate(self.pods)}
+        requested, columns, nz_cpu, nz_memory = _pod_columns(self.pods)
+        # The pods column counts pods, whatever a pod asks for it.
+        self.names = tuple(sorted(requested.difference((PODS,))))
+        rows = [columns[name] for name in self.names]
+        self.values = np.vstack([*rows, nz_cpu, nz_memory]) if self.pods else _EMPTY
+
+
+_EMPTY = np.zeros((2, 0), dtype=np.int64)
+_NODE_COLUMNS: dict[tuple[str, int], _NodeColumns] = {}
+"""Each node's current ``_NodeColumns`` by ``(name, generation)``: a node's generations are
+unique process-wide, so a node finds its entry exactly when it has not changed since."""
+_GENERATION_OF: dict[str, int] = {}
+"""The generation of each node name's entry, to drop it once the node has changed."""
+
+
+def _node_columns(nodes: Sequence[NodeInfo]) -> list[_NodeColumns]:
+    """The nodes' current ``_NodeColumns``, built again for those that changed (looked up
+    by C-level maps: thousands of nodes per dry run, most of them unchanged)."""
+    keys = list(zip(map(_NAME, nodes), map(_GENERATION, nodes), strict=True))
+    entries = list(map(_NODE_COLUMNS.get, keys))
+    for x in compress(count(), map(is_, entries, repeat(None))):
+        name, generation = keys[x]
+        _NODE_COLUMNS.pop((name, _GENERATION_OF.get(name, -1)), None)
+        entries[x] = _NODE_COLUMNS[keys[x]] = _NodeColumns(nodes[x])
+        _GENERATION_OF[name] = generation
+    if len(_NODE_COLUMNS) > 2 * len(keys) + _KEPT_BEYOND:
+        # Nodes deleted since (or another cluster's, in this process) keep their pods
+        # alive here: keep only this dry run's nodes once the others outnumber them.
+        _forget_nodes_but(dict(zip(keys, entries, strict=True)))
+    return entries
+
+
+_KEPT_BEYOND = 1024
+"""How many entries of nodes outside a dry run are kept before they are forgotten."""
+
+
+def _forget_nodes_but(kept: dict[tuple[str, int], _NodeColumns]) -> None:
+    """Keep the ``_NodeColumns`` of ``kept`` only."""
+    _NODE_COLUMNS.clear()
+    _NODE_COLUMNS.update(kept)
+    _GENERATION_OF.clear()
+    _GENERATION_OF.update(kept.keys())
+
+
+def _cached_columns(
+    nodes: Sequence[NodeInfo], pods: Sequence[Sequence[PodInfo]], counts: np.ndarray
+) -> Columns | None:
+    """``_pod_columns`` of every node's ``pods`` flattened, gathered from the nodes'
+    ``_NodeColumns``; None when the nodes' pods request different resource names or a
+    pod is not its node's (the columns are then read from the pods)."""
+    at = np.flatnonzero(counts).tolist()
+    if not at:
+        return None
+    entries = _node_columns(list(map(nodes.__getitem__, at)))
+    names = entries[0].names
+    if len(set(map(_NAMES, entries))) > 1:
+        return None
+    values = np.concatenate(list(map(_VALUES, entries)), axis=1)
+    chosen = list(map(pods.__getitem__, at))
+    # The pods are often all of their node's, in its order (compared by identity, in C):
+    # the columns are then the entries' as they are.
+    if not all(map(eq, map(_PODS, entries), chosen)):
+        sizes = np.fromiter(map(_SIZE, entries), np.intp, len(entries))
+        offsets = np.cumsum(sizes) - sizes
+        # Each pod's position on its node: per node, its positions' lookup mapped over
+        # the ids of its pods.
+        ids = map(map, repeat(id), chosen)
+        try:
+            local = np.fromiter(
+                chain.from_iterable(map(map, map(_LOOKUP, entries), ids)),
+                np.intp,
+                int(counts.sum()),
+            )
+        except KeyError:
+            return None
+        values = values[:, local + np.repeat(offsets, counts[at])]
+    return set(names), dict(zip(names, values, strict=False)), values[-2], values[-1]
+
+
+_GENERATION = attrgetter("generation")
+_NAMES = attrgetter("names")
+_SIZE = attrgetter("size")
+_PODS = attrgetter("pods")
+_LOOKUP = attrgetter("position.__getitem__")
+_VALUES = attrgetter("values")
 
 
 def _rows_of(table: NodeTable, nodes: Sequence[NodeInfo]) -> np.ndarray:
