@@ -21,7 +21,9 @@ from kubesched.api import (
 from kubesched.api.resource import DeviceCapacity
 from kubesched.config.defaults import default_configuration
 from kubesched.config.effective import effective_configuration
-from kubesched.features import FeatureGates
+from kubesched.config.loading import config_from_dict
+from kubesched.errors import UserInputError
+from kubesched.features import FeatureGates, parse_feature_gates
 from kubesched.framework.listers import StaticLister
 from kubesched.framework.registry import default_registry
 from kubesched.simulate.driver import Simulation
@@ -397,6 +399,89 @@ class _Handle:
 )
 def test_filter_timeout_follows_its_gate(gates: dict[str, bool], timeout: float) -> None:
     assert DynamicResources(None, _Handle(gates)).filter_timeout == timeout
+
+
+_ARGS_PATH = "profiles[0].pluginConfig[0].args"
+_FILTER_FORBIDDEN = (
+    f"{_ARGS_PATH}.filterTimeout: Forbidden: DRASchedulingFilterTimeout feature gate is disabled"
+)
+_BINDING_FORBIDDEN = (
+    f"{_ARGS_PATH}.bindingTimeout: Forbidden: DRADeviceBindingConditions or "
+    "DRAResourceClaimDeviceStatus feature gate is disabled"
+)
+
+
+@pytest.mark.parametrize(
+    ("gates", "args", "problems"),
+    [
+        ("", {"filterTimeout": "5s", "bindingTimeout": "2s"}, []),
+        ("DRASchedulerFilterTimeout=false", {"filterTimeout": "5s"}, [_FILTER_FORBIDDEN]),
+        ("DRASchedulerFilterTimeout=false", {"filterTimeout": "10s"}, [_FILTER_FORBIDDEN]),
+        ("DRASchedulerFilterTimeout=false", {"filterTimeout": "-1s"}, [_FILTER_FORBIDDEN]),
+        ("DRASchedulerFilterTimeout=false", {"filterTimeout": None}, []),
+        ("DRASchedulerFilterTimeout=false", {"bindingTimeout": "2s"}, []),
+        ("DRADeviceBindingConditions=false", {"bindingTimeout": "2s"}, [_BINDING_FORBIDDEN]),
+        (
+            "DRADeviceBindingConditions=false,DRASchedulerFilterTimeout=false",
+            {"filterTimeout": "5s", "bindingTimeout": "0.5s"},
+            [_FILTER_FORBIDDEN, _BINDING_FORBIDDEN],
+        ),
+        (
+            "",
+            {"bindingTimeout": "0.5s"},
+            [f"{_ARGS_PATH}.bindingTimeout: Invalid value: 0.5: must be at least 1 second"],
+        ),
+        ("", {"bindingTimeout": "1s"}, []),
+    ],
+    ids=[
+        "gates-on-both-accepted",
+        "filter-gate-off-forbids-filter-timeout",
+        "filter-gate-off-forbids-even-the-default",
+        "filter-gate-off-forbidden-before-invalid",
+        "filter-gate-off-null-is-unset",
+        "filter-gate-off-binding-timeout-accepted",
+        "binding-gate-off-forbids-binding-timeout",
+        "both-off-both-forbidden",
+        "binding-timeout-under-a-second",
+        "binding-timeout-one-second",
+    ],
+)
+def test_timeouts_are_refused_with_their_gates_off(
+    gates: str, args: dict[str, Any], problems: list[str]
+) -> None:
+    """As kube-scheduler v1.36.2 (checked with the real binary): a timeout set while its
+    gate is off stops the scheduler, whatever its value."""
+    data = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"pluginConfig": [{"name": "DynamicResources", "args": args}]}],
+    }
+    parsed = parse_feature_gates([gates] if gates else [])
+    try:
+        config = config_from_dict(data, default_registry(), gates=parsed)
+        effective_configuration(config, default_registry(), gates=parsed)
+    except UserInputError as err:
+        assert [str(p) for p in err.problems] == problems
+    else:
+        assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("gates", "defaulted"),
+    [
+        ("", {"filterTimeout": "10s", "bindingTimeout": "10m0s"}),
+        ("DRASchedulerFilterTimeout=false", {"bindingTimeout": "10m0s"}),
+        ("DRADeviceBindingConditions=false", {"filterTimeout": "10s"}),
+        ("DRADeviceBindingConditions=false,DRASchedulerFilterTimeout=false", {}),
+    ],
+    ids=["gates-on", "filter-gate-off", "binding-gate-off", "both-off"],
+)
+def test_timeouts_are_defaulted_only_with_their_gates_on(
+    gates: str, defaulted: dict[str, str]
+) -> None:
+    config = default_configuration(gates=parse_feature_gates([gates] if gates else []))
+    (args,) = [pc.args for pc in config.profiles[0].plugin_config if pc.name == "DynamicResources"]
+    assert {k: v for k, v in args.items() if k.endswith("Timeout")} == defaulted
 
 
 def test_manager_counts_shares_apart_from_devices_held_whole() -> None:
