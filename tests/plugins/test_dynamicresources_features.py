@@ -4,6 +4,7 @@ timeout, each with its gate on and off, and extended resources backed by DRA."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -39,6 +40,8 @@ from kubesched_builtin.dynamicresources.cel import CELCache, DeviceEnv
 from kubesched_builtin.dynamicresources.extended import requests_and_mappings
 from kubesched_builtin.dynamicresources.manager import DRAManager
 from kubesched_builtin.dynamicresources.plugin import DynamicResources
+from tests.fixtures.dra.record_args import FIXTURE as ARGS_FIXTURE
+from tests.fixtures.dra.record_args import configuration
 from tests.plugins.test_dynamicresources import (
     CLASSES,
     DRIVER,
@@ -401,69 +404,22 @@ def test_filter_timeout_follows_its_gate(gates: dict[str, bool], timeout: float)
     assert DynamicResources(None, _Handle(gates)).filter_timeout == timeout
 
 
-_ARGS_PATH = "profiles[0].pluginConfig[0].args"
-_FILTER_FORBIDDEN = (
-    f"{_ARGS_PATH}.filterTimeout: Forbidden: DRASchedulingFilterTimeout feature gate is disabled"
-)
-_BINDING_FORBIDDEN = (
-    f"{_ARGS_PATH}.bindingTimeout: Forbidden: DRADeviceBindingConditions or "
-    "DRAResourceClaimDeviceStatus feature gate is disabled"
-)
+ARGS_RECORDING: list[dict[str, Any]] = json.loads(ARGS_FIXTURE.read_text())["cases"]
 
 
-@pytest.mark.parametrize(
-    ("gates", "args", "problems"),
-    [
-        ("", {"filterTimeout": "5s", "bindingTimeout": "2s"}, []),
-        ("DRASchedulerFilterTimeout=false", {"filterTimeout": "5s"}, [_FILTER_FORBIDDEN]),
-        ("DRASchedulerFilterTimeout=false", {"filterTimeout": "10s"}, [_FILTER_FORBIDDEN]),
-        ("DRASchedulerFilterTimeout=false", {"filterTimeout": "-1s"}, [_FILTER_FORBIDDEN]),
-        ("DRASchedulerFilterTimeout=false", {"filterTimeout": None}, []),
-        ("DRASchedulerFilterTimeout=false", {"bindingTimeout": "2s"}, []),
-        ("DRADeviceBindingConditions=false", {"bindingTimeout": "2s"}, [_BINDING_FORBIDDEN]),
-        (
-            "DRADeviceBindingConditions=false,DRASchedulerFilterTimeout=false",
-            {"filterTimeout": "5s", "bindingTimeout": "0.5s"},
-            [_FILTER_FORBIDDEN, _BINDING_FORBIDDEN],
-        ),
-        (
-            "",
-            {"bindingTimeout": "0.5s"},
-            [f"{_ARGS_PATH}.bindingTimeout: Invalid value: 0.5: must be at least 1 second"],
-        ),
-        ("", {"bindingTimeout": "1s"}, []),
-    ],
-    ids=[
-        "gates-on-both-accepted",
-        "filter-gate-off-forbids-filter-timeout",
-        "filter-gate-off-forbids-even-the-default",
-        "filter-gate-off-forbidden-before-invalid",
-        "filter-gate-off-null-is-unset",
-        "filter-gate-off-binding-timeout-accepted",
-        "binding-gate-off-forbids-binding-timeout",
-        "both-off-both-forbidden",
-        "binding-timeout-under-a-second",
-        "binding-timeout-one-second",
-    ],
-)
-def test_timeouts_are_refused_with_their_gates_off(
-    gates: str, args: dict[str, Any], problems: list[str]
-) -> None:
-    """As kube-scheduler v1.36.2 (checked with the real binary): a timeout set while its
-    gate is off stops the scheduler, whatever its value."""
-    data = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "profiles": [{"pluginConfig": [{"name": "DynamicResources", "args": args}]}],
-    }
-    parsed = parse_feature_gates([gates] if gates else [])
+@pytest.mark.parametrize("case", ARGS_RECORDING, ids=[c["id"] for c in ARGS_RECORDING])
+def test_timeouts_under_their_gates_as_recorded(case: dict[str, Any]) -> None:
+    """kubesched refuses (or accepts) DynamicResources' timeouts under the DRA gates with
+    the field errors the real kube-scheduler v1.36.2 stopped with (dra-args.json)."""
+    data = configuration(case["args"], "kubeconfig")
+    del data["clientConnection"]
+    gates = parse_feature_gates([case["gates"]] if case["gates"] else [])
     try:
-        config = config_from_dict(data, default_registry(), gates=parsed)
-        effective_configuration(config, default_registry(), gates=parsed)
+        config_from_dict(data, default_registry(), gates=gates)
     except UserInputError as err:
-        assert [str(p) for p in err.problems] == problems
+        assert [str(p) for p in err.problems] == case["recorded"]
     else:
-        assert problems == []
+        assert case["recorded"] == []
 
 
 @pytest.mark.parametrize(
