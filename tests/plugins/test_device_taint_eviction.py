@@ -15,6 +15,10 @@ from kubesched.backend.memory.devicetainteviction import (
     REASON_DELETION_BY_DEVICE_TAINT_MANAGER,
 )
 from kubesched.backend.memory.naming import timestamp
+from kubesched.config.defaults import default_configuration
+from kubesched.config.effective import effective_configuration
+from kubesched.features import FeatureGates
+from kubesched.framework.registry import default_registry
 from kubesched.simulate.driver import Simulation
 
 DRIVER = "taints.example.com"
@@ -177,6 +181,28 @@ def test_pods_go_when_their_devices_get_a_noexecute_taint(
             "taint": "example.com/unhealthy=true:NoExecute",
             "tolerationSeconds": tolerated_for,
         }
+    finally:
+        sim.close()
+
+
+@pytest.mark.parametrize(
+    ("gates", "evicted"),
+    [({}, True), ({"DRADeviceTaints": False}, False)],
+    ids=["gate-on-evicts", "gate-off-no-controller"],
+)
+def test_the_controller_runs_only_with_its_gate(gates: dict[str, bool], evicted: bool) -> None:
+    """kube-controller-manager starts the device taint eviction controller only with
+    DRADeviceTaints on; the embedded cluster follows the simulation's gates."""
+    config = effective_configuration(
+        default_configuration(), default_registry(), gates=FeatureGates(gates)
+    )
+    sim = Simulation([parse_object(d) for d in _objects([])], config=config)
+    try:
+        sim.run()
+        _taint(sim, [TAINT])
+        sim.run()
+        assert (sim.cluster.try_get("Pod", "default", "p0") is None) is evicted
+        assert bool(sim.cluster.evictions) is evicted
     finally:
         sim.close()
 

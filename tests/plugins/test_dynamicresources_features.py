@@ -4,6 +4,7 @@ timeout, each with its gate on and off, and extended resources backed by DRA."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -21,7 +22,9 @@ from kubesched.api import (
 from kubesched.api.resource import DeviceCapacity
 from kubesched.config.defaults import default_configuration
 from kubesched.config.effective import effective_configuration
-from kubesched.features import FeatureGates
+from kubesched.config.loading import config_from_dict
+from kubesched.errors import UserInputError
+from kubesched.features import FeatureGates, parse_feature_gates
 from kubesched.framework.listers import StaticLister
 from kubesched.framework.registry import default_registry
 from kubesched.simulate.driver import Simulation
@@ -37,6 +40,8 @@ from kubesched_builtin.dynamicresources.cel import CELCache, DeviceEnv
 from kubesched_builtin.dynamicresources.extended import requests_and_mappings
 from kubesched_builtin.dynamicresources.manager import DRAManager
 from kubesched_builtin.dynamicresources.plugin import DynamicResources
+from tests.fixtures.dra.record_args import FIXTURE as ARGS_FIXTURE
+from tests.fixtures.dra.record_args import configuration
 from tests.plugins.test_dynamicresources import (
     CLASSES,
     DRIVER,
@@ -397,6 +402,42 @@ class _Handle:
 )
 def test_filter_timeout_follows_its_gate(gates: dict[str, bool], timeout: float) -> None:
     assert DynamicResources(None, _Handle(gates)).filter_timeout == timeout
+
+
+ARGS_RECORDING: list[dict[str, Any]] = json.loads(ARGS_FIXTURE.read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", ARGS_RECORDING, ids=[c["id"] for c in ARGS_RECORDING])
+def test_timeouts_under_their_gates_as_recorded(case: dict[str, Any]) -> None:
+    """kubesched refuses (or accepts) DynamicResources' timeouts under the DRA gates with
+    the field errors the real kube-scheduler v1.36.2 stopped with (dra-args.json)."""
+    data = configuration(case["args"], "kubeconfig")
+    del data["clientConnection"]
+    gates = parse_feature_gates([case["gates"]] if case["gates"] else [])
+    try:
+        config_from_dict(data, default_registry(), gates=gates)
+    except UserInputError as err:
+        assert [str(p) for p in err.problems] == case["recorded"]
+    else:
+        assert case["recorded"] == []
+
+
+@pytest.mark.parametrize(
+    ("gates", "defaulted"),
+    [
+        ("", {"filterTimeout": "10s", "bindingTimeout": "10m0s"}),
+        ("DRASchedulerFilterTimeout=false", {"bindingTimeout": "10m0s"}),
+        ("DRADeviceBindingConditions=false", {"filterTimeout": "10s"}),
+        ("DRADeviceBindingConditions=false,DRASchedulerFilterTimeout=false", {}),
+    ],
+    ids=["gates-on", "filter-gate-off", "binding-gate-off", "both-off"],
+)
+def test_timeouts_are_defaulted_only_with_their_gates_on(
+    gates: str, defaulted: dict[str, str]
+) -> None:
+    config = default_configuration(gates=parse_feature_gates([gates] if gates else []))
+    (args,) = [pc.args for pc in config.profiles[0].plugin_config if pc.name == "DynamicResources"]
+    assert {k: v for k, v in args.items() if k.endswith("Timeout")} == defaulted
 
 
 def test_manager_counts_shares_apart_from_devices_held_whole() -> None:

@@ -29,18 +29,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from kubesched import (
     MAX_NODE_SCORE,
     ActionType,
-    ArgsError,
     ClusterEvent,
     ClusterEventWithHint,
     Code,
     ConflictError,
     CycleState,
     EventResource,
+    FeatureGates,
     NodeInfo,
     PluginArgs,
     QueueingHint,
@@ -132,16 +132,33 @@ class DynamicResourcesArgs(PluginArgs):
         ),
     )
 
+    @classmethod
+    def fields_gated_off(cls, gates: FeatureGates) -> dict[str, str]:
+        # Upstream's reasons, the first misspelling its gate's name.
+        off = {}
+        if not gates.enabled("DRASchedulerFilterTimeout"):
+            off["filter_timeout"] = "DRASchedulingFilterTimeout feature gate is disabled"
+        if not _binding_conditions_enabled(gates.enabled):
+            off["binding_timeout"] = (
+                "DRADeviceBindingConditions or DRAResourceClaimDeviceStatus feature gate is "
+                "disabled"
+            )
+        return off
+
     @model_validator(mode="after")
-    def _validate(self) -> DynamicResourcesArgs:
-        # ValidateDynamicResourcesArgs.
-        errors: list[ArgsError] = []
-        if self.filter_timeout < 0:
+    def _validate(self, info: ValidationInfo) -> DynamicResourcesArgs:
+        # ValidateDynamicResourcesArgs: unlike the REST API, it refuses a field whose
+        # feature gate is off (set, even to its default) rather than ignore it.
+        errors = self.gate_errors(info)
+        refused = {e.loc[0] for e in errors}
+        if "filterTimeout" not in refused and self.filter_timeout < 0:
             errors.append(
                 invalid(("filterTimeout",), self.filter_timeout, "must be zero or positive")
             )
-        if self.binding_timeout <= 0:
-            errors.append(invalid(("bindingTimeout",), self.binding_timeout, "must be positive"))
+        if "bindingTimeout" not in refused and self.binding_timeout < 1:
+            errors.append(
+                invalid(("bindingTimeout",), self.binding_timeout, "must be at least 1 second")
+            )
         raise_args_errors("DynamicResourcesArgs", errors)
         return self
 
@@ -230,9 +247,7 @@ class DynamicResources:
         )
         self.extended_resources = handle.feature_enabled("DRAExtendedResource")
         # Upstream's DeviceBindingAndStatus: the conditions live in the device status.
-        self.binding_conditions = handle.feature_enabled(
-            "DRADeviceBindingConditions"
-        ) and handle.feature_enabled("DRAResourceClaimDeviceStatus")
+        self.binding_conditions = _binding_conditions_enabled(handle.feature_enabled)
         self.binding_timeout = args.binding_timeout
         self.features = Features(
             consumable_capacity=handle.feature_enabled("DRAConsumableCapacity"),
@@ -879,6 +894,11 @@ class DynamicResources:
                 self.manager.assume_written(written)
             return written
         raise AssertionError("unreachable")  # the last conflict is raised above
+
+
+def _binding_conditions_enabled(enabled: Callable[[str], bool]) -> bool:
+    """Whether binding conditions are on: they need both of their gates, as upstream."""
+    return enabled("DRADeviceBindingConditions") and enabled("DRAResourceClaimDeviceStatus")
 
 
 class BindingError(Exception):

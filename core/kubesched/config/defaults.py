@@ -124,16 +124,23 @@ def enabled_plugin_names(plugins: Plugins) -> list[str]:
     )
 
 
-def args_to_dict(args: PluginArgs) -> dict[str, Any]:
-    """A plugin's validated args as the mapping ``pluginConfig`` holds (camelCase keys)."""
+def args_to_dict(args: PluginArgs, gates: FeatureGates | None = None) -> dict[str, Any]:
+    """A plugin's validated args as the mapping ``pluginConfig`` holds (camelCase keys);
+    under ``gates``, without the unset fields whose feature gate is off (upstream does not
+    default them)."""
     data = args.model_dump(mode="json", by_alias=True)
+    if gates is not None:
+        for name in args.fields_gated_off(gates).keys() - args.model_fields_set:
+            data.pop(type(args).model_fields[name].alias or name, None)
     for key in ("kind", "apiVersion"):
         if data.get(key) is None:
             data.pop(key, None)
     return data
 
 
-def default_plugin_args(name: str, registry: PluginRegistry) -> dict[str, Any] | None:
+def default_plugin_args(
+    name: str, registry: PluginRegistry, gates: FeatureGates | None = None
+) -> dict[str, Any] | None:
     """The default args of plugin ``name``, or None if it is not installed or takes none.
 
     Like upstream's defaulted args they carry ``kind: <Name>Args`` and ``apiVersion``.
@@ -147,10 +154,12 @@ def default_plugin_args(name: str, registry: PluginRegistry) -> dict[str, Any] |
         args = entry.args_model.model_validate({})
     except ValidationError:
         return None
-    return {"kind": f"{name}Args", "apiVersion": API_VERSION, **args_to_dict(args)}
+    return {"kind": f"{name}Args", "apiVersion": API_VERSION, **args_to_dict(args, gates)}
 
 
-def _normalized_args(name: str, args: dict[str, Any], registry: PluginRegistry) -> dict[str, Any]:
+def _normalized_args(
+    name: str, args: dict[str, Any], registry: PluginRegistry, gates: FeatureGates | None
+) -> dict[str, Any]:
     # Upstream runs its defaulting functions on the user's args too; here the plugin's
     # Args model fills in its defaults. Args that do not validate are left as given,
     # for validation to report with their field paths.
@@ -161,7 +170,7 @@ def _normalized_args(name: str, args: dict[str, Any], registry: PluginRegistry) 
         validated = entry.args_model.model_validate(args)
     except ValidationError:
         return args
-    return args_to_dict(validated)
+    return args_to_dict(validated, gates)
 
 
 def set_profile_defaults(
@@ -174,14 +183,14 @@ def set_profile_defaults(
     """
     plugins = merge_plugins(default_plugins(gates), profile.plugins)
     plugin_config = [
-        PluginConfig(name=pc.name, args=_normalized_args(pc.name, pc.args, registry))
+        PluginConfig(name=pc.name, args=_normalized_args(pc.name, pc.args, registry, gates))
         for pc in profile.plugin_config
     ]
     configured = {pc.name for pc in plugin_config}
     for name in enabled_plugin_names(plugins):
         if name in configured:
             continue
-        args = default_plugin_args(name, registry)
+        args = default_plugin_args(name, registry, gates)
         if args is not None:
             plugin_config.append(PluginConfig(name=name, args=args))
     return profile.model_copy(update={"plugins": plugins, "plugin_config": tuple(plugin_config)})

@@ -102,7 +102,7 @@ def config_from_dict(
     if problems:
         raise UserInputError("invalid configuration", source=source, obj=OBJECT, problems=problems)
     config = set_defaults(config, registry, gates)
-    problems = validate_configuration(config, registry)
+    problems = validate_configuration(config, registry, gates)
     if problems:
         raise UserInputError("invalid configuration", source=source, obj=OBJECT, problems=problems)
     return config

@@ -25,6 +25,8 @@ from kubesched.errors import (
     problems_from_validation_error,
     show_value,
 )
+from kubesched.features import FeatureGates
+from kubesched.framework.args import ARGS_FEATURE_GATES
 from kubesched.framework.registry import PluginRegistry
 
 JITTER_FACTOR = 1.2
@@ -154,7 +156,11 @@ def _invalid_plugin(path: str, name: str) -> FieldProblem:
 
 
 def plugin_args_problems(
-    loc: Sequence[str | int], name: str, args: dict[str, Any], registry: PluginRegistry
+    loc: Sequence[str | int],
+    name: str,
+    args: dict[str, Any],
+    registry: PluginRegistry,
+    gates: FeatureGates | None = None,
 ) -> list[FieldProblem]:
     """Problems of one ``pluginConfig`` entry's args against the plugin's ``Args`` model.
 
@@ -175,7 +181,8 @@ def plugin_args_problems(
             ]
         return []
     try:
-        entry.args_model.model_validate(args)
+        context = None if gates is None else {ARGS_FEATURE_GATES: gates}
+        entry.args_model.model_validate(args, context=context)
     except ValidationError as err:
         return validation_error_problems(err, [*loc, "args"], entry.args_model)
     return []
@@ -265,7 +272,9 @@ def _queue_sort_key(plugin_set: Any) -> Any:
 
 
 def validate_configuration(
-    config: KubeSchedulerConfiguration, registry: PluginRegistry | None = None
+    config: KubeSchedulerConfiguration,
+    registry: PluginRegistry | None = None,
+    gates: FeatureGates | None = None,
 ) -> list[FieldProblem]:
     """Every problem of a defaulted configuration (empty list: valid).
 
@@ -310,7 +319,7 @@ def validate_configuration(
                 seen_config.add(pc.name)
                 if registry is not None and pc.name not in INVALID_PLUGINS:
                     problems += plugin_args_problems(
-                        ("profiles", i, "pluginConfig", j), pc.name, pc.args, registry
+                        ("profiles", i, "pluginConfig", j), pc.name, pc.args, registry, gates
                     )
             if profile.scheduler_name:
                 if profile.scheduler_name in seen_names:

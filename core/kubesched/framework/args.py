@@ -14,24 +14,38 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from kubesched.api.validation.syntax import is_qualified_name
 from kubesched.errors import ErrorType, show_value
+from kubesched.features import FeatureGates
 
 __all__ = [
+    "ARGS_FEATURE_GATES",
     "ArgsError",
     "ArgsModel",
     "PluginArgs",
     "duplicate",
+    "feature_gates",
+    "forbidden",
     "invalid",
     "label_name_errors",
     "not_supported",
     "raise_args_errors",
     "required",
 ]
+
+
+ARGS_FEATURE_GATES = "feature_gates"
+"""The validation context key under which a profile's args see the ``--feature-gates``."""
+
+
+def feature_gates(info: ValidationInfo) -> FeatureGates | None:
+    """The feature gates the args are validated under (a configuration file loaded under
+    ``--feature-gates``), or None when validated without them."""
+    return (info.context or {}).get(ARGS_FEATURE_GATES)
 
 
 class ArgsModel(BaseModel):
@@ -68,6 +82,25 @@ class PluginArgs(ArgsModel):
     kind: str | None = None
     api_version: str | None = None
 
+    @classmethod
+    def fields_gated_off(cls, gates: FeatureGates) -> dict[str, str]:
+        """The fields (Python names) whose feature gate ``gates`` turn off, each with
+        upstream's reason: such a field is neither defaulted nor accepted."""
+        return {}
+
+    def gate_errors(self, info: ValidationInfo) -> list[ArgsError]:
+        """A ``Forbidden`` error for each field set while its feature gate is off (none
+        when validated without the gates)."""
+        gates = feature_gates(info)
+        if gates is None:
+            return []
+        off = self.fields_gated_off(gates)
+        return [
+            forbidden((type(self).model_fields[name].alias or name,), reason)
+            for name, reason in off.items()
+            if name in self.model_fields_set
+        ]
+
 
 @dataclass(frozen=True)
 class ArgsError:
@@ -89,6 +122,11 @@ def required(loc: Sequence[str | int], detail: str = "") -> ArgsError:
     """``field.Required``: ``Required value[: <detail>]``."""
     message = f"Required value: {detail}" if detail else "Required value"
     return ArgsError(tuple(loc), message, type=ErrorType.REQUIRED)
+
+
+def forbidden(loc: Sequence[str | int], detail: str) -> ArgsError:
+    """``field.Forbidden``: ``Forbidden: <detail>``."""
+    return ArgsError(tuple(loc), f"Forbidden: {detail}", type=ErrorType.FORBIDDEN)
 
 
 def duplicate(loc: Sequence[str | int], value: Any) -> ArgsError:

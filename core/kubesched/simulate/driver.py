@@ -145,6 +145,10 @@ class Simulation:
         )
         if max_pods is not None:
             self.cluster.max_pods = max_pods
+        # kube-controller-manager runs its device taint eviction only with DRADeviceTaints.
+        self.cluster.device_taint_eviction.enabled = self.effective.feature_gates.enabled(
+            "DRADeviceTaints"
+        )
         self.timeline = None
         if timeline is not None:
             self.attach_timeline(timeline)
