@@ -740,6 +740,13 @@ class DynamicResources:
                     raise
 
     @hookimpl
+    def pre_bind_pre_flight(self, state: CycleState) -> Status | None:
+        s = state.get(STATE_KEY)
+        if s is None or (not s.claims and s.extended is None):
+            return Status.skip()
+        return None
+
+    @hookimpl
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         s = state.get(STATE_KEY)
         if s is None or (not s.claims and s.extended is None):

@@ -307,6 +307,15 @@ class VolumeBinding:
             self.binder.revert_assumed_pod_volumes(volumes)
 
     @hookimpl
+    def pre_bind_pre_flight(self, state: CycleState, node_name: str) -> Status | None:
+        s = self._state(state)
+        if s.all_bound:
+            return Status.skip()
+        if node_name not in s.by_node:
+            return Status(Code.ERROR, f'no pod volumes found for node "{node_name}"')
+        return None
+
+    @hookimpl
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         s = self._state(state)
         if s.all_bound:

@@ -305,6 +305,22 @@ def pre_bind(state: CycleState, pod: Pod, pod_info: PodInfo, node_name: str) -> 
 
 
 @hookspec
+def pre_bind_pre_flight(
+    state: CycleState, pod: Pod, pod_info: PodInfo, node_name: str
+) -> Status | None:
+    """PreBindPreFlight: whether this PreBind plugin has work to do for the pod on
+    ``node_name``, asked at the start of the binding cycle (SDK 1.7).
+
+    Success (or None) means PreBind will act (bind volumes, allocate devices): with the
+    ``NominatedNodeNameForExpectation`` gate on, the scheduler then writes
+    ``status.nominatedNodeName`` so other components see where the pod is going while
+    PreBind works. ``SKIP`` means nothing to do; ``ERROR`` fails the binding as a failing
+    PreBind does. It must be cheap and change nothing. A PreBind plugin without this hook
+    counts as having work to do.
+    """
+
+
+@hookspec
 def bind(state: CycleState, pod: Pod, pod_info: PodInfo, node_name: str) -> Status | None:
     """Bind: bind the pod to ``node_name`` through the cluster client.
 

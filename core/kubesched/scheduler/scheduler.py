@@ -53,6 +53,7 @@ ASSIGNED_POD_DELETE = ClusterEvent(
 """The event a forgotten assumed pod counts as: its resources are free again."""
 
 POP_FROM_BACKOFF_Q_GATE = "SchedulerPopFromBackoffQ"
+NOMINATED_NODE_NAME_FOR_EXPECTATION_GATE = "NominatedNodeNameForExpectation"
 """The gate of the queue's pop from the backoffQ (see ``PriorityQueue``)."""
 
 UNHEALTHY_AFTER_ERRORS = 10
@@ -217,6 +218,11 @@ class Scheduler:
             sort_key=first.queue_sort_key(),
             pop_from_backoff_q=config.feature_gates.enabled(POP_FROM_BACKOFF_Q_GATE),
         )
+        self._nominate_for_expectation = config.feature_gates.enabled(
+            NOMINATED_NODE_NAME_FOR_EXPECTATION_GATE
+        )
+        """Whether a binding cycle that will wait (Permit) or work (PreBind) first writes
+        the chosen node as the pod's nominatedNodeName."""
         self._api_calls = (
             BindingWorkers(cfg.parallelism, _run_api_calls) if concurrent_binding else None
         )
@@ -545,6 +551,21 @@ class Scheduler:
         except Exception as err:
             log.warning("could not update status of pod %s: %s", pod.metadata.name, err)
 
+    def _nominate(self, pod: Any, host: str) -> None:
+        """Write ``host`` as the pod's nominatedNodeName unless it is already; a failed
+        write is logged and binding goes on, as upstream."""
+        if (pod.status.nominated_node_name or "") == host:
+            return
+        try:
+            self.backend.update_pod_status(pod, nominated_node_name=host)
+        except Exception as err:
+            log.warning(
+                "could not set the nominated node name of pod %s to %s: %s",
+                pod.metadata.name,
+                host,
+                err,
+            )
+
     # -- binding cycle ------------------------------------------------------------------
     def _start_binding(self, binding: _Binding) -> None:
         with self._lock:
@@ -594,6 +615,15 @@ class Scheduler:
 
     def _run_binding_cycle(self, b: _Binding) -> None:
         fwk, state, assumed, host = b.fwk, b.state, b.assumed, b.result.suggested_host
+        if self._nominate_for_expectation:
+            status = fwk.run_pre_bind_pre_flights(state, assumed, host)
+            if status.code is Code.ERROR:
+                self._binding_failed(b, status, None)
+                return
+            if status.is_success() or fwk.will_wait_on_permit(assumed):
+                # Tells other components (an autoscaler) where the pod is going while
+                # Permit or PreBind holds it; a pod bound at once needs no such hint.
+                self._nominate(assumed.pod, host)
         status = fwk.wait_on_permit(assumed)
         if not status.is_success():
             status, fit = self._on_node_rejection(assumed, host, status, b.record)

@@ -863,8 +863,9 @@ class MemoryCluster:
         """Bind ``pod`` to ``node_name`` and start it (simulation: pods start at once).
 
         Sets ``spec.nodeName``, ``PodScheduled=True``, ``Ready=True``, phase Running and
-        ``startTime`` in one update. ``ConflictError`` if the pod is bound already or
-        terminating, ``NotFoundError`` if it is gone (or is another pod of that name).
+        ``startTime`` and clears ``status.nominatedNodeName`` in one update.
+        ``ConflictError`` if the pod is bound already or terminating, ``NotFoundError``
+        if it is gone (or is another pod of that name).
         """
         cur = self._current_pod(pod)
         if cur.metadata.deletion_timestamp is not None:
@@ -882,6 +883,9 @@ class MemoryCluster:
         else:
             new = _copy_for_status_write(cur, spec=spec)
             _start(new.status, now)
+            # kube-apiserver v1.36's binding clears the nomination
+            # (ClearingNominatedNodeNameAfterBinding, on by default).
+            new.status.nominated_node_name = None
         self._write(new, cur)
 
     def update_pod_status(

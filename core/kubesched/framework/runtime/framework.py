@@ -1306,6 +1306,38 @@ class Framework:
         self._observe("PreBind", status, start)
         return status
 
+    def run_pre_bind_pre_flights(
+        self, state: CycleState, pod_info: PodInfo, node_name: str
+    ) -> Status:
+        """PreBindPreFlight of every PreBind plugin: success when any has work to do (a
+        plugin without the hook has), ``SKIP`` when none has, the first error else."""
+        status = Status(Code.SKIP)
+        for runner in self.points["PreBind"]:
+            if runner.call("pre_bind_pre_flight") is None:
+                status = Status()
+                continue
+            s = self._safe(
+                runner,
+                "pre_bind_pre_flight",
+                "PreBindPreFlight",
+                state,
+                pod_info.pod,
+                pod_info,
+                node_name,
+            )
+            if s is None or s.is_success():
+                status = Status()
+            elif not s.is_skip():
+                # Upstream supports only Success, Skip and Error here: a rejection too
+                # fails the binding as an error.
+                s.with_plugin(runner.name)
+                return _wrap_error(s, f"running PreBindPreFlight {_q(runner.name)}")
+        return status
+
+    def will_wait_on_permit(self, pod_info: PodInfo) -> bool:
+        """Whether a Permit plugin made the pod wait (upstream ``WillWaitOnPermit``)."""
+        return self.waiting_pods.get(pod_info.uid) is not None
+
     def run_bind_plugins(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
         """Bind: the first plugin that does not return ``SKIP`` decides."""
         start = time.perf_counter()
@@ -1484,6 +1516,7 @@ _RESULT_TYPES: dict[str, tuple[type, ...]] = {
     "reserve": _STATUS_ONLY,
     "permit": _STATUS_ONLY,
     "pre_bind": _STATUS_ONLY,
+    "pre_bind_pre_flight": _STATUS_ONLY,
     "bind": _STATUS_ONLY,
     "normalize_placement_score": _STATUS_ONLY,
 }
