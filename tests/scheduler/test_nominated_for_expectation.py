@@ -93,3 +93,29 @@ def test_a_pod_nominated_to_its_node_already_is_not_written_again():
     h.run()
     assert h.node_of("p") == "n0"
     assert [w for w in writes if w.get("nominated_node_name")] == []
+
+
+class FailingPreBind(_Probe):
+    """Has work to do, and fails at it with the same message each time."""
+
+    @hookimpl
+    def pre_bind(self, pod: Any) -> Status | None:
+        super().pre_bind(pod)
+        return Status(Code.ERROR, "the volume is not there")
+
+
+def test_a_failed_binding_clears_the_nomination_each_time():
+    SEEN.clear()
+    h = Harness(
+        [FailingPreBind],
+        [make_node("n0").capacity(cpu="2", memory="4Gi").obj(), make_pod("p").obj()],
+    )
+    for attempt in range(2):
+        if attempt:
+            h.step(2)  # past the pod's backoff
+        h.run()
+        assert SEEN.pop("at PreBind") == "n0", attempt
+        # Upstream's binding-cycle failure clears the nomination, also when the
+        # PodScheduled condition it writes is the same as the last time.
+        assert h.pod("p").status.nominated_node_name is None, attempt
+    assert len(h.records) == 2

@@ -537,7 +537,10 @@ class Scheduler:
             and (current.reason or "") == condition.reason
             and (current.message or "") == condition.message
         )
-        nominated = pod.status.nominated_node_name or ""
+        # The binding cycle may have nominated the pod after the queue's copy was taken
+        # (updates of an assumed pod do not reach the queue): compare with the latest.
+        latest = self.pods.get(f"{pod.namespace}/{pod.name}", pod)
+        nominated = latest.status.nominated_node_name or ""
         same_nomination = nominating is None or nominating == nominated
         if same_condition and same_nomination:
             return
