@@ -119,3 +119,28 @@ def test_a_failed_binding_clears_the_nomination_each_time():
         # PodScheduled condition it writes is the same as the last time.
         assert h.pod("p").status.nominated_node_name is None, attempt
     assert len(h.records) == 2
+
+
+class WaitingPermit:
+    """Makes every pod wait at Permit for 30 seconds (then it is rejected)."""
+
+    name = "WaitingPermit"
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        pass
+
+    @hookimpl
+    def permit(self) -> Status | None:
+        return Status.wait(30)
+
+
+def test_a_pod_waiting_at_permit_is_nominated_while_it_waits():
+    h = Harness(
+        [WaitingPermit],
+        [make_node("n0").capacity(cpu="2", memory="4Gi").obj(), make_pod("p").obj()],
+    )
+    h.run()
+    assert h.node_of("p") is None
+    assert h.pod("p").status.nominated_node_name == "n0"
+    h.step(31)  # the wait times out: the binding fails, the nomination is cleared
+    assert h.pod("p").status.nominated_node_name is None

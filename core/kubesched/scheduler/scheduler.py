@@ -73,6 +73,8 @@ class _Binding:
     result: ScheduleResult
     record: AttemptRecord
     started: float
+    pre_flight: Status | None = None
+    """PreBindPreFlight's verdict once asked (NominatedNodeNameForExpectation)."""
 
 
 class BindingWorkers(Generic[_Item]):
@@ -554,6 +556,23 @@ class Scheduler:
         except Exception as err:
             log.warning("could not update status of pod %s: %s", pod.metadata.name, err)
 
+    def _pre_flight(self, b: _Binding) -> Status:
+        """Upstream's start of the binding cycle with NominatedNodeNameForExpectation:
+        PreBindPreFlight, and when PreBind has work to do or the pod waits at Permit, the
+        chosen node written as its nominatedNodeName. Asked once per binding cycle."""
+        if not self._nominate_for_expectation:
+            return Status()
+        if b.pre_flight is None:
+            fwk, assumed, host = b.fwk, b.assumed, b.result.suggested_host
+            b.pre_flight = fwk.run_pre_bind_pre_flights(b.state, assumed, host)
+            if b.pre_flight.code is not Code.ERROR and (
+                b.pre_flight.is_success() or fwk.will_wait_on_permit(assumed)
+            ):
+                # Tells other components (an autoscaler) where the pod is going while
+                # Permit or PreBind holds it; a pod bound at once needs no such hint.
+                self._nominate(assumed.pod, host)
+        return b.pre_flight
+
     def _nominate(self, pod: Any, host: str) -> None:
         """Write ``host`` as the pod's nominatedNodeName unless it is already; a failed
         write is logged and binding goes on, as upstream."""
@@ -583,6 +602,8 @@ class Scheduler:
         if waiting is None:
             hand_over(binding)
         else:
+            # Upstream's binding cycle starts at once: the pod is nominated while it waits.
+            self._pre_flight(binding)
             # Runs when every waiting Permit plugin allowed the pod, or one rejected it.
             # A pod waiting at Permit holds no binding thread: with more pods waiting
             # than threads (a gang larger than the pool), the pool would otherwise fill
@@ -618,16 +639,12 @@ class Scheduler:
 
     def _run_binding_cycle(self, b: _Binding) -> None:
         fwk, state, assumed, host = b.fwk, b.state, b.assumed, b.result.suggested_host
-        if self._nominate_for_expectation:
-            status = fwk.run_pre_bind_pre_flights(state, assumed, host)
-            if status.code is Code.ERROR:
-                self._binding_failed(b, status, None)
-                return
-            if status.is_success() or fwk.will_wait_on_permit(assumed):
-                # Tells other components (an autoscaler) where the pod is going while
-                # Permit or PreBind holds it; a pod bound at once needs no such hint.
-                self._nominate(assumed.pod, host)
+        pre_flight = self._pre_flight(b)
+        # Returns at once for a pod that did not wait at Permit or whose wait is over.
         status = fwk.wait_on_permit(assumed)
+        if pre_flight.code is Code.ERROR:
+            self._binding_failed(b, pre_flight, None)
+            return
         if not status.is_success():
             status, fit = self._on_node_rejection(assumed, host, status, b.record)
             self._binding_failed(b, status, fit)
