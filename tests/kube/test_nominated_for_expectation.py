@@ -15,16 +15,14 @@ from kubesched.testing.envtest import ControlPlane
 
 from .conftest import Api, kube_scheduler_running, kubesched_running, wait_for
 from .test_storage import (
-    ANN_SELECTED_NODE,
     claim,
-    get,
     local_pv,
     nodes,
     pod_with_claim,
     pv_controller,  # noqa: F401  (a fixture storage_api uses)
-    pvc_path,
     storage_api,  # noqa: F401  (a fixture: the claims and volumes deleted after a test)
     storage_class,
+    wait_for_selected_node,
 )
 
 pytestmark = pytest.mark.envtest
@@ -69,13 +67,7 @@ def test_a_pod_waiting_in_prebind_is_nominated_to_its_chosen_node(
     api.create(claim("data", "csi"))
     with scheduler(gate):
         api.create(pod_with_claim("app", "data"))
-        selected = wait_for(
-            lambda: (
-                get(api, pvc_path("data"))["metadata"].get("annotations", {}).get(ANN_SELECTED_NODE)
-            ),
-            30,
-            "PreBind to write the selected-node annotation",
-        )
+        selected = wait_for_selected_node(api, "data")
         if gate:
             nominated = wait_for(
                 lambda: status_of(api, "app").get("nominatedNodeName"), 10, "the nomination"

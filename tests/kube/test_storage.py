@@ -126,6 +126,18 @@ def pvc_path(name: str) -> str:
     return f"/api/v1/namespaces/default/persistentvolumeclaims/{name}"
 
 
+def wait_for_selected_node(api: Api, claim_name: str) -> str:
+    """The node VolumeBinding's PreBind wrote on the claim (its selected-node annotation),
+    once it is there."""
+    return wait_for(
+        lambda: (
+            get(api, pvc_path(claim_name))["metadata"].get("annotations", {}).get(ANN_SELECTED_NODE)
+        ),
+        30,
+        "PreBind to write the selected-node annotation",
+    )
+
+
 def test_the_storage_kinds_are_watched_only_for_profiles_that_need_them(
     storage_api: Api, in_process: Callable[..., InProcess]
 ) -> None:
@@ -214,13 +226,7 @@ def test_wait_for_first_consumer_provisioning_times_out_without_a_provisioner(
         }
     )
     api.create(pod_with_claim("app", "data"))
-    selected = wait_for(
-        lambda: (
-            get(api, pvc_path("data"))["metadata"].get("annotations", {}).get(ANN_SELECTED_NODE)
-        ),
-        30,
-        "the selected-node annotation",
-    )
+    selected = wait_for_selected_node(api, "data")
     assert selected in ("n0", "n1")
     condition = api.unschedulable("app")
     assert "binding volumes: context deadline exceeded" in condition["message"]
@@ -238,13 +244,7 @@ def test_shutdown_cuts_short_a_prebind_waiting_for_a_provisioner(
     api.create(claim("data", "csi"))
     scheduler = in_process()
     api.create(pod_with_claim("app", "data"))
-    wait_for(
-        lambda: (
-            get(api, pvc_path("data"))["metadata"].get("annotations", {}).get(ANN_SELECTED_NODE)
-        ),
-        30,
-        "PreBind to write the selected-node annotation",
-    )
+    wait_for_selected_node(api, "data")
     started = time.monotonic()
     assert scheduler.stop() == 0
     assert time.monotonic() - started < 20
