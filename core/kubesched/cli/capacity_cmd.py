@@ -192,19 +192,11 @@ def _answer(
 ) -> int:
     """Compute ``ask(progress)`` under a progress bar on stderr (``what``: its label and
     unit), then print the report as ``--output`` says."""
-    progress, stop = output.progress_bar(not args.no_progress and sys.stderr.isatty(), *what)
     with collecting_notices() as notices:
-        try:
-            report = ask(progress)
-        finally:
-            stop()
+        report = output.under_progress_bar(not args.no_progress and sys.stderr.isatty(), *what, ask)
     # Every plan simulated builds its cluster afresh and would repeat the same notices.
-    for n in dict.fromkeys(notices):
-        print(f"notice: {n}", file=sys.stderr)
-    if args.output != "text":
-        output.write_data(report.to_dict(), args.output)
-    else:
-        render(report, output.console())
+    output.print_notices(dict.fromkeys(notices))
+    output.print_report(report, args.output, render)
     return 0
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -74,8 +73,7 @@ def _run(args: argparse.Namespace) -> int:
             reference=reference,
         )
     report.notices = [str(n) for n in dict.fromkeys(notices)]
-    for n in report.notices:
-        print(f"notice: {n}", file=sys.stderr)
+    output.print_notices(report.notices)
     if args.report:
         page = render_html(report, run, f"kubesched deschedule {args.policy}", cluster)
         try:
@@ -84,10 +82,7 @@ def _run(args: argparse.Namespace) -> int:
             raise UserInputError(
                 f"cannot write the report: {err.strerror}", source=args.report
             ) from None
-    if args.output != "text":
-        output.write_data(report.to_dict(), args.output)
-    else:
-        render(report, output.console())
+    output.print_report(report, args.output, render)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pydantic_core
@@ -63,6 +63,35 @@ def progress_bar(
             state["bar"].stop()
 
     return update, stop
+
+
+def under_progress_bar(
+    enabled: bool,
+    label: str,
+    unit: str,
+    compute: Callable[[Callable[[int, int | None], None] | None], Any],
+) -> Any:
+    """``compute(progress)`` with a :func:`progress_bar` on stderr, removed afterwards."""
+    progress, stop = progress_bar(enabled, label, unit)
+    try:
+        return compute(progress)
+    finally:
+        stop()
+
+
+def print_notices(notices: Iterable[object]) -> None:
+    """One ``notice:`` line on stderr per notice."""
+    for n in notices:
+        print(f"notice: {n}", file=sys.stderr)
+
+
+def print_report(report: Any, output: str, render: Callable[[Any, Any], None]) -> None:
+    """A command's report as ``--output`` says: ``render(report, console)`` for text, its
+    ``to_dict()`` as json or yaml otherwise."""
+    if output != "text":
+        write_data(report.to_dict(), output)
+    else:
+        render(report, console())
 
 
 def console() -> Any:

@@ -126,11 +126,11 @@ def _run(args: argparse.Namespace) -> int:
             )
         else:
             failures = every_node
-        progress, stop = output.progress_bar(
-            not args.no_progress and sys.stderr.isatty(), "Playing failures", "failures"
-        )
-        try:
-            report = resilience(
+        report = output.under_progress_bar(
+            not args.no_progress and sys.stderr.isatty(),
+            "Playing failures",
+            "failures",
+            lambda progress: resilience(
                 objects,
                 failures,
                 config=effective,
@@ -140,16 +140,11 @@ def _run(args: argparse.Namespace) -> int:
                 workers=args.workers,
                 address=args.address,
                 progress=progress,
-            )
-        finally:
-            stop()
+            ),
+        )
     report.notices = [str(n) for n in dict.fromkeys(notices)]
-    for n in report.notices:
-        print(f"notice: {n}", file=sys.stderr)
-    if args.output != "text":
-        output.write_data(report.to_dict(), args.output)
-    else:
-        render(report, output.console())
+    output.print_notices(report.notices)
+    output.print_report(report, args.output, render)
     return 0
 
 
