@@ -414,3 +414,33 @@ def kube_scheduler_running(
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+NOMINATING_SCHEDULERS = ["kube-scheduler", "kubesched"]
+"""The schedulers the ``nominating_scheduler`` fixture starts, for ``indirect``
+parametrization: the real one and ours, side by side on the same cases."""
+
+
+@pytest.fixture
+def nominating_scheduler(
+    request: pytest.FixtureRequest, control_plane: ControlPlane, tmp_path: Path
+) -> Callable[[bool], contextlib.AbstractContextManager[None]]:
+    """``with nominating_scheduler(gate):`` the scheduler named by the test's parameter
+    runs with NominatedNodeNameForExpectation on or off."""
+
+    @contextlib.contextmanager
+    def running(gate: bool) -> Iterator[None]:
+        flag = f"--feature-gates=NominatedNodeNameForExpectation={str(gate).lower()}"
+        if request.param == "kube-scheduler":
+            with kube_scheduler_running(control_plane, tmp_path, args=(flag,)):
+                yield
+        else:
+            with kubesched_running(control_plane, flag.split("=", 1)[1], tmp_path / "kubesched"):
+                yield
+
+    return running
+
+
+def status_of(api: Api, name: str) -> dict[str, Any]:
+    """The status of pod ``name`` (of ``default``); empty when the pod is gone."""
+    return (api.pod(name) or {}).get("status", {})

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
 
 from kubesched.testing import make_pod
 
-from .conftest import Api, InProcess, wait_for
+from .conftest import NOMINATING_SCHEDULERS, Api, InProcess, status_of, wait_for
 from .test_storage import nodes
 
 pytestmark = pytest.mark.envtest
@@ -279,3 +280,36 @@ def test_a_binding_that_times_out_gets_the_claim_deallocated(
     )
     assert failed[0] == 'running PreBind plugin "DynamicResources": device binding timeout'
     wait_for(lambda: reallocated(api, first), 40, "the claim deallocated")
+
+
+# NominatedNodeNameForExpectation on the DRA path, side by side with the real
+# kube-scheduler: DynamicResources' PreBindPreFlight has claims to bind, so the chosen node
+# is the pod's nominatedNodeName while PreBind waits for the binding conditions, and the
+# binding clears it (kube-apiserver's ClearingNominatedNodeNameAfterBinding).
+
+
+def reserved_for(api: Api, claim: str) -> list[str]:
+    """The names of the pods ``claim`` is reserved for."""
+    status = api.client.request("GET", f"{CLAIMS}/{claim}").get("status", {})
+    return [r["name"] for r in status.get("reservedFor", ())]
+
+
+@pytest.mark.usefixtures("dra_api")
+@pytest.mark.parametrize("nominating_scheduler", NOMINATING_SCHEDULERS, indirect=True)
+@pytest.mark.parametrize("gate", [True, False], ids=["gate-on", "gate-off"])
+def test_a_pod_waiting_for_binding_conditions_is_nominated_until_bound(
+    api: Api, nominating_scheduler: Callable[[bool], AbstractContextManager[None]], gate: bool
+) -> None:
+    nodes(api, 2)
+    api.create(device_class())
+    api.create(fabric_slice("n1"))
+    api.create(resource_claim("claim-a"))
+    with nominating_scheduler(gate):
+        api.create(pod_with_claim("a", "claim-a"))
+        # PreBind reserved the claim and waits for the driver; the nomination came first.
+        wait_for(lambda: reserved_for(api, "claim-a") == ["a"], 30, "the claim reserved")
+        assert status_of(api, "a").get("nominatedNodeName") == ("n1" if gate else None)
+        assert api.node_of("a") is None
+        set_device_condition(api, "claim-a", "example.com/attached")
+        assert wait_for(lambda: api.node_of("a"), 30, "a bound") == "n1"
+        assert "nominatedNodeName" not in status_of(api, "a")

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
-from pathlib import Path
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from kubesched_builtin.volumebinding import VolumeBinding
 from kubesched_builtin.volumerestrictions import VolumeRestrictions
 from kubesched_builtin.volumezone import VolumeZone
 
-from .conftest import Api, InProcess, kube_scheduler_running, kubesched_running, wait_for
+from .conftest import NOMINATING_SCHEDULERS, Api, InProcess, status_of, wait_for
 
 pytestmark = pytest.mark.envtest
 
@@ -280,45 +279,18 @@ def test_read_write_once_pod_claim_is_not_shared(
 # with the real kube-scheduler: status.nominatedNodeName names the chosen node while
 # VolumeBinding's PreBind waits, and is gone once the pod is bound.
 
-SCHEDULERS = ["kube-scheduler", "kubesched"]
-
-
-@pytest.fixture
-def scheduler(
-    request: pytest.FixtureRequest,
-    control_plane: ControlPlane,
-    tmp_path: Path,
-) -> Callable[[bool], AbstractContextManager[None]]:
-    """Start the scheduler under test with NominatedNodeNameForExpectation on or off."""
-
-    @contextmanager
-    def running(gate: bool) -> Iterator[None]:
-        flag = f"--feature-gates=NominatedNodeNameForExpectation={str(gate).lower()}"
-        if request.param == "kube-scheduler":
-            with kube_scheduler_running(control_plane, tmp_path, args=(flag,)):
-                yield
-        else:
-            with kubesched_running(control_plane, flag.split("=", 1)[1], tmp_path / "kubesched"):
-                yield
-
-    return running
-
-
-def status_of(api: Api, name: str) -> dict[str, Any]:
-    return (api.pod(name) or {}).get("status", {})
-
 
 @pytest.mark.usefixtures("storage_api")
-@pytest.mark.parametrize("scheduler", SCHEDULERS, indirect=True)
+@pytest.mark.parametrize("nominating_scheduler", NOMINATING_SCHEDULERS, indirect=True)
 @pytest.mark.parametrize("gate", [True, False], ids=["gate-on", "gate-off"])
 def test_a_pod_waiting_in_prebind_is_nominated_to_its_chosen_node(
-    api: Api, scheduler: Callable[[bool], AbstractContextManager[None]], gate: bool
+    api: Api, nominating_scheduler: Callable[[bool], AbstractContextManager[None]], gate: bool
 ) -> None:
     """A claim no provisioner serves keeps VolumeBinding's PreBind waiting."""
     nodes(api, 2)
     api.create(storage_class("csi", "WaitForFirstConsumer", provisioner="csi.example.com"))
     api.create(claim("data", "csi"))
-    with scheduler(gate):
+    with nominating_scheduler(gate):
         api.create(pod_with_claim("app", "data"))
         selected = wait_for_selected_node(api, "data")
         if gate:
@@ -332,15 +304,15 @@ def test_a_pod_waiting_in_prebind_is_nominated_to_its_chosen_node(
 
 
 @pytest.mark.usefixtures("storage_api")
-@pytest.mark.parametrize("scheduler", SCHEDULERS, indirect=True)
+@pytest.mark.parametrize("nominating_scheduler", NOMINATING_SCHEDULERS, indirect=True)
 def test_the_nomination_is_cleared_when_the_pod_binds(
-    api: Api, scheduler: Callable[[bool], AbstractContextManager[None]]
+    api: Api, nominating_scheduler: Callable[[bool], AbstractContextManager[None]]
 ) -> None:
     nodes(api, 2)
     api.create(storage_class("local", "WaitForFirstConsumer"))
     api.create(local_pv("pv-n1", "n1", "local"))
     api.create(claim("data", "local"))
-    with scheduler(True):
+    with nominating_scheduler(True):
         api.create(pod_with_claim("app", "data"))
         assert wait_for(lambda: api.node_of("app"), 30, "the pod to be bound") == "n1"
         assert "nominatedNodeName" not in status_of(api, "app")

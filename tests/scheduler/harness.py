@@ -7,6 +7,7 @@ from typing import Any
 from kubesched.backend.memory import MemoryCluster
 from kubesched.clock import FakeClock
 from kubesched.config import config_from_dict, effective_configuration
+from kubesched.features import parse_feature_gates
 from kubesched.framework.registry import PluginRegistry
 from kubesched.scheduler import EventHandlers, Scheduler
 from kubesched.testing import make_node
@@ -24,7 +25,8 @@ def nodes(n: int, cpu: str = "2", **capacity: Any) -> list[Any]:
 class Harness:
     """``Harness(plugins=[...])``: one profile enabling exactly ``plugins`` (plus
     PrioritySort and DefaultBinder) through multiPoint, or ``profiles`` given as
-    ``{schedulerName: [plugin names]}``. ``objects`` are applied to the cluster."""
+    ``{schedulerName: [plugin names]}``. ``objects`` are applied to the cluster; ``gates``
+    are ``--feature-gates`` text (``"A=false,B=true"``)."""
 
     def __init__(
         self,
@@ -36,6 +38,7 @@ class Harness:
         plugin_config: list[dict] | None = None,
         seed: int = 0,
         concurrent_binding: bool = False,
+        gates: str = "",
     ) -> None:
         self.registry = PluginRegistry()
         for cls in (PrioritySort, DefaultBinder, *plugins):
@@ -68,7 +71,9 @@ class Harness:
         self.cluster = MemoryCluster(self.clock)
         self.rejections = self.cluster.apply(list(objects))
         self.scheduler = Scheduler(
-            effective_configuration(config, self.registry),
+            effective_configuration(
+                config, self.registry, gates=parse_feature_gates([gates] if gates else [])
+            ),
             self.registry,
             self.cluster,
             clock=self.clock,

@@ -58,15 +58,23 @@ class CycleState:
     Created empty for each pod's scheduling attempt, read and written only by that
     cycle's plugins (and its binding cycle), then discarded. Besides the typed store,
     it carries the sets of plugins whose Filter/Score were skipped by PreFilter/PreScore
-    returning ``SKIP`` and whether plugin metrics are recorded for this cycle.
+    returning ``SKIP``, those whose PreBind is skipped by PreBindPreFlight returning
+    ``SKIP``, and whether plugin metrics are recorded for this cycle.
     """
 
-    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = (
+        "_data",
+        "record_plugin_metrics",
+        "skip_filter_plugins",
+        "skip_pre_bind_plugins",
+        "skip_score_plugins",
+    )
 
     def __init__(self) -> None:
         self._data: dict[StateKey[Any], Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        self.skip_pre_bind_plugins: set[str] = set()
         self.record_plugin_metrics = False
 
     def write(self, key: StateKey[T], value: T) -> None:
@@ -99,6 +107,7 @@ class CycleState:
         }
         copy.skip_filter_plugins = set(self.skip_filter_plugins)
         copy.skip_score_plugins = set(self.skip_score_plugins)
+        copy.skip_pre_bind_plugins = set(self.skip_pre_bind_plugins)
         copy.record_plugin_metrics = self.record_plugin_metrics
         return copy
 

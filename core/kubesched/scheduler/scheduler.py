@@ -599,11 +599,11 @@ class Scheduler:
             # through from a binding thread, which must never wait for its own pool.
             run, hand_over = self._workers.submit, self._workers.submit_when_free
         waiting = binding.fwk.get_waiting_pod(binding.assumed.uid)
-        if waiting is None:
+        # Upstream's binding cycle starts at once: the pod is nominated while it waits, and
+        # a failed pre-flight fails the binding without waiting for Permit's verdict.
+        if waiting is None or self._pre_flight(binding).code is Code.ERROR:
             hand_over(binding)
         else:
-            # Upstream's binding cycle starts at once: the pod is nominated while it waits.
-            self._pre_flight(binding)
             # Runs when every waiting Permit plugin allowed the pod, or one rejected it.
             # A pod waiting at Permit holds no binding thread: with more pods waiting
             # than threads (a gang larger than the pool), the pool would otherwise fill
@@ -640,11 +640,15 @@ class Scheduler:
     def _run_binding_cycle(self, b: _Binding) -> None:
         fwk, state, assumed, host = b.fwk, b.state, b.assumed, b.result.suggested_host
         pre_flight = self._pre_flight(b)
-        # Returns at once for a pod that did not wait at Permit or whose wait is over.
-        status = fwk.wait_on_permit(assumed)
         if pre_flight.code is Code.ERROR:
+            # A pod that waits at Permit leaves the waiting pods now. Upstream keeps it
+            # there (only WaitOnPermit removes one): plugins would still see and allow a
+            # pod whose binding failed, and its next binding cycle would wait on it.
+            fwk.waiting_pods.remove(assumed.uid)
             self._binding_failed(b, pre_flight, None)
             return
+        # Returns at once for a pod that did not wait at Permit or whose wait is over.
+        status = fwk.wait_on_permit(assumed)
         if not status.is_success():
             status, fit = self._on_node_rejection(assumed, host, status, b.record)
             self._binding_failed(b, status, fit)

@@ -258,6 +258,10 @@ class MemoryCluster:
         input is checked against it before anything is created, and a workload whose
         pods would go past it is refused (a rejection naming it and the limit) before any
         is created; None: no limit."""
+        self.clear_nomination_on_bind = True
+        """Whether a binding clears the pod's ``status.nominatedNodeName``, as
+        kube-apiserver does with its ClearingNominatedNodeNameAfterBinding gate on (the
+        default); off, the nomination stays on the bound pod."""
         self.schedule_until: float | None = None
         """The end of the run's time window (virtual seconds): CronJobs start their Jobs
         on schedule up to it; None: no scheduled run at all (nothing says how long the
@@ -863,7 +867,8 @@ class MemoryCluster:
         """Bind ``pod`` to ``node_name`` and start it (simulation: pods start at once).
 
         Sets ``spec.nodeName``, ``PodScheduled=True``, ``Ready=True``, phase Running and
-        ``startTime`` and clears ``status.nominatedNodeName`` in one update.
+        ``startTime`` and clears ``status.nominatedNodeName`` (unless
+        :attr:`clear_nomination_on_bind` is off) in one update.
         ``ConflictError`` if the pod is bound already or terminating, ``NotFoundError``
         if it is gone (or is another pod of that name).
         """
@@ -883,9 +888,8 @@ class MemoryCluster:
         else:
             new = _copy_for_status_write(cur, spec=spec)
             _start(new.status, now)
-            # kube-apiserver v1.36's binding clears the nomination
-            # (ClearingNominatedNodeNameAfterBinding, on by default).
-            new.status.nominated_node_name = None
+            if self.clear_nomination_on_bind:
+                new.status.nominated_node_name = None
         self._write(new, cur)
 
     def update_pod_status(
@@ -1145,10 +1149,9 @@ _SCHEDULING_GATED = ApiPodCondition(
 
 def _start(status: PodStatus, now: datetime) -> None:
     """Turn a pod's (private, changeable) status into the one of a pod just bound and
-    started at ``now``: Running, ``PodScheduled`` and ``Ready`` true, no nomination."""
+    started at ``now``: Running, ``PodScheduled`` and ``Ready`` true."""
     status.phase = "Running"
     status.start_time = now
-    status.nominated_node_name = None
     for ctype in ("PodScheduled", "Ready"):
         _set_condition(status.conditions, ctype, "True", now)
 

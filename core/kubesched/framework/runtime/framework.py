@@ -1292,6 +1292,8 @@ class Framework:
         start = time.perf_counter()
         status = Status()
         for runner in self.points["PreBind"]:
+            if runner.name in state.skip_pre_bind_plugins:
+                continue
             s = self._safe(
                 runner, "pre_bind", "PreBind", state, pod_info.pod, pod_info, node_name, st=state
             )
@@ -1310,8 +1312,13 @@ class Framework:
         self, state: CycleState, pod_info: PodInfo, node_name: str
     ) -> Status:
         """PreBindPreFlight of every PreBind plugin: success when any has work to do (a
-        plugin without the hook has), ``SKIP`` when none has, the first error else."""
+        plugin without the hook has), ``SKIP`` when none has, the first error else. The
+        plugins that answered ``SKIP`` are left out of this cycle's PreBind, as upstream's
+        ``SkipPreBindPlugins``; nothing is left out after an error, which fails the
+        binding anyway."""
+        start = time.perf_counter()
         status = Status(Code.SKIP)
+        skipped: set[str] = set()
         for runner in self.points["PreBind"]:
             if runner.call("pre_bind_pre_flight") is None:
                 status = Status()
@@ -1324,14 +1331,18 @@ class Framework:
                 pod_info.pod,
                 pod_info,
                 node_name,
+                st=state,
             )
             if s is None or s.is_success():
                 status = Status()
-            elif not s.is_skip():
-                # Upstream supports only Success, Skip and Error here: a rejection too
-                # fails the binding as an error.
-                s.with_plugin(runner.name)
-                return _wrap_error(s, f"running PreBindPreFlight {_q(runner.name)}")
+            elif s.is_skip():
+                skipped.add(runner.name)
+            else:
+                status = _pre_flight_failure(runner.name, s)
+                break
+        else:
+            state.skip_pre_bind_plugins = skipped
+        self._observe("PreBindPreFlight", status, start)
         return status
 
     def will_wait_on_permit(self, pod_info: PodInfo) -> bool:
@@ -1748,6 +1759,21 @@ def _pod_infos(args: Sequence[Any]) -> Iterator[PodInfo]:
 def _q(name: str) -> str:
     """``name`` as Go's ``%q`` writes it: upstream quotes plugin and pod names so."""
     return json.dumps(name)
+
+
+def _pre_flight_failure(plugin: str, status: Status) -> Status:
+    """A PreBindPreFlight that neither succeeded nor skipped, as upstream words it: an error
+    wrapped with the plugin's name; any other code (a rejection, a wait) is unsupported
+    there and an error too."""
+    status.with_plugin(plugin)
+    if status.code is Code.ERROR:
+        return _wrap_error(status, f"running PreBindPreFlight {_q(plugin)}")
+    return Status(
+        Code.ERROR,
+        f"PreBindPreFlight {plugin} returned {_q(status.code.display)}, which is unsupported. "
+        "It is supposed to return Success, Skip, or Error status",
+        plugin=plugin,
+    )
 
 
 def _wrap_error(status: Status, context: str) -> Status:
