@@ -297,8 +297,9 @@ def pre_bind(state: CycleState, pod: Pod, pod_info: PodInfo, node_name: str) -> 
 
     Runs in configured order after Permit approved. A non-success status fails the
     binding: Unreserve in reverse order, the assumed pod is forgotten, requeued.
-    ``SKIP`` counts as success. A plugin that waits for the cluster (a driver, a
-    controller) pauses between its looks with ``handle.pause(seconds)``, never
+    ``SKIP`` counts as success. Not called in a binding cycle in which the plugin's
+    ``pre_bind_pre_flight`` returned ``SKIP``. A plugin that waits for the cluster (a
+    driver, a controller) pauses between its looks with ``handle.pause(seconds)``, never
     ``time.sleep``: other pods are scheduled meanwhile, ``simulate`` spends virtual time,
     and a scheduler shutting down ends the pause (``pause`` returns False).
     """
@@ -311,12 +312,14 @@ def pre_bind_pre_flight(
     """PreBindPreFlight: whether this PreBind plugin has work to do for the pod on
     ``node_name``, asked at the start of the binding cycle (SDK 1.7).
 
-    Success (or None) means PreBind will act (bind volumes, allocate devices): with the
-    ``NominatedNodeNameForExpectation`` gate on, the scheduler then writes
-    ``status.nominatedNodeName`` so other components see where the pod is going while
-    PreBind works. ``SKIP`` means nothing to do; ``ERROR`` fails the binding as a failing
-    PreBind does. It must be cheap and change nothing. A PreBind plugin without this hook
-    counts as having work to do.
+    Asked only with the ``NominatedNodeNameForExpectation`` gate on, before any wait at
+    Permit. Success (or None) means PreBind will act (bind volumes, allocate devices): the
+    scheduler then writes ``status.nominatedNodeName`` so other components see where the
+    pod is going while PreBind works. ``SKIP`` means nothing to do: this plugin's
+    ``pre_bind`` is not called in this binding cycle. ``ERROR`` (or any other code, which
+    is unsupported) fails the binding at once: Unreserve, forget, requeue with backoff.
+    It must be cheap and change nothing. A PreBind plugin without this hook counts as
+    having work to do.
     """
 
 
