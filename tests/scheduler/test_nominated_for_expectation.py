@@ -1,6 +1,8 @@
 """NominatedNodeNameForExpectation in the binding cycle: the chosen node is written as the
-pod's nominatedNodeName before PreBind when a PreBind plugin has work to do, and the
-embedded cluster's binding clears it."""
+pod's nominatedNodeName before PreBind when a PreBind plugin has work to do, PreBind leaves
+out the plugins with nothing to do, a pre-flight error fails the binding before any wait
+at Permit, and the embedded cluster's binding clears the nomination as its
+ClearingNominatedNodeNameAfterBinding gate says."""
 
 from __future__ import annotations
 

@@ -1288,7 +1288,8 @@ class Framework:
 
     # -- binding cycle ------------------------------------------------------------------
     def run_pre_bind_plugins(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status:
-        """PreBind in order; the first failure is returned."""
+        """PreBind in order, but for the plugins whose pre-flight answered ``SKIP``; the
+        first failure is returned."""
         start = time.perf_counter()
         status = Status()
         for runner in self.points["PreBind"]:
