@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from kubesched.api import MANIFEST_SUFFIXES, KubeObject, load_manifests
+from kubesched.api.validation import validating_with
 from kubesched.backend.memory.store import DEFAULT_MAX_PODS, SYSTEM_NAMESPACES
 from kubesched.cli import live_cluster, output
 from kubesched.cli.arguments import (
@@ -17,6 +18,7 @@ from kubesched.cli.arguments import (
 )
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.cli.output import progress_bar, write_data
+from kubesched.config import EffectiveConfiguration
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.notices import Notice, collecting_notices
@@ -196,6 +198,18 @@ def _simulate_collecting(args: argparse.Namespace, notices: list[Notice]) -> int
     explain = [parse_pod_key(k) for k in args.explain]
     registry = _registry()
     effective = load_config_argument(args.config, registry, args.feature_gates)[1]
+    # The manifests are validated as the API server of the gates given validates them.
+    with validating_with(effective.feature_gates):
+        return _simulate_validated(args, notices, registry, effective, explain)
+
+
+def _simulate_validated(
+    args: argparse.Namespace,
+    notices: list[Notice],
+    registry: PluginRegistry,
+    effective: EffectiveConfiguration,
+    explain: list[str],
+) -> int:
     if not args.paths and not args.from_cluster:
         raise UserInputError("give manifests (PATH...), --from-cluster, or both")
     captured = list(live_cluster.objects(args))

@@ -142,6 +142,9 @@ class Simulation:
             node_pressure_eviction=node_pressure_eviction,
             validate=validate,
             strict_namespaces=strict_namespaces,
+            # One --feature-gates for both: a real cluster sets a gate that kube-scheduler
+            # and kube-apiserver both read on both.
+            feature_gates=self.effective.feature_gates,
         )
         if max_pods is not None:
             self.cluster.max_pods = max_pods
