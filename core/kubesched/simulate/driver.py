@@ -18,6 +18,7 @@ from kubesched.config import (
     default_configuration,
     effective_configuration,
 )
+from kubesched.features import FeatureGates
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.metrics import Metrics
 from kubesched.scheduler import AttemptRecord, EventHandlers, Scheduler
@@ -96,6 +97,11 @@ class Simulation:
     ``kubectl create -f`` does, rather than kinds in dependency order (namespaces and
     classes first, pods last): a Namespace, LimitRange or PriorityClass then applies only
     to the objects after it, as on a real cluster.
+
+    The embedded API server runs with the configuration's feature gates (it drops the
+    fields of a gate that is off, see :mod:`kubesched.backend.memory.gatedfields`);
+    ``apiserver_gates`` gives it others, for a cluster whose kube-apiserver and
+    kube-scheduler were started with different ones.
     """
 
     def __init__(
@@ -116,6 +122,7 @@ class Simulation:
         max_pods: int | None = None,
         strict_namespaces: bool = False,
         in_file_order: bool = False,
+        apiserver_gates: FeatureGates | None = None,
     ) -> None:
         self.registry = registry or default_registry()
         if isinstance(config, EffectiveConfiguration):
@@ -144,7 +151,9 @@ class Simulation:
             strict_namespaces=strict_namespaces,
             # One --feature-gates for both: a real cluster sets a gate that kube-scheduler
             # and kube-apiserver both read on both.
-            feature_gates=self.effective.feature_gates,
+            feature_gates=(
+                apiserver_gates if apiserver_gates is not None else self.effective.feature_gates
+            ),
         )
         if max_pods is not None:
             self.cluster.max_pods = max_pods
