@@ -63,7 +63,7 @@ OBJECTS = [
             ["--feature-gates", PODLEVEL_OFF],
             "scheduled",
             [
-                "notice: Pod default/batch: spec.resources dropped: the PodLevelResources "
+                "notice: {path}: Pod default/batch: spec.resources dropped: the PodLevelResources "
                 "feature gate is off, and kube-apiserver does not keep the field then"
             ],
             id="gate-off-the-api-server-drops-them",
@@ -78,11 +78,13 @@ def test_pod_level_resources_follow_the_gate(
     code = main(["simulate", "--no-progress", str(path), "-o", "json", *gates])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert err.splitlines() == notices
+    assert err.splitlines() == [n.format(path=path) for n in notices]
     report = json.loads(out)
     results = {p["name"]: p["result"] for p in report["pods"]}
     assert results == {"batch": "scheduled", "web": web}
-    assert [n["object"] for n in report["notices"]] == ["Pod default/batch"] * len(notices)
+    assert [(n["source"], n["object"]) for n in report["notices"]] == [
+        (str(path), "Pod default/batch")
+    ] * len(notices)
 
 
 def test_comparison_tolerations_are_accepted_only_with_their_gate(tmp_path: Path, capsys) -> None:

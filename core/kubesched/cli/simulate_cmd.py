@@ -217,8 +217,10 @@ def _simulate_validated(
         loaded = [(f, o) for f in _manifest_files(args.paths) for o in load_manifests([f])]
         _check_namespaces([*(("--from-cluster", o) for o in captured), *loaded])
         objects = [*captured, *(o for _, o in loaded)]
+        sources = ["--from-cluster"] * len(captured) + [f for f, _ in loaded]
     else:
-        objects = [*captured, *load_manifests(args.paths)]
+        sources = ["--from-cluster"] * len(captured)
+        objects = [*captured, *load_manifests(args.paths, sources=sources)]
     if not objects:
         raise UserInputError(
             "no Kubernetes objects found", source=" ".join(args.paths) or "--from-cluster"
@@ -240,6 +242,7 @@ def _simulate_validated(
             timeline=timeline,
             check_invariants=args.check_invariants,
             max_pods=args.max_pods,
+            sources=sources,
         )
         # With --detail summary the records keep no verdicts or scores: the page's
         # stories are condensed as the attempts finish instead.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,7 +101,8 @@ class Simulation:
     The embedded API server runs with the configuration's feature gates (it drops the
     fields of a gate that is off, see :mod:`kubesched.backend.memory.gatedfields`);
     ``apiserver_gates`` gives it others, for a cluster whose kube-apiserver and
-    kube-scheduler were started with different ones.
+    kube-scheduler were started with different ones. ``sources``: the file each of
+    ``objects`` came from, in order, named in what the API server notices of them.
     """
 
     def __init__(
@@ -123,6 +124,7 @@ class Simulation:
         strict_namespaces: bool = False,
         in_file_order: bool = False,
         apiserver_gates: FeatureGates | None = None,
+        sources: Sequence[str] | None = None,
     ) -> None:
         self.registry = registry or default_registry()
         if isinstance(config, EffectiveConfiguration):
@@ -164,11 +166,15 @@ class Simulation:
         self.timeline = None
         if timeline is not None:
             self.attach_timeline(timeline)
+        if sources is not None:
+            self.cluster.sources = {id(o): s for o, s in zip(objects, sources, strict=True)}
         with self.cluster.paused_controllers():
             # Created as kubectl create would: a second object of the same name is refused
             # (AlreadyExists), not a silent replacement of the first.
             self.cluster.apply(objects, owned=owned, replace=False, in_order=in_file_order)
             self.cluster.apply(pods, owned=owned, in_order=True)
+        # Keyed by identity: only while ``objects`` are certainly alive.
+        self.cluster.sources = {}
         # Every refusal: the loaded objects', and the controllers' (pods they could not
         # create, a workload past the pod limit), also those of the run to come.
         self.rejections = self.cluster.rejections

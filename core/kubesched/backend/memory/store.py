@@ -281,6 +281,10 @@ class MemoryCluster:
             lenient=lenient_admission,
             default_toleration_seconds=default_toleration_seconds,
         )
+        self.sources: dict[int, str] = {}
+        """The file of each object being loaded, by the ``id()`` of the object handed to
+        :meth:`create` (filled in while a :class:`~kubesched.simulate.Simulation` applies
+        its manifests): notices of what the API server drops name it."""
         gates = self.feature_gates = feature_gates or FeatureGates()
         self.gated_fields = GatedFields(gates)
         self.admission.merge_spread_label_keys = gates.enabled(
@@ -730,12 +734,14 @@ class MemoryCluster:
         already is kept), each noticed, and whether the result is the cluster's own."""
         if not self.gated_fields.set_in(obj, old):
             return obj, owned
+        source = self.sources.get(id(obj))
         if not owned:
             obj = obj.model_copy(deep=True)
         for gate, path in self.gated_fields.drop(obj, old):
             notice(
                 f"{path} dropped: the {gate} feature gate is off, and kube-apiserver does "
                 "not keep the field then",
+                source=source,
                 obj=_describe(obj),
             )
         return obj, True
