@@ -8,9 +8,7 @@ has. The same cases go through a ``MemoryCluster`` with the same gates here.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,20 +20,9 @@ from kubesched.backend.protocol import BackendError
 from kubesched.clock import FakeClock
 from kubesched.features import FeatureGates, parse_feature_gates
 from kubesched.notices import collecting_notices
+from tests.fixtures.apiserver.record_gated import FIXTURE, UPDATE_LABEL, field_changes
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "apiserver"
-CASES: list[dict[str, Any]] = json.loads((FIXTURES / "gated-fields.json").read_text())
-
-
-def _recorder() -> Any:
-    spec = importlib.util.spec_from_file_location("record_gated", FIXTURES / "record_gated.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-RECORDER = _recorder()
+CASES: list[dict[str, Any]] = json.loads(FIXTURE.read_text())
 
 
 def _merged(base: Any, over: Any) -> Any:
@@ -66,7 +53,7 @@ def _embedded_answer(case: dict[str, Any], gates: FeatureGates) -> tuple[dict[st
                 first = cluster.create(_parsed(case.get("stored", sent)))
                 cluster.gated_fields = on
                 meta = sent["metadata"]
-                labels = {**meta.get("labels", {}), **RECORDER.UPDATE_LABEL}
+                labels = {**meta.get("labels", {}), **UPDATE_LABEL}
                 sent = {**sent, "metadata": {**meta, "labels": labels}}
                 # Read, modify, write: what admission set at creation stays (a pod's spec
                 # is immutable but for a few fields).
@@ -76,7 +63,7 @@ def _embedded_answer(case: dict[str, Any], gates: FeatureGates) -> tuple[dict[st
         except BackendError as err:
             refused = {"message": str(err), "dropped": [], "changed": []}
             return refused, [n.message for n in notices]
-    dropped, changed = RECORDER.field_changes(sent, stored.to_dict())
+    dropped, changed = field_changes(sent, stored.to_dict())
     return {"message": None, "dropped": dropped, "changed": changed}, [n.message for n in notices]
 
 
