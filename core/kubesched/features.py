@@ -32,8 +32,8 @@ class Stage(StrEnum):
 @dataclass(frozen=True)
 class FeatureSpec:
     """One gate: its ``name``, ``stage`` and ``default``; ``locked`` when it cannot be set
-    to anything but its default (upstream's ``LockToDefault``, every GA gate here), and
-    ``needs``, the gates that must be on while it is on."""
+    to anything but its default (upstream's ``LockToDefault``: every GA gate here but
+    DRAPrioritizedList), and ``needs``, the gates that must be on while it is on."""
 
     name: str
     stage: Stage
@@ -82,6 +82,7 @@ _GATES = (
     _Spec("ContextualLogging", Stage.BETA, True),
     _Spec("CoordinatedLeaderElection", Stage.BETA, False),
     _Spec("CrossNamespaceVolumeDataSource", Stage.ALPHA, False),
+    _Spec("DRAAdminAccess", Stage.GA, True, locked=True),
     _Spec("DRAConsumableCapacity", Stage.BETA, True),
     _Spec("DRADeviceBindingConditions", Stage.BETA, True, needs=("DRAResourceClaimDeviceStatus",)),
     _Spec("DRADeviceTaintRules", Stage.BETA, False, needs=("DRADeviceTaints",)),
@@ -90,6 +91,7 @@ _GATES = (
     _Spec("DRAListTypeAttributes", Stage.ALPHA, False),
     _Spec("DRANodeAllocatableResources", Stage.ALPHA, False),
     _Spec("DRAPartitionableDevices", Stage.BETA, True),
+    _Spec("DRAPrioritizedList", Stage.GA, True),
     _Spec("DRAResourceClaimDeviceStatus", Stage.BETA, True),
     _Spec(
         "DRAResourceClaimGranularStatusAuthorization",

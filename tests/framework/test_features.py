@@ -118,6 +118,11 @@ REFUSALS = [
         "cannot set feature gate SchedulerQueueingHints to false, feature is locked to true",
     ),
     (
+        "locked-ga-dra-gate",
+        "DRAAdminAccess=false",
+        "cannot set feature gate DRAAdminAccess to false, feature is locked to true",
+    ),
+    (
         "dependency-off",
         "PodLevelResources=false",
         "InPlacePodLevelResourcesVerticalScaling is enabled, but depends on features that are "
@@ -170,6 +175,16 @@ def test_passed_over_with_a_notice(value, notice) -> None:
         gates = parse_feature_gates([value])
     assert [str(n) for n in notices] == [f"--feature-gates: {notice}"]
     assert gates.changed() == {}
+
+
+def test_a_ga_gate_not_locked_may_be_turned_off() -> None:
+    # kube-scheduler and kube-apiserver v1.36.2 both warn and start with it off.
+    with collecting_notices() as notices:
+        gates = parse_feature_gates(["DRAPrioritizedList=false"])
+    assert [n.message for n in notices] == [
+        "setting GA feature gate DRAPrioritizedList=false. It will be removed in a future release."
+    ]
+    assert gates.changed() == {"DRAPrioritizedList": False}
 
 
 def test_unknown_name_asked_by_a_plugin_is_a_key_error() -> None:

@@ -208,6 +208,7 @@ def _simulation(
     gates: dict[str, bool] | None = None,
     binding_timeout: str | None = None,
     extra: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    apiserver_gates: dict[str, bool] | None = None,
 ) -> Simulation:
     docs = [GPU_CLASS, _pod(claim), *extra]
     if claim:
@@ -235,7 +236,12 @@ def _simulation(
             }
         )
     config = effective_configuration(base, registry, gates=FeatureGates(gates or {}))
-    return Simulation([parse_object(d) for d in docs], config=config, registry=registry)
+    return Simulation(
+        [parse_object(d) for d in docs],
+        config=config,
+        registry=registry,
+        apiserver_gates=None if apiserver_gates is None else FeatureGates(apiserver_gates),
+    )
 
 
 def _messages(sim: Simulation, reason: str) -> list[str]:
@@ -460,8 +466,23 @@ def test_parse_answer(text: str, expected: DriverAnswer | str) -> None:
         assert str(err.value).startswith(expected)
 
 
-def test_with_the_gate_off_devices_with_binding_conditions_are_passed_over() -> None:
+def test_with_the_gate_off_the_api_server_drops_the_binding_conditions() -> None:
+    # The embedded API server has the scheduler's gates: the slice is stored without its
+    # conditions, as kube-apiserver stores it with the gate off, so nothing waits.
     sim = _simulation({"n1": "True"}, gates={"DRADeviceBindingConditions": False})
+    try:
+        sim.run()
+        assert sim.cluster.get("Pod", "default", "p").spec.node_name == "n1"
+        assert _messages(sim, "BindingConditionsPending") == []
+    finally:
+        sim.close()
+
+
+def test_with_the_gate_off_devices_with_binding_conditions_are_passed_over() -> None:
+    # Only the scheduler's gate is off: the API server keeps the slice's conditions.
+    sim = _simulation(
+        {"n1": "True"}, gates={"DRADeviceBindingConditions": False}, apiserver_gates={}
+    )
     try:
         sim.run()
         assert sim.cluster.get("Pod", "default", "p").spec.node_name is None

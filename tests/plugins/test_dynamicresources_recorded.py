@@ -71,6 +71,8 @@ def kubesched_outcome(gates: dict[str, bool], case: dict[str, Any]) -> dict[str,
         [parse_object(d) for d in [*RECORDING["nodes"], *others]],
         config=effective,
         registry=registry,
+        # The recording's kube-apiserver keeps its default gates: only the scheduler's change.
+        apiserver_gates=FeatureGates(),
     )
     sim.cluster.node_lifecycle.pod_gc = False
     # The recording's kube-controller-manager runs the resourceclaim controller only.

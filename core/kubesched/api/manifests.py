@@ -600,13 +600,16 @@ def _read_file(path: Path) -> list[KubeObject]:
     return parse_manifests(text, source=source)
 
 
-def load_manifests(paths: Iterable[str | Path]) -> list[KubeObject]:
+def load_manifests(
+    paths: Iterable[str | Path], *, sources: list[str] | None = None
+) -> list[KubeObject]:
     """Load every object from ``paths``, in order.
 
     A path is a file (YAML, possibly multi-document, or ``.json``), a directory (its
     ``.yaml``/``.yml``/``.json`` files, recursively, in sorted order) or ``-`` for
     standard input. Raises ``UserInputError`` for a missing path, bad YAML/JSON (with
-    the line) or an invalid object (with the field path).
+    the line) or an invalid object (with the field path). ``sources``, when given, gets
+    the file of each object returned, in the same order (to name it in later messages).
     """
     out: list[KubeObject] = []
     origins = _Origins()
@@ -635,6 +638,11 @@ def load_manifests(paths: Iterable[str | Path]) -> list[KubeObject]:
         else:
             raise UserInputError("no such file or directory", source=str(path))
     _refuse_duplicates(out, origins)
+    if sources is not None:
+        start = 0
+        for source, end in zip(origins.sources, origins.ends, strict=True):
+            sources.extend([source] * (end - start))
+            start = end
     return out
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from kubesched.api import MANIFEST_SUFFIXES, KubeObject, load_manifests
+from kubesched.api.validation import validating_with
 from kubesched.backend.memory.store import DEFAULT_MAX_PODS, SYSTEM_NAMESPACES
 from kubesched.cli import live_cluster, output
 from kubesched.cli.arguments import (
@@ -17,6 +18,7 @@ from kubesched.cli.arguments import (
 )
 from kubesched.cli.config_option import add_config_argument, load_config_argument
 from kubesched.cli.output import progress_bar, write_data
+from kubesched.config import EffectiveConfiguration
 from kubesched.errors import UserInputError
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.notices import Notice, collecting_notices
@@ -196,6 +198,18 @@ def _simulate_collecting(args: argparse.Namespace, notices: list[Notice]) -> int
     explain = [parse_pod_key(k) for k in args.explain]
     registry = _registry()
     effective = load_config_argument(args.config, registry, args.feature_gates)[1]
+    # The manifests are validated as the API server of the gates given validates them.
+    with validating_with(effective.feature_gates):
+        return _simulate_validated(args, notices, registry, effective, explain)
+
+
+def _simulate_validated(
+    args: argparse.Namespace,
+    notices: list[Notice],
+    registry: PluginRegistry,
+    effective: EffectiveConfiguration,
+    explain: list[str],
+) -> int:
     if not args.paths and not args.from_cluster:
         raise UserInputError("give manifests (PATH...), --from-cluster, or both")
     captured = list(live_cluster.objects(args))
@@ -203,8 +217,10 @@ def _simulate_collecting(args: argparse.Namespace, notices: list[Notice]) -> int
         loaded = [(f, o) for f in _manifest_files(args.paths) for o in load_manifests([f])]
         _check_namespaces([*(("--from-cluster", o) for o in captured), *loaded])
         objects = [*captured, *(o for _, o in loaded)]
+        sources = ["--from-cluster"] * len(captured) + [f for f, _ in loaded]
     else:
-        objects = [*captured, *load_manifests(args.paths)]
+        sources = ["--from-cluster"] * len(captured)
+        objects = [*captured, *load_manifests(args.paths, sources=sources)]
     if not objects:
         raise UserInputError(
             "no Kubernetes objects found", source=" ".join(args.paths) or "--from-cluster"
@@ -226,6 +242,7 @@ def _simulate_collecting(args: argparse.Namespace, notices: list[Notice]) -> int
             timeline=timeline,
             check_invariants=args.check_invariants,
             max_pods=args.max_pods,
+            sources=sources,
         )
         # With --detail summary the records keep no verdicts or scores: the page's
         # stories are condensed as the attempts finish instead.

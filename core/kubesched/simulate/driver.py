@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from kubesched.config import (
     default_configuration,
     effective_configuration,
 )
+from kubesched.features import FeatureGates
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.metrics import Metrics
 from kubesched.scheduler import AttemptRecord, EventHandlers, Scheduler
@@ -96,6 +97,12 @@ class Simulation:
     ``kubectl create -f`` does, rather than kinds in dependency order (namespaces and
     classes first, pods last): a Namespace, LimitRange or PriorityClass then applies only
     to the objects after it, as on a real cluster.
+
+    The embedded API server runs with the configuration's feature gates (it drops the
+    fields of a gate that is off, see :mod:`kubesched.backend.memory.gatedfields`);
+    ``apiserver_gates`` gives it others, for a cluster whose kube-apiserver and
+    kube-scheduler were started with different ones. ``sources``: the file each of
+    ``objects`` came from, in order, named in what the API server notices of them.
     """
 
     def __init__(
@@ -116,6 +123,8 @@ class Simulation:
         max_pods: int | None = None,
         strict_namespaces: bool = False,
         in_file_order: bool = False,
+        apiserver_gates: FeatureGates | None = None,
+        sources: Sequence[str] | None = None,
     ) -> None:
         self.registry = registry or default_registry()
         if isinstance(config, EffectiveConfiguration):
@@ -142,6 +151,11 @@ class Simulation:
             node_pressure_eviction=node_pressure_eviction,
             validate=validate,
             strict_namespaces=strict_namespaces,
+            # One --feature-gates for both: a real cluster sets a gate that kube-scheduler
+            # and kube-apiserver both read on both.
+            feature_gates=(
+                apiserver_gates if apiserver_gates is not None else self.effective.feature_gates
+            ),
         )
         if max_pods is not None:
             self.cluster.max_pods = max_pods
@@ -157,11 +171,15 @@ class Simulation:
         self.timeline = None
         if timeline is not None:
             self.attach_timeline(timeline)
+        if sources is not None:
+            self.cluster.sources = {id(o): s for o, s in zip(objects, sources, strict=True)}
         with self.cluster.paused_controllers():
             # Created as kubectl create would: a second object of the same name is refused
             # (AlreadyExists), not a silent replacement of the first.
             self.cluster.apply(objects, owned=owned, replace=False, in_order=in_file_order)
             self.cluster.apply(pods, owned=owned, in_order=True)
+        # Keyed by identity: only while ``objects`` are certainly alive.
+        self.cluster.sources = {}
         # Every refusal: the loaded objects', and the controllers' (pods they could not
         # create, a workload past the pod limit), also those of the run to come.
         self.rejections = self.cluster.rejections

@@ -1,6 +1,7 @@
 """Object validation as kube-apiserver does it: syntax checks, field errors, per-kind rules."""
 
 from .field import FieldError
+from .gates import gate_enabled, validating_with
 from .objects import (
     VALIDATORS,
     InvalidObjectError,
@@ -28,6 +29,7 @@ __all__ = [
     "FieldError",
     "InvalidObjectError",
     "check_object",
+    "gate_enabled",
     "is_dns1035_label",
     "is_dns1123_label",
     "is_dns1123_subdomain",
@@ -39,4 +41,5 @@ __all__ = [
     "validate_labels",
     "validate_object",
     "validate_update",
+    "validating_with",
 ]

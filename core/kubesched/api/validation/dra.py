@@ -32,6 +32,7 @@ from ..resource import (
 )
 from ..resources import is_extended_resource_name
 from .field import FieldError, duplicate, invalid, not_supported, required, too_long, too_many
+from .gates import gate_enabled
 from .meta import validate_object_meta
 from .objects import register_validator
 from .pod import validate_node_selector
@@ -232,7 +233,10 @@ def _device_claim(claim: DeviceClaim, path: str) -> list[FieldError]:
     for i, constraint in enumerate(claim.constraints):
         cpath = f"{path}.constraints[{i}]"
         errs.extend(_unknown_references(constraint.requests, known, f"{cpath}.requests"))
-        if constraint.match_attribute is None:
+        if constraint.match_attribute is None and not gate_enabled("DRAConsumableCapacity"):
+            # Without distinctAttribute (its gate off) matchAttribute is simply required.
+            errs.append(required(f"{cpath}.matchAttribute"))
+        elif constraint.match_attribute is None and constraint.distinct_attribute is None:
             errs.append(
                 required(
                     cpath,
@@ -240,7 +244,7 @@ def _device_claim(claim: DeviceClaim, path: str) -> list[FieldError]:
                     "multiple fields are set",
                 )
             )
-        else:
+        elif constraint.match_attribute is not None:
             errs.extend(_fully_qualified(constraint.match_attribute, f"{cpath}.matchAttribute"))
     for i, config in enumerate(claim.config):
         cpath = f"{path}.config[{i}]"

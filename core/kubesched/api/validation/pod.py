@@ -12,6 +12,7 @@ contexts...) are not made.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..core import (
@@ -38,6 +39,7 @@ from .field import (
     not_supported,
     required,
 )
+from .gates import gate_enabled
 from .meta import validate_label_selector, validate_selector_requirement_values
 from .raw import enum_check, register_raw_check
 from .syntax import (
@@ -451,10 +453,40 @@ def validate_tolerations(tolerations: Sequence[Toleration], path: str) -> list[F
                         "value must be empty when `operator` is 'Exists'",
                     )
                 )
+        elif operator in ("Lt", "Gt") and gate_enabled(COMPARISON_OPERATORS_GATE):
+            errs.extend(_comparison_value(value, f"{tpath}.value"))
         else:
-            errs.append(not_supported(f"{tpath}.operator", operator, ("Equal", "Exists")))
+            # kube-apiserver v1.36 with TaintTolerationComparisonOperators off refuses Lt and
+            # Gt naming them among the supported values, any other operator without them.
+            supported = ("Equal", "Exists", "Lt", "Gt") if operator in ("Lt", "Gt") else ()
+            errs.append(
+                not_supported(f"{tpath}.operator", operator, supported or ("Equal", "Exists"))
+            )
         if t.effect and t.effect not in TAINT_EFFECTS:
             errs.append(not_supported(f"{tpath}.effect", t.effect, TAINT_EFFECTS))
+    return errs
+
+
+COMPARISON_OPERATORS_GATE = "TaintTolerationComparisonOperators"
+"""kube-apiserver's gate that lets tolerations compare integers (``Lt``, ``Gt``)."""
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+_INT64 = range(-(2**63), 2**63)
+
+
+def _comparison_value(value: str, path: str) -> list[FieldError]:
+    """The value of an ``Lt``/``Gt`` toleration (TaintTolerationComparisonOperators on): a
+    decimal integer in canonical form that Go's ``strconv.ParseInt`` reads as an int64."""
+    errs: list[FieldError] = []
+    if not value:
+        errs.append(invalid(path, value, "must be non-empty"))
+    elif not _GO_INT.fullmatch(value) or str(int(value)) != value:
+        errs.append(invalid(path, value, "must be a valid decimal integer in canonical form"))
+    if not _GO_INT.fullmatch(value):
+        errs.append(invalid(path, value, f'strconv.ParseInt: parsing "{value}": invalid syntax'))
+    elif int(value) not in _INT64:
+        errs.append(
+            invalid(path, value, f'strconv.ParseInt: parsing "{value}": value out of range')
+        )
     return errs
 
 

@@ -162,6 +162,9 @@ class PodAdmission:
     lenient: bool = False
     default_toleration_seconds: bool = True
     memory_pressure_toleration: bool = True
+    merge_spread_label_keys: bool = True
+    """Merge topology spread constraints' ``matchLabelKeys`` into their selectors, as
+    kube-apiserver does while its MatchLabelKeysInPodTopologySpreadSelectorMerge gate is on."""
     _previous: PodSpec | None = field(default=None, init=False, repr=False)
     """The last admitted pod's spec (``_share_with_previous``)."""
 
@@ -260,7 +263,8 @@ class PodAdmission:
         # applyMatchLabelKeys of topology spread constraints, as kube-apiserver v1.36 does
         # with its MatchLabelKeysInPodTopologySpreadSelectorMerge gate on (the default):
         # each key the pod has becomes an "In" requirement of the constraint's selector.
-        for tsc in spec.topology_spread_constraints or ():
+        # With the gate off the selector is stored as sent (the scheduler merges itself).
+        for tsc in (spec.topology_spread_constraints or ()) if self.merge_spread_label_keys else ():
             if tsc.label_selector is None:
                 continue
             merged = [

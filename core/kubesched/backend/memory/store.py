@@ -34,7 +34,12 @@ from kubesched.api import (
 )
 from kubesched.api import PodCondition as ApiPodCondition
 from kubesched.api.rest import resource_name
-from kubesched.api.validation import InvalidObjectError, validate_object, validate_update
+from kubesched.api.validation import (
+    InvalidObjectError,
+    validate_object,
+    validate_update,
+    validating_with,
+)
 from kubesched.backend.memory.admission import AdmissionError, PodAdmission, validate_priority_class
 from kubesched.backend.memory.autoscaling import HorizontalPodAutoscalerController
 from kubesched.backend.memory.controllers import CONTROLLER_NAMES, WorkloadControllers
@@ -45,6 +50,7 @@ from kubesched.backend.memory.devicetainteviction import DeviceTaintEvictionCont
 from kubesched.backend.memory.disruption import DisruptionController
 from kubesched.backend.memory.evictions import EvictionRecord
 from kubesched.backend.memory.extensions import ExtensionControllers
+from kubesched.backend.memory.gatedfields import GatedFields
 from kubesched.backend.memory.kubelet import KubeletEvictionManager, PodRunner
 from kubesched.backend.memory.naming import deterministic_uid, random_suffix, timestamp
 from kubesched.backend.memory.nodelifecycle import NodeLifecycleController
@@ -64,6 +70,7 @@ from kubesched.backend.protocol import (
     WatchHandler,
 )
 from kubesched.clock import Clock
+from kubesched.features import FeatureGates
 from kubesched.notices import notice
 
 __all__ = [
@@ -208,6 +215,7 @@ class MemoryCluster:
         node_pressure_eviction: bool = False,
         validate: bool = True,
         strict_namespaces: bool = False,
+        feature_gates: FeatureGates | None = None,
     ) -> None:
         """``lenient_admission`` keeps explicit pod priorities/overheads that kube-apiserver
         refuses; ``default_toleration_seconds`` enables the DefaultTolerationSeconds plugin;
@@ -217,7 +225,10 @@ class MemoryCluster:
         does (422 Invalid), objects that fail
         :func:`kubesched.api.validation.validate_object`; ``strict_namespaces`` refuses,
         as the NamespaceLifecycle admission plugin does (404 NotFound), an object whose
-        namespace does not exist yet, instead of creating the namespace with a notice."""
+        namespace does not exist yet, instead of creating the namespace with a notice;
+        ``feature_gates`` are the API server's: while one that guards fields is off, those
+        fields are dropped as kube-apiserver drops them (see
+        :mod:`~kubesched.backend.memory.gatedfields`), with a notice."""
         self.clock = clock
         self.validate = validate
         self.strict_namespaces = strict_namespaces
@@ -273,6 +284,15 @@ class MemoryCluster:
             limit_ranges=lambda namespace: self.iter_objects("LimitRange", namespace),  # type: ignore[arg-type,return-value]
             lenient=lenient_admission,
             default_toleration_seconds=default_toleration_seconds,
+        )
+        self.sources: dict[int, str] = {}
+        """The file of each object being loaded, by the ``id()`` of the object handed to
+        :meth:`create` (filled in while a :class:`~kubesched.simulate.Simulation` applies
+        its manifests): notices of what the API server drops name it."""
+        gates = self.feature_gates = feature_gates or FeatureGates()
+        self.gated_fields = GatedFields(gates)
+        self.admission.merge_spread_label_keys = gates.enabled(
+            "MatchLabelKeysInPodTopologySpreadSelectorMerge"
         )
         self.defaults = ObjectDefaults()
         self.quota = ResourceQuotaController(self, resource_name)
@@ -658,8 +678,10 @@ class MemoryCluster:
         kind = obj.kind or ""
         if not self._known(kind):
             raise BackendError(f"unsupported kind {kind!r}", 400)
+        if self.gated_fields.off:
+            obj, owned = self._drop_gated_fields(obj, None, owned)
         if self.validate:
-            errs = validate_object(obj)
+            errs = self._validation_errors(validate_object, obj)
             if errs:
                 raise BackendError(str(InvalidObjectError.of(obj, errs)), 422)
         if type(obj).namespaced:
@@ -699,6 +721,34 @@ class MemoryCluster:
         if isinstance(obj, Pod):
             self._initial_pod_status(obj, now)
         return self._store(obj, None)
+
+    def _validation_errors(self, check: Callable[..., list[Any]], *args: Any) -> list[Any]:
+        """``check(*args)`` under the cluster's feature gates (kube-apiserver validates some
+        fields as its gates say)."""
+        if not self.feature_gates.overrides:
+            return check(*args)  # every gate at its default: no context to set per object
+        with validating_with(self.feature_gates):
+            return check(*args)
+
+    def _drop_gated_fields(
+        self, obj: KubeObject, old: KubeObject | None, owned: bool
+    ) -> tuple[KubeObject, bool]:
+        """kube-apiserver's ``dropDisabledFields``, before validation: ``obj`` without the
+        fields of the gates that are off (a copy unless ``owned``; a field ``old`` uses
+        already is kept), each noticed, and whether the result is the cluster's own."""
+        if not self.gated_fields.set_in(obj, old):
+            return obj, owned
+        source = self.sources.get(id(obj))
+        if not owned:
+            obj = obj.model_copy(deep=True)
+        for gate, path in self.gated_fields.drop(obj, old):
+            notice(
+                f"{path} dropped: the {gate} feature gate is off, and kube-apiserver does "
+                "not keep the field then",
+                source=source,
+                obj=_describe(obj),
+            )
+        return obj, True
 
     def _generate_name(self, kind: str, namespace: str | None, prefix: str) -> str:
         while True:
@@ -748,8 +798,10 @@ class MemoryCluster:
         """
         kind = obj.kind or ""
         old = self._replaced(obj)
+        if self.gated_fields.off:
+            obj = self._drop_gated_fields(obj, old, owned=False)[0]
         if self.validate:
-            errs = validate_update(obj, old)
+            errs = self._validation_errors(validate_update, obj, old)
             if errs:
                 raise BackendError(str(InvalidObjectError.of(obj, errs)), 422)
         new = obj.model_copy(deep=True)
