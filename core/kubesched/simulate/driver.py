@@ -163,11 +163,6 @@ class Simulation:
         self.cluster.device_taint_eviction.enabled = self.effective.feature_gates.enabled(
             "DRADeviceTaints"
         )
-        # The embedded API server's own gate: kube-apiserver's binding clears the
-        # nomination with it on.
-        self.cluster.clear_nomination_on_bind = self.effective.feature_gates.enabled(
-            "ClearingNominatedNodeNameAfterBinding"
-        )
         self.timeline = None
         if timeline is not None:
             self.attach_timeline(timeline)

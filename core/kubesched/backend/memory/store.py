@@ -269,10 +269,6 @@ class MemoryCluster:
         input is checked against it before anything is created, and a workload whose
         pods would go past it is refused (a rejection naming it and the limit) before any
         is created; None: no limit."""
-        self.clear_nomination_on_bind = True
-        """Whether a binding clears the pod's ``status.nominatedNodeName``, as
-        kube-apiserver does with its ClearingNominatedNodeNameAfterBinding gate on (the
-        default); off, the nomination stays on the bound pod."""
         self.schedule_until: float | None = None
         """The end of the run's time window (virtual seconds): CronJobs start their Jobs
         on schedule up to it; None: no scheduled run at all (nothing says how long the
@@ -291,6 +287,10 @@ class MemoryCluster:
         its manifests): notices of what the API server drops name it."""
         gates = self.feature_gates = feature_gates or FeatureGates()
         self.gated_fields = GatedFields(gates)
+        self.clear_nomination_on_bind = gates.enabled("ClearingNominatedNodeNameAfterBinding")
+        """Whether a binding clears the pod's ``status.nominatedNodeName``, as
+        kube-apiserver does with its ClearingNominatedNodeNameAfterBinding gate on (the
+        default); off, the nomination stays on the bound pod."""
         self.admission.merge_spread_label_keys = gates.enabled(
             "MatchLabelKeysInPodTopologySpreadSelectorMerge"
         )
