@@ -1,0 +1,195 @@
+"""A pod group's preemption carried out asynchronously, against a real kube-apiserver.
+
+kube-scheduler v1.36.2 preempts for a pod group (WorkloadAwarePreemption) through its
+preemption executor: with SchedulerAsyncPreemption on, the victims are deleted by a
+goroutine after the group's cycle, counted in ``scheduler_preemption_goroutines_execution_total``
+and ``scheduler_preemption_victims``. The real scheduler and ``kubesched run`` are held to
+the same counts on the ``preempts-two-low-pods`` case of ``tests/pod_group_scenarios.py``.
+Then ``kubesched run`` (in this process) with its API-call workers held back shows what
+only the asynchronous calls allow: the group's cycle ends and its pods' refusals are
+written while the victims still run untouched, the scheduling loop goes on with other
+pods, the group's pods are held at DefaultPreemption's PreEnqueue, and once the calls run
+the victims go and the group is bound.
+"""
+
+from __future__ import annotations
+
+import re
+import ssl
+import threading
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import generate_latest
+
+from kubesched import Code, PodInfo
+from kubesched.api import parse_object
+from kubesched.bench.kube import external_metrics_url
+from kubesched.testing.envtest import create_object
+from tests.pod_group_scenarios import SCENARIOS, in_two_steps
+
+from .conftest import Api, kube_scheduler_running, kubesched_running, wait_for
+
+pytestmark = pytest.mark.envtest
+
+CASE = "preempts-two-low-pods"
+"""Two nodes each run a low-priority pod; a gang of two high-priority pods preempts both."""
+GATES = SCENARIOS[CASE][0]
+GROUP_WAITING = "waiting for the preemption for this pod group to be finished"
+WORKERS = ("g-0", "g-1")
+VICTIMS = ("v-0", "v-1")
+
+
+def metric(text: str, name: str, labels: str = "") -> float:
+    """The value of the sample ``name{labels}`` in a ``/metrics`` text (0 when absent)."""
+    pattern = re.escape(name) + (r"\{" + re.escape(labels) + r"\}" if labels else "") + r" (\S+)$"
+    found = re.search(pattern, text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def preemption_counts(text: str) -> dict[str, float]:
+    """What the asynchronous preemptions left in the metrics."""
+    return {
+        "goroutines_succeeded": metric(
+            text, "scheduler_preemption_goroutines_execution_total", 'result="success"'
+        ),
+        "goroutines_failed": metric(
+            text, "scheduler_preemption_goroutines_execution_total", 'result="error"'
+        ),
+        "preemptions": metric(text, "scheduler_preemption_victims_count"),
+        "victims": metric(text, "scheduler_preemption_victims_sum"),
+    }
+
+
+def _pod(api: Api, name: str) -> dict[str, Any] | None:
+    return api.pod(name)
+
+
+def _bound(api: Api, names: tuple[str, ...]) -> bool:
+    return all((p := _pod(api, n)) is not None and p["spec"].get("nodeName") for n in names)
+
+
+def _run_case(api: Api) -> None:
+    """Create the case's victims, let them be bound, then the gang; wait until the gang is
+    bound and the victims are gone."""
+    before, after = in_two_steps(SCENARIOS[CASE][1])
+    for manifest in before:
+        create_object(api.client, manifest)
+    wait_for(lambda: _bound(api, VICTIMS), 60, "the low-priority pods to be bound")
+    for manifest in after:
+        create_object(api.client, manifest)
+    wait_for(lambda: _bound(api, WORKERS), 90, "the gang to be bound")
+    wait_for(lambda: all(_pod(api, v) is None for v in VICTIMS), 30, "the victims to go")
+
+
+def test_the_real_scheduler_preempts_for_the_group_asynchronously(
+    workload_api: Api, tmp_path: Path
+) -> None:
+    args = (f"--feature-gates={GATES}",)
+    with kube_scheduler_running(workload_api.cp, tmp_path, args=args) as proc:
+        url = external_metrics_url(list(proc.args))
+        assert url is not None
+        _run_case(workload_api)
+        insecure = ssl._create_unverified_context()  # its certificate is self-signed
+        with urllib.request.urlopen(url, timeout=10, context=insecure) as resp:
+            counts = preemption_counts(resp.read().decode())
+    assert counts == {
+        "goroutines_succeeded": 1.0,
+        "goroutines_failed": 0.0,
+        "preemptions": 1.0,
+        "victims": 2.0,
+    }
+
+
+def test_kubesched_run_preempts_for_the_group_asynchronously_as_the_real_scheduler(
+    workload_api: Api, tmp_path: Path
+) -> None:
+    with kubesched_running(workload_api.cp, GATES, tmp_path) as runner:
+        _run_case(workload_api)
+        counts = preemption_counts(generate_latest(runner.metrics.registry).decode())
+    assert counts == {
+        "goroutines_succeeded": 1.0,
+        "goroutines_failed": 0.0,
+        "preemptions": 1.0,
+        "victims": 2.0,
+    }
+
+
+def _refusal(pod: dict[str, Any] | None) -> str | None:
+    for condition in ((pod or {}).get("status") or {}).get("conditions") or ():
+        if condition["type"] == "PodScheduled" and condition["status"] == "False":
+            return condition["message"]
+    return None
+
+
+def test_the_groups_pods_are_held_while_its_victims_wait_for_a_worker(
+    workload_api: Api, tmp_path: Path
+) -> None:
+    """``kubesched run`` with the workers that make preemptions' API calls held back."""
+    api = workload_api
+    release = threading.Event()
+    with kubesched_running(api.cp, GATES, tmp_path) as runner:
+        fwk = runner.scheduler.frameworks["default-scheduler"]
+        submit = fwk.run_api_calls
+        assert submit is not None  # kubesched run: a pool of workers
+
+        def held(calls: Callable[[], None]) -> None:
+            submit(lambda: (release.wait(120), calls()))
+
+        fwk.run_api_calls = held
+        try:
+            before, after = in_two_steps(SCENARIOS[CASE][1])
+            for manifest in before:
+                create_object(api.client, manifest)
+            wait_for(lambda: _bound(api, VICTIMS), 60, "the low-priority pods to be bound")
+            for manifest in after:
+                create_object(api.client, manifest)
+            # The group's cycle ended: its pods' refusals are written ...
+            wait_for(
+                lambda: all(_refusal(_pod(api, n)) for n in WORKERS), 60, "the gang's refusals"
+            )
+            # ... while the victims still run, untouched (no DisruptionTarget, no deletion).
+            for name in VICTIMS:
+                victim = _pod(api, name)
+                assert victim is not None
+                assert "deletionTimestamp" not in victim["metadata"]
+                conditions = (victim.get("status") or {}).get("conditions") or ()
+                assert all(c["type"] != "DisruptionTarget" for c in conditions)
+            # The loop goes on: another pod is scheduled meanwhile.
+            create_object(
+                api.client,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": "other", "namespace": "default"},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "w",
+                                "image": "pause",
+                                "resources": {"requests": {"cpu": "100m"}},
+                            }
+                        ]
+                    },
+                },
+            )
+            wait_for(lambda: _bound(api, ("other",)), 60, "another pod to be scheduled")
+            # DefaultPreemption's PreEnqueue holds the group's pods.
+            for name in WORKERS:
+                pod = parse_object(_pod(api, name))
+                status = fwk.run_pre_enqueue_plugins(PodInfo(pod))
+                assert status is not None
+                assert (status.code, status.message()) == (
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                    GROUP_WAITING,
+                )
+        finally:
+            release.set()
+        # The calls run: the victims go and the group is bound.
+        wait_for(lambda: _bound(api, WORKERS), 90, "the gang to be bound")
+        assert all(_pod(api, v) is None for v in VICTIMS)
+        pod = parse_object(_pod(api, WORKERS[0]))
+        assert fwk.run_pre_enqueue_plugins(PodInfo(pod)) is None
