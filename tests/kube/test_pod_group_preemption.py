@@ -9,7 +9,10 @@ Then ``kubesched run`` (in this process) with its API-call workers held back sho
 only the asynchronous calls allow: the group's cycle ends and its pods' refusals are
 written while the victims still run untouched, the scheduling loop goes on with other
 pods, the group's pods are held at DefaultPreemption's PreEnqueue, and once the calls run
-the victims go and the group is bound.
+the victims go and the group is bound. Last, while victims take minutes to terminate, the
+real scheduler holds the group's pods gated (it requeues them at once after their cycle,
+while the calls run) where kubesched leaves them among the unschedulable pods: the one
+difference, seen only in ``scheduler_pending_pods``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import re
 import ssl
 import threading
+import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +36,7 @@ from kubesched.testing.envtest import create_object
 from tests.pod_group_scenarios import SCENARIOS, in_two_steps
 
 from .conftest import Api, kube_scheduler_running, kubesched_running, wait_for
+from .test_gang_retries import unschedulable_attempts
 
 pytestmark = pytest.mark.envtest
 
@@ -193,3 +198,77 @@ def test_the_groups_pods_are_held_while_its_victims_wait_for_a_worker(
         assert all(_pod(api, v) is None for v in VICTIMS)
         pod = parse_object(_pod(api, WORKERS[0]))
         assert fwk.run_pre_enqueue_plugins(PodInfo(pod)) is None
+
+
+# -- while the victims terminate --------------------------------------------------------------
+
+TERMINATING_CASE = "victims-still-terminating"
+"""As ``preempts-two-low-pods``, but the victims take 5 minutes to terminate."""
+SETTLE = 12.0
+"""Seconds after the gang's refusals are written before the queue is looked at."""
+
+
+def _pending(text: str) -> dict[str, float]:
+    return {
+        queue: metric(text, "scheduler_pending_pods", f'queue="{queue}"')
+        for queue in ("active", "backoff", "unschedulable", "gated")
+    }
+
+
+def _while_victims_terminate(api: Api, read: Callable[[], str]) -> dict[str, Any]:
+    """Create the case, wait for the gang's refusals and the preemption's one run of calls,
+    let it settle; the attempts, the preemptions and where the gang's pods wait."""
+    before, after = in_two_steps(SCENARIOS[TERMINATING_CASE][1])
+    for manifest in before:
+        create_object(api.client, manifest)
+    wait_for(lambda: _bound(api, VICTIMS), 60, "the low-priority pods to be bound")
+    for manifest in after:
+        create_object(api.client, manifest)
+    wait_for(lambda: all(_refusal(_pod(api, n)) for n in WORKERS), 60, "the gang's refusals")
+    wait_for(lambda: preemption_counts(read())["goroutines_succeeded"] == 1, 30, "the preemption")
+    time.sleep(SETTLE)
+    text = read()
+    return {
+        "attempts": unschedulable_attempts(text),
+        "preemptions": preemption_counts(text)["preemptions"],
+        "pending": _pending(text),
+    }
+
+
+HELD = {"active": 0.0, "backoff": 0.0, "unschedulable": 0.0, "gated": 2.0}
+PARKED = {"active": 0.0, "backoff": 0.0, "unschedulable": 2.0, "gated": 0.0}
+
+
+def test_the_real_scheduler_holds_the_group_gated_while_its_victims_terminate(
+    workload_api: Api, tmp_path: Path
+) -> None:
+    """kube-scheduler v1.36.2 requeues the group's pods at once after its cycle (as it
+    retries an unfit gang in a tight loop, see test_gang_retries.py); they meet
+    DefaultPreemption's PreEnqueue while the calls run and stay gated: one attempt each."""
+    args = (f"--feature-gates={SCENARIOS[TERMINATING_CASE][0]}",)
+    with kube_scheduler_running(workload_api.cp, tmp_path, args=args) as proc:
+        url = external_metrics_url(list(proc.args))
+        assert url is not None
+        insecure = ssl._create_unverified_context()  # its certificate is self-signed
+
+        def read() -> str:
+            with urllib.request.urlopen(url, timeout=10, context=insecure) as resp:
+                return resp.read().decode()
+
+        got = _while_victims_terminate(workload_api, read)
+    assert got == {"attempts": 2, "preemptions": 1.0, "pending": HELD}
+
+
+def test_kubesched_run_parks_the_group_while_its_victims_terminate(
+    workload_api: Api, tmp_path: Path
+) -> None:
+    """``kubesched run`` does not requeue the group's pods without a cluster event that may
+    help them: they wait among the unschedulable pods, not gated, for the victims to go.
+    The same attempts, preemption, pod statuses and PodGroup condition (the recording of
+    the case); only the queue they wait in differs."""
+    gates = SCENARIOS[TERMINATING_CASE][0]
+    with kubesched_running(workload_api.cp, gates, tmp_path) as runner:
+        got = _while_victims_terminate(
+            workload_api, lambda: generate_latest(runner.metrics.registry).decode()
+        )
+    assert got == {"attempts": 2, "preemptions": 1.0, "pending": PARKED}
