@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import ssl
+import subprocess
 import threading
 import time
 import urllib.request
@@ -69,25 +70,38 @@ def preemption_counts(text: str) -> dict[str, float]:
     }
 
 
-def _pod(api: Api, name: str) -> dict[str, Any] | None:
-    return api.pod(name)
-
-
 def _bound(api: Api, names: tuple[str, ...]) -> bool:
-    return all((p := _pod(api, n)) is not None and p["spec"].get("nodeName") for n in names)
+    return all((p := api.pod(n)) is not None and p["spec"].get("nodeName") for n in names)
 
 
-def _run_case(api: Api) -> None:
-    """Create the case's victims, let them be bound, then the gang; wait until the gang is
-    bound and the victims are gone."""
-    before, after = in_two_steps(SCENARIOS[CASE][1])
+def _create_case(api: Api, case: str) -> None:
+    """Create the case's victims, let them be bound, then the gang."""
+    before, after = in_two_steps(SCENARIOS[case][1])
     for manifest in before:
         create_object(api.client, manifest)
     wait_for(lambda: _bound(api, VICTIMS), 60, "the low-priority pods to be bound")
     for manifest in after:
         create_object(api.client, manifest)
+
+
+def _real_metrics(proc: subprocess.Popen) -> Callable[[], str]:
+    """A reader of the ``/metrics`` text of the real kube-scheduler ``proc``."""
+    url = external_metrics_url(list(proc.args))
+    assert url is not None
+    insecure = ssl._create_unverified_context()  # its certificate is self-signed
+
+    def read() -> str:
+        with urllib.request.urlopen(url, timeout=10, context=insecure) as resp:
+            return resp.read().decode()
+
+    return read
+
+
+def _run_case(api: Api) -> None:
+    """:func:`_create_case`; wait until the gang is bound and the victims are gone."""
+    _create_case(api, CASE)
     wait_for(lambda: _bound(api, WORKERS), 90, "the gang to be bound")
-    wait_for(lambda: all(_pod(api, v) is None for v in VICTIMS), 30, "the victims to go")
+    wait_for(lambda: all(api.pod(v) is None for v in VICTIMS), 30, "the victims to go")
 
 
 def test_the_real_scheduler_preempts_for_the_group_asynchronously(
@@ -95,12 +109,8 @@ def test_the_real_scheduler_preempts_for_the_group_asynchronously(
 ) -> None:
     args = (f"--feature-gates={GATES}",)
     with kube_scheduler_running(workload_api.cp, tmp_path, args=args) as proc:
-        url = external_metrics_url(list(proc.args))
-        assert url is not None
         _run_case(workload_api)
-        insecure = ssl._create_unverified_context()  # its certificate is self-signed
-        with urllib.request.urlopen(url, timeout=10, context=insecure) as resp:
-            counts = preemption_counts(resp.read().decode())
+        counts = preemption_counts(_real_metrics(proc)())
     assert counts == {
         "goroutines_succeeded": 1.0,
         "goroutines_failed": 0.0,
@@ -146,19 +156,12 @@ def test_the_groups_pods_are_held_while_its_victims_wait_for_a_worker(
 
         fwk.run_api_calls = held
         try:
-            before, after = in_two_steps(SCENARIOS[CASE][1])
-            for manifest in before:
-                create_object(api.client, manifest)
-            wait_for(lambda: _bound(api, VICTIMS), 60, "the low-priority pods to be bound")
-            for manifest in after:
-                create_object(api.client, manifest)
+            _create_case(api, CASE)
             # The group's cycle ended: its pods' refusals are written ...
-            wait_for(
-                lambda: all(_refusal(_pod(api, n)) for n in WORKERS), 60, "the gang's refusals"
-            )
+            wait_for(lambda: all(_refusal(api.pod(n)) for n in WORKERS), 60, "the gang's refusals")
             # ... while the victims still run, untouched (no DisruptionTarget, no deletion).
             for name in VICTIMS:
-                victim = _pod(api, name)
+                victim = api.pod(name)
                 assert victim is not None
                 assert "deletionTimestamp" not in victim["metadata"]
                 conditions = (victim.get("status") or {}).get("conditions") or ()
@@ -184,7 +187,7 @@ def test_the_groups_pods_are_held_while_its_victims_wait_for_a_worker(
             wait_for(lambda: _bound(api, ("other",)), 60, "another pod to be scheduled")
             # DefaultPreemption's PreEnqueue holds the group's pods.
             for name in WORKERS:
-                pod = parse_object(_pod(api, name))
+                pod = parse_object(api.pod(name))
                 status = fwk.run_pre_enqueue_plugins(PodInfo(pod))
                 assert status is not None
                 assert (status.code, status.message()) == (
@@ -195,8 +198,8 @@ def test_the_groups_pods_are_held_while_its_victims_wait_for_a_worker(
             release.set()
         # The calls run: the victims go and the group is bound.
         wait_for(lambda: _bound(api, WORKERS), 90, "the gang to be bound")
-        assert all(_pod(api, v) is None for v in VICTIMS)
-        pod = parse_object(_pod(api, WORKERS[0]))
+        assert all(api.pod(v) is None for v in VICTIMS)
+        pod = parse_object(api.pod(WORKERS[0]))
         assert fwk.run_pre_enqueue_plugins(PodInfo(pod)) is None
 
 
@@ -218,13 +221,8 @@ def _pending(text: str) -> dict[str, float]:
 def _while_victims_terminate(api: Api, read: Callable[[], str]) -> dict[str, Any]:
     """Create the case, wait for the gang's refusals and the preemption's one run of calls,
     let it settle; the attempts, the preemptions and where the gang's pods wait."""
-    before, after = in_two_steps(SCENARIOS[TERMINATING_CASE][1])
-    for manifest in before:
-        create_object(api.client, manifest)
-    wait_for(lambda: _bound(api, VICTIMS), 60, "the low-priority pods to be bound")
-    for manifest in after:
-        create_object(api.client, manifest)
-    wait_for(lambda: all(_refusal(_pod(api, n)) for n in WORKERS), 60, "the gang's refusals")
+    _create_case(api, TERMINATING_CASE)
+    wait_for(lambda: all(_refusal(api.pod(n)) for n in WORKERS), 60, "the gang's refusals")
     wait_for(lambda: preemption_counts(read())["goroutines_succeeded"] == 1, 30, "the preemption")
     time.sleep(SETTLE)
     text = read()
@@ -247,15 +245,7 @@ def test_the_real_scheduler_holds_the_group_gated_while_its_victims_terminate(
     DefaultPreemption's PreEnqueue while the calls run and stay gated: one attempt each."""
     args = (f"--feature-gates={SCENARIOS[TERMINATING_CASE][0]}",)
     with kube_scheduler_running(workload_api.cp, tmp_path, args=args) as proc:
-        url = external_metrics_url(list(proc.args))
-        assert url is not None
-        insecure = ssl._create_unverified_context()  # its certificate is self-signed
-
-        def read() -> str:
-            with urllib.request.urlopen(url, timeout=10, context=insecure) as resp:
-                return resp.read().decode()
-
-        got = _while_victims_terminate(workload_api, read)
+        got = _while_victims_terminate(workload_api, _real_metrics(proc))
     assert got == {"attempts": 2, "preemptions": 1.0, "pending": HELD}
 
 
