@@ -75,13 +75,12 @@ def simulate(
     *extra: Any,
     nominate: dict[str, str] | None = None,
     gates: str = PREEMPTION_GATES,
-    api_calls: list[Callable[[], None]] | None = None,
+    setup: Callable[[Simulation], None] | None = None,
 ) -> Simulation:
     """Create ``first`` (after the priority classes, three 4-CPU nodes and ``extra``), let
     it settle, then ``then`` (with the pods of ``nominate`` nominated to its nodes, as
-    another component may do); the simulation, settled (closed by the caller). With
-    ``api_calls``, the asynchronous API calls of preemptions are kept there instead of
-    running at once (as ``kubesched run``'s workers run them later)."""
+    another component may do); the simulation, settled (closed by the caller). ``setup``
+    is called on the simulation once ``first`` settled."""
     registry = default_registry()
     gates_ = parse_feature_gates([gates])
     config = effective_configuration(
@@ -91,9 +90,8 @@ def simulate(
     nodes = [make_node(f"n{i}").capacity(cpu="4", pods=110).obj() for i in range(3)]
     sim = Simulation([*objects, *extra, *nodes, *first], config=config, registry=registry)
     sim.run()
-    if api_calls is not None:
-        for fwk in sim.scheduler.frameworks.values():
-            fwk.run_api_calls = api_calls.append
+    if setup is not None:
+        setup(sim)
     for obj in then:
         created = sim.cluster.create(obj)
         if nominate and created.name in nominate:
@@ -302,6 +300,27 @@ GROUP_WAITING = "waiting for the preemption for this pod group to be finished"
 LOW_PODS = [pod(f"v-{i}", None, "low") for i in range(3)]
 
 
+def keeping(calls: list[Callable[[], None]]) -> Callable[[Simulation], None]:
+    """A ``setup`` that keeps the asynchronous API calls of preemptions in ``calls``
+    instead of running them at once (as ``kubesched run``'s workers run them later)."""
+
+    def setup(sim: Simulation) -> None:
+        for fwk in sim.scheduler.frameworks.values():
+            fwk.run_api_calls = calls.append
+
+    return setup
+
+
+def refusing(sim: Simulation) -> None:
+    """A ``setup`` after which the API server refuses every preemption call."""
+
+    def refuse(node_name: str, preemptor: Any, victim: Any, plugin: str) -> None:
+        raise RuntimeError("the API server is unavailable")
+
+    for fwk in sim.scheduler.frameworks.values():
+        fwk.preemption_executor.preempt_pod = refuse
+
+
 def preempted(sim: Simulation) -> list[str]:
     return sorted(e.involved_name for e in sim.cluster.events if e.reason == "Preempted")
 
@@ -322,7 +341,7 @@ def test_the_group_is_held_at_pre_enqueue_while_its_victims_are_preempted(gates,
     pods' periodic retry gates them), and once the calls are done the victims' deletions
     bring the group back and it is bound. Without the gate the victims go in the cycle."""
     calls: list[Callable[[], None]] = []
-    sim = simulate(LOW_PODS, GANG, gates=gates, api_calls=calls)
+    sim = simulate(LOW_PODS, GANG, gates=gates, setup=keeping(calls))
     try:
         fwk = sim.scheduler.frameworks["default-scheduler"]
         members = [p for p in sim.cluster.objects("Pod") if p.name.startswith("g-")]
@@ -369,16 +388,12 @@ def test_a_failed_call_activates_the_groups_pods():
     activated (not left among the unschedulable pods for an event that never comes) and
     no longer held."""
     calls: list[Callable[[], None]] = []
-    sim = simulate(LOW_PODS, GANG, api_calls=calls)
+    sim = simulate(LOW_PODS, GANG, setup=keeping(calls))
     try:
         fwk = sim.scheduler.frameworks["default-scheduler"]
         activated: list[list[str]] = []
         fwk.pod_activator = lambda pods: activated.append(sorted(pods))
-
-        def refuse(victim: Any) -> None:
-            raise RuntimeError("the API server is unavailable")
-
-        fwk.preemption_executor.preempt_pod = lambda *args: refuse(args[2])
+        refusing(sim)
         (run_calls,) = calls
         run_calls()
         assert activated == [["default/g-0", "default/g-1"]]
@@ -386,5 +401,19 @@ def test_a_failed_call_activates_the_groups_pods():
         members = [p for p in sim.cluster.objects("Pod") if p.name.startswith("g-")]
         assert all(fwk.run_pre_enqueue_plugins(PodInfo(m)) is None for m in members)
         assert sim.metrics.preemption_goroutines_execution.labels("error")._value.get() == 1
+    finally:
+        sim.close()
+
+
+def test_without_async_preemption_a_failed_call_is_the_groups_error():
+    """Within the cycle, a refused call ends the group's cycle with an error: its
+    PodGroupScheduled condition says SchedulerError, nothing is preempted."""
+    sim = simulate(LOW_PODS, GANG, gates=SYNC_GATES, setup=refusing)
+    try:
+        (group,) = [g for g in sim.cluster.objects("PodGroup") if g.name == "g"]
+        (condition,) = [c for c in group.status.conditions if c["type"] == "PodGroupScheduled"]
+        assert (condition["status"], condition["reason"]) == ("False", "SchedulerError")
+        assert "the API server is unavailable" in condition["message"]
+        assert preempted(sim) == [] and bound(sim) == ["v-0", "v-1", "v-2"]
     finally:
         sim.close()
