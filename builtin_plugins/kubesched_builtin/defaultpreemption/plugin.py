@@ -110,9 +110,7 @@ class DefaultPreemption:
     def __init__(self, args: DefaultPreemptionArgs | None, handle: Any) -> None:
         self.args = args or DefaultPreemptionArgs()
         self.handle = handle
-        # The profile's executor, which the pod group cycle's preemption shares: PreEnqueue
-        # sees a group's preemption too.
-        self.evaluator = Evaluator(NAME, handle, self, getattr(handle, "preemption_executor", None))
+        self.evaluator = Evaluator(NAME, handle, self)
         # Upstream's default: no filtering beyond "lower priority than the preemptor".
         self.is_eligible_pod: Callable[[NodeInfo, PodInfo, PodInfo], bool] = _any_victim_eligible
         self.importance_key: Callable[[PodInfo], Any] = importance_key

@@ -661,10 +661,11 @@ class Evaluator:
     """Runs a preemption for a PostFilter plugin (upstream ``preemption.Evaluator``).
 
     ``handle`` is the plugin's Framework; ``interface`` supplies the plugin's decisions;
-    ``executor`` carries the chosen preemption out (default: one of the evaluator's own;
-    DefaultPreemption passes the profile's, which pod groups share). ``preempt_pod`` may be
-    replaced (tests) by a function ``(candidate, preemptor, victim) -> None`` that raises on
-    failure.
+    ``executor`` carries the chosen preemption out (default: the Framework's
+    ``preemption_executor``, which the pod group cycle's preemption shares, so that
+    DefaultPreemption's PreEnqueue sees a group's preemption too; for another handle, one
+    of the evaluator's own). ``preempt_pod`` may be replaced (tests) by a function
+    ``(candidate, preemptor, victim) -> None`` that raises on failure.
     """
 
     def __init__(
@@ -677,7 +678,9 @@ class Evaluator:
         self.plugin_name = plugin_name
         self.handle = handle
         self.interface = interface
-        self.executor = executor if executor is not None else PreemptionExecutor(handle)
+        if executor is None:
+            executor = getattr(handle, "preemption_executor", None) or PreemptionExecutor(handle)
+        self.executor: PreemptionExecutor = executor
         self.preempt_pod: Callable[[Candidate, PodInfo, PodInfo], None] = self._preempt_pod
         enabled = getattr(handle, "feature_enabled", None)
         self.async_preemption = enabled is not None and enabled(ASYNC_PREEMPTION_GATE)
