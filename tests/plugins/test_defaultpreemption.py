@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from kubesched import Code, PodInfo, PostFilterResult, QueueingHint, Status
-from kubesched.api import Pod, PodDisruptionBudget
+from kubesched.api import Pod, PodDisruptionBudget, parse_object
 from kubesched.cache import new_snapshot
 from kubesched.features import parse_feature_gates
 from kubesched.framework.listers import StaticLister
@@ -19,8 +19,11 @@ from kubesched.framework.preemption import (
     FIRST_IN_ORDER,
     ONLY_CANDIDATE,
     PREEMPTION_EXPLANATION_KEY,
+    PREEMPTOR_POD,
+    PREEMPTOR_POD_GROUP,
     Candidate,
     PDBView,
+    Preemptor,
     filter_pods_with_pdb_violation,
     pick_one_node_for_preemption,
     pick_one_node_for_preemption_explained,
@@ -948,3 +951,88 @@ def test_async_preemption_failure_activates_the_preemptor():
     assert [list(pods) for pods in activated] == [["default/pre"]]
     assert pre_enqueue(run) is None
     assert run.metrics.preemption_goroutines_execution.labels("error")._value.get() == 1
+
+
+# -- a pod group's asynchronous preemption (WorkloadAwarePreemption) ---------------------------
+
+GROUP_WAITING = "waiting for the preemption for this pod group to be finished"
+GENERIC_WORKLOAD = ("GenericWorkload=true",)
+
+
+def workload_pod_group(name: str, uid: str) -> Any:
+    return parse_object(
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default", "uid": uid},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}},
+        }
+    )
+
+
+def group_member(name: str, group: str) -> Pod:
+    manifest = pod(name, 10, "4").manifest()
+    manifest["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return Pod.model_validate(manifest)
+
+
+@pytest.mark.parametrize(
+    "gates, member_of, preempting, want",
+    [
+        pytest.param(GENERIC_WORKLOAD, "g", "uid-g", GROUP_WAITING, id="its-group-preempts"),
+        pytest.param(GENERIC_WORKLOAD, "h", "uid-g", None, id="another-group-preempts"),
+        pytest.param(GENERIC_WORKLOAD, "absent", "uid-g", None, id="its-pod-group-missing"),
+        # A pod of a group never preempts alone: only its group's preemption holds it.
+        pytest.param(GENERIC_WORKLOAD, "g", "m", None, id="its-own-uid-preempting"),
+        pytest.param((), "g", "m", WAITING, id="generic-workload-off-a-pod-like-any"),
+        pytest.param(
+            (*GENERIC_WORKLOAD, *SYNC), "g", "uid-g", None, id="sync-preemption-holds-nothing"
+        ),
+    ],
+)
+def test_pre_enqueue_holds_a_pod_group_while_its_preemption_runs(
+    gates, member_of, preempting, want
+):
+    """The profile's executor carries a pod group's preemption out (the pod group cycle
+    hands it the group's victims): while its calls wait for a worker, DefaultPreemption's
+    PreEnqueue holds the group's pods with kube-scheduler v1.36.2's message."""
+    run, deferred = async_run(gates)
+    for name, uid in (("g", "uid-g"), ("h", "uid-h")):
+        run.fw.lister.add(workload_pod_group(name, uid))
+    executor = run.fw.preemption_executor
+    assert run.plugin.evaluator.executor is executor
+    preemptor = Preemptor(preempting, PREEMPTOR_POD_GROUP, "default-scheduler", 10, {})
+    victim = PodInfo(pod("v1", 1, "2", "n").obj())
+    executor.prepare_candidate_async("cluster", preemptor, [victim], lambda v: None)
+    member = group_member("m", member_of)
+    status = run.plugin.pre_enqueue(member, PodInfo(member))
+    got = None if status is None else status.message()
+    assert got == want
+    if want is not None:
+        assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    for calls in deferred:
+        calls()
+    assert run.plugin.pre_enqueue(member, PodInfo(member)) is None
+
+
+@pytest.mark.parametrize(
+    "kind, message",
+    [
+        pytest.param(PREEMPTOR_POD, "Preempted by pod p-uid on node n", id="pod"),
+        pytest.param(PREEMPTOR_POD_GROUP, "Preempted by podgroup p-uid on node n", id="podgroup"),
+    ],
+)
+def test_the_executor_names_what_preempts(kind, message):
+    """The victim's DisruptionTarget condition and Preempted event name a pod or a pod
+    group, as upstream's ``preemptor.Type()``."""
+    run, _ = async_run()
+    preemptor = Preemptor("p-uid", kind, "my-scheduler", 10, {})
+    victim = PodInfo(pod("v1", 1, "2", "n").obj())
+    run.fw.preemption_executor.preempt_pod("n", preemptor, victim, "DefaultPreemption")
+    (update,) = run.client.of("update_pod_status")
+    want = f"my-scheduler: preempting to accommodate a higher priority {kind}"
+    assert update.condition is not None and update.condition.message == want
+    assert deleted(run) == ["v1"]
+    assert [(e.object, e.reason, e.message) for e in run.recorder.events] == [
+        ("Pod default/v1", "Preempted", message)
+    ]

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from kubesched import Code, PodInfo
 from kubesched.api import parse_object
 from kubesched.config import default_configuration
 from kubesched.config.effective import effective_configuration
@@ -68,18 +70,28 @@ PREEMPTED_EARLIER = {
 
 
 def simulate(
-    first: list[Any], then: list[Any], *extra: Any, nominate: dict[str, str] | None = None
+    first: list[Any],
+    then: list[Any],
+    *extra: Any,
+    nominate: dict[str, str] | None = None,
+    gates: str = PREEMPTION_GATES,
+    setup: Callable[[Simulation], None] | None = None,
 ) -> Simulation:
     """Create ``first`` (after the priority classes, three 4-CPU nodes and ``extra``), let
     it settle, then ``then`` (with the pods of ``nominate`` nominated to its nodes, as
-    another component may do); the simulation, settled (closed by the caller)."""
+    another component may do); the simulation, settled (closed by the caller). ``setup``
+    is called on the simulation once ``first`` settled."""
     registry = default_registry()
-    gates = parse_feature_gates([PREEMPTION_GATES])
-    config = effective_configuration(default_configuration(registry, gates), registry, gates=gates)
+    gates_ = parse_feature_gates([gates])
+    config = effective_configuration(
+        default_configuration(registry, gates_), registry, gates=gates_
+    )
     objects = [parse_object(pc) for pc in PRIORITY_CLASSES]
     nodes = [make_node(f"n{i}").capacity(cpu="4", pods=110).obj() for i in range(3)]
     sim = Simulation([*objects, *extra, *nodes, *first], config=config, registry=registry)
     sim.run()
+    if setup is not None:
+        setup(sim)
     for obj in then:
         created = sim.cluster.create(obj)
         if nominate and created.name in nominate:
@@ -279,3 +291,129 @@ def _victim(priority: int, pods: int, is_group: bool) -> Victim:
 def test_more_important_victims_sort_first(a, b, monkeypatch):
     monkeypatch.setattr("kubesched.scheduler.pod_group_preemption.pod_start_time", lambda _p: 0.0)
     assert sorted([b, a], key=Victim.importance) == [a, b]
+
+
+# -- asynchronous preemption (SchedulerAsyncPreemption) ----------------------------------------
+
+SYNC_GATES = PREEMPTION_GATES + ",SchedulerAsyncPreemption=false"
+GROUP_WAITING = "waiting for the preemption for this pod group to be finished"
+LOW_PODS = [pod(f"v-{i}", None, "low") for i in range(3)]
+
+
+def keeping(calls: list[Callable[[], None]]) -> Callable[[Simulation], None]:
+    """A ``setup`` that keeps the asynchronous API calls of preemptions in ``calls``
+    instead of running them at once (as ``kubesched run``'s workers run them later)."""
+
+    def setup(sim: Simulation) -> None:
+        for fwk in sim.scheduler.frameworks.values():
+            fwk.run_api_calls = calls.append
+
+    return setup
+
+
+def refusing(sim: Simulation) -> None:
+    """A ``setup`` after which the API server refuses every preemption call."""
+
+    def refuse(node_name: str, preemptor: Any, victim: Any, plugin: str) -> None:
+        raise RuntimeError("the API server is unavailable")
+
+    for fwk in sim.scheduler.frameworks.values():
+        fwk.preemption_executor.preempt_pod = refuse
+
+
+def preempted(sim: Simulation) -> list[str]:
+    return sorted(e.involved_name for e in sim.cluster.events if e.reason == "Preempted")
+
+
+def bound(sim: Simulation) -> list[str]:
+    return sorted(p.name for p in sim.cluster.objects("Pod") if p.spec.node_name)
+
+
+@pytest.mark.parametrize(
+    ("gates", "held"),
+    [(PREEMPTION_GATES, True), (SYNC_GATES, False)],
+    ids=["async-held-until-the-calls-are-done", "sync-preempted-in-the-cycle"],
+)
+def test_the_group_is_held_at_pre_enqueue_while_its_victims_are_preempted(gates, held):
+    """The group's cycle hands its two victims to the executor; their API calls wait for
+    a worker (as in ``kubesched run``). Meanwhile no victim is touched, the group's pods
+    are held at DefaultPreemption's PreEnqueue with upstream's message (the unschedulable
+    pods' periodic retry gates them), and once the calls are done the victims' deletions
+    bring the group back and it is bound. Without the gate the victims go in the cycle."""
+    calls: list[Callable[[], None]] = []
+    sim = simulate(LOW_PODS, GANG, gates=gates, setup=keeping(calls))
+    try:
+        fwk = sim.scheduler.frameworks["default-scheduler"]
+        members = [p for p in sim.cluster.objects("Pod") if p.name.startswith("g-")]
+        if held:
+            assert (len(calls), preempted(sim)) == (1, [])
+            assert [sim.scheduler.queue.queue_of(p) for p in members] == ["gated", "gated"]
+            for member in members:
+                status = fwk.run_pre_enqueue_plugins(PodInfo(member))
+                assert status is not None
+                assert (status.code, status.message(), status.plugin) == (
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                    GROUP_WAITING,
+                    "DefaultPreemption",
+                )
+            for run_calls in calls:
+                run_calls()
+            assert len(preempted(sim)) == 2
+            assert all(fwk.run_pre_enqueue_plugins(PodInfo(m)) is None for m in members)
+            sim.run()
+        else:
+            assert (len(calls), len(preempted(sim))) == (0, 2)
+        assert by_kind(set(bound(sim))) == (["g-0", "g-1"], 1)
+    finally:
+        sim.close()
+
+
+def test_in_the_embedded_cluster_the_gate_changes_no_event_nor_placement():
+    """The embedded cluster makes the calls at once: asynchronous or not, the same
+    events in the same order and the same pods bound."""
+    seen = []
+    for gates in (PREEMPTION_GATES, SYNC_GATES):
+        sim = simulate(LOW_PODS, GANG, gates=gates)
+        try:
+            events = [(e.reason, e.involved_name) for e in sim.cluster.events]
+            seen.append((events, bound(sim)))
+        finally:
+            sim.close()
+    assert seen[0] == seen[1]
+    assert ("Preempted", "v-1") in seen[0][0] or ("Preempted", "v-0") in seen[0][0]
+
+
+def test_a_failed_call_activates_the_groups_pods():
+    """A victim the API server refuses: the calls end in an error, the group's pods are
+    activated (not left among the unschedulable pods for an event that never comes) and
+    no longer held."""
+    calls: list[Callable[[], None]] = []
+    sim = simulate(LOW_PODS, GANG, setup=keeping(calls))
+    try:
+        fwk = sim.scheduler.frameworks["default-scheduler"]
+        activated: list[list[str]] = []
+        fwk.pod_activator = lambda pods: activated.append(sorted(pods))
+        refusing(sim)
+        (run_calls,) = calls
+        run_calls()
+        assert activated == [["default/g-0", "default/g-1"]]
+        assert preempted(sim) == []
+        members = [p for p in sim.cluster.objects("Pod") if p.name.startswith("g-")]
+        assert all(fwk.run_pre_enqueue_plugins(PodInfo(m)) is None for m in members)
+        assert sim.metrics.preemption_goroutines_execution.labels("error")._value.get() == 1
+    finally:
+        sim.close()
+
+
+def test_without_async_preemption_a_failed_call_is_the_groups_error():
+    """Within the cycle, a refused call ends the group's cycle with an error: its
+    PodGroupScheduled condition says SchedulerError, nothing is preempted."""
+    sim = simulate(LOW_PODS, GANG, gates=SYNC_GATES, setup=refusing)
+    try:
+        (group,) = [g for g in sim.cluster.objects("PodGroup") if g.name == "g"]
+        (condition,) = [c for c in group.status.conditions if c["type"] == "PodGroupScheduled"]
+        assert (condition["status"], condition["reason"]) == ("False", "SchedulerError")
+        assert "the API server is unavailable" in condition["message"]
+        assert preempted(sim) == [] and bound(sim) == ["v-0", "v-1", "v-2"]
+    finally:
+        sim.close()

@@ -31,7 +31,8 @@ from kubesched import (
     select_victims_on_node,
     select_victims_on_nodes,
 )
-from kubesched.api import Pod
+from kubesched.api import Pod, WorkloadPodGroup
+from kubesched.api.podgroups import WORKLOAD_POD_GROUP
 from kubesched_builtin.names import DEFAULT_PREEMPTION
 
 NAME = DEFAULT_PREEMPTION
@@ -42,6 +43,13 @@ ERR_REASON_TERMINATING_ON_NOMINATED_NODE = (
 )
 ERR_REASON_WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 """PreEnqueue's reason while the pod's asynchronous preemption makes its API calls."""
+ERR_REASON_WAITING_FOR_POD_GROUP_PREEMPTION = (
+    "waiting for the preemption for this pod group to be finished"
+)
+"""PreEnqueue's reason for a pod of a pod group while its group's asynchronous preemption
+(WorkloadAwarePreemption) makes its API calls."""
+GENERIC_WORKLOAD = "GenericWorkload"
+"""The alpha gate under which a pod of a PodGroup is scheduled, and held, with its group."""
 MESSAGE_PREFIX = "preemption: "
 WORKLOAD_AWARE_PREEMPTION = "WorkloadAwarePreemption"
 """The alpha gate under which kube-scheduler v1.36 preempts for a pod group as a whole,
@@ -109,6 +117,7 @@ class DefaultPreemption:
         enabled = getattr(handle, "feature_enabled", None)
         self.workload_aware = enabled is not None and enabled(WORKLOAD_AWARE_PREEMPTION)
         self.placement_based = enabled is not None and enabled(TOPOLOGY_AWARE_SCHEDULING)
+        self.generic_workload = enabled is not None and enabled(GENERIC_WORKLOAD)
 
     # -- extension points ------------------------------------------------------------------
     @hookimpl
@@ -149,12 +158,34 @@ class DefaultPreemption:
     @hookimpl
     def pre_enqueue(self, pod: Pod, pod_info: PodInfo) -> Status | None:
         """Keep a pod out of the active queue while its asynchronous preemption is still
-        making API calls (``SchedulerAsyncPreemption``; with the gate off, never)."""
-        if self.evaluator.async_preemption and self.evaluator.is_pod_running_preemption(
-            pod_info.uid
-        ):
+        making API calls (``SchedulerAsyncPreemption``; with the gate off, never). Under
+        GenericWorkload a pod of a pod group is held while its group's preemption is (a
+        pod whose PodGroup does not exist is not this plugin's to hold), never for one of
+        its own."""
+        if not self.evaluator.async_preemption:
+            return None
+        group = pod_info.pod.spec.scheduling_group
+        if self.generic_workload and group is not None:
+            pod_group = self._pod_group(pod_info.namespace, group.pod_group_name)
+            if pod_group is not None and self.evaluator.executor.is_running_preemption(
+                pod_group.metadata.uid or ""
+            ):
+                return Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                    ERR_REASON_WAITING_FOR_POD_GROUP_PREEMPTION,
+                )
+            return None
+        if self.evaluator.is_pod_running_preemption(pod_info.uid):
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_WAITING_FOR_PREEMPTION)
         return None
+
+    def _pod_group(self, namespace: str, name: str | None) -> WorkloadPodGroup | None:
+        """The Workload API PodGroup ``namespace/name`` as the lister has it, or None."""
+        lister = getattr(self.handle, "lister", None)
+        if not name or lister is None:
+            return None
+        found = lister.get_object(WORKLOAD_POD_GROUP, namespace, name)
+        return found if isinstance(found, WorkloadPodGroup) else None
 
     @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -280,6 +311,8 @@ __all__ = [
     "ERR_REASON_NO_VICTIMS",
     "ERR_REASON_PREEMPTION_POLICY_NEVER",
     "ERR_REASON_TERMINATING_ON_NOMINATED_NODE",
+    "ERR_REASON_WAITING_FOR_POD_GROUP_PREEMPTION",
+    "ERR_REASON_WAITING_FOR_PREEMPTION",
     "MESSAGE_PREFIX",
     "NAME",
     "DefaultPreemption",

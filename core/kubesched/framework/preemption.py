@@ -5,14 +5,17 @@ A PostFilter plugin that preempts builds an :class:`Evaluator` with itself as th
 :meth:`Evaluator.preempt`. The evaluator finds the nodes where preemption might help, dry-runs
 the plugin's victim selection on clones of their NodeInfo and CycleState, picks the best
 candidate with upstream's ordered criteria, and carries the preemption out through the
-cluster client: victims deleted (or, waiting at Permit, rejected), the nomination of
-lower-priority pods on that node cleared, ``Preempted`` events recorded.
+cluster client (:class:`PreemptionExecutor`): victims deleted (or, waiting at Permit,
+rejected), the nomination of lower-priority pods on that node cleared, ``Preempted`` events
+recorded. The pod group cycle's workload-aware preemption carries its victims out through the
+same executor.
 
 Upstream reference: ``pkg/scheduler/framework/preemption/preemption.go`` and
 ``executor.go``: with the ``SchedulerAsyncPreemption`` gate on (the default), the API calls
-run after the scheduling cycle (``prepareCandidateAsync``, KEP-4832) and the preemptor is
-kept out of the active queue until they are done (:meth:`Evaluator.is_pod_running_preemption`);
-with it off they run inside PostFilter (``prepareCandidate``).
+run after the scheduling cycle (``prepareCandidateAsync``, KEP-4832) and the preemptor (a
+pod, or a pod group) is kept out of the active queue until they are done
+(:meth:`PreemptionExecutor.is_running_preemption`); with it off they run inside the cycle
+(``prepareCandidate``).
 """
 
 from __future__ import annotations
@@ -657,24 +660,31 @@ def _collection_paused() -> Iterator[None]:
 class Evaluator:
     """Runs a preemption for a PostFilter plugin (upstream ``preemption.Evaluator``).
 
-    ``handle`` is the plugin's Framework; ``interface`` supplies the plugin's decisions.
-    ``preempt_pod`` may be replaced (tests) by a function ``(candidate, preemptor,
-    victim) -> None`` that raises on failure.
+    ``handle`` is the plugin's Framework; ``interface`` supplies the plugin's decisions;
+    ``executor`` carries the chosen preemption out (default: the Framework's
+    ``preemption_executor``, which the pod group cycle's preemption shares, so that
+    DefaultPreemption's PreEnqueue sees a group's preemption too; for another handle, one
+    of the evaluator's own). ``preempt_pod`` may be replaced (tests) by a function
+    ``(candidate, preemptor, victim) -> None`` that raises on failure.
     """
 
-    def __init__(self, plugin_name: str, handle: Any, interface: PreemptionInterface) -> None:
+    def __init__(
+        self,
+        plugin_name: str,
+        handle: Any,
+        interface: PreemptionInterface,
+        executor: PreemptionExecutor | None = None,
+    ) -> None:
         self.plugin_name = plugin_name
         self.handle = handle
         self.interface = interface
+        if executor is None:
+            executor = getattr(handle, "preemption_executor", None) or PreemptionExecutor(handle)
+        self.executor: PreemptionExecutor = executor
         self.preempt_pod: Callable[[Candidate, PodInfo, PodInfo], None] = self._preempt_pod
         enabled = getattr(handle, "feature_enabled", None)
         self.async_preemption = enabled is not None and enabled(ASYNC_PREEMPTION_GATE)
         """``SchedulerAsyncPreemption``: the API calls run after the cycle, not in PostFilter."""
-        self._lock = threading.Lock()
-        # Preemptors whose API calls are not done, and, once only the last victim is
-        # left, that victim's key (upstream ``preempting`` / ``lastVictimsPendingPreemption``).
-        self._preempting: set[str] = set()
-        self._last_victim: dict[str, tuple[str, str]] = {}
 
     # -- Preempt ---------------------------------------------------------------------------
     def preempt(
@@ -980,56 +990,160 @@ class Evaluator:
 
     # -- prepareCandidate ------------------------------------------------------------------
     def prepare_candidate(self, c: Candidate, pod_info: PodInfo) -> Status:
-        """Upstream's synchronous ``prepareCandidate``: preempt each victim not already
-        terminating, then clear the nomination of lower-priority pods nominated to the node.
-
-        An API failure on a victim ends it with an ``ERROR``; failing to clear a
-        nomination is only logged, as upstream.
-        """
-        metrics = getattr(self.handle, "metrics", None)
-        if metrics is not None:
-            metrics.preemption_victims.observe(len(c.victims))
-        # Graceful deletion already started: another API call is unnecessary.
-        victims = [v for v in c.victims if v.pod.metadata.deletion_timestamp is None]
-        err = self._preempt_all(c, pod_info, victims)
-        if err is not None:
-            return Status.from_error(err)
-        self.clear_lower_priority_nominations(pod_info, c.name)
-        return Status()
+        """Upstream's synchronous ``prepareCandidate`` for the pod: the executor's
+        :meth:`PreemptionExecutor.prepare_candidate`, each victim through
+        :attr:`preempt_pod`."""
+        return self.executor.prepare_candidate(
+            c.name, self.preemptor_of(pod_info), c.victims, self._victim_preempter(c, pod_info)
+        )
 
     def prepare_candidate_async(self, c: Candidate, pod_info: PodInfo) -> None:
-        """Upstream's ``prepareCandidateAsync``: the same API calls as
-        :meth:`prepare_candidate`, handed to ``handle.run_api_calls`` (``kubesched run``:
-        a worker thread; elsewhere they run at once). Until they are done the preemptor
-        is "running preemption" (:meth:`is_pod_running_preemption`); if one fails the
-        preemptor is activated, so that it cannot wait among the unschedulable pods for
-        an event that never comes."""
-        victims = [v for v in c.victims if v.pod.metadata.deletion_timestamp is None]
-        if not victims:
+        """Upstream's ``prepareCandidateAsync`` for the pod: the executor's
+        :meth:`PreemptionExecutor.prepare_candidate_async`, each victim through
+        :attr:`preempt_pod`; until the calls are done the pod is "running preemption"
+        (:meth:`is_pod_running_preemption`)."""
+        self.executor.prepare_candidate_async(
+            c.name, self.preemptor_of(pod_info), c.victims, self._victim_preempter(c, pod_info)
+        )
+
+    def _victim_preempter(self, c: Candidate, pod_info: PodInfo) -> Callable[[PodInfo], None]:
+        # Read at call time: a test may replace preempt_pod after the cycle.
+        return lambda victim: self.preempt_pod(c, pod_info, victim)
+
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        """Upstream ``IsPodRunningPreemption`` (see
+        :meth:`PreemptionExecutor.is_running_preemption`)."""
+        return self.executor.is_running_preemption(uid)
+
+    @staticmethod
+    def preemptor_of(pod_info: PodInfo) -> Preemptor:
+        """The executor's view of a preempting pod (upstream ``podExecutorPreemptor``)."""
+        pod = pod_info.pod
+        return Preemptor(
+            uid=pod_info.uid,
+            kind=PREEMPTOR_POD,
+            scheduler_name=pod.spec.scheduler_name or "default-scheduler",
+            priority=pod_info.priority,
+            pods={pod_info.key: pod},
+            related=pod,
+        )
+
+    def _preempt_pod(self, c: Candidate, preemptor: PodInfo, victim: PodInfo) -> None:
+        self.executor.preempt_pod(c.name, self.preemptor_of(preemptor), victim, self.plugin_name)
+
+    def clear_lower_priority_nominations(self, pod_info: PodInfo, node_name: str) -> None:
+        """Clear the nomination of the pods nominated to ``node_name`` with a lower priority
+        than ``pod_info``: they may no longer fit there, and clearing moves them on
+        (upstream ``getLowerPriorityNominatedPods`` + ``clearNominatedNodeName``)."""
+        self.executor.clear_lower_priority_nominations(pod_info.priority, node_name)
+
+
+# ---------------------------------------------------------------------------------------
+# The executor
+# ---------------------------------------------------------------------------------------
+
+PREEMPTOR_POD, PREEMPTOR_POD_GROUP = "pod", "podgroup"
+"""What preempts, in the victims' condition and ``Preempted`` event (upstream's ``Type()``)."""
+
+
+@dataclass(frozen=True)
+class Preemptor:
+    """Who preempts, as the executor needs it (upstream ``ExecutorPreemptor``): one pod, or
+    a pod group (its PodGroup's UID and priority, and its pods)."""
+
+    uid: str
+    """The pod's UID, or the PodGroup's: what
+    :meth:`PreemptionExecutor.is_running_preemption` answers for."""
+    kind: str
+    """:data:`PREEMPTOR_POD` or :data:`PREEMPTOR_POD_GROUP`."""
+    scheduler_name: str
+    priority: int
+    """Pods nominated to the candidate node with a lower priority lose their nomination."""
+    pods: Mapping[str, Any]
+    """The preemptor's pods by key: activated when the asynchronous calls fail."""
+    related: Any = None
+    """The ``related`` object of the victims' ``Preempted`` events (the preempting pod)."""
+
+
+class PreemptionExecutor:
+    """Carries a chosen preemption out through the cluster client (upstream ``Executor``):
+    victims marked ``DisruptionTarget`` and deleted (or, waiting at Permit, rejected),
+    lower-priority nominations to the node cleared, ``Preempted`` events recorded.
+
+    :meth:`prepare_candidate` makes the calls at once; :meth:`prepare_candidate_async`
+    (``SchedulerAsyncPreemption``) hands them to ``handle.run_api_calls`` (``kubesched
+    run``: a worker thread after the scheduling cycle; elsewhere they run at once) and,
+    until they are done, the preemptor is "running preemption"
+    (:meth:`is_running_preemption`), which DefaultPreemption's PreEnqueue reads to keep its
+    pods out of the active queue. A profile's Framework holds one executor
+    (``preemption_executor``), shared by DefaultPreemption and the pod group cycle's
+    workload-aware preemption, as upstream's DefaultPreemption serves both.
+    """
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self._lock = threading.Lock()
+        # Preemptors whose API calls are not done, and, once only the last victim is
+        # left, that victim's key (upstream ``preempting`` / ``lastVictimsPendingPreemption``).
+        self._preempting: set[str] = set()
+        self._last_victim: dict[str, tuple[str, str]] = {}
+
+    def prepare_candidate(
+        self,
+        node_name: str,
+        preemptor: Preemptor,
+        victims: Sequence[PodInfo],
+        preempt: Callable[[PodInfo], None],
+    ) -> Status:
+        """Upstream's synchronous ``prepareCandidate``: ``preempt`` each victim not already
+        terminating, then clear the nomination of lower-priority pods nominated to
+        ``node_name``. An API failure on a victim ends it with an ``ERROR``; failing to
+        clear a nomination is only logged, as upstream."""
+        self._observe_victims(len(victims))
+        # Graceful deletion already started: another API call is unnecessary.
+        pending = [v for v in victims if v.pod.metadata.deletion_timestamp is None]
+        err = self._preempt_all(node_name, preemptor, pending, preempt)
+        if err is not None:
+            return Status.from_error(err)
+        self.clear_lower_priority_nominations(preemptor.priority, node_name)
+        return Status()
+
+    def prepare_candidate_async(
+        self,
+        node_name: str,
+        preemptor: Preemptor,
+        victims: Sequence[PodInfo],
+        preempt: Callable[[PodInfo], None],
+    ) -> None:
+        """Upstream's ``prepareCandidateAsync``: the calls of :meth:`prepare_candidate`
+        handed to ``handle.run_api_calls``. Until they are done the preemptor is running
+        preemption; if one fails its pods are activated, so that they cannot wait among
+        the unschedulable pods for an event that never comes."""
+        pending = [v for v in victims if v.pod.metadata.deletion_timestamp is None]
+        if not pending:
             # Every victim is terminating already: nothing to call, nothing to wait for.
             return
-        metrics = getattr(self.handle, "metrics", None)
-        if metrics is not None:
-            metrics.preemption_victims.observe(len(c.victims))
-        uid = pod_info.uid
+        self._observe_victims(len(victims))
+        uid = preemptor.uid
         with self._lock:
             self._preempting.add(uid)
+        metrics = getattr(self.handle, "metrics", None)
 
         def api_calls() -> None:
             started = time.perf_counter()
             result = GOROUTINE_SUCCESS
             try:
-                if not self._clear_lower_priority_nominations(pod_info, c.name):
+                if not self.clear_lower_priority_nominations(preemptor.priority, node_name):
                     result = GOROUTINE_ERROR
                 # Every victim but the last, then the last one registered first: once it
                 # is terminating or gone, PreEnqueue lets the preemptor through even if
                 # this thread has not returned yet (its deletion may be the last event
                 # the preemptor gets).
-                *first, last = victims
-                if self._preempt_all(c, pod_info, first) is None:
+                *first, last = pending
+                if self._preempt_all(node_name, preemptor, first, preempt) is None:
                     with self._lock:
                         self._last_victim[uid] = (last.namespace, last.name)
-                    if self._preempt_all(c, pod_info, [last]) is not None:
+                    if self._preempt_all(node_name, preemptor, [last], preempt) is not None:
                         result = GOROUTINE_ERROR
                 else:
                     result = GOROUTINE_ERROR
@@ -1045,7 +1159,7 @@ class Evaluator:
             if result == GOROUTINE_ERROR:
                 activate = getattr(self.handle, "activate", None)
                 if activate is not None:
-                    activate({pod_info.key: pod_info.pod})
+                    activate(preemptor.pods)
 
         run = getattr(self.handle, "run_api_calls", None)
         if run is None:
@@ -1053,29 +1167,40 @@ class Evaluator:
         else:
             run(api_calls)
 
+    def _observe_victims(self, count: int) -> None:
+        metrics = getattr(self.handle, "metrics", None)
+        if metrics is not None:
+            metrics.preemption_victims.observe(count)
+
+    @staticmethod
     def _preempt_all(
-        self, c: Candidate, pod_info: PodInfo, victims: Sequence[PodInfo]
+        node_name: str,
+        preemptor: Preemptor,
+        victims: Sequence[PodInfo],
+        preempt: Callable[[PodInfo], None],
     ) -> Exception | None:
-        """Preempt ``victims`` one after the other, up to the first failure (logged and
-        returned; None when every call succeeded)."""
+        """``preempt`` the victims one after the other, up to the first failure (logged
+        and returned; None when every call succeeded)."""
         for victim in victims:
             try:
-                self.preempt_pod(c, pod_info, victim)
+                preempt(victim)
             except Exception as err:
                 log.error(
-                    "could not preempt pod %s for %s on node %s: %s",
+                    "could not preempt pod %s for %s %s on node %s: %s",
                     victim.key,
-                    pod_info.key,
-                    c.name,
+                    preemptor.kind,
+                    preemptor.uid,
+                    node_name,
                     err,
                 )
                 return err
         return None
 
-    def is_pod_running_preemption(self, uid: str) -> bool:
-        """Upstream ``IsPodRunningPreemption``: the asynchronous API calls of the pod
-        ``uid``'s preemption are not done; once only the last victim is left, done as soon
-        as the cluster shows that victim terminating or gone."""
+    def is_running_preemption(self, uid: str) -> bool:
+        """Upstream ``IsPodRunningPreemption`` / ``IsPodGroupRunningPreemption``: the
+        asynchronous API calls of the preemption of the pod or PodGroup ``uid`` are not
+        done; once only the last victim is left, done as soon as the cluster shows that
+        victim terminating or gone."""
         with self._lock:
             if uid not in self._preempting:
                 return False
@@ -1086,23 +1211,26 @@ class Evaluator:
         victim = lister.get_object("Pod", *last) if lister is not None else None
         return victim is not None and victim.metadata.deletion_timestamp is None
 
-    def _preempt_pod(self, c: Candidate, preemptor: PodInfo, victim: PodInfo) -> None:
-        """Upstream ``PreemptPod``: reject a victim waiting at Permit; otherwise mark it with
-        the ``DisruptionTarget`` condition and delete it (its grace period applies). Then
-        record a ``Preempted`` event on it. A victim already gone is not an error."""
+    def preempt_pod(
+        self, node_name: str, preemptor: Preemptor, victim: PodInfo, plugin_name: str
+    ) -> None:
+        """Upstream ``PreemptPod``: reject a victim waiting at Permit (as ``plugin_name``);
+        otherwise mark it with the ``DisruptionTarget`` condition and delete it (its grace
+        period applies). Then record a ``Preempted`` event on it. A victim already gone
+        is not an error."""
         handle = self.handle
         get_waiting = getattr(handle, "get_waiting_pod", None)
         waiting = get_waiting(victim.uid) if get_waiting is not None else None
         if waiting is not None:
-            waiting.reject(self.plugin_name, "preempted")
+            waiting.reject(plugin_name, "preempted")
         else:
             client = handle.client
-            scheduler_name = preemptor.pod.spec.scheduler_name or "default-scheduler"
             condition = PodCondition(
                 DISRUPTION_TARGET,
                 "True",
                 REASON_PREEMPTION_BY_SCHEDULER,
-                f"{scheduler_name}: preempting to accommodate a higher priority pod",
+                f"{preemptor.scheduler_name}: preempting to accommodate a higher priority "
+                f"{preemptor.kind}",
             )
             try:
                 if not _has_condition(victim, condition):
@@ -1115,29 +1243,22 @@ class Evaluator:
         if recorder is not None:
             recorder.eventf(
                 victim.pod,
-                preemptor.pod,
+                preemptor.related,
                 "Normal",
                 "Preempted",
                 "Preempting",
-                f"Preempted by pod {preemptor.uid} on node {c.name}",
+                f"Preempted by {preemptor.kind} {preemptor.uid} on node {node_name}",
             )
 
-    def clear_lower_priority_nominations(self, pod_info: PodInfo, node_name: str) -> None:
-        """Clear the nomination of the pods nominated to ``node_name`` with a lower priority
-        than ``pod_info``: they may no longer fit there, and clearing moves them on
-        (upstream ``getLowerPriorityNominatedPods`` + ``clearNominatedNodeName``)."""
-        self._clear_lower_priority_nominations(pod_info, node_name)
-
-    def _clear_lower_priority_nominations(self, pod_info: PodInfo, node_name: str) -> bool:
-        """:meth:`clear_lower_priority_nominations`; False when a status update failed."""
+    def clear_lower_priority_nominations(self, priority: int, node_name: str) -> bool:
+        """Clear the nomination of the pods nominated to ``node_name`` with a priority below
+        ``priority``: they may no longer fit there, and clearing moves them on (upstream
+        ``getLowerPriorityNominatedPods`` + ``clearNominatedNodeName``). False when a
+        status update failed (logged: not critical, as upstream)."""
         nominator = getattr(self.handle, "nominator", None)
         if nominator is None:
             return True
-        lower = [
-            p
-            for p in nominator.nominated_pods_for_node(node_name)
-            if p.priority < pod_info.priority
-        ]
+        lower = [p for p in nominator.nominated_pods_for_node(node_name) if p.priority < priority]
         client = self.handle.client
         cleared = True
         for p in lower:
@@ -1170,14 +1291,18 @@ __all__ = [
     "FIRST_IN_ORDER",
     "ONLY_CANDIDATE",
     "PREEMPTION_EXPLANATION_KEY",
+    "PREEMPTOR_POD",
+    "PREEMPTOR_POD_GROUP",
     "REASON_PREEMPTION_BY_SCHEDULER",
     "Candidate",
     "CandidateExplanation",
     "DefaultPreemptionArgs",
     "Evaluator",
     "PDBView",
+    "PreemptionExecutor",
     "PreemptionExplanation",
     "PreemptionInterface",
+    "Preemptor",
     "earliest_pod_start_time",
     "filter_pods_with_pdb_violation",
     "importance_key",

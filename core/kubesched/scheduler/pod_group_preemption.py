@@ -12,6 +12,11 @@ others), each kept when the group's trial still succeeds without it and places n
 of its pods than the most any trial placed; the rest are preempted (``DisruptionTarget``
 condition, deleted, a ``Preempted`` event; a victim already terminating is left to
 terminate) and the group is tried again once they are gone.
+
+The victims are preempted through the profile's preemption executor, as a single pod's:
+with SchedulerAsyncPreemption on (the default) after the cycle (``kubesched run``: on a
+worker thread), DefaultPreemption's PreEnqueue holding the group's pods until the calls
+are done; with it off, within the cycle.
 """
 
 from __future__ import annotations
@@ -19,15 +24,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kubesched.api import WorkloadPodGroup
 from kubesched.api.podgroups import WORKLOAD_POD_GROUP
-from kubesched.backend.protocol import NotFoundError, PodCondition
 from kubesched.framework.preemption import (
-    DISRUPTION_TARGET,
-    REASON_PREEMPTION_BY_SCHEDULER,
+    ASYNC_PREEMPTION_GATE,
+    PREEMPTOR_POD_GROUP,
     PDBView,
+    Preemptor,
     filter_pods_with_pdb_violation,
     pod_start_time,
 )
@@ -51,6 +56,11 @@ PREEMPT_NEVER = "Never"
 """The ``preemptionPolicy`` of a pod that may not preempt."""
 ERR_PREEMPTION_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
 """Why a group with such a pod preempts nothing (v1.36's words)."""
+PREEMPTING_PLUGIN = "DefaultPreemption"
+"""The plugin a victim waiting at Permit is rejected by: upstream's DefaultPreemption runs
+workload-aware preemption."""
+DOMAIN = "cluster"
+"""The node a group's victims are preempted "on" (the whole cluster is the domain)."""
 
 
 @dataclass(frozen=True)
@@ -142,10 +152,38 @@ class PodGroupPreemption:
                 removed = kept
             else:
                 to_preempt.append(victim)
-        for victim in sorted(to_preempt, key=Victim.importance):
-            for pod_info in victim.pods:
-                self._preempt(fwk, pod_group, pod_info)
-        return Status()
+        pods = [p for v in sorted(to_preempt, key=Victim.importance) for p in v.pods]
+        return self._actuate(fwk, pod_group, members, pods)
+
+    @staticmethod
+    def _actuate(
+        fwk: Framework,
+        pod_group: WorkloadPodGroup,
+        members: Sequence[QueuedPodInfo],
+        victims: list[PodInfo],
+    ) -> Status:
+        """Upstream ``actuatePodGroupPreemption``: the victims preempted through the
+        profile's executor, after the cycle (SchedulerAsyncPreemption) or now (an API
+        failure is then the cycle's error). The condition and event name a
+        ``podgroup``, the event says ``on node cluster``; a victim already terminating
+        is left alone, as upstream does (no second call, no second event)."""
+        executor = fwk.preemption_executor
+        preemptor = Preemptor(
+            uid=pod_group.metadata.uid or "",
+            kind=PREEMPTOR_POD_GROUP,
+            # All pods of a group have the same scheduler (upstream reads the first one's).
+            scheduler_name=members[0].pod.spec.scheduler_name or "default-scheduler",
+            priority=pod_group.spec.priority or 0,
+            pods={m.pod_info.key: m.pod for m in members},
+        )
+
+        def preempt(victim: PodInfo) -> None:
+            executor.preempt_pod(DOMAIN, preemptor, victim, PREEMPTING_PLUGIN)
+
+        if fwk.feature_enabled(ASYNC_PREEMPTION_GATE):
+            executor.prepare_candidate_async(DOMAIN, preemptor, victims, preempt)
+            return Status()
+        return executor.prepare_candidate(DOMAIN, preemptor, victims, preempt)
 
     @staticmethod
     def _not_eligible(members: Sequence[QueuedPodInfo]) -> str:
@@ -196,32 +234,3 @@ class PodGroupPreemption:
         breaking = {p.uid for p in violating_pods}
         violating = [v for v in victims if v.uids & breaking]
         return violating, [v for v in victims if not v.uids & breaking]
-
-    def _preempt(self, fwk: Framework, pod_group: WorkloadPodGroup, victim: PodInfo) -> None:
-        """Mark the victim with ``DisruptionTarget``, delete it, and record the event
-        v1.36 records (``Preempted by podgroup <uid> on node cluster``: the whole
-        cluster is the domain); a victim already terminating is left alone, as upstream
-        does (no second call, no second event)."""
-        if victim.pod.metadata.deletion_timestamp is not None:
-            return
-        client: Any = fwk.client
-        condition = PodCondition(
-            DISRUPTION_TARGET,
-            "True",
-            REASON_PREEMPTION_BY_SCHEDULER,
-            f"{fwk.profile_name}: preempting to accommodate a higher priority podgroup",
-        )
-        try:
-            client.update_pod_status(victim.pod, condition=condition)
-            client.delete_pod(victim.pod)
-        except NotFoundError:
-            return
-        if fwk.event_recorder is not None:
-            fwk.event_recorder.eventf(
-                victim.pod,
-                None,
-                "Normal",
-                "Preempted",
-                "Preempting",
-                f"Preempted by podgroup {pod_group.metadata.uid} on node cluster",
-            )

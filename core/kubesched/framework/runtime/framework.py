@@ -21,6 +21,7 @@ from kubesched.framework.diagnosis import EXTENDER_NAME
 from kubesched.framework.events import WILDCARD_EVENT, ClusterEvent, ClusterEventWithHint
 from kubesched.framework.gomath import sat_add_array, saturate
 from kubesched.framework.plugin import EXTENSION_POINTS
+from kubesched.framework.preemption import PreemptionExecutor
 from kubesched.framework.registry import PluginRegistry
 from kubesched.framework.results import (
     MAX_NODE_SCORE,
@@ -314,6 +315,11 @@ class Framework:
         None (the embedded cluster, tests) runs them at once, in the caller's thread."""
         self.pod_activator: Callable[[Mapping[str, Pod]], None] | None = None
         """The queue's ``activate`` (set by the scheduler), behind :meth:`activate`."""
+        self.preemption_executor = PreemptionExecutor(self)
+        """Carries this profile's preemptions out: DefaultPreemption's, and a pod group's
+        (WorkloadAwarePreemption), so that DefaultPreemption's PreEnqueue holds the pods of
+        either while its asynchronous API calls run (upstream's DefaultPreemption owns
+        the one Executor that serves both)."""
         self._ep_histograms: dict[tuple[str, Code], Any] = {}
         self._plugin_histograms: dict[tuple[str, str, Code], Any] = {}
         # Per priority, what the nominated pods add, kept current from the nominator's
