@@ -20,13 +20,13 @@ from kubesched.api import (
     VolumeNodeAffinity,
     parse_quantity,
 )
+from kubesched.backend.memory import MemoryCluster
+from kubesched.clock import FakeClock
 from kubesched.config import config_from_dict, default_configuration
 from kubesched.errors import UserInputError
 from kubesched.features import parse_feature_gates
-from kubesched.framework.registry import default_registry
-from kubesched.backend.memory import MemoryCluster
-from kubesched.clock import FakeClock
 from kubesched.framework.listers import StaticLister
+from kubesched.framework.registry import default_registry
 from kubesched.testing import (
     assert_batch_matches_per_node,
     assert_statuses,

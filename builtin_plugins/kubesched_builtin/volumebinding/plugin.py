@@ -31,7 +31,6 @@ from kubesched import (
     invalid,
     raise_args_errors,
 )
-from kubesched.framework.args import feature_gates
 from kubesched.api import (
     ANN_MIGRATED_PLUGINS,
     CSIDriver,
@@ -42,6 +41,7 @@ from kubesched.api import (
     StorageClass,
 )
 from kubesched.api.volumeutil import pod_uses_claim
+from kubesched.framework.args import feature_gates
 from kubesched_builtin import signers
 from kubesched_builtin.names import VOLUME_BINDING
 from kubesched_builtin.noderesources.fit import UtilizationShapePoint, shape_errors
