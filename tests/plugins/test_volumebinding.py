@@ -27,6 +27,7 @@ from kubesched.errors import UserInputError
 from kubesched.features import parse_feature_gates
 from kubesched.framework.listers import StaticLister
 from kubesched.framework.registry import default_registry
+from kubesched.notices import collecting_notices
 from kubesched.testing import (
     assert_batch_matches_per_node,
     assert_statuses,
@@ -419,6 +420,24 @@ def test_score_by_free_capacity_of_provisioned_claims(objects, claims, expected)
     pre, scores = _scores(objects, pod_with(*(claim_volume(c) for c in claims)))
     assert pre is None
     assert scores == expected
+
+
+def test_a_segment_without_capacity_is_noticed_once() -> None:
+    """kube-scheduler v1.36.2 exits with a nil-pointer panic on such a segment (checked);
+    kubesched scores the node 0 for it and says so once."""
+    objects = [*FAST_TRACKED, DATA, _segment("a", "tracked", "a", None, "100Gi")]
+    fw = framework_for(VolumeBinding, lister=StaticLister(objects), feature_gates=SCORING)
+    plugin = fw.plugin(NAME)
+    state = fw.new_cycle_state()
+    plugin.pre_filter(state, pod_with(claim_volume("data")))
+    (node,) = fw_snapshot(fw, NODES[:1])
+    assert plugin.filter(state, node) is None
+    with collecting_notices() as notices:
+        assert [plugin.score(state, node) for _ in range(2)] == [0, 0]
+    assert [str(n) for n in notices] == [
+        "CSIStorageCapacity kube-system/a: has maximumVolumeSize but no capacity: the claims "
+        "provisioned from it are not scored by StorageCapacityScoring"
+    ]
 
 
 def test_static_bindings_are_scored_over_provisioned_claims() -> None:

@@ -29,6 +29,7 @@ from kubesched import (
     go_round,
     hookimpl,
     invalid,
+    notice,
     raise_args_errors,
 )
 from kubesched.api import (
@@ -192,6 +193,7 @@ class VolumeBinding:
         self._handle = handle
         self.binder = VolumeBinder(handle, self.args.bind_timeout_seconds)
         self._score: Callable[[int], int] | None = None
+        self._unscored_segments: set[tuple[str, str]] = set()
         # As upstream, the shape is read only under the gate: without it there is no Score.
         if handle.feature_enabled(STORAGE_CAPACITY_SCORING_GATE):
             scale = 100 // MAX_CUSTOM_PRIORITY_SCORE
@@ -314,12 +316,29 @@ class VolumeBinding:
                 r[1] += pv.spec.storage_capacity()
             return out
         for prov in volumes.dynamic_provisions:
-            if prov.capacity is None or prov.capacity.capacity is None:
+            if prov.capacity is None:
+                continue
+            if prov.capacity.capacity is None:
+                self._notice_without_capacity(prov.capacity)
                 continue
             r = out.setdefault(prov.pvc.class_name, [0, 0])
             r[1] = prov.capacity.capacity.value()
             r[0] += prov.pvc.spec.storage_request()
         return out
+
+    def _notice_without_capacity(self, segment: CSIStorageCapacity) -> None:
+        """Say once per segment that its claims are not scored. A segment chosen for its
+        ``maximumVolumeSize`` has no ``capacity`` to score against; kube-scheduler v1.36.2
+        dereferences it anyway and exits (a nil-pointer panic), kubesched passes it over."""
+        key = (segment.namespace, segment.name)
+        if key in self._unscored_segments:
+            return
+        self._unscored_segments.add(key)
+        notice(
+            "has maximumVolumeSize but no capacity: the claims provisioned from it are not "
+            "scored by StorageCapacityScoring",
+            obj=f"CSIStorageCapacity {segment.namespace}/{segment.name}",
+        )
 
     @hookimpl
     def score(self, state: CycleState, node_info: NodeInfo) -> int:
