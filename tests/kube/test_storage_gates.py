@@ -1,13 +1,16 @@
 """The real v1.36.2 kube-scheduler on the storage gate cases of ``tests/storage_gates.py``
 (StorageCapacityScoring, VolumeLimitScaling): the node chosen for each pod and its
 FailedScheduling messages, recorded in ``tests/fixtures/scheduler/storage-gates.json``
-(written by this test with ``KUBESCHED_RECORD=1``)."""
+(written by this test with ``KUBESCHED_RECORD=1``); and kubesched on a real API server
+held to that recording."""
 
 from __future__ import annotations
 
 import json
 import os
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,7 @@ from tests.storage_gates import (
     profiles_for,
 )
 
-from .conftest import FAST, start_kube_scheduler
+from .conftest import FAST, kubesched_running, start_kube_scheduler
 
 pytestmark = pytest.mark.envtest
 
@@ -52,12 +55,13 @@ def _run_case(client: KubeClient, case: dict[str, Any]) -> dict[str, Any]:
     return {"node": chosen_node(found, claims), "failedScheduling": seen["failedScheduling"]}
 
 
-@pytest.mark.parametrize("setup", sorted(SETUPS))
-def test_the_real_scheduler_and_the_storage_recording_agree(setup: str, tmp_path: Path) -> None:
+def _outcomes(
+    setup: str, scheduler: Callable[[ControlPlane, str], AbstractContextManager[Any]]
+) -> dict[str, Any]:
+    """Each case of ``setup`` on a fresh control plane (the API server with
+    ``APISERVER_GATES``, the PV controller), scheduled by ``scheduler(cp, gates)``."""
     if assets_dir() is None:
         pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
-    gates = SETUPS[setup]
-    args = (f"--feature-gates={gates}",) if gates else ()
     got: dict[str, Any] = {}
     with ControlPlane(apiserver_args=(f"--feature-gates={APISERVER_GATES}",)) as cp:
         try:
@@ -65,18 +69,45 @@ def test_the_real_scheduler_and_the_storage_recording_agree(setup: str, tmp_path
         except EnvtestError as err:
             pytest.skip(str(err))
         client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
-        for name in NODES:
-            create_object(client, node(name))
+        try:
+            for name in NODES:
+                create_object(client, node(name))
+            with scheduler(cp, SETUPS[setup]):
+                for case in (c for c in CASES if c["setup"] == setup):
+                    got[case["id"]] = _run_case(client, case)
+        finally:
+            client.close()
+    return got
+
+
+@pytest.mark.parametrize("setup", sorted(SETUPS))
+def test_the_real_scheduler_and_the_storage_recording_agree(setup: str, tmp_path: Path) -> None:
+    @contextmanager
+    def kube_scheduler(cp: ControlPlane, gates: str) -> Iterator[None]:
+        args = (f"--feature-gates={gates}",) if gates else ()
         proc = start_kube_scheduler(cp, tmp_path, {"profiles": profiles_for(gates)}, args)
         try:
-            for case in (c for c in CASES if c["setup"] == setup):
-                got[case["id"]] = _run_case(client, case)
+            yield
         finally:
             proc.terminate()
             proc.wait(15)
-            client.close()
+
+    got = _outcomes(setup, kube_scheduler)
     recorded = json.loads(RECORDING.read_text()) if RECORDING.exists() else {}
     if os.environ.get("KUBESCHED_RECORD"):
         recorded.update(got)
         RECORDING.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+    assert got == {k: recorded[k] for k in got}
+
+
+@pytest.mark.parametrize("setup", sorted(SETUPS))
+def test_kubesched_run_gives_the_storage_recording(setup: str, tmp_path: Path) -> None:
+    """kubesched's scheduler on a real API server (as ``kubesched run``) with the same gates:
+    the same nodes and messages as the real scheduler."""
+
+    def kubesched(cp: ControlPlane, gates: str) -> AbstractContextManager[Any]:
+        return kubesched_running(cp, gates, tmp_path, {"profiles": profiles_for(gates)})
+
+    got = _outcomes(setup, kubesched)
+    recorded = json.loads(RECORDING.read_text())
     assert got == {k: recorded[k] for k in got}
