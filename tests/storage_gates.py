@@ -72,7 +72,8 @@ def storage_class(name: str, provisioner: str = "kubernetes.io/no-provisioner") 
     }
 
 
-def local_pv(name: str, on: str, class_name: str, size: str) -> dict[str, Any]:
+def local_pv(name: str, on: str, class_name: str, size: str = "1Gi") -> dict[str, Any]:
+    """A local PersistentVolume reachable from node ``on`` only."""
     term = {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": [on]}]}
     return {
         "apiVersion": "v1",
