@@ -233,6 +233,19 @@ def test_volume_limit_scaling_names_the_first_missing_driver() -> None:
     assert_statuses(run_filter(fw, pod, NODE), {"n1": _missing(DRIVER)})
 
 
+def test_a_driver_registering_on_the_node_does_not_requeue() -> None:
+    """A CSINode update that only adds a driver does not requeue the pods rejected for
+    missing it, as kube-scheduler v1.36.2 with VolumeLimitScaling on (checked: such a pod
+    was not retried within 40 s of its driver's registration; the periodic flush retries
+    it)."""
+    gates = FeatureGates({VOLUME_LIMIT_SCALING_GATE: True})
+    plugin = framework_for(NodeVolumeLimits, feature_gates=gates).plugin(NAME)
+    old, new = _csi_node("n1", OTHER), _csi_node("n1", OTHER, DRIVER)
+    assert plugin.is_schedulable_after_csi_node_updated(make_pod().obj(), old, new) is (
+        QueueingHint.SKIP
+    )
+
+
 def test_pods_without_volumes_skip() -> None:
     fw = framework_for(NodeVolumeLimits, lister=StaticLister())
     state = fw.new_cycle_state()
