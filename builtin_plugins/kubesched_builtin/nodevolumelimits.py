@@ -24,6 +24,7 @@ from kubesched import (
 )
 from kubesched.api import (
     ANN_MIGRATED_PLUGINS,
+    CSIDriver,
     CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -40,6 +41,13 @@ NAME = NODE_VOLUME_LIMITS
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 """Filter reason (Unschedulable): attaching the pod's new volumes would exceed a driver's
 ``allocatable.count`` in the node's CSINode."""
+
+ERR_REASON_DRIVER_NOT_INSTALLED = "{driver} CSI driver is not installed on the node"
+"""Filter reason (Unschedulable), with the VolumeLimitScaling gate on: a driver of the pod's
+new volumes asks (``preventPodSchedulingIfMissing`` in its CSIDriver) that pods needing it
+stay off nodes whose CSINode does not list it."""
+
+VOLUME_LIMIT_SCALING_GATE = "VolumeLimitScaling"
 
 AWS_EBS_PLUGIN = "kubernetes.io/aws-ebs"
 GCE_PD_PLUGIN = "kubernetes.io/gce-pd"
@@ -103,12 +111,13 @@ class NodeVolumeLimits:
     once; a node or driver without a limit does not restrict."""
 
     name = NAME
-    reads = ("CSINode", "PersistentVolume", "PersistentVolumeClaim", "StorageClass")
+    reads = ("CSINode", "CSIDriver", "PersistentVolume", "PersistentVolumeClaim", "StorageClass")
     skips_pods_without = {"PreFilter": ("volumes",)}
     """PreFilter answers Skip for a pod without volumes: the framework skips the call."""
 
     def __init__(self, args: Any, handle: Any) -> None:
         self._handle = handle
+        self._check_drivers = handle.feature_enabled(VOLUME_LIMIT_SCALING_GATE)
         # As upstream: unbound claims get a handle no real volume has, so a claim bound
         # during the cycle is not mistaken for the same volume twice.
         self._random_prefix = uuid.uuid4().hex
@@ -293,6 +302,13 @@ class NodeVolumeLimits:
             return computed
         if not computed:
             return None
+        if self._check_drivers:
+            # checkCSIDriverOnNode, before the limits: a node without them still needs the
+            # drivers. Sorted, where upstream's map order picks any missing driver.
+            for driver in sorted(set(computed.values())):
+                if not self._driver_on_node(driver, csi_node):
+                    reason = ERR_REASON_DRIVER_NOT_INSTALLED.format(driver=driver)
+                    return Status(Code.UNSCHEDULABLE, reason)
         limits = self._limits(csi_node)
         if not any(driver in limits for driver in computed.values()):
             return None  # only drivers with a limit can reject the node
@@ -317,6 +333,15 @@ class NodeVolumeLimits:
             if limit is not None and attached_count.get(driver, 0) + count > limit:
                 return Status(Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
         return None
+
+    def _driver_on_node(self, driver: str, csi_node: CSINode | None) -> bool:
+        """Whether ``driver`` may serve the pod on the node: it does not ask to be present
+        (no CSIDriver, or no ``preventPodSchedulingIfMissing``), or the node's CSINode
+        lists it (a node without CSINode lists none)."""
+        found: CSIDriver | None = self._get("CSIDriver", None, driver)
+        if found is None or not found.spec.prevent_pod_scheduling_if_missing:
+            return True
+        return csi_node is not None and any(d.name == driver for d in csi_node.spec.drivers)
 
     def _limits(self, csi_node: CSINode | None) -> dict[str, int]:
         """Each driver's ``allocatable.count`` in ``csi_node`` (none without a CSINode)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched import NodeInfo, PodInfo, Status, hookimpl
+from kubesched import FeatureGates, NodeInfo, PodInfo, Status, hookimpl
 from kubesched.framework.runtime import FrameworkError
 from kubesched.framework.runtime.framework import POD_FIELDS
 from kubesched.testing import make_framework, make_node, make_pod
@@ -100,7 +100,7 @@ PODS = {
     "volume": make_pod("p").pvc("c").obj(),
 }
 
-SHAPE = {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}
+SCORING = FeatureGates({"StorageCapacityScoring": True})
 
 ADDED_AFFINITY = {
     "addedAffinity": {
@@ -116,7 +116,7 @@ ADDED_AFFINITY = {
 
 @pytest.mark.parametrize("pod_name", list(PODS), ids=list(PODS))
 @pytest.mark.parametrize(
-    ("plugins", "args"),
+    ("plugins", "args", "gates"),
     [
         (
             (
@@ -128,16 +128,17 @@ ADDED_AFFINITY = {
                 VolumeBinding,
             ),
             None,
+            None,
         ),
-        ((NodeAffinity,), {"NodeAffinity": ADDED_AFFINITY}),
-        ((VolumeBinding,), {"VolumeBinding": SHAPE}),
+        ((NodeAffinity,), {"NodeAffinity": ADDED_AFFINITY}, None),
+        ((VolumeBinding,), None, SCORING),
     ],
-    ids=["built-ins", "node-affinity-with-added-affinity", "volume-binding-with-a-shape"],
+    ids=["built-ins", "node-affinity-with-added-affinity", "volume-binding-scoring"],
 )
-def test_built_in_declarations_skip_only_what_the_plugin_skips(pod_name, plugins, args):
+def test_built_in_declarations_skip_only_what_the_plugin_skips(pod_name, plugins, args, gates):
     """Where a built-in declares a skip, its own hook answers Skip for that pod (the
     declaration is sound); with added affinity NodeAffinity declares nothing."""
-    fw = make_framework(*plugins, args=args)
+    fw = make_framework(*plugins, args=args, feature_gates=gates)
     pod_info = PodInfo(PODS[pod_name])
     for ep, hook in (("PreFilter", "pre_filter"), ("PreScore", "pre_score")):
         declared = fw._declared_skips[ep].skipped(pod_info)
@@ -149,12 +150,12 @@ def test_built_in_declarations_skip_only_what_the_plugin_skips(pod_name, plugins
     if "NodeAffinity" in (args or {}):
         assert not fw._declared_skips["PreFilter"].by_runner
         assert not fw._declared_skips["PreScore"].by_runner
-    elif args is not None:
-        # With a scoring shape VolumeBinding scores the pods with volumes only.
+    elif gates is not None:
+        # Under StorageCapacityScoring VolumeBinding scores the pods with volumes only.
         declared = fw._declared_skips["PreScore"].skipped(pod_info)
         assert ("VolumeBinding" in declared) is (pod_name != "volume")
     else:
-        # Without a scoring shape VolumeBinding's PreScore skips every pod.
+        # Without StorageCapacityScoring VolumeBinding's PreScore skips every pod.
         assert "VolumeBinding" in fw._declared_skips["PreScore"].skipped(pod_info)
 
 

@@ -302,13 +302,17 @@ def in_process(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Callable
 
 @contextlib.contextmanager
 def kubesched_running(
-    control_plane: ControlPlane, gates_text: str, tmp_path: Path
+    control_plane: ControlPlane,
+    gates_text: str,
+    tmp_path: Path,
+    extra: dict[str, Any] | None = None,
 ) -> Iterator[SchedulerRunner]:
-    """kubesched with the feature gates ``gates_text`` scheduling ``control_plane`` on a
-    thread of this process for the ``with`` block, once its informers synced; its runner."""
+    """kubesched with the feature gates ``gates_text`` (and the configuration fields
+    ``extra``, as ``write_config`` takes them) scheduling ``control_plane`` on a thread of
+    this process for the ``with`` block, once its informers synced; its runner."""
     registry = default_registry()
     gates = parse_feature_gates([gates_text])
-    config = load_config(write_config(tmp_path), registry, gates)
+    config = load_config(write_config(tmp_path, extra), registry, gates)
     cluster = KubeCluster(KubeClient(load_configuration(str(control_plane.kubeconfig)), FAST))
     runner = SchedulerRunner(
         effective_configuration(config, registry, gates=gates), registry, cluster

@@ -17,6 +17,7 @@ from kubesched_builtin.nodevolumelimits import NodeVolumeLimits
 from kubesched_builtin.volumebinding import VolumeBinding
 from kubesched_builtin.volumerestrictions import VolumeRestrictions
 from kubesched_builtin.volumezone import VolumeZone
+from tests.storage_gates import local_pv
 
 from .conftest import NOMINATING_SCHEDULERS, Api, InProcess, status_of, wait_for
 
@@ -53,37 +54,6 @@ def storage_class(name: str, mode: str, provisioner: str = "kubernetes.io/no-pro
         "metadata": {"name": name},
         "provisioner": provisioner,
         "volumeBindingMode": mode,
-    }
-
-
-def local_pv(name: str, node: str, class_name: str, size: str = "1Gi") -> dict:
-    """A local PersistentVolume reachable from ``node`` only."""
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": size},
-            "accessModes": ["ReadWriteOnce"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": class_name,
-            "local": {"path": f"/mnt/{name}"},
-            "nodeAffinity": {
-                "required": {
-                    "nodeSelectorTerms": [
-                        {
-                            "matchExpressions": [
-                                {
-                                    "key": "kubernetes.io/hostname",
-                                    "operator": "In",
-                                    "values": [node],
-                                }
-                            ]
-                        }
-                    ]
-                }
-            },
-        },
     }
 
 

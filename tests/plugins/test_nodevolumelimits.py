@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched import Code, QueueingHint
+from kubesched import Code, FeatureGates, QueueingHint
+from kubesched.api import CSIDriver, CSINode
 from kubesched.framework.listers import StaticLister
 from kubesched.testing import (
     assert_batch_matches_per_node,
@@ -17,8 +18,10 @@ from kubesched.testing import (
     run_filter,
 )
 from kubesched_builtin.nodevolumelimits import (
+    ERR_REASON_DRIVER_NOT_INSTALLED,
     ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
     NAME,
+    VOLUME_LIMIT_SCALING_GATE,
     NodeVolumeLimits,
 )
 
@@ -134,6 +137,115 @@ def test_missing_claim_of_the_new_pod_is_unresolvable() -> None:
     )
 
 
+OTHER = "other.csi.example.com"
+
+
+def _driver(name: str = DRIVER, prevent: bool | None = True) -> CSIDriver:
+    spec = {} if prevent is None else {"preventPodSchedulingIfMissing": prevent}
+    return CSIDriver.model_validate({"metadata": {"name": name}, "spec": spec})
+
+
+def _csi_node(node: str, *drivers: str) -> CSINode:
+    entries = [{"name": d, "nodeID": node} for d in drivers]
+    return CSINode.model_validate({"metadata": {"name": node}, "spec": {"drivers": entries}})
+
+
+def _missing(driver: str = DRIVER) -> tuple[Code, str]:
+    return (Code.UNSCHEDULABLE, ERR_REASON_DRIVER_NOT_INSTALLED.format(driver=driver))
+
+
+NODES3 = [make_node(n).obj() for n in ("n1", "n2", "n3")]
+WFFC_NEW = [storage_class("wffc"), pvc("new", cls="wffc")]
+SCALING_CASES = [
+    # (id, gate, objects beside the claim and its class, claims, expected per node)
+    (
+        "driver missing on the node",
+        True,
+        [_driver(), _csi_node("n1", DRIVER), _csi_node("n2", OTHER)],
+        {"n1": None, "n2": _missing(), "n3": _missing()},
+    ),
+    (
+        "the driver does not ask",
+        True,
+        [_driver(prevent=False), _csi_node("n1", DRIVER), _csi_node("n2", OTHER)],
+        {"n1": None, "n2": None, "n3": None},
+    ),
+    (
+        "prevent unset",
+        True,
+        [_driver(prevent=None), _csi_node("n2", OTHER)],
+        {"n1": None, "n2": None, "n3": None},
+    ),
+    (
+        "no CSIDriver object",
+        True,
+        [_csi_node("n2", OTHER)],
+        {"n1": None, "n2": None, "n3": None},
+    ),
+    (
+        "gate off",
+        False,
+        [_driver(), _csi_node("n2", OTHER)],
+        {"n1": None, "n2": None, "n3": None},
+    ),
+    (
+        "checked before the limits: a node under its limit still needs the driver",
+        True,
+        [_driver(), _csi_node("n1", DRIVER), csi_node("n2", driver=OTHER, count=5)],
+        {"n1": None, "n2": _missing(), "n3": _missing()},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("gate", "objects", "expected"),
+    [c[1:] for c in SCALING_CASES],
+    ids=[c[0] for c in SCALING_CASES],
+)
+def test_volume_limit_scaling_keeps_pods_off_nodes_without_their_driver(
+    gate, objects, expected
+) -> None:
+    """With VolumeLimitScaling on, a driver whose CSIDriver sets
+    ``preventPodSchedulingIfMissing`` must be listed in the node's CSINode (a node without
+    CSINode lists none) for the pods that need it."""
+    gates = FeatureGates({VOLUME_LIMIT_SCALING_GATE: gate})
+    fw = framework_for(
+        NodeVolumeLimits, lister=StaticLister([*WFFC_NEW, *objects]), feature_gates=gates
+    )
+    pod = pod_with(claim_volume("new"))
+    assert_statuses(run_filter(fw, pod, NODES3), expected)
+    assert_batch_matches_per_node(fw, NAME, pod, NODES3)
+
+
+def test_volume_limit_scaling_names_the_first_missing_driver() -> None:
+    """Of several missing drivers the first by name is reported (upstream's map order
+    picks any)."""
+    gates = FeatureGates({VOLUME_LIMIT_SCALING_GATE: True})
+    objects = [
+        *bound_claims("a"),
+        _driver(),
+        _driver(OTHER),
+        storage_class("other", provisioner=OTHER),
+        pvc("b", cls="other"),
+    ]
+    fw = framework_for(NodeVolumeLimits, lister=StaticLister(objects), feature_gates=gates)
+    pod = pod_with(claim_volume("a"), claim_volume("b"))
+    assert_statuses(run_filter(fw, pod, NODE), {"n1": _missing(DRIVER)})
+
+
+def test_a_driver_registering_on_the_node_does_not_requeue() -> None:
+    """A CSINode update that only adds a driver does not requeue the pods rejected for
+    missing it, as kube-scheduler v1.36.2 with VolumeLimitScaling on (checked: such a pod
+    was not retried within 40 s of its driver's registration; the periodic flush retries
+    it)."""
+    gates = FeatureGates({VOLUME_LIMIT_SCALING_GATE: True})
+    plugin = framework_for(NodeVolumeLimits, feature_gates=gates).plugin(NAME)
+    old, new = _csi_node("n1", OTHER), _csi_node("n1", OTHER, DRIVER)
+    assert plugin.is_schedulable_after_csi_node_updated(make_pod().obj(), old, new) is (
+        QueueingHint.SKIP
+    )
+
+
 def test_pods_without_volumes_skip() -> None:
     fw = framework_for(NodeVolumeLimits, lister=StaticLister())
     state = fw.new_cycle_state()
@@ -152,7 +264,7 @@ def test_pods_without_volumes_skip() -> None:
     ids=["limit-raised", "limit-lowered", "limit-removed", "migration-changed"],
 )
 def test_csi_node_update_hint(old, new, expected) -> None:
-    plugin = NodeVolumeLimits(None, None)
+    plugin = framework_for(NodeVolumeLimits).plugin(NAME)
     assert plugin.is_schedulable_after_csi_node_updated(make_pod().obj(), old, new) is expected
 
 

@@ -8,14 +8,24 @@ embedded cluster's PV controller and provisioner (success and provisioning failu
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import ValidationError
 
-from kubesched import Code, PodInfo, QueueingHint, Status
-from kubesched.api import ANN_SELECTED_NODE, VolumeNodeAffinity, parse_quantity
+from kubesched import Code, FeatureGates, PodInfo, QueueingHint, Status
+from kubesched.api import (
+    ANN_SELECTED_NODE,
+    CSIStorageCapacity,
+    VolumeNodeAffinity,
+    parse_quantity,
+)
 from kubesched.backend.memory import MemoryCluster
 from kubesched.clock import FakeClock
+from kubesched.config import default_configuration
+from kubesched.features import parse_feature_gates
 from kubesched.framework.listers import StaticLister
+from kubesched.notices import collecting_notices
 from kubesched.testing import (
     assert_batch_matches_per_node,
     assert_statuses,
@@ -35,7 +45,13 @@ from kubesched_builtin.volumebinding import (
     VolumeBinding,
     VolumeBindingArgs,
 )
-from kubesched_builtin.volumebinding.plugin import STATE_KEY
+from kubesched_builtin.volumebinding.plugin import (
+    DEFAULT_SHAPE,
+    STATE_KEY,
+    STORAGE_CAPACITY_SCORING_GATE,
+)
+from tests.fixtures.dra.record_args import kubesched_problems
+from tests.fixtures.storage.record_args import FIXTURE as VOLUME_BINDING_ARGS
 
 from .volume_objects import (
     capacity,
@@ -242,15 +258,32 @@ def test_smallest_matching_pv_is_chosen() -> None:
 
 # -- Score (StorageCapacityScoring) --------------------------------------------------------
 
+SCORING = FeatureGates({STORAGE_CAPACITY_SCORING_GATE: True})
 
-SCORE_CASES = [
-    ("default-on shape prefers free space", [(0, 10), (100, 0)], {"n-a": 80, "n-b": 20}),
+
+def _scores(objects, pod, nodes=NODES, args=None, gates=SCORING):
+    """PreScore's status and each feasible node's Score, as the framework runs them."""
+    fw = framework_for(VolumeBinding, args=args, lister=StaticLister(objects), feature_gates=gates)
+    plugin = fw.plugin(NAME)
+    state = fw.new_cycle_state()
+    assert plugin.pre_filter(state, pod) is None
+    infos = fw_snapshot(fw, nodes)
+    feasible = [ni for ni in infos if plugin.filter(state, ni) is None]
+    pre = plugin.pre_score(state)
+    return pre, {ni.name: plugin.score(state, ni) for ni in feasible}
+
+
+STATIC_SCORE_CASES = [
+    ("default shape prefers free space", None, {"n-a": 80, "n-b": 20}),
     ("bin packing shape", [(0, 0), (100, 10)], {"n-a": 20, "n-b": 80}),
+    ("an empty shape is the default", [], {"n-a": 80, "n-b": 20}),
 ]
 
 
 @pytest.mark.parametrize(
-    ("shape", "expected"), [c[1:] for c in SCORE_CASES], ids=[c[0] for c in SCORE_CASES]
+    ("shape", "expected"),
+    [c[1:] for c in STATIC_SCORE_CASES],
+    ids=[c[0] for c in STATIC_SCORE_CASES],
 )
 def test_score_by_utilization_of_static_bindings(shape, expected) -> None:
     objects = [
@@ -259,25 +292,184 @@ def test_score_by_utilization_of_static_bindings(shape, expected) -> None:
         pv("pv-a", "100Gi", cls="local", zone="a"),
         pv("pv-b", "25Gi", cls="local", zone="b"),
     ]
-    args = {"shape": [{"utilization": u, "score": s} for u, s in shape]}
-    fw = framework_for(VolumeBinding, args=args, lister=StaticLister(objects))
+    args = None if shape is None else {"shape": [{"utilization": u, "score": s} for u, s in shape]}
+    pre, scores = _scores(objects, pod_with(claim_volume("data")), NODES[:2], args)
+    assert pre is None
+    assert scores == expected
+
+
+def _segment(name, cls, zone, size=None, max_size=None):
+    """A CSIStorageCapacity of ``cls`` in ``zone`` (``size`` None: no ``capacity``)."""
+    doc = {
+        "metadata": {"name": name, "namespace": "kube-system"},
+        "storageClassName": cls,
+        "nodeTopology": {"matchLabels": {"topology.kubernetes.io/zone": zone}},
+    }
+    if size is not None:
+        doc["capacity"] = size
+    if max_size is not None:
+        doc["maximumVolumeSize"] = max_size
+    return CSIStorageCapacity.model_validate(doc)
+
+
+FAST = storage_class("fast")
+FAST_TRACKED = [TRACKED, FAST, csi_driver()]
+DATA = pvc("data", "10Gi", cls="tracked")
+LOGS = pvc("logs", "30Gi", cls="fast")
+
+DYNAMIC_SCORE_CASES = [
+    (
+        "free capacity decides",
+        [
+            *FAST_TRACKED,
+            DATA,
+            _segment("a", "tracked", "a", "100Gi"),
+            _segment("b", "tracked", "b", "20Gi"),
+            _segment("c", "tracked", "c", "40Gi"),
+        ],
+        ["data"],
+        {"n-a": 90, "n-b": 50, "n-c": 75},
+    ),
+    (
+        "requests of one class add up against its segment",
+        [
+            *FAST_TRACKED,
+            DATA,
+            pvc("more", "30Gi", cls="tracked"),
+            _segment("a", "tracked", "a", "100Gi"),
+            _segment("b", "tracked", "b", "40Gi"),
+        ],
+        ["data", "more"],
+        # b: 40Gi requested of 40Gi, each claim fitting alone; c has no segment.
+        {"n-a": 60, "n-b": 0},
+    ),
+    (
+        "several classes: the rounded mean of their scores",
+        [
+            *FAST_TRACKED,
+            DATA,
+            LOGS,
+            _segment("a", "tracked", "a", "100Gi"),
+            _segment("a2", "fast", "a", "40Gi"),
+            _segment("b", "tracked", "b", "50Gi"),
+            _segment("b2", "fast", "b", "300Gi"),
+        ],
+        ["data", "logs"],
+        # a: tracked 10% -> 90, fast 75% -> 25, mean 57.5 -> 58; b: 80 and 90 -> 85.
+        {"n-a": 58, "n-b": 85},
+    ),
+    (
+        "ties: equal free capacity, equal scores",
+        [
+            *FAST_TRACKED,
+            DATA,
+            _segment("a", "tracked", "a", "50Gi"),
+            _segment("b", "tracked", "b", "50Gi"),
+        ],
+        ["data"],
+        {"n-a": 80, "n-b": 80},
+    ),
+    (
+        "no CSIStorageCapacity tracked: every node 0",
+        [TRACKED, csi_driver(storage_capacity=False), DATA],
+        ["data"],
+        {"n-a": 0, "n-b": 0, "n-c": 0},
+    ),
+    (
+        "no CSIDriver: capacity not tracked, every node 0",
+        [TRACKED, DATA, _segment("a", "tracked", "a", "100Gi")],
+        ["data"],
+        {"n-a": 0, "n-b": 0, "n-c": 0},
+    ),
+    (
+        "a segment without capacity (maximumVolumeSize only) is passed over",
+        [
+            *FAST_TRACKED,
+            DATA,
+            _segment("a", "tracked", "a", None, "100Gi"),
+            _segment("b", "tracked", "b", "20Gi"),
+        ],
+        ["data"],
+        {"n-a": 0, "n-b": 50},
+    ),
+    (
+        "a claim larger than its segment's capacity fits its maximumVolumeSize: score 0",
+        [*FAST_TRACKED, DATA, _segment("a", "tracked", "a", "5Gi", "10Gi")],
+        ["data"],
+        {"n-a": 0},
+    ),
+    (
+        "a zero request is 0% utilization; nodes without a segment are filtered",
+        [*FAST_TRACKED, pvc("data", "0", cls="tracked"), _segment("a", "tracked", "a", "1Gi")],
+        ["data"],
+        {"n-a": 100},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("objects", "claims", "expected"),
+    [c[1:] for c in DYNAMIC_SCORE_CASES],
+    ids=[c[0] for c in DYNAMIC_SCORE_CASES],
+)
+def test_score_by_free_capacity_of_provisioned_claims(objects, claims, expected) -> None:
+    """Without static bindings, each class's utilization is its claims' requests against
+    the capacity of the CSIStorageCapacity segment chosen for them on the node (KEP-4049)."""
+    pre, scores = _scores(objects, pod_with(*(claim_volume(c) for c in claims)))
+    assert pre is None
+    assert scores == expected
+
+
+def test_a_segment_without_capacity_is_noticed_once() -> None:
+    """kube-scheduler v1.36.2 exits with a nil-pointer panic on such a segment (checked);
+    kubesched scores the node 0 for it and says so once."""
+    objects = [*FAST_TRACKED, DATA, _segment("a", "tracked", "a", None, "100Gi")]
+    fw = framework_for(VolumeBinding, lister=StaticLister(objects), feature_gates=SCORING)
     plugin = fw.plugin(NAME)
     state = fw.new_cycle_state()
-    pod = pod_with(claim_volume("data"))
-    assert plugin.pre_filter(state, pod) is None
-    infos = {ni.name: ni for ni in fw_snapshot(fw, NODES[:2])}
-    for ni in infos.values():
-        assert plugin.filter(state, ni) is None
-    assert plugin.pre_score(state) is None
-    assert {n: plugin.score(state, ni) for n, ni in infos.items()} == expected
+    plugin.pre_filter(state, pod_with(claim_volume("data")))
+    (node,) = fw_snapshot(fw, NODES[:1])
+    assert plugin.filter(state, node) is None
+    with collecting_notices() as notices:
+        assert [plugin.score(state, node) for _ in range(2)] == [0, 0]
+    assert [str(n) for n in notices] == [
+        "CSIStorageCapacity kube-system/a: has maximumVolumeSize but no capacity: the claims "
+        "provisioned from it are not scored by StorageCapacityScoring"
+    ]
 
 
-def test_score_is_skipped_without_shape() -> None:
+def test_static_bindings_are_scored_over_provisioned_claims() -> None:
+    """A node with static bindings is scored by them alone (its provisioned claims do not
+    count); the others by their provisioned claims."""
+    objects = [
+        *FAST_TRACKED,
+        LOCAL,
+        pvc("local-data", "20Gi", cls="local"),
+        pv("pv-a", "25Gi", cls="local", zone="a"),
+        DATA,
+        _segment("a", "tracked", "a", "1000Gi"),
+        _segment("b", "tracked", "b", "1000Gi"),
+    ]
+    pod = pod_with(claim_volume("local-data"), claim_volume("data"))
+    pre, scores = _scores(objects, pod, NODES[:1])
+    assert (pre, scores) == (None, {"n-a": 20})
+
+
+@pytest.mark.parametrize(
+    ("gates", "args", "claims", "code"),
+    [
+        (FeatureGates(), {"shape": [{"utilization": 0, "score": 10}]}, ["data"], Code.SKIP),
+        (FeatureGates(), None, ["data"], Code.SKIP),
+        (SCORING, None, ["data"], None),
+    ],
+    ids=["gate-off-shape-ignored", "gate-off", "gate-on"],
+)
+def test_pre_score_follows_the_gate(gates, args, claims, code) -> None:
+    """Only the gate turns the Score on (a shape given through the Python API without it is
+    not read, as upstream builds no scorer)."""
     objects = [LOCAL, pvc("data", cls="local"), pv("pv-a", cls="local")]
-    fw = framework_for(VolumeBinding, lister=StaticLister(objects))
-    state = fw.new_cycle_state()
-    fw.plugin(NAME).pre_filter(state, pod_with(claim_volume("data")))
-    assert fw.plugin(NAME).pre_score(state).code is Code.SKIP
+    pre, _ = _scores(objects, pod_with(*(claim_volume(c) for c in claims)), args=args, gates=gates)
+    assert (pre.code if pre is not None else None) is code
 
 
 def fw_snapshot(fw, nodes):
@@ -290,14 +482,13 @@ def fw_snapshot(fw, nodes):
     ("args", "message"),
     [
         ({"bindTimeoutSeconds": -1}, "invalid BindTimeoutSeconds, should not be a negative value"),
-        ({"shape": []}, "at least one point must be specified"),
         (
             {"shape": [{"utilization": 50, "score": 1}, {"utilization": 10, "score": 2}]},
             "values must be sorted in increasing order",
         ),
         ({"shape": [{"utilization": 0, "score": 11}]}, "not in valid range [0, 10]"),
     ],
-    ids=["negative-timeout", "empty-shape", "unsorted-shape", "score-range"],
+    ids=["negative-timeout", "unsorted-shape", "score-range"],
 )
 def test_args_validation(args, message) -> None:
     with pytest.raises(ValidationError) as excinfo:
@@ -307,7 +498,43 @@ def test_args_validation(args, message) -> None:
 
 def test_args_defaults() -> None:
     args = VolumeBindingArgs()
-    assert (args.bind_timeout_seconds, args.shape) == (600, None)
+    assert (args.bind_timeout_seconds, args.shape) == (600, DEFAULT_SHAPE)
+    assert VolumeBindingArgs(shape=[]).shape == DEFAULT_SHAPE
+
+
+ARGS_RECORDING = json.loads(VOLUME_BINDING_ARGS.read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", ARGS_RECORDING, ids=[c["id"] for c in ARGS_RECORDING])
+def test_args_under_the_gate_as_recorded(case) -> None:
+    """kubesched refuses (or accepts) VolumeBinding's args under StorageCapacityScoring with
+    the field errors the real kube-scheduler v1.36.2 stopped with (volumebinding-args.json)."""
+    assert kubesched_problems(case) == case["recorded"]
+
+
+# What kube-scheduler v1.36.2 --write-config-to prints for VolumeBinding with each gate
+# (VolumeLimitScaling changes no default).
+DEFAULT_ARGS = {
+    "kind": "VolumeBindingArgs",
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "bindTimeoutSeconds": 600,
+}
+DEFAULT_SHAPE_ARGS = [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]
+
+
+@pytest.mark.parametrize(
+    ("gates", "expected"),
+    [
+        ("", DEFAULT_ARGS),
+        ("VolumeLimitScaling=true", DEFAULT_ARGS),
+        ("StorageCapacityScoring=true", {**DEFAULT_ARGS, "shape": DEFAULT_SHAPE_ARGS}),
+    ],
+    ids=["gates-off", "volume-limit-scaling", "storage-capacity-scoring"],
+)
+def test_default_args_under_the_gates(gates, expected) -> None:
+    config = default_configuration(gates=parse_feature_gates([gates] if gates else []))
+    (args,) = [pc.args for pc in config.profiles[0].plugin_config if pc.name == NAME]
+    assert args == expected
 
 
 # -- Reserve / Unreserve / PreBind against the embedded cluster ----------------------------
@@ -519,7 +746,7 @@ Q, S = QueueingHint.QUEUE, QueueingHint.SKIP
     ],
 )
 def test_queueing_hints(hint, old, new, expected) -> None:
-    plugin = VolumeBinding(None, None)
+    plugin = framework_for(VolumeBinding).plugin(NAME)
     fn = {
         "pvc": plugin.is_schedulable_after_pvc_change,
         "storage_class": plugin.is_schedulable_after_storage_class_change,

@@ -3,19 +3,22 @@ Score, Reserve/Unreserve, PreBind), as upstream ``plugins/volumebinding``."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from kubesched import (
     ActionType,
+    ArgsError,
     ClusterEvent,
     ClusterEventWithHint,
     Code,
     CycleState,
     EventResource,
+    FeatureGates,
     NodeBatch,
     NodeInfo,
     PluginArgs,
@@ -26,6 +29,7 @@ from kubesched import (
     go_round,
     hookimpl,
     invalid,
+    notice,
     raise_args_errors,
 )
 from kubesched.api import (
@@ -38,6 +42,7 @@ from kubesched.api import (
     StorageClass,
 )
 from kubesched.api.volumeutil import pod_uses_claim
+from kubesched.framework.args import feature_gates
 from kubesched_builtin import signers
 from kubesched_builtin.names import VOLUME_BINDING
 from kubesched_builtin.noderesources.fit import UtilizationShapePoint, shape_errors
@@ -57,6 +62,28 @@ pre-bound to a PV) is not bound yet; the PV controller has to bind it first."""
 
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
 
+STORAGE_CAPACITY_SCORING_GATE = "StorageCapacityScoring"
+"""The feature gate (alpha, off by default in v1.36) under which VolumeBinding scores nodes
+by the storage utilization of the pod's claims, along ``shape``."""
+
+DEFAULT_SHAPE = (
+    UtilizationShapePoint(utilization=0, score=10),
+    UtilizationShapePoint(utilization=100, score=0),
+)
+"""``shape``'s default with StorageCapacityScoring on: the most free capacity scores best."""
+
+_SHAPE_GATED_OFF = (
+    f"unexpected field `shape`, remove it or turn on the feature gate "
+    f"{STORAGE_CAPACITY_SCORING_GATE}"
+)
+
+
+def _go_shape(shape: Sequence[UtilizationShapePoint]) -> str:
+    """``shape`` as Go's field error prints the internal type (field names capitalised,
+    compact JSON)."""
+    points = [{"Utilization": p.utilization, "Score": p.score} for p in shape]
+    return json.dumps(points, separators=(",", ":"))
+
 
 class VolumeBindingArgs(PluginArgs):
     """``VolumeBindingArgs``."""
@@ -68,18 +95,36 @@ class VolumeBindingArgs(PluginArgs):
             "seconds; 0 fails at once when they are not bound. Default 600."
         ),
     )
-    shape: tuple[UtilizationShapePoint, ...] | None = Field(
-        default=None,
+    shape: tuple[UtilizationShapePoint, ...] = Field(
+        default=DEFAULT_SHAPE,
         description=(
-            "StorageCapacityScoring (alpha in v1.36, off by default): the score (0..10) by "
-            "storage utilization (0..100 percent) of the node's classes. Setting it enables "
-            "the Score; upstream's default when the gate is on is [{0, 10}, {100, 0}] "
-            "(prefer nodes with the most free capacity). Default: unset, Score skipped."
+            "The Score's function (StorageCapacityScoring gate, alpha and off by default in "
+            "v1.36): the score (0..10) by storage utilization (0..100 percent) of the "
+            "node's classes. Only with the gate on; an empty list takes the default "
+            "[{0, 10}, {100, 0}] (prefer nodes with the most free capacity)."
         ),
     )
 
+    @classmethod
+    def fields_gated_off(cls, gates: FeatureGates) -> dict[str, str]:
+        if gates.enabled(STORAGE_CAPACITY_SCORING_GATE):
+            return {}
+        return {"shape": _SHAPE_GATED_OFF}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_shape_is_default(cls, data: Any, info: ValidationInfo) -> Any:
+        # SetDefaults_VolumeBindingArgs: an empty shape takes the default while the gate is
+        # on; with it off, the empty list stays to be refused as a set field.
+        gates = feature_gates(info)
+        off = gates is not None and not gates.enabled(STORAGE_CAPACITY_SCORING_GATE)
+        empty = isinstance(data, dict) and data.get("shape") in ([], ())
+        if empty and not off:
+            return {k: v for k, v in data.items() if k != "shape"}
+        return data
+
     @model_validator(mode="after")
-    def _validate(self) -> VolumeBindingArgs:
+    def _validate(self, info: ValidationInfo) -> VolumeBindingArgs:
         errors = []
         if self.bind_timeout_seconds < 0:
             errors.append(
@@ -89,7 +134,14 @@ class VolumeBindingArgs(PluginArgs):
                     "invalid BindTimeoutSeconds, should not be a negative value",
                 )
             )
-        if self.shape is not None:
+        gates = feature_gates(info)
+        if gates is not None and "shape" in self.fields_gated_off(gates):
+            # ValidateVolumeBindingArgsWithOptions: a shape set while the gate is off is
+            # refused as a whole (so that it does not take effect when the gate turns on).
+            if "shape" in self.model_fields_set:
+                message = f"Invalid value: {_go_shape(self.shape)}: {_SHAPE_GATED_OFF}"
+                errors.append(ArgsError(("shape",), message, [p.model_dump() for p in self.shape]))
+        else:
             errors += shape_errors(self.shape, ("shape",))
         raise_args_errors("VolumeBindingArgs", errors)
         return self
@@ -141,12 +193,14 @@ class VolumeBinding:
         self._handle = handle
         self.binder = VolumeBinder(handle, self.args.bind_timeout_seconds)
         self._score: Callable[[int], int] | None = None
-        if self.args.shape is not None:
+        self._unscored_segments: set[tuple[str, str]] = set()
+        # As upstream, the shape is read only under the gate: without it there is no Score.
+        if handle.feature_enabled(STORAGE_CAPACITY_SCORING_GATE):
             scale = 100 // MAX_CUSTOM_PRIORITY_SCORE
             shape = [(p.utilization, p.score * scale) for p in self.args.shape]
             self._score = broken_linear_function(shape)
-        # PreScore answers Skip for every pod without a scoring shape, and for a pod
-        # without volumes (no claim to score): the framework then skips the call.
+        # PreScore answers Skip for every pod without the gate, and for a pod without
+        # volumes (no claim to score): the framework then skips the call.
         # (PreFilter cannot declare: its Skip writes the state Reserve and PreBind read.)
         self.skips_pods_without = {"PreScore": ("volumes",) if self._score is not None else ()}
 
@@ -262,12 +316,29 @@ class VolumeBinding:
                 r[1] += pv.spec.storage_capacity()
             return out
         for prov in volumes.dynamic_provisions:
-            if prov.capacity is None or prov.capacity.capacity is None:
+            if prov.capacity is None:
+                continue
+            if prov.capacity.capacity is None:
+                self._notice_without_capacity(prov.capacity)
                 continue
             r = out.setdefault(prov.pvc.class_name, [0, 0])
             r[1] = prov.capacity.capacity.value()
             r[0] += prov.pvc.spec.storage_request()
         return out
+
+    def _notice_without_capacity(self, segment: CSIStorageCapacity) -> None:
+        """Say once per segment that its claims are not scored. A segment chosen for its
+        ``maximumVolumeSize`` has no ``capacity`` to score against; kube-scheduler v1.36.2
+        dereferences it anyway and exits (a nil-pointer panic), kubesched passes it over."""
+        key = (segment.namespace, segment.name)
+        if key in self._unscored_segments:
+            return
+        self._unscored_segments.add(key)
+        notice(
+            "has maximumVolumeSize but no capacity: the claims provisioned from it are not "
+            "scored by StorageCapacityScoring",
+            obj=f"CSIStorageCapacity {segment.namespace}/{segment.name}",
+        )
 
     @hookimpl
     def score(self, state: CycleState, node_info: NodeInfo) -> int:

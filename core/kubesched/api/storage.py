@@ -249,6 +249,9 @@ class CSIDriverSpec(KubeModel):
     pod_info_on_mount: bool = False
     volume_lifecycle_modes: NullableList[str] = Field(default_factory=lambda: ["Persistent"])
     fs_group_policy: str | None = "ReadWriteOnceWithFSType"
+    prevent_pod_scheduling_if_missing: bool | None = None
+    """With the VolumeLimitScaling gate on, NodeVolumeLimits keeps the pods that need the
+    driver off nodes whose CSINode does not list it."""
 
 
 class CSIDriver(KubeObject):

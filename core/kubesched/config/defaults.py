@@ -18,7 +18,7 @@ from kubesched.config.types import (
     PluginSet,
 )
 from kubesched.features import FeatureGates
-from kubesched.framework.args import PluginArgs
+from kubesched.framework.args import ARGS_FEATURE_GATES, PluginArgs
 from kubesched.framework.registry import PluginRegistry, default_registry
 
 DEFAULT_MULTI_POINT_PLUGINS: tuple[Plugin, ...] = (
@@ -167,7 +167,10 @@ def _normalized_args(
     if entry is None or entry.args_model is None:
         return args
     try:
-        validated = entry.args_model.model_validate(args)
+        # Under the gates, as upstream's defaulting reads them (an empty VolumeBinding
+        # shape takes its default only while StorageCapacityScoring is on).
+        context = None if gates is None else {ARGS_FEATURE_GATES: gates}
+        validated = entry.args_model.model_validate(args, context=context)
     except ValidationError:
         return args
     return args_to_dict(validated, gates)
