@@ -16,6 +16,7 @@ from kubesched import (
     Code,
     CycleState,
     EventResource,
+    FeatureGates,
     NodeBatch,
     NodeInfo,
     PluginArgs,
@@ -56,6 +57,11 @@ ERR_REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims
 pre-bound to a PV) is not bound yet; the PV controller has to bind it first."""
 
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
+DEFAULT_SHAPE = (
+    UtilizationShapePoint(utilization=0, score=10),
+    UtilizationShapePoint(utilization=100, score=0),
+)
+"""``shape``'s default while StorageCapacityScoring is on: the most free capacity wins."""
 
 
 class VolumeBindingArgs(PluginArgs):
@@ -73,10 +79,14 @@ class VolumeBindingArgs(PluginArgs):
         description=(
             "StorageCapacityScoring (alpha in v1.36, off by default): the score (0..10) by "
             "storage utilization (0..100 percent) of the node's classes. Setting it enables "
-            "the Score; upstream's default when the gate is on is [{0, 10}, {100, 0}] "
-            "(prefer nodes with the most free capacity). Default: unset, Score skipped."
+            "the Score. Default: [{0, 10}, {100, 0}] (prefer nodes with the most free "
+            "capacity) with the gate on, else unset (Score skipped)."
         ),
     )
+
+    @classmethod
+    def gated_defaults(cls, gates: FeatureGates) -> dict[str, Any]:
+        return {"shape": DEFAULT_SHAPE} if gates.enabled("StorageCapacityScoring") else {}
 
     @model_validator(mode="after")
     def _validate(self) -> VolumeBindingArgs:
