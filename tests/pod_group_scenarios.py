@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.kube.test_dra import device_class, node_slice
+
 RECORDING = Path(__file__).resolve().parent / "fixtures" / "scheduler" / "pod-group-cycle.json"
 
 GANG_GATES = "GenericWorkload=true,GangScheduling=true"
@@ -106,9 +108,8 @@ HIGH_GANG = [
 NO_MEMORY = {"cpu": "1", "memory": "0"}
 """A gang member's container in the placement score cases: 1 CPU, explicitly no memory
 (a missing request would count 200Mi), so that CPU and the resource under test decide."""
-DRIVER = "gpu.example.com"
 DRA_GPU = "example.com/dra-gpu"
-"""The extended resource a DeviceClass of ``DRIVER``'s devices backs (DRAExtendedResource)."""
+"""The extended resource the DeviceClass of the DRA case backs (DRAExtendedResource)."""
 
 
 def _placement_case(
@@ -152,33 +153,17 @@ def _with_init(pod: dict[str, Any], cpu: str, restart: str | None = None) -> dic
     return {**pod, "spec": {**pod["spec"], "initContainers": [init]}}
 
 
+def _with_pod_level(pod: dict[str, Any], requests: dict[str, str]) -> dict[str, Any]:
+    """``pod`` with pod-level ``requests`` (``spec.resources``, PodLevelResources)."""
+    return {**pod, "spec": {**pod["spec"], "resources": {"requests": requests}}}
+
+
 def _device_objects() -> list[dict[str, Any]]:
-    """A DeviceClass backing ``DRA_GPU`` with ``DRIVER``'s devices, and a ResourceSlice of
+    """The DeviceClass ``gpu`` backing ``DRA_GPU``, and a ResourceSlice of
     two devices on a0 and four on b0."""
-    device_class = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": "gpu"},
-        "spec": {
-            "selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
-            "extendedResourceName": DRA_GPU,
-        },
-    }
-    slices = [
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "metadata": {"name": f"{node}-gpus"},
-            "spec": {
-                "driver": DRIVER,
-                "nodeName": node,
-                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                "devices": [{"name": f"gpu-{i}"} for i in range(count)],
-            },
-        }
-        for node, count in (("a0", 2), ("b0", 4))
-    ]
-    return [device_class, *slices]
+    gpu_class = device_class()
+    gpu_class["spec"]["extendedResourceName"] = DRA_GPU
+    return [gpu_class, node_slice("a0", 2), node_slice("b0", 4)]
 
 
 def _preemption_case(
@@ -280,10 +265,7 @@ SCENARIOS: dict[str, tuple[str, list[dict[str, Any]]]] = {
     "pod-level-requests-count": _placement_case(
         "8",
         {"cpu": "4", "memory": "0"},
-        {
-            **(g := _pod("g", requests={**NO_MEMORY})),
-            "spec": {**g["spec"], "resources": {"requests": {"cpu": "3"}}},
-        },
+        _with_pod_level(_pod("g", requests={**NO_MEMORY}), {"cpu": "3"}),
     ),
     # Scored with ephemeral-storage (SCORED_RESOURCES): 10Gi nodes in a, 20Gi in b where
     # b0 runs a pod requesting 12Gi; each member asks 2Gi. Rack b is the fuller counting
