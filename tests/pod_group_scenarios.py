@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.kube.test_dra import device_class, node_slice
+
 RECORDING = Path(__file__).resolve().parent / "fixtures" / "scheduler" / "pod-group-cycle.json"
 
 GANG_GATES = "GenericWorkload=true,GangScheduling=true"
@@ -19,9 +21,12 @@ TOPOLOGY_GATES = GANG_GATES + ",TopologyAwareWorkloadScheduling=true"
 PREEMPTION_GATES = GANG_GATES + ",WorkloadAwarePreemption=true"
 
 
-def _node(name: str, rack: str | None = None) -> dict[str, Any]:
+def _node(
+    name: str, rack: str | None = None, amounts: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A node of 4 CPUs and 16Gi, ``amounts`` replacing or adding to them."""
     labels = {"kubernetes.io/hostname": name, **({"rack": rack} if rack else {})}
-    resources = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    resources = {"cpu": "4", "memory": "16Gi", "pods": "110", **(amounts or {})}
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -68,6 +73,10 @@ def _pod(
         spec["schedulingGroup"] = {"podGroupName": group}
     if priority_class:
         spec["priorityClassName"] = priority_class
+    extended = {k: v for k, v in requests.items() if "/" in k}
+    if extended:
+        # Extended resources are not overcommitted: their limits must equal the requests.
+        spec["containers"][0]["resources"]["limits"] = extended
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -94,6 +103,67 @@ HIGH_GANG = [
     *(_pod(f"g-{i}", priority_class="high") for i in range(2)),
 ]
 """A gang of two 3-CPU workers whose PodGroup has the ``high`` priority."""
+
+
+NO_MEMORY = {"cpu": "1", "memory": "0"}
+"""A gang member's container in the placement score cases: 1 CPU, explicitly no memory
+(a missing request would count 200Mi), so that CPU and the resource under test decide."""
+DRA_GPU = "example.com/dra-gpu"
+"""The extended resource the DeviceClass of the DRA case backs (DRAExtendedResource)."""
+
+
+def _placement_case(
+    b_cpu: str,
+    running: dict[str, str],
+    member: dict[str, Any],
+    amounts: dict[str, dict[str, str]] | None = None,
+    *extra: dict[str, Any],
+) -> tuple[str, list[dict[str, Any]]]:
+    """Racks a (a0, a1: 4 CPUs) and b (b0, b1: ``b_cpu`` CPUs), ``amounts`` per node
+    added; a pod requesting ``running`` bound to b0; a gang of two pods ``member`` (a pod
+    manifest, renamed g-0 and g-1) kept in one rack. Both racks take the gang, so
+    NodeResourcesFit's placement score picks the rack (``extra`` objects created first)."""
+    amounts = amounts or {}
+    nodes = [
+        _node(
+            name, name[0], {**({"cpu": b_cpu} if name[0] == "b" else {}), **amounts.get(name, {})}
+        )
+        for name in ("a0", "a1", "b0", "b1")
+    ]
+    members = [{**member, "metadata": {**member["metadata"], "name": f"g-{i}"}} for i in range(2)]
+    return TOPOLOGY_GATES, [
+        *extra,
+        *nodes,
+        _pod("f-0", None, requests=running, node="b0"),
+        _group(2, "rack"),
+        *members,
+    ]
+
+
+def _with_init(pod: dict[str, Any], cpu: str, restart: str | None = None) -> dict[str, Any]:
+    """``pod`` with an init container requesting ``cpu`` (a sidecar with ``restart:
+    Always``)."""
+    init: dict[str, Any] = {
+        "name": "init",
+        "image": "pause",
+        "resources": {"requests": {"cpu": cpu, "memory": "0"}},
+    }
+    if restart:
+        init["restartPolicy"] = restart
+    return {**pod, "spec": {**pod["spec"], "initContainers": [init]}}
+
+
+def _with_pod_level(pod: dict[str, Any], requests: dict[str, str]) -> dict[str, Any]:
+    """``pod`` with pod-level ``requests`` (``spec.resources``, PodLevelResources)."""
+    return {**pod, "spec": {**pod["spec"], "resources": {"requests": requests}}}
+
+
+def _device_objects() -> list[dict[str, Any]]:
+    """The DeviceClass ``gpu`` backing ``DRA_GPU``, and a ResourceSlice of
+    two devices on a0 and four on b0."""
+    gpu_class = device_class()
+    gpu_class["spec"]["extendedResourceName"] = DRA_GPU
+    return [gpu_class, node_slice("a0", 2), node_slice("b0", 4)]
 
 
 def _preemption_case(
@@ -173,6 +243,66 @@ SCENARIOS: dict[str, tuple[str, list[dict[str, Any]]]] = {
             *WORKERS[:2],
         ],
     ),
+    # The placement score counts a pod as the scheduler does everywhere else. Each case
+    # below puts the gang in rack a (4-CPU nodes) when the sum is right and in rack b
+    # (bigger nodes, one running a pod) when the resource under test is summed wrong.
+    # An init container asks 3 CPUs, the container 1: a member counts 3 (a: 6/8 CPUs
+    # against b: 10/16); counted 1, rack b would be the fuller (6/16 against 2/8).
+    "init-container-counts-its-largest-request": _placement_case(
+        "8",
+        {"cpu": "4", "memory": "0"},
+        _with_init(_pod("g", requests={**NO_MEMORY}), "3"),
+    ),
+    # A sidecar's 1 CPU adds to the container's 2: 3 each (a: 6/8 against b: 11/16);
+    # taken as an init container (the larger of 1 and 2), b would be fuller (9/16 vs 4/8).
+    "sidecar-adds-to-the-containers": _placement_case(
+        "8",
+        {"cpu": "5", "memory": "0"},
+        _with_init(_pod("g", requests={"cpu": "2", "memory": "0"}), "1", "Always"),
+    ),
+    # Pod-level requests (PodLevelResources) of 3 CPUs over a container asking 1: 3 each,
+    # as in "init-container-counts-its-largest-request".
+    "pod-level-requests-count": _placement_case(
+        "8",
+        {"cpu": "4", "memory": "0"},
+        _with_pod_level(_pod("g", requests={**NO_MEMORY}), {"cpu": "3"}),
+    ),
+    # Scored with ephemeral-storage (SCORED_RESOURCES): 10Gi nodes in a, 20Gi in b where
+    # b0 runs a pod requesting 12Gi; each member asks 2Gi. Rack b is the fuller counting
+    # that pod (16/40 against 4/20), rack a without it or without ephemeral-storage.
+    "ephemeral-storage-requests-count": _placement_case(
+        "8",
+        {"cpu": "0", "memory": "0", "ephemeral-storage": "12Gi"},
+        _pod("g", requests={**NO_MEMORY, "ephemeral-storage": "2Gi"}),
+        {
+            **{n: {"ephemeral-storage": "10Gi"} for n in ("a0", "a1")},
+            **{n: {"ephemeral-storage": "20Gi"} for n in ("b0", "b1")},
+        },
+    ),
+    # Scored with example.com/gpu: a0 has 2, a1 none, b0 4, b1 an explicit 0; b0 runs a
+    # 2-CPU pod; each member asks 1 GPU. The nodes without GPUs add nothing: rack a is
+    # fuller (GPUs 2/2 against 2/4); leaving GPUs out where a node lacks them, rack b
+    # would be (CPUs 4/8 against 2/8).
+    "extended-resource-missing-or-zero-on-some-nodes": _placement_case(
+        "4",
+        {"cpu": "2", "memory": "0"},
+        _pod("g", requests={**NO_MEMORY, "example.com/gpu": "1"}),
+        {
+            "a0": {"example.com/gpu": "2"},
+            "b0": {"example.com/gpu": "4"},
+            "b1": {"example.com/gpu": "0"},
+        },
+    ),
+    # As above, the GPUs being DRA devices behind an extended resource (DRAExtendedResource):
+    # two on a0, four on b0. Counting the devices, rack a is the fuller; not counting
+    # them, rack b.
+    "dra-backed-extended-resource": _placement_case(
+        "4",
+        {"cpu": "2", "memory": "0"},
+        _pod("g", requests={**NO_MEMORY, DRA_GPU: "1"}),
+        None,
+        *_device_objects(),
+    ),
     # Both nodes run a low-priority pod: the gang preempts both, then runs.
     "preempts-two-low-pods": _preemption_case(["low", "low"], HIGH_GANG),
     # One low and one high pod: preempting the low one is not enough, nothing is.
@@ -223,6 +353,29 @@ SCENARIOS: dict[str, tuple[str, list[dict[str, Any]]]] = {
 }
 """Each case: the gates, then its objects, created in this order (the pods without a group
 are scheduled before the PodGroup's pods are created)."""
+
+SCORED_RESOURCES: dict[str, list[str]] = {
+    "ephemeral-storage-requests-count": ["cpu", "memory", "ephemeral-storage"],
+    "extended-resource-missing-or-zero-on-some-nodes": ["cpu", "memory", "example.com/gpu"],
+    "dra-backed-extended-resource": ["cpu", "memory", DRA_GPU],
+}
+"""The cases whose NodeResourcesFit scores more than CPU and memory: the resources of its
+``scoringStrategy``, each of weight 1."""
+
+
+def scheduler_settings(name: str) -> dict[str, Any]:
+    """The top-level KubeSchedulerConfiguration fields case ``name`` runs both schedulers
+    with (none for the default profile)."""
+    if name not in SCORED_RESOURCES:
+        return {}
+    resources = [{"name": r, "weight": 1} for r in SCORED_RESOURCES[name]]
+    args = {"scoringStrategy": {"type": "LeastAllocated", "resources": resources}}
+    profile = {
+        "schedulerName": "default-scheduler",
+        "pluginConfig": [{"name": "NodeResourcesFit", "args": args}],
+    }
+    return {"profiles": [profile]}
+
 
 REAL_API_SERVER_ONLY = frozenset(
     {

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from pydantic import Field
 
 from kubesched.config import (
     DEFAULT_MULTI_POINT_PLUGINS,
@@ -16,7 +19,10 @@ from kubesched.config import (
     merge_plugin_set,
     set_defaults,
 )
+from kubesched.config.defaults import args_to_dict
 from kubesched.config.types import PLUGIN_SET_FIELDS
+from kubesched.features import FeatureGates, parse_feature_gates
+from kubesched.framework.args import ArgsModel, PluginArgs
 from kubesched.framework.plugin import EXTENSION_POINTS
 from kubesched.framework.registry import PluginRegistry
 
@@ -212,3 +218,73 @@ def test_defaults_round_trip(registry: PluginRegistry) -> None:
     again = config_from_dict(config_to_dict(config), registry)
     assert again == config
     assert set_defaults(config, registry) == config
+
+
+class _Inner(ArgsModel):
+    """A nested model of ``_ToyArgs``."""
+
+    note: str | None = None
+    keys: tuple[str, ...] = ()
+
+
+class _ToyArgs(PluginArgs):
+    """Args with every kind of empty field ``args_to_dict`` decides on."""
+
+    empty_by_default: tuple[int, ...] = ()
+    full_by_default: tuple[int, ...] = (1,)
+    optional: int | None = None
+    flag: bool = False
+    inner: _Inner = Field(default_factory=_Inner)
+    gated: int = 5
+    gated_null: int = 6
+    null_when_gated_off = frozenset({"gated_null"})
+
+    @classmethod
+    def fields_gated_off(cls, gates: FeatureGates) -> dict[str, str]:
+        return {} if gates.enabled("AllAlpha") else {"gated": "off", "gated_null": "off"}
+
+    @classmethod
+    def gated_defaults(cls, gates: FeatureGates) -> dict[str, Any]:
+        return {"optional": 7} if gates.enabled("AllAlpha") else {}
+
+
+BASE = {"fullByDefault": [1], "flag": False, "inner": {}, "gated": 5, "gatedNull": 6}
+"""``_ToyArgs()`` printed without gates: a nested model is written even when empty, as
+Go writes a struct."""
+
+ARGS_TO_DICT = [
+    # (id, args as given, gates, printed)
+    ("empty-by-default-left-out", {}, None, BASE),
+    (
+        "set-empty-where-the-default-is-not-kept",
+        {"fullByDefault": [], "inner": {"note": "n"}},
+        None,
+        {**BASE, "fullByDefault": [], "inner": {"note": "n"}},
+    ),
+    (
+        "gated-off-left-out-or-null",
+        {},
+        "AllAlpha=false",
+        {**{k: v for k, v in BASE.items() if k != "gated"}, "gatedNull": None},
+    ),
+    ("gated-default-filled-in", {}, "AllAlpha=true", {**BASE, "optional": 7}),
+    (
+        "gated-default-not-over-a-set-value",
+        {"optional": 3},
+        "AllAlpha=true",
+        {**BASE, "optional": 3},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("given", "gates", "printed"), [c[1:] for c in ARGS_TO_DICT], ids=[c[0] for c in ARGS_TO_DICT]
+)
+def test_args_are_printed_as_upstream_writes_them(
+    given: dict[str, Any], gates: str | None, printed: dict[str, Any]
+) -> None:
+    feature_gates = None if gates is None else parse_feature_gates([gates])
+    args = _ToyArgs.model_validate(given)
+    assert args_to_dict(args, feature_gates) == printed
+    # Printing what was printed gives it again (a null loads as an unset field).
+    assert args_to_dict(_ToyArgs.model_validate(printed), feature_gates) == printed

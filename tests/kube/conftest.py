@@ -305,14 +305,14 @@ def kubesched_running(
     control_plane: ControlPlane,
     gates_text: str,
     tmp_path: Path,
-    extra: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> Iterator[SchedulerRunner]:
-    """kubesched with the feature gates ``gates_text`` (and the configuration fields
-    ``extra``, as ``write_config`` takes them) scheduling ``control_plane`` on a thread of
-    this process for the ``with`` block, once its informers synced; its runner."""
+    """kubesched with the feature gates ``gates_text`` (and the top-level configuration
+    fields ``settings``) scheduling ``control_plane`` on a thread of this process for the
+    ``with`` block, once its informers synced; its runner."""
     registry = default_registry()
     gates = parse_feature_gates([gates_text])
-    config = load_config(write_config(tmp_path, extra), registry, gates)
+    config = load_config(write_config(tmp_path, settings), registry, gates)
     cluster = KubeCluster(KubeClient(load_configuration(str(control_plane.kubeconfig)), FAST))
     runner = SchedulerRunner(
         effective_configuration(config, registry, gates=gates), registry, cluster
@@ -408,11 +408,15 @@ def start_kube_scheduler(
 
 @contextlib.contextmanager
 def kube_scheduler_running(
-    control_plane: ControlPlane, workdir: Path, args: tuple[str, ...] = ()
+    control_plane: ControlPlane,
+    workdir: Path,
+    args: tuple[str, ...] = (),
+    settings: dict[str, Any] | None = None,
 ) -> Iterator[subprocess.Popen]:
-    """``start_kube_scheduler`` (with ``args``) for the ``with`` block, stopped at its end
-    (before the clean-up, so that it does not act on what the clean-up deletes)."""
-    proc = start_kube_scheduler(control_plane, workdir, args=args)
+    """``start_kube_scheduler`` (with ``settings`` and ``args``) for the ``with`` block,
+    stopped at its end (before the clean-up, so that it does not act on what the clean-up
+    deletes)."""
+    proc = start_kube_scheduler(control_plane, workdir, settings, args)
     try:
         yield proc
     finally:

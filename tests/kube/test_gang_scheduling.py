@@ -28,7 +28,7 @@ from kubesched.config import default_configuration
 from kubesched.features import parse_feature_gates
 from kubesched.testing.envtest import assets_dir, create_object
 from tests.pod_group_scenarios import RECORDING as CYCLE_RECORDING
-from tests.pod_group_scenarios import SCENARIOS, in_two_steps, racks_of
+from tests.pod_group_scenarios import SCENARIOS, in_two_steps, racks_of, scheduler_settings
 from tests.pod_group_scenarios import outcome as cycle_outcome
 
 from .conftest import Api, kube_scheduler_running, kubesched_running, wait_for
@@ -275,13 +275,34 @@ def _run_scenario(client: KubeClient, name: str) -> dict[str, Any]:
     return outcome
 
 
+DRA_COLLECTIONS = (
+    "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
+    "/apis/resource.k8s.io/v1/resourceslices",
+    "/apis/resource.k8s.io/v1/deviceclasses",
+)
+"""What a case with devices leaves behind: its classes and slices, and the claims the
+scheduler made for the pods' extended resources."""
+
+
+@pytest.fixture
+def pod_group_api(workload_api: Api) -> Iterator[Api]:
+    """``workload_api``; the devices and claims of a case deleted after it (after the pods,
+    which the clean-up deletes first)."""
+    yield workload_api
+    workload_api.delete("/api/v1/namespaces/default/pods", gracePeriodSeconds=0)
+    for collection in DRA_COLLECTIONS:
+        workload_api.delete_all(collection)
+
+
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_the_real_scheduler_and_the_pod_group_cycle_recording_agree(
-    name: str, workload_api: Api, tmp_path: Path
+    name: str, pod_group_api: Api, tmp_path: Path
 ) -> None:
     gates = SCENARIOS[name][0]
-    with kube_scheduler_running(workload_api.cp, tmp_path, args=(f"--feature-gates={gates}",)):
-        got = _run_scenario(workload_api.client, name)
+    with kube_scheduler_running(
+        pod_group_api.cp, tmp_path, (f"--feature-gates={gates}",), scheduler_settings(name)
+    ):
+        got = _run_scenario(pod_group_api.client, name)
     recorded = json.loads(CYCLE_RECORDING.read_text()) if CYCLE_RECORDING.exists() else {}
     if os.environ.get("KUBESCHED_RECORD"):
         recorded[name] = got
@@ -295,6 +316,8 @@ def test_the_real_scheduler_and_the_pod_group_cycle_recording_agree(
         "gang-fits-in-part",
         "one-rack-fits",
         "fuller-rack-wins",
+        "sidecar-adds-to-the-containers",
+        "dra-backed-extended-resource",
         "preempts-two-low-pods",
         "a-member-with-preemption-policy-never",
         "victims-still-terminating",
@@ -303,10 +326,12 @@ def test_the_real_scheduler_and_the_pod_group_cycle_recording_agree(
     ],
 )
 def test_kubesched_run_gives_the_pod_group_cycle_recording(
-    name: str, workload_api: Api, tmp_path: Path
+    name: str, pod_group_api: Api, tmp_path: Path
 ) -> None:
     """``kubesched run``'s scheduler on a real API server: the same placements, messages
     and PodGroupScheduled condition (written through the PodGroup's ``/status``)."""
-    with kubesched_running(workload_api.cp, SCENARIOS[name][0], tmp_path):
-        got = _run_scenario(workload_api.client, name)
+    with kubesched_running(
+        pod_group_api.cp, SCENARIOS[name][0], tmp_path, scheduler_settings(name)
+    ):
+        got = _run_scenario(pod_group_api.client, name)
     assert got == json.loads(CYCLE_RECORDING.read_text())[name]

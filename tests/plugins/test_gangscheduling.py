@@ -13,7 +13,7 @@ from kubesched import PODS_TO_ACTIVATE_KEY, Code, PodInfo, QueueingHint
 from kubesched.api import load_manifests, parse_object
 from kubesched.cache import new_snapshot
 from kubesched.clock import FakeClock
-from kubesched.config import default_configuration
+from kubesched.config import config_from_dict, default_configuration
 from kubesched.config.effective import effective_configuration
 from kubesched.features import parse_feature_gates
 from kubesched.framework.listers import StaticLister
@@ -29,7 +29,13 @@ from kubesched_builtin.gangscheduling import (
     GangScheduling,
 )
 from kubesched_contrib.coscheduling import PodGroup as CoschedulingPodGroup
-from tests.pod_group_scenarios import REAL_API_SERVER_ONLY, SCENARIOS, in_two_steps, racks_of
+from tests.pod_group_scenarios import (
+    REAL_API_SERVER_ONLY,
+    SCENARIOS,
+    in_two_steps,
+    racks_of,
+    scheduler_settings,
+)
 from tests.pod_group_scenarios import RECORDING as CYCLE_RECORDING
 from tests.pod_group_scenarios import outcome as scenario_outcome
 
@@ -340,17 +346,25 @@ def test_a_gang_that_fits_only_in_part_binds_none_of_its_pods():
 
 
 def _scenario_outcome(name: str, seed: int = 0) -> dict[str, Any] | None:
-    """The case's outcome in the embedded cluster (default profile, the case's gates)."""
-    return _embedded_outcome(*SCENARIOS[name], seed)
+    """The case's outcome in the embedded cluster (the case's gates and configuration)."""
+    return _embedded_outcome(*SCENARIOS[name], seed, scheduler_settings(name))
 
 
 def _embedded_outcome(
-    gates: str, manifests: list[dict[str, Any]], seed: int
+    gates: str,
+    manifests: list[dict[str, Any]],
+    seed: int,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     registry = default_registry()
     gates_ = parse_feature_gates([gates])
+    raw = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        **(settings or {}),
+    }
     config = effective_configuration(
-        default_configuration(registry, gates_), registry, gates=gates_
+        config_from_dict(raw, registry, gates=gates_), registry, gates=gates_
     )
     before, after = in_two_steps(manifests)
     sim = Simulation([parse_object(m) for m in before], config=config, registry=registry, seed=seed)
@@ -374,7 +388,18 @@ def test_pod_group_cycle_as_the_real_kube_scheduler(name):
 
 
 @pytest.mark.parametrize(
-    "name", ["fuller-rack-wins", "missing-requests-count-as-defaults", "smaller-rack-wins"]
+    "name",
+    [
+        "fuller-rack-wins",
+        "missing-requests-count-as-defaults",
+        "smaller-rack-wins",
+        "init-container-counts-its-largest-request",
+        "sidecar-adds-to-the-containers",
+        "pod-level-requests-count",
+        "ephemeral-storage-requests-count",
+        "extended-resource-missing-or-zero-on-some-nodes",
+        "dra-backed-extended-resource",
+    ],
 )
 def test_the_placement_score_decides_whatever_the_seed(name):
     """Two racks take the whole group: NodeResourcesFit's placement score picks one, so

@@ -43,6 +43,19 @@ def pod(name: str, on: str | None = None, requests: dict[str, Any] | None = None
     return b.node(on).obj() if on else b.obj()
 
 
+def shaped(name: str, requests: dict[str, Any], init: dict[str, Any], sidecar: bool = False) -> Pod:
+    """A pod of one container requesting ``requests`` and an init container (a sidecar
+    with ``sidecar``) requesting ``init``."""
+    return make_pod(name).uid(name).container(requests).init_container(init, sidecar=sidecar).obj()
+
+
+def pod_level(name: str, requests: dict[str, Any], pod_requests: dict[str, Any]) -> Pod:
+    """A pod of one container requesting ``requests``, ``pod_requests`` at the pod level."""
+    manifest = make_pod(name).uid(name).container(requests).manifest()
+    manifest["spec"]["resources"] = {"requests": pod_requests}
+    return parse_object(manifest)
+
+
 def weights(cpu: int = 1, memory: int = 1, gpu: int | None = None) -> list[dict[str, Any]]:
     out = [{"name": "cpu", "weight": cpu}, {"name": "memory", "weight": memory}]
     return out + ([{"name": GPU, "weight": gpu}] if gpu is not None else [])
@@ -190,6 +203,64 @@ CASES = [
         ],
         [pod("baz", "n1", {"cpu": "1", "memory": "0", GPU: 1})],
         25,  # cpu 30, memory 20; the running pod's gpu is not scored
+    ),
+    (
+        # The larger of the init container and the containers' sum: cpu 3/10 (30).
+        "init-container-counts-its-largest-request",
+        args(),
+        TWO,
+        ["n1", "n2"],
+        [(shaped("a", {"cpu": "1", "memory": "0"}, {"cpu": "3", "memory": "0"}), "n1")],
+        [],
+        15,
+    ),
+    (
+        # A sidecar adds to the containers: cpu 3/10 (30).
+        "sidecar-adds-to-the-containers",
+        args(),
+        TWO,
+        ["n1", "n2"],
+        [(shaped("a", {"cpu": "2", "memory": "0"}, {"cpu": "1", "memory": "0"}, True), "n1")],
+        [],
+        15,
+    ),
+    (
+        # Upstream's placement scorer leaves pod-level requests out: cpu 1/10 (10).
+        "pod-level-requests-do-not-count",
+        args(),
+        TWO,
+        ["n1", "n2"],
+        [(pod_level("a", {"cpu": "1", "memory": "0"}, {"cpu": "3"}), "n1")],
+        [],
+        5,
+    ),
+    (
+        # ephemeral-storage scored: the running pods' requests count (Requested, as in
+        # Score): cpu 2/20 (10), memory 0, ephemeral 16Gi/40Gi (40).
+        "ephemeral-storage-counts-the-running-pods",
+        args(resources=[*weights(), {"name": "ephemeral-storage", "weight": 1}]),
+        [
+            make_node(n).capacity(cpu=10, memory=5000, pods=110, ephemeral_storage="20Gi").obj()
+            for n in ("n1", "n2")
+        ],
+        ["n1", "n2"],
+        [(pod("a", requests={"cpu": "2", "memory": "0", "ephemeral-storage": "4Gi"}), "n1")],
+        [pod("r", "n2", {"cpu": "0", "memory": "0", "ephemeral-storage": "12Gi"})],
+        16,
+    ),
+    (
+        # A node without the resource adds nothing to the sums: gpu 2/2 (100) on n1 alone
+        # (n2 lacks it, n3 has 0); cpu 2/15 (13), memory 0.
+        "scalar-missing-or-zero-on-some-nodes",
+        args(resources=weights(gpu=1)),
+        [node("n1", gpu=2), node("n2"), node("n3", gpu=0)],
+        ["n1", "n2", "n3"],
+        [
+            (pod("a", requests={"cpu": "1", "memory": "0", GPU: 1}), "n1"),
+            (pod("b", requests={"cpu": "1", "memory": "0", GPU: 1}), "n1"),
+        ],
+        [],
+        37,
     ),
     ("no-pod-placed", args(), TWO, ["n1", "n2"], [], [], 0),
     ("a-placement-without-nodes", args(), TWO, [], [(FOO, "n1")], [], 0),

@@ -132,6 +132,10 @@ class DynamicResourcesArgs(PluginArgs):
         ),
     )
 
+    # Upstream's filterTimeout has no omitempty: --write-config-to shows it as null while
+    # DRASchedulerFilterTimeout is off (and leaves bindingTimeout out).
+    null_when_gated_off = frozenset({"filter_timeout"})
+
     @classmethod
     def fields_gated_off(cls, gates: FeatureGates) -> dict[str, str]:
         # Upstream's reasons, the first misspelling its gate's name.

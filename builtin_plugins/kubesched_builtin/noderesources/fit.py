@@ -526,13 +526,17 @@ class NodeResourcesFit:
         )
         # Placements are always scored for bin packing; only the resources and their
         # weights come from the configured strategy (upstream's docs say so explicitly).
+        # Upstream's placement scorer counts the group's pods without their pod-level
+        # requests and the nodes without their DRA devices, whatever the gates: it is
+        # built apart from the plugin's feature flags and given no DRA state.
+        # kube-scheduler v1.36.2 places the recorded cases "pod-level-requests-count" and
+        # "dra-backed-extended-resource" (tests/pod_group_scenarios.py) so.
         self.placement_scorer = ResourceAllocationScorer(
             MOST_ALLOCATED,
             strategy.resources,
             MostAllocatedScorer([r.weight for r in strategy.resources]),
             use_requested=False,
-            pod_level=self.pod_level,
-            dra=self.scorer.dra,
+            pod_level=False,
         )
 
     @hookimpl

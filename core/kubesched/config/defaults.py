@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from kubesched.config.types import (
     API_VERSION,
@@ -124,17 +124,46 @@ def enabled_plugin_names(plugins: Plugins) -> list[str]:
     )
 
 
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, list | tuple | dict) and not value)
+
+
+def _omitted(model: BaseModel) -> dict[str, Any]:
+    """``model_dump``'s ``exclude`` for the fields of ``model`` (and of the models in it)
+    that are empty (null, ``[]``, ``{}``) and empty by default: upstream's JSON leaves them
+    out (``omitempty``), and leaving them out loads back to the same value."""
+    exclude: dict[str, Any] = {}
+    for name, info in type(model).model_fields.items():
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            inner = _omitted(value)
+            if inner:
+                exclude[name] = inner
+        elif isinstance(value, list | tuple) and value and isinstance(value[0], BaseModel):
+            items = {i: inner for i, item in enumerate(value) if (inner := _omitted(item))}
+            if items:
+                exclude[name] = items
+        elif _empty(value) and _empty(info.get_default(call_default_factory=True)):
+            exclude[name] = True
+    return exclude
+
+
 def args_to_dict(args: PluginArgs, gates: FeatureGates | None = None) -> dict[str, Any]:
-    """A plugin's validated args as the mapping ``pluginConfig`` holds (camelCase keys);
-    under ``gates``, without the unset fields whose feature gate is off (upstream does not
-    default them)."""
-    data = args.model_dump(mode="json", by_alias=True)
+    """A plugin's validated args as the mapping ``pluginConfig`` holds (camelCase keys),
+    as upstream writes them: without the fields that are empty and empty by default, and
+    under ``gates`` with the defaults only a gate that is on brings, and without the unset
+    fields whose feature gate is off (upstream does not default them; those of
+    ``null_when_gated_off`` are written as ``null``)."""
+    if gates is not None:
+        unset = args.gated_defaults(gates).items()
+        args = args.model_copy(update={k: v for k, v in unset if k not in args.model_fields_set})
+    data = args.model_dump(mode="json", by_alias=True, exclude=_omitted(args))
     if gates is not None:
         for name in args.fields_gated_off(gates).keys() - args.model_fields_set:
-            data.pop(type(args).model_fields[name].alias or name, None)
-    for key in ("kind", "apiVersion"):
-        if data.get(key) is None:
+            key = type(args).model_fields[name].alias or name
             data.pop(key, None)
+            if name in args.null_when_gated_off:
+                data[key] = None
     return data
 
 

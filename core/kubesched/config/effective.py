@@ -400,7 +400,7 @@ def effective_to_dict(effective: EffectiveConfiguration) -> dict[str, Any]:
             for ep, entries in profile.plugins.items()
         }
         args = {
-            name: None if value is None else args_to_dict(value)
+            name: None if value is None else args_to_dict(value, effective.feature_gates)
             for name, value in profile.plugin_args.items()
         }
         profiles.append(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, model_validator
 from pydantic.alias_generators import to_camel
@@ -82,10 +82,22 @@ class PluginArgs(ArgsModel):
     kind: str | None = None
     api_version: str | None = None
 
+    null_when_gated_off: ClassVar[frozenset[str]] = frozenset()
+    """The fields (Python names) of :meth:`fields_gated_off` written as ``null`` while
+    unset, as upstream writes a field its JSON tag does not mark ``omitempty``; the others
+    are left out."""
+
     @classmethod
     def fields_gated_off(cls, gates: FeatureGates) -> dict[str, str]:
         """The fields (Python names) whose feature gate ``gates`` turn off, each with
         upstream's reason: such a field is neither defaulted nor accepted."""
+        return {}
+
+    @classmethod
+    def gated_defaults(cls, gates: FeatureGates) -> dict[str, Any]:
+        """The defaults (Python name → value) that upstream's defaulting fills in only
+        while a feature gate is on, under ``gates``; an unset field with none here keeps
+        the model's default."""
         return {}
 
     def gate_errors(self, info: ValidationInfo) -> list[ArgsError]:
