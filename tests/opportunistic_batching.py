@@ -20,16 +20,22 @@ to ``n0`` and ranks the roomy ``n2`` above ``n1`` (NodeAffinity, normalised by `
 - ``no-default-spread-gate-off``: the same profile with the gate off.
 
 Each records the pods' nodes and the scheduler's ``scheduler_batch_attempts_total`` and
-``scheduler_batch_cache_flushed_total`` series.
+``scheduler_batch_cache_flushed_total`` series; ``opportunistic-batching-latency.json``
+records, beside it, the two latency histograms as the scheduler exposes them (help,
+stability level, labels, buckets and the number of observations per label set).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 ROOT = Path(__file__).resolve().parents[1]
 RECORDING = ROOT / "tests" / "fixtures" / "scheduler" / "opportunistic-batching.json"
+LATENCY_RECORDING = RECORDING.with_name("opportunistic-batching-latency.json")
 
 NO_DEFAULT_SPREAD = {
     "profiles": [
@@ -54,6 +60,12 @@ SETUPS: dict[str, tuple[dict[str, Any] | None, str]] = {
 """Each setup's KubeSchedulerConfiguration fields and ``--feature-gates``."""
 
 BATCH_SERIES = ("scheduler_batch_attempts_total", "scheduler_batch_cache_flushed_total")
+LATENCY_HISTOGRAMS = (
+    "scheduler_get_node_hint_duration_seconds",
+    "scheduler_store_schedule_results_duration_seconds",
+)
+_STABILITY = re.compile(r"^\[([A-Z]+)\] ")
+"""The stability level component-base writes in front of a metric's help text."""
 
 
 def _node(
@@ -124,3 +136,39 @@ def batch_series(metrics_text: str) -> dict[str, dict[str, float]]:
         key = labels.get("result", labels.get("reason", "")).strip('"')
         series[name][key] = float(line.rsplit(" ", 1)[1])
     return series
+
+
+def latency_histograms(metrics_text: str) -> dict[str, dict[str, Any]]:
+    """The batching latency histograms of a Prometheus text that has observations: each
+    one's help text, stability level (kube-scheduler's ``[ALPHA]`` prefix of the help;
+    kubesched writes none), label names, bucket bounds as exposed, and the number of
+    observations per label set (not the durations, which differ from run to run)."""
+    found: dict[str, dict[str, Any]] = {}
+    for family in text_string_to_metric_families(metrics_text):
+        if family.name not in LATENCY_HISTOGRAMS or not family.samples:
+            continue
+        level = _STABILITY.match(family.documentation)
+        counts: dict[str, float] = {}
+        buckets: list[str] = []
+        labels: list[str] = []
+        for sample in family.samples:
+            rest = {k: v for k, v in sample.labels.items() if k != "le"}
+            labels = sorted(rest)
+            if sample.name.endswith("_count"):
+                counts[",".join(f"{k}={v}" for k, v in sorted(rest.items()))] = sample.value
+            elif sample.name.endswith("_bucket") and sample.labels["le"] not in buckets:
+                buckets.append(sample.labels["le"])
+        found[family.name] = {
+            "help": family.documentation[level.end() if level else 0 :],
+            "stability": level.group(1) if level else "",
+            "labels": labels,
+            "buckets": buckets,
+            "counts": counts,
+        }
+    return found
+
+
+def without_stability(recorded: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``recorded`` (the real scheduler's :func:`latency_histograms`) as kubesched exposes
+    it: the same help text, without the stability level in front."""
+    return {name: {**h, "stability": ""} for name, h in recorded.items()}

@@ -25,10 +25,13 @@ from kubesched.testing import make_pod
 from kubesched.testing.builders import objects_from
 from kubesched.testing.run import framework_for, profile_framework
 from tests.opportunistic_batching import (
+    LATENCY_RECORDING,
     NO_DEFAULT_SPREAD,
     RECORDING,
     SETUPS,
     batch_series,
+    latency_histograms,
+    without_stability,
     workload,
 )
 
@@ -231,11 +234,15 @@ def test_a_simulation_gives_the_real_schedulers_recording(setup: str) -> None:
     )
     cluster, pods = workload()
     run = simulate(objects_from(cluster, pods), config=config, registry=registry)
+    text = run.scheduler.metrics.expose().decode()
     got = {
         "nodes": {p.metadata.name: p.spec.node_name for p in run.cluster.list("Pod")[0]},
-        **batch_series(run.scheduler.metrics.expose().decode()),
+        **batch_series(text),
     }
     assert got == json.loads(RECORDING.read_text())[setup]
+    # The latency histograms: the same labels, buckets, help and number of observations.
+    recorded = json.loads(LATENCY_RECORDING.read_text())[setup]
+    assert latency_histograms(text) == without_stability(recorded)
 
 
 class _Loop:
