@@ -50,7 +50,7 @@ def test_the_real_scheduler_and_the_batching_recording_agree(setup: str, tmp_pat
         pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
     settings, gates = SETUPS[setup]
     args = (f"--feature-gates={gates}",) if gates else ()
-    cluster, pods = workload()
+    cluster, pods = workload(setup)
     with ControlPlane() as cp:
         client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
         proc = start_kube_scheduler(cp, tmp_path, settings, args)
@@ -96,7 +96,7 @@ def test_kubesched_run_gives_the_recording(setup: str, api: Api, in_process) -> 
     """kubesched's scheduler on a real API server (as ``kubesched run``, gates at their
     defaults): the same nodes and batching counters as the real scheduler."""
     fields, _ = SETUPS[setup]
-    cluster, pods = workload()
+    cluster, pods = workload(setup)
     scheduler = in_process(fields)
     for manifest in cluster:
         api.create(manifest)

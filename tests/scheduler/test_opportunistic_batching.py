@@ -232,7 +232,7 @@ def test_a_simulation_gives_the_real_schedulers_recording(setup: str) -> None:
         registry,
         gates=parse_feature_gates([gates] if gates else []),
     )
-    cluster, pods = workload()
+    cluster, pods = workload(setup)
     run = simulate(objects_from(cluster, pods), config=config, registry=registry)
     text = run.scheduler.metrics.expose().decode()
     got = {
