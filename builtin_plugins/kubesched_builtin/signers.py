@@ -75,9 +75,14 @@ def resources(pod_info: PodInfo, handle: Any) -> list[tuple[str, Any]] | Status:
     return [(RESOURCES, dict(sorted(pod_info.requests.items())))]
 
 
-def host_ports(pod_info: PodInfo) -> tuple[str, Any]:
-    """The host ports the pod asks for, sorted."""
-    return HOST_PORTS, sorted({p.port for p in pod_info.host_ports if p.port})
+def host_ports(pod: Pod) -> tuple[str, Any]:
+    """The host ports of the pod's containers and init containers, each once, sorted.
+
+    Upstream signs every init container's host ports, though only a restartable one's
+    (a sidecar's) take a node's port; pods differing only there are not batched
+    together, which costs a batch and never a wrong placement."""
+    containers = [*pod.spec.containers, *pod.spec.init_containers]
+    return HOST_PORTS, sorted({p.host_port for c in containers for p in c.ports if p.host_port})
 
 
 def node_affinity(pod: Pod) -> list[tuple[str, Any]]:

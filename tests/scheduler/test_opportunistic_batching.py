@@ -314,36 +314,3 @@ def test_the_kept_ranking_is_best_first_with_ties_at_random_but_reproducible() -
     orders = {tuple(algorithm.ranked_rest(scores, "b", cycle=c)[1:3]) for c in range(20)}
     assert orders == {("c", "e"), ("e", "c")}
     assert rng.getstate() == state_before
-
-
-class _DeviceClasses:
-    """A lister holding one DeviceClass that backs ``example.com/gpu``."""
-
-    def list_objects(self, kind: str) -> list[Any]:
-        assert kind == "DeviceClass"
-        spec = {"extendedResourceName": "example.com/gpu"}
-        meta = {"name": "gpu"}
-        return objects_from(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "DeviceClass",
-                "metadata": meta,
-                "spec": spec,
-            }
-        )
-
-
-@pytest.mark.parametrize(
-    ("resource", "signable"),
-    [("example.com/gpu", False), ("example.com/fpga", True)],
-    ids=["backed-by-a-device-class", "not-backed"],
-)
-def test_a_pod_asking_for_a_dra_backed_extended_resource_is_not_signed(
-    resource: str, signable: bool
-) -> None:
-    fwk = profile_framework(_config(NO_DEFAULT_SPREAD), lister=_DeviceClasses())
-    # Extended resources are not overcommitted: the limit must equal the request.
-    amounts = {resource: "1"}
-    container = {"name": "c", "image": "app", "resources": {"requests": amounts, "limits": amounts}}
-    pod = objects_from(_pod(containers=[container]))[0]
-    assert (fwk.sign_pod(PodInfo(pod)) is not None) is signable

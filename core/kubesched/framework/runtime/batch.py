@@ -117,31 +117,22 @@ class OpportunisticBatch:
         nominated or hinted node was taken)."""
         start = time.perf_counter()
         try:
-            self._store(signature, hinted, chosen, ranked_rest, cycle)
+            self._last_cycle = cycle
+            self._last_chosen = chosen
+            if hinted and hinted == chosen:
+                self._count("attempt", HINT_USED)
+                return
+            if hinted:
+                self._count("attempt", HINT_NOT_USED)
+            if signature is not None and ranked_rest is not None:
+                self._state = _BatchState(signature, ranked_rest(), self._now())
+                return
+            self._count(
+                "flush", FLUSH_EMPTY_LIST if ranked_rest is None else FLUSH_POD_NOT_BATCHABLE
+            )
+            self._state = None
         finally:
             self._observe(STORE_SCHEDULE_RESULTS, "", time.perf_counter() - start)
-
-    def _store(
-        self,
-        signature: str | None,
-        hinted: str,
-        chosen: str,
-        ranked_rest: Callable[[], list[str]] | None,
-        cycle: int,
-    ) -> None:
-        """The body of :meth:`store_results`, which times it."""
-        self._last_cycle = cycle
-        self._last_chosen = chosen
-        if hinted and hinted == chosen:
-            self._count("attempt", HINT_USED)
-            return
-        if hinted:
-            self._count("attempt", HINT_NOT_USED)
-        if signature is not None and ranked_rest is not None:
-            self._state = _BatchState(signature, ranked_rest(), self._now())
-            return
-        self._count("flush", FLUSH_EMPTY_LIST if ranked_rest is None else FLUSH_POD_NOT_BATCHABLE)
-        self._state = None
 
     def _usable(
         self,
