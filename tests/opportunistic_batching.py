@@ -78,6 +78,7 @@ SETUPS: dict[str, tuple[dict[str, Any] | None, str]] = {
     "dra-device-class-plain-pods": (NO_DEFAULT_SPREAD, ""),
     "dra-unbacked-extended-resource": (NO_DEFAULT_SPREAD, ""),
     "dra-backed-extended-resource": (NO_DEFAULT_SPREAD, ""),
+    "pod-group": (NO_DEFAULT_SPREAD, "GenericWorkload=true,GangScheduling=true"),
 }
 """Each setup's KubeSchedulerConfiguration fields and ``--feature-gates``; the setups after
 the first three change the workload as :data:`VARIANTS` says."""
@@ -247,6 +248,33 @@ def _backed_extended_resource(cluster: Objects, pods: Objects) -> None:
     _request(GPU)(cluster, pods)
 
 
+def _pod_group(cluster: Objects, pods: Objects) -> None:
+    """Both pods belong to a PodGroup that wants both placed (a gang of two)."""
+    cluster.append(
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "default"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+        }
+    )
+    for pod in pods:
+        pod["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+
+
+POD_GROUP_SETUPS = frozenset({"pod-group"})
+"""The setups whose API server must serve the Workload API (PodGroups)."""
+
+
+def recorded_nodes(setup: str, nodes: dict[str, str]) -> dict[str, Any]:
+    """The pods' nodes as recorded: by pod, but for a pod group's the nodes the group took
+    (sorted), since which of two alike pods its cycle tries first depends on when each
+    left the gated pods, not on batching."""
+    if setup not in POD_GROUP_SETUPS:
+        return nodes
+    return {"busy": nodes["busy"], "group": sorted([nodes["p1"], nodes["p2"]])}
+
+
 VARIANTS: dict[str, Callable[[Objects, Objects], None]] = {
     "reordered-node-affinity": _reorder_node_affinity,
     "other-labels": _label,
@@ -256,6 +284,7 @@ VARIANTS: dict[str, Callable[[Objects, Objects], None]] = {
     "dra-device-class-plain-pods": _device_class,
     "dra-unbacked-extended-resource": _unbacked_extended_resource,
     "dra-backed-extended-resource": _backed_extended_resource,
+    "pod-group": _pod_group,
 }
 """How a setup's workload differs from the base one (the nodes, the running pod and the
 two pods are created in that order, the cluster's other objects before the pods)."""

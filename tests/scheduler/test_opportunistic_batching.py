@@ -31,6 +31,7 @@ from tests.opportunistic_batching import (
     SETUPS,
     batch_series,
     latency_histograms,
+    recorded_nodes,
     without_stability,
     workload,
 )
@@ -236,7 +237,9 @@ def test_a_simulation_gives_the_real_schedulers_recording(setup: str) -> None:
     run = simulate(objects_from(cluster, pods), config=config, registry=registry)
     text = run.scheduler.metrics.expose().decode()
     got = {
-        "nodes": {p.metadata.name: p.spec.node_name for p in run.cluster.list("Pod")[0]},
+        "nodes": recorded_nodes(
+            setup, {p.metadata.name: p.spec.node_name for p in run.cluster.list("Pod")[0]}
+        ),
         **batch_series(text),
     }
     assert got == json.loads(RECORDING.read_text())[setup]
