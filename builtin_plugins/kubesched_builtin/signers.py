@@ -40,7 +40,22 @@ def _json(model: Any) -> Any:
 def tolerations(pod: Pod) -> tuple[str, Any]:
     """The pod's tolerations, sorted by key and value (their order does not matter)."""
     ordered = sorted(pod.spec.tolerations or (), key=lambda t: (t.key or "", t.value or ""))
-    return TOLERATIONS, [_json(t) for t in ordered]
+    # Read field by field: every pod has tolerations (admission adds two), and a pydantic
+    # dump of each costs more than the rest of the signature.
+    return TOLERATIONS, [
+        {
+            name: value
+            for name, value in (
+                ("key", t.key),
+                ("operator", t.operator),
+                ("value", t.value),
+                ("effect", t.effect),
+                ("tolerationSeconds", t.toleration_seconds),
+            )
+            if value is not None
+        }
+        for t in ordered
+    ]
 
 
 def volumes(pod: Pod) -> tuple[str, Any]:

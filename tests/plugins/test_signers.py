@@ -71,6 +71,12 @@ def _tolerating(*keys: tuple[str, str]) -> list[dict[str, Any]]:
     ]
 
 
+NOT_READY = {
+    "key": "node.kubernetes.io/not-ready",
+    "operator": "Exists",
+    "effect": "NoExecute",
+    "tolerationSeconds": 300,
+}
 VOLUMES = [
     {"name": "cfg", "configMap": {"name": "settings"}},
     {"name": "tls", "secret": {"secretName": "cert"}},
@@ -133,6 +139,13 @@ CASES: list[tuple[str, str, Any, dict[str, Any], dict[str, Any] | str]] = [
                 {"key": "b", "operator": "Exists"},
             ]
         },
+    ),
+    (
+        "TaintToleration-every-field",
+        "TaintToleration",
+        None,
+        _pod(tolerations=[NOT_READY]),
+        {signers.TOLERATIONS: [NOT_READY]},
     ),
     (
         "NodeUnschedulable-tolerations",
