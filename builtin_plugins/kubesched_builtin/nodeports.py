@@ -114,9 +114,9 @@ class NodePorts:
         self._handle = handle
 
     @hookimpl
-    def sign_pod(self, pod: Pod, pod_info: PodInfo) -> list[tuple[str, Any]]:
+    def sign_pod(self, pod: Pod) -> list[tuple[str, Any]]:
         """Only the host ports the pod asks for decide."""
-        return [signers.host_ports(pod_info)]
+        return [signers.host_ports(pod)]
 
     @hookimpl
     def pre_filter(self, state: CycleState, pod_info: PodInfo) -> Status | None:

@@ -3,10 +3,18 @@ signer names so that two plugins reading the same part of a pod give it once."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from typing import Any
 
 from kubesched import Code, PodInfo, Status
-from kubesched.api import Pod, extended_resource_classes, is_dra_extended_resource_name
+from kubesched.api import (
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Pod,
+    extended_resource_classes,
+    is_dra_extended_resource_name,
+)
 
 IMAGE_NAMES = "v1.Pod.Spec.CanonicalImageNames()"
 LABELS = "v1.Pod.Labels"
@@ -32,7 +40,22 @@ def _json(model: Any) -> Any:
 def tolerations(pod: Pod) -> tuple[str, Any]:
     """The pod's tolerations, sorted by key and value (their order does not matter)."""
     ordered = sorted(pod.spec.tolerations or (), key=lambda t: (t.key or "", t.value or ""))
-    return TOLERATIONS, [_json(t) for t in ordered]
+    # Read field by field: every pod has tolerations (admission adds two), and a pydantic
+    # dump of each costs more than the rest of the signature.
+    return TOLERATIONS, [
+        {
+            name: value
+            for name, value in (
+                ("key", t.key),
+                ("operator", t.operator),
+                ("value", t.value),
+                ("effect", t.effect),
+                ("tolerationSeconds", t.toleration_seconds),
+            )
+            if value is not None
+        }
+        for t in ordered
+    ]
 
 
 def volumes(pod: Pod) -> tuple[str, Any]:
@@ -53,10 +76,10 @@ def resources(pod_info: PodInfo, handle: Any) -> list[tuple[str, Any]] | Status:
 
     With DRAExtendedResource, a pod asking for an extended resource that a DeviceClass
     backs is not signed: DynamicResources allocates it device by device, so its fit on a
-    node depends on the other pods' allocations. The real v1.36.2 scheduler still signs
-    plain pods when such a DeviceClass exists; refusing just the pods that ask for a
-    backed resource is the cautious reading of its message (they are scheduled as with
-    the gate off)."""
+    node depends on the other pods' allocations. Pods asking for no such resource (plain
+    ones, or ones asking for an extended resource that the nodes advertise themselves)
+    are signed while such a DeviceClass exists, as the real v1.36.2 scheduler does
+    (``tests/fixtures/scheduler/opportunistic-batching.json`` records all three)."""
     lister = getattr(handle, "lister", None)
     if handle.feature_enabled("DRAExtendedResource") and lister is not None:
         extended = [name for name in pod_info.requests if is_dra_extended_resource_name(name)]
@@ -67,16 +90,53 @@ def resources(pod_info: PodInfo, handle: Any) -> list[tuple[str, Any]] | Status:
     return [(RESOURCES, dict(sorted(pod_info.requests.items())))]
 
 
-def host_ports(pod_info: PodInfo) -> tuple[str, Any]:
-    """The host ports the pod asks for, sorted."""
-    return HOST_PORTS, sorted({p.port for p in pod_info.host_ports if p.port})
+def host_ports(pod: Pod) -> tuple[str, Any]:
+    """The host ports of the pod's containers and init containers, each once, sorted.
+
+    Upstream signs every init container's host ports, though only a restartable one's
+    (a sidecar's) take a node's port; pods differing only there are not batched
+    together, which costs a batch and never a wrong placement."""
+    containers = [*pod.spec.containers, *pod.spec.init_containers]
+    return HOST_PORTS, sorted({p.host_port for c in containers for p in c.ports if p.host_port})
 
 
 def node_affinity(pod: Pod) -> list[tuple[str, Any]]:
-    """The pod's node selector and node affinity (required and preferred terms)."""
+    """The pod's node selector and node affinity (required and preferred terms), in an
+    order of their own: as upstream, two pods whose terms, expressions or values differ
+    only in order have the same signature."""
     affinity = pod.spec.affinity
     node = affinity.node_affinity if affinity is not None else None
+    signed = None
+    if node is not None:
+        required = node.required_during_scheduling_ignored_during_execution
+        terms = required.node_selector_terms if required is not None else []
+        preferred = node.preferred_during_scheduling_ignored_during_execution
+        signed = {
+            "required": _sorted_json(_term(t) for t in terms),
+            "preferred": _sorted_json(
+                {"weight": t.weight, "preference": _term(t.preference)} for t in preferred
+            ),
+        }
     return [
         (NODE_SELECTOR, dict(sorted((pod.spec.node_selector or {}).items()))),
-        (NODE_AFFINITY, _json(node) if node is not None else None),
+        (NODE_AFFINITY, signed),
     ]
+
+
+def _term(term: NodeSelectorTerm) -> dict[str, list[str]]:
+    """A node selector term with its expressions (and each one's values) sorted."""
+    return {
+        "matchExpressions": _requirements(term.match_expressions),
+        "matchFields": _requirements(term.match_fields),
+    }
+
+
+def _requirements(requirements: Iterable[NodeSelectorRequirement]) -> list[str]:
+    return _sorted_json(
+        {"key": r.key, "operator": r.operator, "values": sorted(r.values)} for r in requirements
+    )
+
+
+def _sorted_json(items: Iterable[Any]) -> list[str]:
+    """Each item as canonical JSON, sorted: a list whose order does not matter."""
+    return sorted(json.dumps(i, sort_keys=True, separators=(",", ":")) for i in items)

@@ -230,6 +230,22 @@ class Metrics:
             ["profile", "reason"],
             registry=r,
         )
+        # Opportunistic batching's two latencies: 10 µs up to 20.48 ms. The second help
+        # text is upstream's, cut short as kube-scheduler v1.36.2 exposes it.
+        self.get_node_hint_duration = Histogram(
+            "scheduler_get_node_hint_duration_seconds",
+            "Latency for getting a node hint.",
+            ["hinted", "profile"],
+            buckets=_exponential(0.00001, 2, 12),
+            registry=r,
+        )
+        self.store_schedule_results_duration = Histogram(
+            "scheduler_store_schedule_results_duration_seconds",
+            "Latency for getting a no.",
+            ["profile"],
+            buckets=_exponential(0.00001, 2, 12),
+            registry=r,
+        )
         self.cache_size = Gauge(
             "scheduler_cache_size",
             "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",

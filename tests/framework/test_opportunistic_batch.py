@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.runtime.batch import MAX_BATCH_AGE_SECONDS, OpportunisticBatch
+from kubesched.framework.runtime.batch import (
+    GET_NODE_HINT,
+    MAX_BATCH_AGE_SECONDS,
+    STORE_SCHEDULE_RESULTS,
+    OpportunisticBatch,
+)
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.testing import make_node, make_pod
@@ -21,31 +26,38 @@ FITS = Status()
 
 @dataclass
 class Probe:
-    """A batch with a fake clock and the counts it reported."""
+    """A batch with a fake clock, the counts it reported and the durations it observed."""
 
     now: float = 0.0
     counts: list[tuple[str, str]] = field(default_factory=list)
+    observed: list[tuple[str, str, float]] = field(default_factory=list)
     nodes: dict[str, NodeInfo] = field(
         default_factory=lambda: {n: NodeInfo(make_node(n).obj()) for n in ("n0", "n1", "n2")}
     )
     filtered: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.batch = OpportunisticBatch(lambda: self.now, lambda k, v: self.counts.append((k, v)))
+        self.batch = OpportunisticBatch(
+            lambda: self.now,
+            lambda k, v: self.counts.append((k, v)),
+            lambda h, label, seconds: self.observed.append((h, label, seconds)),
+        )
 
     def hint(self, signature: str | None, cycle: int, verdict: Status = REJECT) -> str:
         def run_filters(state: CycleState, pod_info: PodInfo, node_info: NodeInfo) -> Status:
             self.filtered.append(node_info.name)
             return verdict
 
-        return self.batch.node_hint(
-            signature,
+        hint, signed = self.batch.node_hint(
+            lambda: signature,
             cycle,
             CycleState(),
             PodInfo(make_pod("p").obj()),
             self.nodes.get,
             run_filters,
         )
+        assert signed == signature
+        return hint
 
 
 def _ranked(*names: str) -> Callable[[], list[str]]:
@@ -174,3 +186,38 @@ def test_an_unsigned_pod_is_not_ranked() -> None:
 
     probe.batch.store_results(None, "", "n0", rank, 1)
     assert probe.counts == [("flush", "pod_not_batchable")]
+
+
+def test_each_call_observes_its_duration_once_with_upstreams_labels() -> None:
+    probe = Probe()
+    _after_first_pod(probe)
+    probe.observed.clear()
+    assert probe.hint("sig", 2) == "n2"
+    probe.batch.store_results("sig", "n2", "n2", None, 2)
+    assert probe.hint("other", 3) == ""
+    assert [(h, label) for h, label, _ in probe.observed] == [
+        (GET_NODE_HINT, "hint"),
+        (STORE_SCHEDULE_RESULTS, ""),
+        (GET_NODE_HINT, "no_hint"),
+    ]
+    assert all(seconds >= 0 for *_, seconds in probe.observed)
+
+
+def test_the_node_hint_duration_includes_signing(monkeypatch: pytest.MonkeyPatch) -> None:
+    probe = Probe()
+    events: list[str] = []
+
+    def timer() -> float:
+        events.append("timer")
+        return float(len(events))
+
+    def sign() -> str:
+        events.append("sign")
+        return "sig"
+
+    monkeypatch.setattr("kubesched.framework.runtime.batch.time.perf_counter", timer)
+    probe.batch.node_hint(
+        sign, 1, CycleState(), PodInfo(make_pod("p").obj()), probe.nodes.get, None
+    )
+    assert events == ["timer", "sign", "timer"]
+    assert probe.observed == [(GET_NODE_HINT, "no_hint", 2.0)]

@@ -1,7 +1,8 @@
 """The real v1.36.2 kube-scheduler on the opportunistic batching workload of
 ``tests/opportunistic_batching.py``: its placements and batching counters, recorded in
-``tests/fixtures/scheduler/opportunistic-batching.json`` (written by this test with
-``KUBESCHED_RECORD=1``)."""
+``tests/fixtures/scheduler/opportunistic-batching.json``, and its batching latency
+histograms, in ``opportunistic-batching-latency.json`` beside it (both written by this test
+with ``KUBESCHED_RECORD=1``)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,23 @@ from pathlib import Path
 import pytest
 
 from kubesched.backend.kube import KubeClient, load_configuration
-from kubesched.testing.envtest import ControlPlane, assets_dir, create_object
-from tests.opportunistic_batching import RECORDING, SETUPS, batch_series, workload
+from kubesched.testing.envtest import (
+    WORKLOAD_APISERVER_ARGS,
+    ControlPlane,
+    assets_dir,
+    create_object,
+)
+from tests.opportunistic_batching import (
+    LATENCY_RECORDING,
+    POD_GROUP_SETUPS,
+    RECORDING,
+    SETUPS,
+    batch_series,
+    latency_histograms,
+    recorded_nodes,
+    without_stability,
+    workload,
+)
 
 from .conftest import FAST, Api, start_kube_scheduler, wait_for
 
@@ -41,8 +57,9 @@ def test_the_real_scheduler_and_the_batching_recording_agree(setup: str, tmp_pat
         pytest.skip("KUBEBUILDER_ASSETS does not name the control-plane binaries")
     settings, gates = SETUPS[setup]
     args = (f"--feature-gates={gates}",) if gates else ()
-    cluster, pods = workload()
-    with ControlPlane() as cp:
+    cluster, pods = workload(setup)
+    apiserver_args = WORKLOAD_APISERVER_ARGS if setup in POD_GROUP_SETUPS else ()
+    with ControlPlane(apiserver_args=apiserver_args) as cp:
         client = KubeClient(load_configuration(str(cp.kubeconfig)), FAST)
         proc = start_kube_scheduler(cp, tmp_path, settings, args)
         try:
@@ -59,27 +76,47 @@ def test_the_real_scheduler_and_the_batching_recording_agree(setup: str, tmp_pat
                 got = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in items}
                 return got if all(got.values()) else None
 
-            got = {
-                "nodes": wait_for(placements, 60, "the pods to be bound"),
-                **batch_series(_metrics(proc.args)),
-            }
+            nodes = wait_for(placements, 60, "the pods to be bound")
+            text = _metrics(proc.args)
         finally:
             proc.terminate()
             proc.wait(15)
             client.close()
-    recorded = json.loads(RECORDING.read_text()) if RECORDING.exists() else {}
+    got = {"nodes": recorded_nodes(setup, nodes), **batch_series(text)}
+    latency = latency_histograms(text)
+    recorded = _recorded(RECORDING, setup, got)
+    assert got == recorded
+    assert latency == _recorded(LATENCY_RECORDING, setup, latency)
+
+
+def _recorded(path: Path, setup: str, got: dict) -> dict:
+    """The setup's recording in ``path``, which ``got`` replaces with ``KUBESCHED_RECORD``
+    set (the other setups' are kept)."""
+    recorded = json.loads(path.read_text()) if path.exists() else {}
     if os.environ.get("KUBESCHED_RECORD"):
         recorded[setup] = got
-        RECORDING.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
-    assert got == recorded[setup]
+        path.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+    return recorded[setup]
 
 
-@pytest.mark.parametrize("setup", ["default-profile", "no-default-spread"])
+RUN_SETUPS = [
+    "default-profile",
+    "no-default-spread",
+    "reordered-node-affinity",
+    "other-labels-ignoring-preferred-terms",
+    "empty-pod-anti-affinity",
+]
+"""The setups ``kubesched run`` is held to: those whose objects the clean-up between tests
+removes (the DRA ones leave DeviceClasses, the pod group one needs the Workload API)."""
+
+
+@pytest.mark.parametrize("setup", RUN_SETUPS)
 def test_kubesched_run_gives_the_recording(setup: str, api: Api, in_process) -> None:
     """kubesched's scheduler on a real API server (as ``kubesched run``, gates at their
-    defaults): the same nodes and batching counters as the real scheduler."""
+    defaults): the same nodes, batching counters and latency observations as the real
+    scheduler."""
     fields, _ = SETUPS[setup]
-    cluster, pods = workload()
+    cluster, pods = workload(setup)
     scheduler = in_process(fields)
     for manifest in cluster:
         api.create(manifest)
@@ -91,8 +128,9 @@ def test_kubesched_run_gives_the_recording(setup: str, api: Api, in_process) -> 
         got = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in api.pods()}
         return got if len(got) == 3 and all(got.values()) else None
 
-    got = {
-        "nodes": wait_for(placements, 60, "the pods to be bound"),
-        **batch_series(scheduler.runner.metrics.expose().decode()),
-    }
+    nodes = wait_for(placements, 60, "the pods to be bound")
+    text = scheduler.runner.metrics.expose().decode()
+    got = {"nodes": recorded_nodes(setup, nodes), **batch_series(text)}
     assert got == json.loads(RECORDING.read_text())[setup]
+    recorded = json.loads(LATENCY_RECORDING.read_text())[setup]
+    assert latency_histograms(text) == without_stability(recorded)

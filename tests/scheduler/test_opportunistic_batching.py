@@ -25,10 +25,14 @@ from kubesched.testing import make_pod
 from kubesched.testing.builders import objects_from
 from kubesched.testing.run import framework_for, profile_framework
 from tests.opportunistic_batching import (
+    LATENCY_RECORDING,
     NO_DEFAULT_SPREAD,
     RECORDING,
     SETUPS,
     batch_series,
+    latency_histograms,
+    recorded_nodes,
+    without_stability,
     workload,
 )
 
@@ -229,13 +233,19 @@ def test_a_simulation_gives_the_real_schedulers_recording(setup: str) -> None:
         registry,
         gates=parse_feature_gates([gates] if gates else []),
     )
-    cluster, pods = workload()
+    cluster, pods = workload(setup)
     run = simulate(objects_from(cluster, pods), config=config, registry=registry)
+    text = run.scheduler.metrics.expose().decode()
     got = {
-        "nodes": {p.metadata.name: p.spec.node_name for p in run.cluster.list("Pod")[0]},
-        **batch_series(run.scheduler.metrics.expose().decode()),
+        "nodes": recorded_nodes(
+            setup, {p.metadata.name: p.spec.node_name for p in run.cluster.list("Pod")[0]}
+        ),
+        **batch_series(text),
     }
     assert got == json.loads(RECORDING.read_text())[setup]
+    # The latency histograms: the same labels, buckets, help and number of observations.
+    recorded = json.loads(LATENCY_RECORDING.read_text())[setup]
+    assert latency_histograms(text) == without_stability(recorded)
 
 
 class _Loop:
@@ -307,36 +317,3 @@ def test_the_kept_ranking_is_best_first_with_ties_at_random_but_reproducible() -
     orders = {tuple(algorithm.ranked_rest(scores, "b", cycle=c)[1:3]) for c in range(20)}
     assert orders == {("c", "e"), ("e", "c")}
     assert rng.getstate() == state_before
-
-
-class _DeviceClasses:
-    """A lister holding one DeviceClass that backs ``example.com/gpu``."""
-
-    def list_objects(self, kind: str) -> list[Any]:
-        assert kind == "DeviceClass"
-        spec = {"extendedResourceName": "example.com/gpu"}
-        meta = {"name": "gpu"}
-        return objects_from(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "DeviceClass",
-                "metadata": meta,
-                "spec": spec,
-            }
-        )
-
-
-@pytest.mark.parametrize(
-    ("resource", "signable"),
-    [("example.com/gpu", False), ("example.com/fpga", True)],
-    ids=["backed-by-a-device-class", "not-backed"],
-)
-def test_a_pod_asking_for_a_dra_backed_extended_resource_is_not_signed(
-    resource: str, signable: bool
-) -> None:
-    fwk = profile_framework(_config(NO_DEFAULT_SPREAD), lister=_DeviceClasses())
-    # Extended resources are not overcommitted: the limit must equal the request.
-    amounts = {resource: "1"}
-    container = {"name": "c", "image": "app", "resources": {"requests": amounts, "limits": amounts}}
-    pod = objects_from(_pod(containers=[container]))[0]
-    assert (fwk.sign_pod(PodInfo(pod)) is not None) is signable

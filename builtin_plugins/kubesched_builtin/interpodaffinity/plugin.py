@@ -25,6 +25,7 @@ from kubesched import (
     Status,
     hookimpl,
 )
+from kubesched.api import Pod
 from kubesched_builtin import signers
 from kubesched_builtin.names import INTER_POD_AFFINITY
 
@@ -129,17 +130,19 @@ class InterPodAffinity:
     # -- events ------------------------------------------------------------------------
 
     @hookimpl
-    def sign_pod(self, pod_info: PodInfo) -> list[tuple[str, Any]] | Status:
-        """The pod's labels decide how the running pods' terms see it; a pod with its own
-        affinity or anti-affinity terms depends on other pods' placement and cannot be
-        signed."""
-        if (
-            pod_info.required_affinity_terms
-            or pod_info.required_anti_affinity_terms
-            or pod_info.preferred_affinity_terms
-            or pod_info.preferred_anti_affinity_terms
+    def sign_pod(self, pod: Pod, pod_info: PodInfo) -> list[tuple[str, Any]] | Status:
+        """A pod with pod affinity or anti-affinity (even an empty one) depends on other
+        pods' placement and cannot be signed. Otherwise its labels decide how the running
+        pods' preferred terms score it; with ``ignorePreferredTermsOfExistingPods`` they
+        are left out of the signature, as upstream does, so that pods differing only in
+        labels share a batch."""
+        affinity = pod.spec.affinity
+        if affinity is not None and (
+            affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None
         ):
             return Status(Code.UNSCHEDULABLE, ERR_NOT_SIGNABLE)
+        if self.args.ignore_preferred_terms_of_existing_pods:
+            return []
         return [(signers.LABELS, dict(sorted(pod_info.labels.items())))]
 
     @hookimpl

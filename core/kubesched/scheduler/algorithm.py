@@ -162,9 +162,8 @@ class SchedulingAlgorithm:
         table = snapshot.table
         if fwk.batch is not None and hint is not None:
             # As upstream, the hint is asked for even when the pod has a nominated node.
-            hint.signature = fwk.sign_pod(pod_info)
-            hint.node = fwk.batch.node_hint(
-                hint.signature,
+            hint.node, hint.signature = fwk.batch.node_hint(
+                lambda: fwk.sign_pod(pod_info),
                 self.current_cycle(),
                 state,
                 pod_info,

@@ -4,6 +4,7 @@ hint to the next pod with the same signature (upstream's ``OpportunisticBatch``,
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -23,6 +24,14 @@ changed in ways the next pod's filters on one node would not show)."""
 HINT_USED = "hint_used"
 HINT_NOT_USED = "hint_not_used"
 NO_HINT = "no_hint"
+
+# The ``hinted`` label of scheduler_get_node_hint_duration_seconds (upstream's words).
+HINTED = "hint"
+NOT_HINTED = "no_hint"
+
+# What ``observe`` is called with first: which of upstream's two latency histograms.
+GET_NODE_HINT = "get_node_hint"
+STORE_SCHEDULE_RESULTS = "store_schedule_results"
 
 # The ``reason`` label of scheduler_batch_cache_flushed_total (upstream's words).
 FLUSH_POD_SKIPPED = "pod_skipped"
@@ -54,31 +63,45 @@ class OpportunisticBatch:
     ``store_results`` runs once a node is chosen: it keeps the rest of the ranking when the
     pod was scored over all its feasible nodes, and leaves it alone when the hint was used.
     ``count`` is called with ``("attempt", result)`` and ``("flush", reason)`` for the
-    metrics.
+    metrics, ``observe`` with ``(GET_NODE_HINT, hinted, seconds)`` and
+    ``(STORE_SCHEDULE_RESULTS, "", seconds)``: the wall time of each call, as upstream times
+    ``GetNodeHint`` (signing included) and ``StoreScheduleResults``.
     """
 
-    def __init__(self, now: Callable[[], float], count: Callable[[str, str], None]) -> None:
+    def __init__(
+        self,
+        now: Callable[[], float],
+        count: Callable[[str, str], None],
+        observe: Callable[[str, str, float], None],
+    ) -> None:
         self._now = now
         self._count = count
+        self._observe = observe
         self._state: _BatchState | None = None
         self._last_cycle = 0
         self._last_chosen = ""
 
     def node_hint(
         self,
-        signature: str | None,
+        sign: Callable[[], str | None],
         cycle: int,
         state: CycleState,
         pod_info: PodInfo,
         node_info: Callable[[str], NodeInfo | None],
         run_filters: Callable[[CycleState, PodInfo, NodeInfo], Status],
-    ) -> str:
-        """The hinted node for this pod in scheduling cycle ``cycle`` ("" for none)."""
+    ) -> tuple[str, str | None]:
+        """The hinted node for this pod in scheduling cycle ``cycle`` ("" for none) and the
+        pod's signature, which ``sign`` gives (None: the pod cannot be signed)."""
+        start = time.perf_counter()
+        signature = sign()
         kept = self._usable(signature, cycle, state, pod_info, node_info, run_filters)
         if kept is None:
             self._count("attempt", NO_HINT)
-            return ""
-        return kept.ranked.pop(0)
+            hint = ""
+        else:
+            hint = kept.ranked.pop(0)
+        self._observe(GET_NODE_HINT, HINTED if hint else NOT_HINTED, time.perf_counter() - start)
+        return hint, signature
 
     def store_results(
         self,
@@ -92,18 +115,24 @@ class OpportunisticBatch:
         other feasible nodes: ``ranked_rest`` gives them best first (called only for a
         signed pod); None when no other node was scored (one node was feasible, or the
         nominated or hinted node was taken)."""
-        self._last_cycle = cycle
-        self._last_chosen = chosen
-        if hinted and hinted == chosen:
-            self._count("attempt", HINT_USED)
-            return
-        if hinted:
-            self._count("attempt", HINT_NOT_USED)
-        if signature is not None and ranked_rest is not None:
-            self._state = _BatchState(signature, ranked_rest(), self._now())
-            return
-        self._count("flush", FLUSH_EMPTY_LIST if ranked_rest is None else FLUSH_POD_NOT_BATCHABLE)
-        self._state = None
+        start = time.perf_counter()
+        try:
+            self._last_cycle = cycle
+            self._last_chosen = chosen
+            if hinted and hinted == chosen:
+                self._count("attempt", HINT_USED)
+                return
+            if hinted:
+                self._count("attempt", HINT_NOT_USED)
+            if signature is not None and ranked_rest is not None:
+                self._state = _BatchState(signature, ranked_rest(), self._now())
+                return
+            self._count(
+                "flush", FLUSH_EMPTY_LIST if ranked_rest is None else FLUSH_POD_NOT_BATCHABLE
+            )
+            self._state = None
+        finally:
+            self._observe(STORE_SCHEDULE_RESULTS, "", time.perf_counter() - start)
 
     def _usable(
         self,

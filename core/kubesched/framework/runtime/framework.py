@@ -33,7 +33,7 @@ from kubesched.framework.results import (
     PostFilterResult,
     PreFilterResult,
 )
-from kubesched.framework.runtime.batch import OpportunisticBatch
+from kubesched.framework.runtime.batch import GET_NODE_HINT, OpportunisticBatch
 from kubesched.framework.runtime.calls import positional_caller
 from kubesched.framework.runtime.pauses import BindingPauses, WallClockPauses
 from kubesched.framework.runtime.waiting_pods import (
@@ -339,7 +339,7 @@ class Framework:
         }
         self._signers = self._signing_plugins()
         self.batch: OpportunisticBatch | None = (
-            OpportunisticBatch((clock or RealClock()).now, self._count_batch)
+            OpportunisticBatch((clock or RealClock()).now, self._count_batch, self._observe_batch)
             if self.feature_enabled(OPPORTUNISTIC_BATCHING_GATE)
             else None
         )
@@ -427,6 +427,20 @@ class Framework:
             self.metrics.batch_attempts if kind == "attempt" else self.metrics.batch_cache_flushed
         )
         counter.labels(self.profile_name, label).inc()
+
+    def _observe_batch(self, histogram: str, hinted: str, seconds: float) -> None:
+        """Observe a batch call's duration in upstream's latency histogram for it."""
+        if self.metrics is None:
+            return
+        if histogram == GET_NODE_HINT:
+            child = self.metrics.histogram(
+                self.metrics.get_node_hint_duration, hinted, self.profile_name
+            )
+        else:
+            child = self.metrics.histogram(
+                self.metrics.store_schedule_results_duration, self.profile_name
+            )
+        child.observe(seconds)
 
     def _runner(
         self,
