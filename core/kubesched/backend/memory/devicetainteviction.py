@@ -203,23 +203,22 @@ class DeviceTaintEvictionController:
                 self._pods_of(claim)  # type: ignore[arg-type]
 
     def _rule_changed(self, event: WatchEvent) -> None:
-        """``handleRuleChange``: a status update at once for a new rule or a new spec;
+        """``handleRuleChange``: a status update at once for a new rule or a new spec
+        (before any pod is deleted because of it, as upstream's queue runs it first);
         then every allocated claim's pods are decided again."""
         old: DeviceTaintRule | None = event.old  # type: ignore[assignment]
         rule: DeviceTaintRule = event.object  # type: ignore[assignment]
-        deleted = event.type is EventType.DELETED
-        if deleted:
+        if event.type is EventType.DELETED:
             self._rules.pop(rule.name, None)
             self._evicted.pop(rule.metadata.uid or "", None)
         else:
-            if old is None or old.metadata.uid != rule.metadata.uid or old.spec != rule.spec:
-                self._schedule_status(rule, self.cluster.now())
-            elif old is not None:
+            if old is not None and old.metadata.uid == rule.metadata.uid and old.spec == rule.spec:
                 return  # a status (or metadata) write: nothing to decide again
             if rule.spec.taint.effect == "NoExecute":
                 self._rules[rule.name] = rule
             else:
                 self._rules.pop(rule.name, None)
+            self._schedule_status(rule, self.cluster.now())
         for claim in self.cluster.objects("ResourceClaim"):
             if claim.status.allocation is not None:  # type: ignore[attr-defined]
                 self._pods_of(claim)  # type: ignore[arg-type]
