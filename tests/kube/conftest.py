@@ -28,6 +28,7 @@ from kubesched.runner import SchedulerRunner
 from kubesched.testing import make_node, make_pod
 from kubesched.testing.envtest import (
     ASSETS_ENV,
+    DEVICE_TAINT_RULE_APISERVER_ARGS,
     WORKLOAD_APISERVER_ARGS,
     ControlPlane,
     EnvtestError,
@@ -66,10 +67,13 @@ def control_plane() -> Iterator[ControlPlane]:
 
 @pytest.fixture(scope="session")
 def workload_control_plane() -> Iterator[ControlPlane]:
-    """etcd + kube-apiserver serving the Workload API (``WORKLOAD_APISERVER_ARGS``) for the
-    whole session, shared by the gang tests through ``workload_api`` (one start instead of
-    one per test: a start costs seconds, many more on a busy machine)."""
-    yield from _session_control_plane(apiserver_args=WORKLOAD_APISERVER_ARGS)
+    """etcd + kube-apiserver serving the Workload API (``WORKLOAD_APISERVER_ARGS``) and
+    DeviceTaintRules (``DEVICE_TAINT_RULE_APISERVER_ARGS``) for the whole session, shared
+    by the gang tests through ``workload_api`` (one start instead of one per test: a start
+    costs seconds, many more on a busy machine)."""
+    yield from _session_control_plane(
+        apiserver_args=WORKLOAD_APISERVER_ARGS + DEVICE_TAINT_RULE_APISERVER_ARGS
+    )
 
 
 class Api:
