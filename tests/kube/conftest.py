@@ -254,7 +254,14 @@ def write_config(tmp_path: Path, extra: dict[str, Any] | None = None) -> Path:
 class InProcess:
     """A ``SchedulerRunner`` on a thread of the test process."""
 
-    def __init__(self, control_plane: ControlPlane, config_path: Path, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        control_plane: ControlPlane,
+        config_path: Path,
+        gates: tuple[str, ...] = (),
+        **kwargs: Any,
+    ) -> None:
+        """``gates``: ``--feature-gates`` values (``DRADeviceTaintRules=true``)."""
         registry = default_registry()
         config = load_config(config_path, registry)
         client = KubeClient(
@@ -262,7 +269,9 @@ class InProcess:
         )
         self.cluster = KubeCluster(client, **kwargs)
         self.runner = SchedulerRunner(
-            effective_configuration(config, registry), registry, self.cluster
+            effective_configuration(config, registry, gates=parse_feature_gates(gates)),
+            registry,
+            self.cluster,
         )
         self.status: int | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
