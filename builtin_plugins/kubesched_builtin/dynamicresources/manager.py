@@ -171,15 +171,16 @@ class DRAManager:
 
     def slices(self) -> list[ResourceSlice]:
         """Every ResourceSlice, with the DeviceTaintRules' taints when they are read."""
-        slices = self._list(SLICE)
         if RULE not in self._kinds:
-            return slices
+            return self._list(SLICE)
+        # Under the lock: the slices, the rules and the version they are of go together.
         with self._lock:
             version, tainted = self._tainted
             if version == self.slices_version and self._watching:
                 return tainted
-            tainted = with_rule_taints(slices, self._list(RULE))
-            self._tainted = (self.slices_version, tainted)
+            version = self.slices_version
+            tainted = with_rule_taints(self._list(SLICE), self._list(RULE))
+            self._tainted = (version, tainted)
         return tainted
 
     def allocated_devices(self) -> set[DeviceID]:
