@@ -683,6 +683,39 @@ def test_gang_scheduling_without_its_gates_binds_pods_one_by_one() -> None:
     assert 0 < sum(pods[f"too-big-{i}"]["node"] is not None for i in range(5)) < 5
 
 
+# -- dra-taint-rule ----------------------------------------------------------------------
+
+DRA_TAINT_RULE = EXAMPLES / "dra-taint-rule"
+
+
+@pytest.mark.parametrize(
+    ("gates", "on_gpu_0", "on_gpu_1", "pending"),
+    [(("--feature-gates", "DRADeviceTaintRules=true"), 2, 1, 1), ((), 2, 2, 0)],
+    ids=["gate-on-drains-gpu-1", "gate-off-rule-ignored"],
+)
+def test_dra_taint_rule_as_its_readme_says(
+    gates: tuple[str, ...], on_gpu_0: int, on_gpu_1: int, pending: int
+) -> None:
+    code, out, err = _simulate_cli(str(DRA_TAINT_RULE), *gates, "--output", "json")
+    assert code == 0, err
+    pods = {p["name"]: p for p in json.loads(out)["pods"]}
+    assert pods["burn-in"]["node"] == "gpu-1"
+    nodes = [p["node"] for p in pods.values()]
+    assert (nodes.count("gpu-0"), nodes.count("gpu-1"), nodes.count(None)) == (
+        on_gpu_0,
+        on_gpu_1,
+        pending,
+    )
+    if pending:
+        (waiting,) = [p for p in pods.values() if p["node"] is None]
+        assert waiting["name"].startswith("train-")
+        assert waiting["message"].startswith(
+            "0/2 nodes are available: 2 cannot allocate all claims."
+        )
+    ignored = "notice: DeviceTaintRule drain-gpu-1: ignored:"
+    assert (ignored in err) is (not gates)
+
+
 # -- dra-fabric --------------------------------------------------------------------------
 
 DRA_FABRIC = EXAMPLES / "dra-fabric"

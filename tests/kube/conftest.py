@@ -28,6 +28,7 @@ from kubesched.runner import SchedulerRunner
 from kubesched.testing import make_node, make_pod
 from kubesched.testing.envtest import (
     ASSETS_ENV,
+    DEVICE_TAINT_RULE_APISERVER_ARGS,
     WORKLOAD_APISERVER_ARGS,
     ControlPlane,
     EnvtestError,
@@ -66,10 +67,13 @@ def control_plane() -> Iterator[ControlPlane]:
 
 @pytest.fixture(scope="session")
 def workload_control_plane() -> Iterator[ControlPlane]:
-    """etcd + kube-apiserver serving the Workload API (``WORKLOAD_APISERVER_ARGS``) for the
-    whole session, shared by the gang tests through ``workload_api`` (one start instead of
-    one per test: a start costs seconds, many more on a busy machine)."""
-    yield from _session_control_plane(apiserver_args=WORKLOAD_APISERVER_ARGS)
+    """etcd + kube-apiserver serving the Workload API (``WORKLOAD_APISERVER_ARGS``) and
+    DeviceTaintRules (``DEVICE_TAINT_RULE_APISERVER_ARGS``) for the whole session, shared
+    by the gang tests through ``workload_api`` (one start instead of one per test: a start
+    costs seconds, many more on a busy machine)."""
+    yield from _session_control_plane(
+        apiserver_args=WORKLOAD_APISERVER_ARGS + DEVICE_TAINT_RULE_APISERVER_ARGS
+    )
 
 
 class Api:
@@ -250,7 +254,14 @@ def write_config(tmp_path: Path, extra: dict[str, Any] | None = None) -> Path:
 class InProcess:
     """A ``SchedulerRunner`` on a thread of the test process."""
 
-    def __init__(self, control_plane: ControlPlane, config_path: Path, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        control_plane: ControlPlane,
+        config_path: Path,
+        gates: tuple[str, ...] = (),
+        **kwargs: Any,
+    ) -> None:
+        """``gates``: ``--feature-gates`` values (``DRADeviceTaintRules=true``)."""
         registry = default_registry()
         config = load_config(config_path, registry)
         client = KubeClient(
@@ -258,7 +269,9 @@ class InProcess:
         )
         self.cluster = KubeCluster(client, **kwargs)
         self.runner = SchedulerRunner(
-            effective_configuration(config, registry), registry, self.cluster
+            effective_configuration(config, registry, gates=parse_feature_gates(gates)),
+            registry,
+            self.cluster,
         )
         self.status: int | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)

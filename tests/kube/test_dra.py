@@ -6,13 +6,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubesched.testing import make_pod
+from kubesched.testing.envtest import ControlPlane
 
-from .conftest import NOMINATING_SCHEDULERS, Api, InProcess, status_of, wait_for
+from .conftest import NOMINATING_SCHEDULERS, Api, InProcess, status_of, wait_for, write_config
 from .test_storage import nodes
 
 pytestmark = pytest.mark.envtest
@@ -313,3 +315,52 @@ def test_a_pod_waiting_for_binding_conditions_is_nominated_until_bound(
         set_device_condition(api, "claim-a", "example.com/attached")
         assert wait_for(lambda: api.node_of("a"), 30, "a bound") == "n1"
         assert "nominatedNodeName" not in status_of(api, "a")
+
+
+TAINT_RULES = "/apis/resource.k8s.io/v1beta2/devicetaintrules"
+
+
+def test_device_taint_rules_keep_devices_from_claims_that_do_not_tolerate_them(
+    workload_api: Api, workload_control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """With DRADeviceTaintRules ``kubesched run`` watches resource.k8s.io/v1beta2
+    DeviceTaintRules: a rule's NoSchedule taint keeps its device from a claim, and the
+    rule's deletion gives the device back to the pod that waited for it."""
+    api = workload_api
+    nodes(api, 1)
+    api.create(device_class())
+    api.create(node_slice("n0", 2))
+    api.create(
+        {
+            "apiVersion": "resource.k8s.io/v1beta2",
+            "kind": "DeviceTaintRule",
+            "metadata": {"name": "gpu-0-broken"},
+            "spec": {
+                "deviceSelector": {"driver": DRIVER, "device": "gpu-0"},
+                "taint": {"key": "example.com/broken", "effect": "NoSchedule"},
+            },
+        }
+    )
+    api.create(resource_claim("claim-a"))
+    api.create(resource_claim("claim-b"))
+    scheduler = InProcess(
+        workload_control_plane, write_config(tmp_path), gates=("DRADeviceTaintRules=true",)
+    )
+    try:
+        scheduler.start()
+        api.create(pod_with_claim("a", "claim-a"))
+        wait_for(lambda: api.node_of("a"), 30, "a bound")
+        results = api.client.request("GET", f"{CLAIMS}/claim-a")["status"]["allocation"]
+        assert [r["device"] for r in results["devices"]["results"]] == ["gpu-1"]
+        api.create(pod_with_claim("b", "claim-b"))
+        assert "cannot allocate all claims" in api.unschedulable("b")["message"]
+        api.delete(f"{TAINT_RULES}/gpu-0-broken")
+        wait_for(lambda: api.node_of("b"), 30, "b bound once the rule is gone")
+        results = api.client.request("GET", f"{CLAIMS}/claim-b")["status"]["allocation"]
+        assert [r["device"] for r in results["devices"]["results"]] == ["gpu-0"]
+    finally:
+        scheduler.stop()
+        api.delete(TAINT_RULES)
+        api.delete_all(CLAIMS)
+        api.delete("/apis/resource.k8s.io/v1/resourceslices")
+        api.delete("/apis/resource.k8s.io/v1/deviceclasses")

@@ -238,3 +238,187 @@ def test_the_deleted_pod_carries_the_disruption_target_condition() -> None:
         )
     finally:
         sim.close()
+
+
+RULES_ON = {"DRADeviceTaintRules": True}
+
+
+def _rule(effect: str, **selector: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1beta2",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": "r"},
+        "spec": {
+            "deviceSelector": {"driver": DRIVER, **selector},
+            "taint": {"key": TAINT["key"], "value": "true", "effect": effect},
+        },
+    }
+
+
+def _rule_sim(tolerations: list[dict[str, Any]], gates: dict[str, bool]) -> Simulation:
+    config = effective_configuration(
+        default_configuration(), default_registry(), gates=FeatureGates(gates)
+    )
+    sim = Simulation([parse_object(d) for d in _objects(tolerations)], config=config)
+    sim.run()
+    sim.clock.set(100.0)
+    sim.cluster.advance()
+    return sim
+
+
+def _until(sim: Simulation, at: float) -> None:
+    """Move the clock to ``at`` a second at a time, so each timer runs at its own time."""
+    while sim.clock.now() < at:
+        sim.clock.set(min(sim.clock.now() + 1.0, at))
+        sim.cluster.advance()
+
+
+def _condition(sim: Simulation) -> tuple[str, str, str, int]:
+    (c,) = sim.cluster.get("DeviceTaintRule", None, "r").status.conditions
+    return c["status"], c["reason"], c["message"], c["observedGeneration"]
+
+
+@pytest.mark.parametrize(
+    ("rule", "tolerations", "evicted_at", "conditions"),
+    [
+        (
+            _rule("NoExecute", device="d0"),
+            [],
+            100.0,
+            # At once, with the pod still there; 10 s after the eviction, done.
+            [
+                (
+                    100.0,
+                    ("True", "PodsPendingEviction", "1 pod needs to be evicted in 1 namespace.", 1),
+                ),
+                (110.0, ("False", "Completed", "1 pod evicted since starting the controller.", 1)),
+            ],
+        ),
+        (
+            _rule("NoExecute", pool="n1"),
+            [TOLERATE_30],
+            130.0,
+            [
+                (
+                    100.0,
+                    ("True", "PodsPendingEviction", "1 pod needs to be evicted in 1 namespace.", 1),
+                ),
+                (140.0, ("False", "Completed", "1 pod evicted since starting the controller.", 1)),
+            ],
+        ),
+        (
+            _rule("NoExecute", device="d9"),
+            [],
+            None,
+            [(100.0, ("False", "NotStarted", "", 1))],
+        ),
+        (
+            _rule("NoSchedule"),
+            [],
+            None,
+            [
+                (
+                    100.0,
+                    ("False", "OtherEffect", "Eviction only happens for the NoExecute effect.", 1),
+                )
+            ],
+        ),
+        (
+            _rule("None", device="d0"),
+            [TOLERATE_30],
+            None,
+            [
+                (
+                    100.0,
+                    (
+                        "False",
+                        "NoEffect",
+                        "1 published device selected. 1 allocated device selected. 1 pod would "
+                        "be evicted in 1 namespace if the effect was NoExecute. This information "
+                        "will not be updated again. Recreate the DeviceTaintRule to trigger an "
+                        "update.",
+                        1,
+                    ),
+                )
+            ],
+        ),
+    ],
+    ids=["noexecute", "noexecute-tolerated-30s", "other-device", "noschedule", "none"],
+)
+def test_device_taint_rules_evict_and_report(
+    rule: dict[str, Any],
+    tolerations: list[dict[str, Any]],
+    evicted_at: float | None,
+    conditions: list[tuple[float, tuple[str, str, str, int]]],
+) -> None:
+    """A NoExecute DeviceTaintRule evicts as a slice's taint does, from the rule's
+    timeAdded; the rule's EvictionInProgress condition says what it did, when
+    kube-controller-manager's would."""
+    sim = _rule_sim(tolerations, RULES_ON)
+    try:
+        sim.cluster.create(parse_object(rule))
+        for at, condition in conditions:
+            _until(sim, at)
+            assert _condition(sim) == condition
+        _until(sim, 200.0)
+        gone = sim.cluster.try_get("Pod", "default", "p0") is None
+        assert gone is (evicted_at is not None)
+        if evicted_at is not None:
+            (record,) = sim.cluster.evictions
+            assert record.time == evicted_at
+            assert record.details["deviceTaintRule"] == "r"
+            assert "(DeviceTaintRule r)" in record.reason
+    finally:
+        sim.close()
+
+
+def test_a_rule_turned_noexecute_is_restamped_and_evicts() -> None:
+    """An update that changes the effect but keeps timeAdded gets a new timeAdded (the
+    eviction counts from the change), a new generation and a new condition at once."""
+    sim = _rule_sim([TOLERATE_30], RULES_ON)
+    try:
+        created = sim.cluster.create(parse_object(_rule("None", device="d0")))
+        first = created.spec.taint.time_added
+        _until(sim, 150.0)
+        changed = sim.cluster.get("DeviceTaintRule", None, "r").model_copy(deep=True)
+        changed.spec.taint.effect = "NoExecute"
+        updated = sim.cluster.update(changed)
+        assert updated.spec.taint.time_added > first
+        assert updated.metadata.generation == 2
+        assert _condition(sim) == (
+            "True",
+            "PodsPendingEviction",
+            "1 pod needs to be evicted in 1 namespace.",
+            2,
+        )
+        _until(sim, 179.0)
+        assert sim.cluster.try_get("Pod", "default", "p0") is not None
+        _until(sim, 180.0)
+        assert sim.cluster.try_get("Pod", "default", "p0") is None
+    finally:
+        sim.close()
+
+
+def test_a_deleted_rule_cancels_the_deletion() -> None:
+    sim = _rule_sim([TOLERATE_30], RULES_ON)
+    try:
+        sim.cluster.create(parse_object(_rule("NoExecute", device="d0")))
+        sim.cluster.delete("DeviceTaintRule", None, "r")
+        _until(sim, 200.0)
+        assert sim.cluster.try_get("Pod", "default", "p0") is not None
+        assert [m for _, m in _events(sim)] == ["Cancelling deletion"]
+    finally:
+        sim.close()
+
+
+def test_rules_are_ignored_with_their_gate_off() -> None:
+    """DRADeviceTaintRules is off by default: a NoExecute rule evicts no one and gets no
+    status."""
+    sim = _rule_sim([], {})
+    try:
+        sim.cluster.create(parse_object(_rule("NoExecute", device="d0")))
+        _until(sim, 200.0)
+        assert sim.cluster.try_get("Pod", "default", "p0") is not None
+        assert sim.cluster.get("DeviceTaintRule", None, "r").status.conditions == []
+    finally:
+        sim.close()

@@ -442,6 +442,13 @@ class Allocator:
             self.match_cache[key] = found
         if isinstance(found, str):
             raise AllocationError(found)
+        if found and found[0][1] is not s:
+            # Found in another copy of this slice version: the scheduler's view with
+            # other DeviceTaintRules' taints. The selectors' verdicts hold, the devices
+            # (their taints) are this copy's.
+            current = {d.name: d for d in devices}
+            found = [(dev, s, current[dev[2]]) for dev, _, _ in found]
+            self.match_cache[key] = found
         return found
 
     def _evaluate(

@@ -6,6 +6,10 @@ ResourceClaims, ResourceSlices and DeviceClasses through the Handle's cluster cl
 (``list`` + ``watch``), so the set of allocated devices is kept up to date event by
 event instead of being rebuilt from every claim in every scheduling cycle. Without a
 client that can watch (a bare framework in tests), every read goes to the lister.
+
+With DRADeviceTaintRules it watches DeviceTaintRules too and hands out the slices with
+the rules' taints added to the devices they select, as upstream's ResourceSlice tracker
+does for the scheduler.
 """
 
 from __future__ import annotations
@@ -14,24 +18,29 @@ import threading
 from collections import Counter
 from typing import Any
 
-from kubesched.api import DeviceClass, ResourceClaim, ResourceSlice
+from kubesched.api import DeviceClass, ResourceClaim, ResourceSlice, with_rule_taints
 
 from .allocator import DeviceID, claim_devices
 
 __all__ = ["DRAManager"]
 
-CLAIM, SLICE, CLASS = "ResourceClaim", "ResourceSlice", "DeviceClass"
+CLAIM, SLICE, CLASS, RULE = "ResourceClaim", "ResourceSlice", "DeviceClass", "DeviceTaintRule"
 
 
 class DRAManager:
     """Claims, slices and classes, the devices allocated to claims, and allocations that
     Reserve made but PreBind has not written yet (in flight)."""
 
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: Any, *, taint_rules: bool = False) -> None:
         self._handle = handle
         self._connected = False
         self._watching = False
-        self._objects: dict[str, dict[str, Any]] = {CLAIM: {}, SLICE: {}, CLASS: {}}
+        self._kinds = (CLAIM, SLICE, CLASS, RULE) if taint_rules else (CLAIM, SLICE, CLASS)
+        """What is watched: DeviceTaintRules only with DRADeviceTaintRules (a cluster
+        whose API server does not serve them would refuse the list)."""
+        self._objects: dict[str, dict[str, Any]] = {kind: {} for kind in self._kinds}
+        self._tainted: tuple[int, list[ResourceSlice]] = (-1, [])
+        """The slices with the rules' taints, and the ``slices_version`` they are of."""
         self._allocated: Counter[DeviceID] = Counter()
         self._consumed: dict[DeviceID, Counter[str]] = {}
         """Shares of devices allowing multiple allocations: what they take of each
@@ -63,7 +72,7 @@ class DRAManager:
         client = getattr(self._handle, "client", None)
         if client is None or not hasattr(client, "watch"):
             return
-        for kind in (CLAIM, SLICE, CLASS):
+        for kind in self._kinds:
             objects, rv = client.list(kind)
             for obj in objects:
                 self._apply(kind, None, obj)
@@ -98,7 +107,7 @@ class DRAManager:
             self._objects[kind].pop(key, None)
         else:
             self._objects[kind][key] = new
-        if kind == SLICE:
+        if kind in (SLICE, RULE):
             self.slices_version += 1
         elif kind == CLASS:
             self.classes_version += 1
@@ -161,8 +170,18 @@ class DRAManager:
         return lister.get_object(CLASS, None, name) if lister is not None else None
 
     def slices(self) -> list[ResourceSlice]:
-        """Every ResourceSlice."""
-        return self._list(SLICE)
+        """Every ResourceSlice, with the DeviceTaintRules' taints when they are read."""
+        if RULE not in self._kinds:
+            return self._list(SLICE)
+        # Under the lock: the slices, the rules and the version they are of go together.
+        with self._lock:
+            version, tainted = self._tainted
+            if version == self.slices_version and self._watching:
+                return tainted
+            version = self.slices_version
+            tainted = with_rule_taints(self._list(SLICE), self._list(RULE))
+            self._tainted = (version, tainted)
+        return tainted
 
     def allocated_devices(self) -> set[DeviceID]:
         """Devices held whole by allocated claims (admin access excepted) or by

@@ -259,7 +259,11 @@ class DynamicResources:
             binding_conditions=self.binding_conditions,
             partitionable_devices=handle.feature_enabled("DRAPartitionableDevices"),
         )
-        self.manager = DRAManager(handle)
+        # DeviceTaintRules taint devices as if their drivers had (upstream's tracker).
+        self.taint_rules = handle.feature_enabled("DRADeviceTaintRules")
+        if self.taint_rules:
+            self.reads = (*self.reads, "DeviceTaintRule")
+        self.manager = DRAManager(handle, taint_rules=self.taint_rules)
         self.cel_cache = CELCache()
         self._match_cache: dict[Any, Any] = {}
         self._envs: dict[Any, Any] = {}
@@ -298,7 +302,7 @@ class DynamicResources:
 
     @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        return [
+        events = [
             # A resource might depend on node labels for topology filtering.
             ClusterEventWithHint(
                 ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
@@ -320,6 +324,18 @@ class DynamicResources:
                 ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE)
             ),
         ]
+        if self.taint_rules:
+            # A rule's taint comes and goes with the rule: upstream sees that as a change
+            # of the ResourceSlices of the devices it selects.
+            events.append(
+                ClusterEventWithHint(
+                    ClusterEvent(
+                        EventResource.DEVICE_TAINT_RULE,
+                        ActionType.ADD | ActionType.UPDATE | ActionType.DELETE,
+                    )
+                )
+            )
+        return events
 
     def is_schedulable_after_claim_change(
         self, pod: Pod, old: ResourceClaim | None, new: ResourceClaim

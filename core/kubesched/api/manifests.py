@@ -24,7 +24,14 @@ from .kubelet import KubeletConfiguration
 from .meta import KubeObject
 from .podgroups import WORKLOAD_API_VERSION, Workload, WorkloadPodGroup
 from .quota import LimitRange, ResourceQuota
-from .resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from .resource import (
+    TAINT_RULE_API_VERSIONS,
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
 from .rest import resource_name
 from .storage import (
     CSIDriver,
@@ -109,11 +116,14 @@ _BUILTIN_KINDS = frozenset(KINDS)
 VERSIONED_KINDS: dict[tuple[str, str], type[KubeObject]] = {
     (WORKLOAD_API_VERSION, "PodGroup"): WorkloadPodGroup,
     (WORKLOAD_API_VERSION, "Workload"): Workload,
+    **{(version, "DeviceTaintRule"): DeviceTaintRule for version in TAINT_RULE_API_VERSIONS},
 }
 """Kinds read by apiVersion and kind: the Workload API, which kube-apiserver v1.36 serves
 only when enabled (``--runtime-config=scheduling.k8s.io/v1alpha2=true`` with the
 GenericWorkload gate), so the recorded schema does not list it, and whose PodGroup shares
-its kind name with Coscheduling's (both are kept under the kind ``PodGroup``)."""
+its kind name with Coscheduling's (both are kept under the kind ``PodGroup``); and
+DeviceTaintRule, likewise served only when enabled (``resource.k8s.io/v1beta2`` or
+``v1alpha3`` with DRADeviceTaintRules)."""
 
 KIND_ENTRY_POINT_GROUP = "kubesched.kinds"
 """Entry-point group of extra object kinds: ``PodGroup = "pkg.module:PodGroup"``, each a

@@ -31,6 +31,7 @@ __all__ = [
     "POD_CLAIM_NAME_ANNOTATION",
     "RESOURCE_CLAIM_FINALIZER",
     "RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE",
+    "TAINT_RULE_API_VERSIONS",
     "AllocatedDeviceStatus",
     "AllocationResult",
     "CELDeviceSelector",
@@ -56,6 +57,10 @@ __all__ = [
     "DeviceSelector",
     "DeviceSubRequest",
     "DeviceTaint",
+    "DeviceTaintRule",
+    "DeviceTaintRuleSpec",
+    "DeviceTaintRuleStatus",
+    "DeviceTaintSelector",
     "DeviceToleration",
     "ExactDeviceRequest",
     "OpaqueDeviceConfiguration",
@@ -74,10 +79,15 @@ __all__ = [
     "is_for_pod",
     "is_reserved_for_pod",
     "pod_claim_name",
+    "rule_matches_device",
+    "with_rule_taints",
 ]
 
 API_GROUP = "resource.k8s.io"
 API_VERSION = f"{API_GROUP}/v1"
+TAINT_RULE_API_VERSIONS = (f"{API_GROUP}/v1beta2", f"{API_GROUP}/v1alpha3")
+"""Where kube-apiserver v1.36 serves DeviceTaintRule (DRADeviceTaintRules, beta, off by
+default), each only when enabled with ``--runtime-config``; the first is the preferred."""
 
 RESOURCE_CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"
 """Put on a claim by the scheduler when it allocates it (the resourceclaim controller
@@ -427,6 +437,55 @@ class Device(KubeModel):
     binding_failure_conditions: NullableList[str] = Field(default_factory=list)
 
 
+class DeviceTaintSelector(KubeModel):
+    """``DeviceTaintSelector``: the devices a DeviceTaintRule taints, by driver, pool and
+    device name; a field left out matches every value (an empty selector, every device)."""
+
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+
+
+class DeviceTaintRuleSpec(KubeModel):
+    """``DeviceTaintRuleSpec``: one taint and the devices it applies to (none without a
+    selector)."""
+
+    device_selector: DeviceTaintSelector | None = None
+    taint: DeviceTaint = Field(default_factory=DeviceTaint)
+
+
+class DeviceTaintRuleStatus(KubeModel):
+    """``DeviceTaintRuleStatus``: the ``EvictionInProgress`` condition (``metav1.Condition``
+    dicts) that kube-controller-manager's device taint eviction controller maintains."""
+
+    conditions: NullableList[dict] = Field(default_factory=list)
+
+
+class DeviceTaintRule(KubeObject):
+    """``resource.k8s.io/v1beta2`` DeviceTaintRule (cluster-scoped, DRADeviceTaintRules):
+    a taint on every device its selector matches, as if the driver had published it in
+    the device's ResourceSlice."""
+
+    namespaced: ClassVar[bool] = False
+
+    api_version: str | None = TAINT_RULE_API_VERSIONS[0]
+    kind: str | None = "DeviceTaintRule"
+    spec: DeviceTaintRuleSpec = Field(default_factory=DeviceTaintRuleSpec)
+    status: DeviceTaintRuleStatus = Field(default_factory=DeviceTaintRuleStatus)
+
+
+def rule_matches_device(rule: DeviceTaintRule, driver: str, pool: str, device: str) -> bool:
+    """``ruleMatchesDevice``: whether ``rule`` taints the device ``driver/pool/device``."""
+    sel = rule.spec.device_selector
+    if sel is None:
+        return False
+    return (
+        (sel.driver is None or sel.driver == driver)
+        and (sel.pool is None or sel.pool == pool)
+        and (sel.device is None or sel.device == device)
+    )
+
+
 class ResourcePool(KubeModel):
     """``ResourcePool``: the slices of one pool; only the newest generation counts."""
 
@@ -521,3 +580,29 @@ def extended_resource_classes(classes: Iterable[DeviceClass]) -> dict[str, str]:
             mapping[cls.spec.extended_resource_name] = cls.name
         mapping[DEVICE_CLASS_RESOURCE_PREFIX + cls.name] = cls.name
     return mapping
+
+
+def with_rule_taints(
+    slices: Iterable[ResourceSlice], rules: Iterable[DeviceTaintRule]
+) -> list[ResourceSlice]:
+    """The slices as the scheduler sees them with DRADeviceTaintRules (upstream's
+    ResourceSlice tracker): each rule's taint appended to the taints of every device it
+    matches, rules in name order. A slice no rule touches is returned as is."""
+    ordered = sorted(rules, key=lambda r: r.name)
+    out: list[ResourceSlice] = []
+    for sl in slices:
+        driver, pool = sl.spec.driver, sl.spec.pool.name
+        devices = list(sl.spec.devices)
+        changed = False
+        for i, device in enumerate(devices):
+            extra = [
+                r.spec.taint for r in ordered if rule_matches_device(r, driver, pool, device.name)
+            ]
+            if extra:
+                devices[i] = device.model_copy(update={"taints": [*device.taints, *extra]})
+                changed = True
+        if changed:
+            spec = sl.spec.model_copy(update={"devices": devices})
+            sl = sl.model_copy(update={"spec": spec})
+        out.append(sl)
+    return out

@@ -70,6 +70,7 @@ class EventResource(StrEnum):
     RESOURCE_CLAIM = "ResourceClaim"
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"
+    DEVICE_TAINT_RULE = "DeviceTaintRule"
     WILDCARD = "*"
 
 

@@ -40,6 +40,7 @@ OTHER_KINDS = (
     "ResourceClaim",
     "ResourceSlice",
     "DeviceClass",
+    "DeviceTaintRule",
 )
 """Kinds whose changes only move pods (plugins read them through the lister, or watch them
 through the client, as DynamicResources does)."""

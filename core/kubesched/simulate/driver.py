@@ -21,6 +21,7 @@ from kubesched.config import (
 from kubesched.features import FeatureGates
 from kubesched.framework.registry import PluginRegistry, default_registry
 from kubesched.metrics import Metrics
+from kubesched.notices import notice
 from kubesched.scheduler import AttemptRecord, EventHandlers, Scheduler
 from kubesched.simulate.invariants import InvariantChecker
 from kubesched.simulate.limits import check_max_pods
@@ -163,6 +164,17 @@ class Simulation:
         self.cluster.device_taint_eviction.enabled = self.effective.feature_gates.enabled(
             "DRADeviceTaints"
         )
+        # ... and reads DeviceTaintRules (and keeps their status) with DRADeviceTaintRules.
+        taint_rules = self.effective.feature_gates.enabled("DRADeviceTaintRules")
+        self.cluster.device_taint_eviction.taint_rules = taint_rules
+        if not taint_rules:
+            for rule in objects:
+                if rule.kind == "DeviceTaintRule":
+                    notice(
+                        "ignored: DeviceTaintRules are read only with "
+                        "--feature-gates=DRADeviceTaintRules=true (off by default in v1.36)",
+                        obj=f"DeviceTaintRule {rule.name}",
+                    )
         self.timeline = None
         if timeline is not None:
             self.attach_timeline(timeline)

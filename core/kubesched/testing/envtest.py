@@ -56,6 +56,15 @@ topology-aware placement, workload-aware preemption), for kube-apiserver and
 kube-scheduler alike."""
 WORKLOAD_APISERVER_ARGS = (WORKLOAD_GATES, "--runtime-config=scheduling.k8s.io/v1alpha2=true")
 """What kube-apiserver needs to serve the Workload API with every field of those gates."""
+DEVICE_TAINT_RULE_GATES = "--feature-gates=DRADeviceTaintRules=true"
+"""DRADeviceTaintRules (beta, off by default in v1.36), for kube-apiserver,
+kube-controller-manager and kube-scheduler alike."""
+DEVICE_TAINT_RULE_APISERVER_ARGS = (
+    DEVICE_TAINT_RULE_GATES,
+    "--runtime-config=resource.k8s.io/v1beta2=true,resource.k8s.io/v1alpha3=true",
+)
+"""What kube-apiserver needs to serve DeviceTaintRules (at ``resource.k8s.io/v1beta2`` and
+``v1alpha3``)."""
 
 
 class EnvtestError(KubeschedError):
@@ -311,14 +320,19 @@ class ControlPlane:
         ]
 
     def start_controller_manager(
-        self, controllers: tuple[str, ...], *, leader_elect: bool = False
+        self,
+        controllers: tuple[str, ...],
+        *,
+        leader_elect: bool = False,
+        args: tuple[str, ...] = (),
     ) -> None:
         """Start the assets' kube-controller-manager running only ``controllers`` (such as
         ``persistentvolume-binder-controller``, or ``*`` and ``-name`` as its
         ``--controllers`` flag takes them) as the admin; it stops with the control plane.
         ``leader_elect``: hold its Lease in kube-system, so that tools which look for a
-        running controller manager (``kubesched compare``) see it. Raises ``EnvtestError``
-        when the assets have no kube-controller-manager or it is started already."""
+        running controller manager (``kubesched compare``) see it. ``args``: more flags
+        (``--feature-gates=...``). Raises ``EnvtestError`` when the assets have no
+        kube-controller-manager or it is started already."""
         binary = self.assets / "kube-controller-manager"
         if not binary.is_file():
             raise EnvtestError(f"no kube-controller-manager in {self.assets}")
@@ -336,6 +350,7 @@ class ControlPlane:
                 "--use-service-account-credentials=false",
                 "--bind-address=127.0.0.1",
                 "--secure-port=0",
+                *args,
             ],
         )
 
@@ -629,6 +644,13 @@ _VERSIONED_COLLECTIONS = {
     ),
     ("scheduling.k8s.io/v1alpha2", "Workload"): (
         "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/workloads"
+    ),
+    (
+        "resource.k8s.io/v1beta2",
+        "DeviceTaintRule",
+    ): "/apis/resource.k8s.io/v1beta2/devicetaintrules",
+    ("resource.k8s.io/v1alpha3", "DeviceTaintRule"): (
+        "/apis/resource.k8s.io/v1alpha3/devicetaintrules"
     ),
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): (
         "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"

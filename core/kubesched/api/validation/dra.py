@@ -1,6 +1,6 @@
 """Dynamic Resource Allocation kinds validated as kube-apiserver v1.36 does
-(``pkg/apis/resource/validation``): DeviceClass, ResourceClaim, ResourceClaimTemplate and
-ResourceSlice.
+(``pkg/apis/resource/validation``): DeviceClass, ResourceClaim, ResourceClaimTemplate,
+ResourceSlice and DeviceTaintRule.
 
 CEL selectors are compiled here (with the ``cel`` library the DynamicResources plugin
 evaluates them with): an expression that does not compile is refused with upstream's
@@ -25,6 +25,7 @@ from ..resource import (
     DeviceClaim,
     DeviceClass,
     DeviceSelector,
+    DeviceTaintRule,
     OpaqueDeviceConfiguration,
     ResourceClaim,
     ResourceClaimTemplate,
@@ -41,7 +42,9 @@ from .syntax import (
     is_c_identifier,
     is_dns1123_label,
     is_dns1123_subdomain,
+    is_valid_label_value,
     validate_annotations,
+    validate_label_name,
     validate_labels,
 )
 
@@ -54,6 +57,8 @@ SEMVER_RE = re.compile(
 )
 """A semantic version (semver.org 2.0.0): major, minor, patch, pre-release, build."""
 
+_RULE_TAINT_EFFECTS = ("NoExecute", "NoSchedule", "None")
+"""The effects a DeviceTaintRule's taint may have (sorted, as upstream lists them)."""
 _MAX_SUBREQUESTS = 8
 _MAX_DEVICES_PER_SLICE = 128
 _POOL_NAME_MAX_LENGTH = 253
@@ -404,4 +409,30 @@ def _resource_slice(rs: ResourceSlice) -> list[FieldError]:
         if device.name in names:
             errs.append(duplicate(dpath, device.name))
         names.add(device.name)
+    return errs
+
+
+@register_validator("DeviceTaintRule")
+def _device_taint_rule(rule: DeviceTaintRule) -> list[FieldError]:
+    errs = validate_object_meta(rule.metadata, namespaced=False)
+    sel = rule.spec.device_selector
+    if sel is not None:
+        path = "spec.deviceSelector"
+        if sel.driver is not None:
+            errs.extend(validate_csi_driver_name(sel.driver, f"{path}.driver"))
+        if sel.pool is not None:
+            errs.extend(_pool_name(sel.pool, f"{path}.pool"))
+        if sel.device is not None:
+            errs.extend(_label_name(sel.device, f"{path}.device"))
+    taint = rule.spec.taint
+    errs.extend(validate_label_name(taint.key, "spec.taint.key"))
+    if taint.value:
+        errs.extend(
+            invalid("spec.taint.value", taint.value, msg)
+            for msg in is_valid_label_value(taint.value)
+        )
+    if not taint.effect:
+        errs.append(required("spec.taint.effect"))
+    elif taint.effect not in _RULE_TAINT_EFFECTS:
+        errs.append(not_supported("spec.taint.effect", taint.effect, _RULE_TAINT_EFFECTS))
     return errs

@@ -14,6 +14,7 @@ from typing import Any
 
 from kubesched.api import (
     KINDS,
+    DeviceTaintRule,
     KubeObject,
     Lease,
     Namespace,
@@ -138,8 +139,22 @@ _GENERATION_KINDS = frozenset(
         "Job",
         "CronJob",
         "PodDisruptionBudget",
+        "DeviceTaintRule",
     }
 )
+
+
+def _stamp_rule_taint(rule: DeviceTaintRule, old: DeviceTaintRule | None, now: datetime) -> None:
+    """kube-apiserver's DeviceTaintRule strategy: the taint's ``timeAdded`` is set to now
+    when missing, and on an update that changes the effect while keeping the old time
+    (the time says when the effect began, and a NoExecute eviction counts from it)."""
+    taint = rule.spec.taint
+    if taint.time_added is None or (
+        old is not None
+        and taint.effect != old.spec.taint.effect
+        and taint.time_added == old.spec.taint.time_added
+    ):
+        taint.time_added = now
 
 
 def _describe(obj: KubeObject) -> str:
@@ -716,6 +731,8 @@ class MemoryCluster:
             meta.creation_timestamp = timestamp(now)
         if kind in _GENERATION_KINDS and meta.generation is None:
             meta.generation = 1
+        if isinstance(obj, DeviceTaintRule):
+            _stamp_rule_taint(obj, None, meta.creation_timestamp)
         if isinstance(obj, Namespace) and not obj.status.phase:
             obj.status.phase = "Active"
         if isinstance(obj, Pod):
@@ -820,6 +837,8 @@ class MemoryCluster:
             if getattr(new, "spec", None) != getattr(old, "spec", None):
                 gen += 1
             new.metadata.generation = gen
+        if isinstance(new, DeviceTaintRule):
+            _stamp_rule_taint(new, old, timestamp(self.clock.now()))  # type: ignore[arg-type]
         return self._store(new, old)
 
     def _replaced(self, obj: KubeObject) -> KubeObject:
