@@ -24,8 +24,12 @@ demo: $(BIN)/.installed  ## the main job: simulate the quickstart cluster and wo
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 
+# One worker per core; a test file stays on one worker, so that its module fixtures (a
+# browser, a virtual environment, a Dask cluster) start once. PYTEST_WORKERS=0 runs in one
+# process.
+PYTEST_WORKERS ?= auto
 test: $(BIN)/.installed lint docs  ## the whole test suite (lint and a strict docs build included)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 docs: $(BIN)/.installed  ## build the documentation into site/, failing on any warning
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet

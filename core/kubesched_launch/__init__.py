@@ -1,7 +1,7 @@
 """The ``kubesched`` console script: Ctrl-C during the command line's imports ends it
 quietly with status 130, as Ctrl-C does once the command runs.
 
-Importing ``kubesched`` loads the whole plugin SDK (seconds on a busy machine), and an
+Importing a sub-command's modules takes seconds on a busy machine, and an
 interrupt there would otherwise print Python's traceback. This package lies outside
 ``kubesched`` so that nothing is imported before the guard is in place.
 """

@@ -114,6 +114,28 @@ def test_invalid_plugins_are_refused_with_the_reason(plugin_class, message):
         validate_plugin_class(plugin_class)
 
 
+@pytest.mark.parametrize(
+    ("hook", "message"),
+    [
+        (hookimpl(lambda self, nodeinfo: None), "nodeinfo"),
+        (hookimpl(lambda self, filterr: None), "filterr"),
+    ],
+    ids=["bad-param", "another-bad-param"],
+)
+def test_a_class_whose_hook_is_replaced_is_checked_again(monkeypatch, hook, message):
+    # The check of a class's hooks is cached: replacing a hook must not reuse its verdict.
+    plugin = _cls(
+        "Replaced",
+        {"name": "Replaced", "__init__": lambda self, a, h: None, "filter": Good.filter},
+    )
+    assert validate_plugin_class(plugin).hooks == ("filter",)
+    monkeypatch.setattr(plugin, "filter", hook)
+    with pytest.raises(PluginValidationFailure, match=message):
+        validate_plugin_class(plugin)
+    monkeypatch.undo()
+    assert validate_plugin_class(plugin).hooks == ("filter",)
+
+
 def test_entry_point_name_must_match_class_name():
     with pytest.raises(PluginValidationFailure, match="entry point is named 'Other'"):
         validate_plugin_class(Good, "Other")

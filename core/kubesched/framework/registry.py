@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import importlib_metadata
 import pluggy
@@ -103,14 +105,11 @@ def validate_plugin_class(plugin_class: object, name: str | None = None) -> Plug
     hooks = hooks_of(plugin_class)
     if not hooks:
         raise PluginValidationFailure("implements no extension point (no @hookimpl method)")
-    pm = new_plugin_manager()
-    try:
-        # Registered as an instance made without __init__, so that pluggy sees bound
-        # methods and leaves ``self`` out of the parameters it checks.
-        pm.register(object.__new__(plugin_class), name=plugin_name)
-        pm.check_pending()
-    except pluggy.PluginValidationError as err:
-        raise PluginValidationFailure(str(err)) from None
+    problem = _hookimpl_problem(
+        plugin_class, plugin_name, tuple(getattr(plugin_class, hook) for hook in hooks)
+    )
+    if problem is not None:
+        raise PluginValidationFailure(problem)
     declared = getattr(plugin_class, "sdk_version", None)
     return PluginEntry(
         name=plugin_name,
@@ -121,6 +120,26 @@ def validate_plugin_class(plugin_class: object, name: str | None = None) -> Plug
         sdk_version=None if declared is None else str(declared),
         sdk_warning=sdk_incompatibility(declared),
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _hookimpl_problem(plugin_class: type, plugin_name: str, impls: tuple[Any, ...]) -> str | None:
+    """pluggy's verdict on the hook implementations ``impls`` of ``plugin_class``: None when
+    each matches its hookspec, else what is wrong.
+
+    Cached, because a check needs a fresh plugin manager (tens of milliseconds) and tests
+    build frameworks from the same classes thousands of times; the hook functions are part
+    of the key, so that a class whose hooks were replaced is checked again.
+    """
+    pm = new_plugin_manager()
+    try:
+        # Registered as an instance made without __init__, so that pluggy sees bound
+        # methods and leaves ``self`` out of the parameters it checks.
+        pm.register(object.__new__(plugin_class), name=plugin_name)
+        pm.check_pending()
+    except pluggy.PluginValidationError as err:
+        return str(err)
+    return None
 
 
 class PluginRegistry:
