@@ -153,17 +153,17 @@ def args_to_dict(args: PluginArgs, gates: FeatureGates | None = None) -> dict[st
     as upstream writes them: without the fields that are empty and empty by default, and
     under ``gates`` with the defaults only a gate that is on brings, and without the unset
     fields whose feature gate is off (upstream does not default them; those of
-    ``null_when_gated_off`` are written as ``null``)."""
-    if gates is not None:
-        unset = args.gated_defaults(gates).items()
-        args = args.model_copy(update={k: v for k, v in unset if k not in args.model_fields_set})
+    ``null_when_gated_off`` are written as ``null``); no ``gates``: every gate at its
+    default, so that the mapping loads back under them."""
+    gates = gates or FeatureGates()
+    unset = args.gated_defaults(gates).items()
+    args = args.model_copy(update={k: v for k, v in unset if k not in args.model_fields_set})
     data = args.model_dump(mode="json", by_alias=True, exclude=_omitted(args))
-    if gates is not None:
-        for name in args.fields_gated_off(gates).keys() - args.model_fields_set:
-            key = type(args).model_fields[name].alias or name
-            data.pop(key, None)
-            if name in args.null_when_gated_off:
-                data[key] = None
+    for name in args.fields_gated_off(gates).keys() - args.model_fields_set:
+        key = type(args).model_fields[name].alias or name
+        data.pop(key, None)
+        if name in args.null_when_gated_off:
+            data[key] = None
     return data
 
 
