@@ -243,36 +243,26 @@ class _ToyArgs(PluginArgs):
     def fields_gated_off(cls, gates: FeatureGates) -> dict[str, str]:
         return {} if gates.enabled("AllAlpha") else {"gated": "off", "gated_null": "off"}
 
-    @classmethod
-    def gated_defaults(cls, gates: FeatureGates) -> dict[str, Any]:
-        return {"optional": 7} if gates.enabled("AllAlpha") else {}
-
 
 BASE = {"fullByDefault": [1], "flag": False, "inner": {}, "gated": 5, "gatedNull": 6}
-"""``_ToyArgs()`` printed with its gate on, but for the gated default: a nested model is
-written even when empty, as Go writes a struct."""
+"""``_ToyArgs()`` printed with its gate on: a nested model is written even when empty,
+as Go writes a struct."""
 
 GATED_OFF = {**{k: v for k, v in BASE.items() if k != "gated"}, "gatedNull": None}
 """``_ToyArgs()`` printed with its gate off."""
 
 ARGS_TO_DICT = [
     # (id, args as given, gates, printed)
-    ("empty-by-default-left-out", {}, "AllAlpha=true", {**BASE, "optional": 7}),
+    ("empty-by-default-left-out", {}, "AllAlpha=true", BASE),
     (
         "set-empty-where-the-default-is-not-kept",
         {"fullByDefault": [], "inner": {"note": "n"}},
         "AllAlpha=true",
-        {**BASE, "optional": 7, "fullByDefault": [], "inner": {"note": "n"}},
+        {**BASE, "fullByDefault": [], "inner": {"note": "n"}},
     ),
     ("gated-off-left-out-or-null", {}, "AllAlpha=false", GATED_OFF),
     ("no-gates-are-the-default-gates", {}, None, GATED_OFF),
-    ("gated-default-filled-in", {}, "AllAlpha=true", {**BASE, "optional": 7}),
-    (
-        "gated-default-not-over-a-set-value",
-        {"optional": 3},
-        "AllAlpha=true",
-        {**BASE, "optional": 3},
-    ),
+    ("optional-set-is-written", {"optional": 3}, "AllAlpha=true", {**BASE, "optional": 3}),
 ]
 
 

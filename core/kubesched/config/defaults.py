@@ -151,13 +151,10 @@ def _omitted(model: BaseModel) -> dict[str, Any]:
 def args_to_dict(args: PluginArgs, gates: FeatureGates | None = None) -> dict[str, Any]:
     """A plugin's validated args as the mapping ``pluginConfig`` holds (camelCase keys),
     as upstream writes them: without the fields that are empty and empty by default, and
-    under ``gates`` with the defaults only a gate that is on brings, and without the unset
-    fields whose feature gate is off (upstream does not default them; those of
-    ``null_when_gated_off`` are written as ``null``); no ``gates``: every gate at its
-    default, so that the mapping loads back under them."""
+    without the unset fields whose feature gate ``gates`` turn off (upstream does not
+    default them; those of ``null_when_gated_off`` are written as ``null``); no
+    ``gates``: every gate at its default, so that the mapping loads back under them."""
     gates = gates or FeatureGates()
-    unset = args.gated_defaults(gates).items()
-    args = args.model_copy(update={k: v for k, v in unset if k not in args.model_fields_set})
     data = args.model_dump(mode="json", by_alias=True, exclude=_omitted(args))
     for name in args.fields_gated_off(gates).keys() - args.model_fields_set:
         key = type(args).model_fields[name].alias or name

@@ -93,13 +93,6 @@ class PluginArgs(ArgsModel):
         upstream's reason: such a field is neither defaulted nor accepted."""
         return {}
 
-    @classmethod
-    def gated_defaults(cls, gates: FeatureGates) -> dict[str, Any]:
-        """The defaults (Python name → value) that upstream's defaulting fills in only
-        while a feature gate is on, under ``gates``; an unset field with none here keeps
-        the model's default."""
-        return {}
-
     def gate_errors(self, info: ValidationInfo) -> list[ArgsError]:
         """A ``Forbidden`` error for each field set while its feature gate is off (none
         when validated without the gates)."""
